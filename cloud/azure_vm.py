@@ -1,0 +1,487 @@
+"""One workspace's Azure footprint: a NIC, a VM and the VM's OS disk.
+
+Lifecycle operations are split in two so that a worker can persist progress:
+begin() sends the request and returns the LRO continuation token without
+waiting; poll() asks once how the operation behind a token is doing. A
+replacement worker that polls with a saved token only sends GETs -- it never
+re-sends the VM PUT/POST.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from azure.core.exceptions import AzureError, ResourceNotFoundError
+from azure.core.polling import LROPoller
+from azure.mgmt.core.polling.arm_polling import ARMPolling
+
+from .clients import AzureSettings, compute_client, network_client
+from .errors import CloudError, azure_errors, from_azure
+
+OPERATIONS = ("create", "start", "deallocate", "delete")
+POWER_STATES = frozenset(
+    {"running", "deallocated", "stopped", "stopping", "starting", "deallocating", "unknown"}
+)
+
+
+@dataclass(frozen=True)
+class VmNames:
+    vm: str
+    nic: str
+    os_disk: str
+
+
+@dataclass(frozen=True)
+class VmSpec:
+    """What to create. custom_data is cloud-init text (sent base64-encoded); os_disk_gb in GiB."""
+
+    workspace_id: str
+    location: str
+    vm_size: str
+    admin_username: str
+    ssh_public_key: str
+    custom_data: str
+    tags: dict[str, str]
+    image: str = "microsoft-dsvm:ubuntu-hpc:2204:latest"  # publisher:offer:sku:version
+    os_disk_gb: int = 128
+
+
+@dataclass(frozen=True)
+class VmState:
+    """A VM as Azure reports it. power_state is one of POWER_STATES."""
+
+    name: str
+    vm_id: str | None
+    location: str
+    vm_size: str
+    provisioning_state: str
+    power_state: str
+    private_ip: str | None
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One regional quota line, e.g. name="standardNCADSA100v4Family", unit="Count" (cores)."""
+
+    name: str
+    localized_name: str
+    current_value: int
+    limit: int
+    unit: str
+
+
+@dataclass(frozen=True)
+class SkuInfo:
+    """A VM size in one location as the Resource SKUs API describes it to this subscription.
+
+    family is the quota family the regional usages name (e.g. "standardNCADSA100v4Family"),
+    vcpus the vCPU count one VM of the size uses against it (0 when Azure does not say).
+    offered is False with Azure's restriction reasonCode (e.g. "NotAvailableForSubscription"),
+    or "NotOffered" when the size is not sold in the location; then family is "" and vcpus 0.
+    Zone-only restrictions do not count: the portal deploys without zones.
+    """
+
+    name: str
+    family: str
+    vcpus: int
+    offered: bool
+    reason: str | None
+
+
+class _SendOnly(ARMPolling):
+    """ARM polling that keeps the initial response (for the token) but never polls.
+
+    Without it LROPoller would start polling in a background thread the moment
+    begin() returns, doubling the traffic of the poll() that follows.
+    """
+
+    def run(self) -> None:
+        return None
+
+
+def vm_names(workspace_id: uuid.UUID | str) -> VmNames:
+    """Deterministic names: "ws-<first 12 hex of the uuid>", "<vm>-nic", "<vm>-osdisk".
+
+    Raises ValueError if workspace_id is not a UUID.
+    """
+    return _names(f"ws-{uuid.UUID(str(workspace_id)).hex[:12]}")
+
+
+def _names(vm: str) -> VmNames:
+    return VmNames(vm=vm, nic=f"{vm}-nic", os_disk=f"{vm}-osdisk")
+
+
+def _check_operation(operation: str) -> None:
+    if operation not in OPERATIONS:
+        raise ValueError(f"unknown operation {operation!r}; expected one of {OPERATIONS}")
+
+
+def begin(settings: AzureSettings, operation: str, *, name: str, spec: VmSpec | None = None) -> str:
+    """Start `operation` on VM `name`; return its LRO continuation token without waiting.
+
+    create needs `spec` (and `name` must be vm_names(spec.workspace_id).vm): it first
+    ensures the NIC (an idempotent PUT it waits for, seconds), then sends the VM PUT.
+    After a permanent create failure, call delete_leftovers(): the NIC may exist.
+
+    Raises ValueError for an unknown operation or a missing/mismatched spec, and
+    CloudError when Azure refuses (transient: throttled/busy/5xx; permanent e.g.
+    SkuNotAvailable, OperationNotAllowed for quota, InvalidParameter).
+    """
+    _check_operation(operation)
+    if operation == "create":
+        if spec is None or vm_names(spec.workspace_id).vm != name:
+            raise ValueError("create needs the spec of the workspace the VM is named after")
+    elif spec is not None:
+        raise ValueError(f"{operation} takes no spec")
+    with azure_errors():
+        if operation == "create":
+            poller = _begin_create(settings, _names(name), spec)
+        else:
+            start = _vm_action(settings, operation)
+            poller = start(
+                settings.resource_group, name, polling=_SendOnly(settings.polling_interval)
+            )
+        return poller.continuation_token()
+
+
+@dataclass(frozen=True)
+class Progress:
+    """Where an operation stands after one poll. ``state`` is set once done (None after a
+    delete, or while in progress)."""
+
+    done: bool
+    state: VmState | None = None
+
+
+class _PollOnce(ARMPolling):
+    """ARM polling that asks for the operation's status once instead of looping until done.
+
+    Overrides the loop (``_poll``) rather than ``run()``, so run() still turns bad answers into
+    HttpResponseError; once finished, the standard loop raises Azure's error for a Failed
+    operation and fetches the final resource, exactly as a blocking wait would.
+    """
+
+    def _poll(self) -> None:
+        if not self.finished():
+            self.update_status()
+        if self.finished():
+            super()._poll()
+
+
+def poll(settings: AzureSettings, operation: str, *, name: str, token: str) -> Progress:
+    """Ask Azure once how the operation behind ``token`` (from begin()) is doing; GETs only.
+
+    When it is done, returns get() (None for delete, which then also deletes the NIC and OS
+    disk, waiting). A worker calls this again later rather than sleeping between polls, so
+    long operations (VM creates take minutes) hold no worker.
+
+    Raises ValueError for an unknown operation or a malformed token; CloudError when polling
+    fails (transient: poll again with the same token) or the operation ended Failed
+    (permanent, status None, Azure's code, e.g. AllocationFailed; after a failed create, call
+    delete_leftovers()).
+    """
+    _check_operation(operation)
+    with azure_errors():
+        poller = _resumed(settings, operation, name, token, _PollOnce(settings.polling_interval))
+        poller.result()
+        if not poller.polling_method().finished():
+            return Progress(done=False)
+    if operation == "delete":
+        _delete_all(settings, _names(name), include_vm=False)
+        return Progress(done=True)
+    return Progress(done=True, state=get(settings, name=name))
+
+
+def _resumed(settings, operation, name, token, polling) -> LROPoller:
+    vms = compute_client(settings).virtual_machines
+    if operation == "create":
+        # The body is in the token's past; the SDK ignores `parameters` when resuming.
+        return vms.begin_create_or_update(
+            settings.resource_group, name, None, continuation_token=token, polling=polling
+        )
+    return _vm_action(settings, operation)(
+        settings.resource_group, name, continuation_token=token, polling=polling
+    )
+
+
+def get(settings: AzureSettings, *, name: str) -> VmState | None:
+    """The VM with its instance view and its NIC's private IP; None if the VM does not exist.
+
+    Raises CloudError.
+    """
+    vms = compute_client(settings).virtual_machines
+    with azure_errors():
+        try:
+            vm = vms.get(settings.resource_group, name, expand="instanceView")
+        except ResourceNotFoundError:
+            return None
+        private_ip = _private_ip(settings, _names(name).nic)
+    return _vm_state(vm, private_ip)
+
+
+def delete_leftovers(settings: AzureSettings, *, name: str) -> None:
+    """Remove whatever a failed create left: the VM (also one in provisioningState
+    Failed), then the NIC, then the OS disk, waiting for each.
+
+    Idempotent (absent resources are fine). Tries every step even if one fails, then
+    raises the first CloudError, so a retry can finish the job.
+    """
+    _delete_all(settings, _names(name), include_vm=True)
+
+
+def regional_usage(settings: AzureSettings, *, location: str) -> list[Usage]:
+    """Compute quota usage in `location` (cores per VM family, VM counts, ...).
+
+    Raises CloudError.
+    """
+    with azure_errors():
+        items = list(compute_client(settings).usage.list(location))
+    return [
+        Usage(
+            name=item.name.value or "",
+            localized_name=item.name.localized_value or item.name.value or "",
+            current_value=item.current_value,
+            limit=item.limit,
+            unit=_text(item.unit),
+        )
+        for item in items
+    ]
+
+
+def sku_info(settings: AzureSettings, *, location: str, vm_size: str) -> SkuInfo:
+    """`vm_size` in `location` from the Resource SKUs API: its quota family, its vCPUs and
+    whether this subscription may deploy it (see SkuInfo).
+
+    Raises CloudError.
+    """
+    with azure_errors():
+        skus = compute_client(settings).resource_skus.list(filter=f"location eq '{location}'")
+        sku = next(
+            (
+                s
+                for s in skus
+                if s.resource_type == "virtualMachines" and _norm(s.name) == _norm(vm_size)
+            ),
+            None,
+        )
+    if sku is None:
+        return SkuInfo(name=vm_size, family="", vcpus=0, offered=False, reason="NotOffered")
+    reason = _restriction(sku, _norm(location))
+    return SkuInfo(
+        name=_text(sku.name),
+        family=_text(sku.family),
+        vcpus=_vcpus(sku),
+        offered=reason is None,
+        reason=reason,
+    )
+
+
+def _restriction(sku: Any, location: str) -> str | None:
+    """Azure's reasonCode of a location restriction on the SKU, or None when unrestricted."""
+    for restriction in sku.restrictions or []:
+        values = [_norm(v) for v in restriction.values_property or []]
+        if _norm(restriction.type) == "location" and (not values or location in values):
+            return _text(restriction.reason_code) or "Restricted"
+    return None
+
+
+def _vcpus(sku: Any) -> int:
+    for capability in sku.capabilities or []:
+        if _norm(capability.name) == "vcpus":
+            try:
+                return int(float(capability.value))
+            except (TypeError, ValueError):
+                return 0
+    return 0
+
+
+# --- create -----------------------------------------------------------------
+
+
+def _begin_create(settings: AzureSettings, names: VmNames, spec: VmSpec) -> LROPoller:
+    nic_id = _ensure_nic(settings, names.nic, spec)
+    body = _vm_body(names, nic_id, spec)
+    vms = compute_client(settings).virtual_machines
+    return vms.begin_create_or_update(
+        settings.resource_group, names.vm, body, polling=_SendOnly(settings.polling_interval)
+    )
+
+
+def _ensure_nic(settings: AzureSettings, nic_name: str, spec: VmSpec) -> str:
+    """PUT the NIC and wait (idempotent); return its ARM id.
+
+    On a permanent failure the NIC is deleted again before the error propagates,
+    so a refused create leaves nothing behind.
+    """
+    nics = network_client(settings).network_interfaces
+    try:
+        poller = nics.begin_create_or_update(
+            settings.resource_group, nic_name, _nic_body(settings, spec)
+        )
+        return poller.result().id
+    except AzureError as exc:
+        if not from_azure(exc).transient:
+            # Best effort: the original error is the one worth reporting.
+            with contextlib.suppress(AzureError):
+                _delete_and_wait(nics.begin_delete, settings.resource_group, nic_name)
+        raise
+
+
+def _nic_body(settings: AzureSettings, spec: VmSpec) -> dict[str, Any]:
+    # No publicIPAddress: workspaces are reached through the portal's network only.
+    ip_config = {
+        "name": "ipconfig1",
+        "properties": {
+            "subnet": {"id": settings.subnet_id},
+            "privateIPAllocationMethod": "Dynamic",
+            "primary": True,
+        },
+    }
+    return {
+        "location": spec.location,
+        "tags": dict(spec.tags),
+        "properties": {"ipConfigurations": [ip_config]},
+    }
+
+
+def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
+    publisher, offer, sku, version = spec.image.split(":")
+    # deleteOption Detach on disk and NIC: Azure must not delete them behind our back;
+    # poll("delete") and delete_leftovers() remove them explicitly, in order.
+    os_disk = {
+        "name": names.os_disk,
+        "createOption": "FromImage",
+        "deleteOption": "Detach",
+        "caching": "ReadWrite",
+        "diskSizeGB": spec.os_disk_gb,
+        "managedDisk": {"storageAccountType": "Premium_LRS"},
+    }
+    nic_ref = {"id": nic_id, "properties": {"primary": True, "deleteOption": "Detach"}}
+    return {
+        "location": spec.location,
+        "tags": dict(spec.tags),
+        "properties": {
+            "hardwareProfile": {"vmSize": spec.vm_size},
+            "storageProfile": {
+                "imageReference": {
+                    "publisher": publisher,
+                    "offer": offer,
+                    "sku": sku,
+                    "version": version,
+                },
+                "osDisk": os_disk,
+            },
+            "osProfile": _os_profile(names.vm, spec),
+            "networkProfile": {"networkInterfaces": [nic_ref]},
+        },
+    }
+
+
+def _os_profile(computer_name: str, spec: VmSpec) -> dict[str, Any]:
+    user = spec.admin_username
+    ssh_key = {"path": f"/home/{user}/.ssh/authorized_keys", "keyData": spec.ssh_public_key}
+    return {
+        "computerName": computer_name,
+        "adminUsername": user,
+        "customData": base64.b64encode(spec.custom_data.encode("utf-8")).decode("ascii"),
+        "linuxConfiguration": {
+            "disablePasswordAuthentication": True,
+            "ssh": {"publicKeys": [ssh_key]},
+        },
+    }
+
+
+# --- start / deallocate / delete ----------------------------------------------
+
+
+def _vm_action(settings: AzureSettings, operation: str) -> Callable[..., LROPoller]:
+    vms = compute_client(settings).virtual_machines
+    return {
+        "start": vms.begin_start,
+        "deallocate": vms.begin_deallocate,
+        "delete": vms.begin_delete,
+    }[operation]
+
+
+def _delete_and_wait(begin_delete: Callable[..., LROPoller], group: str, name: str) -> None:
+    # Azure answers 204 for an absent resource; a 404 means the same: already gone.
+    with contextlib.suppress(ResourceNotFoundError):
+        begin_delete(group, name).result()
+
+
+def _delete_all(settings: AzureSettings, names: VmNames, *, include_vm: bool) -> None:
+    """Delete (VM,) NIC, OS disk in that order -- the NIC and disk cannot go while the
+    VM holds them. Tries every step; raises the first CloudError at the end."""
+    compute = compute_client(settings)
+    steps = [
+        (network_client(settings).network_interfaces.begin_delete, names.nic),
+        (compute.disks.begin_delete, names.os_disk),
+    ]
+    if include_vm:
+        steps.insert(0, (compute.virtual_machines.begin_delete, names.vm))
+    first_error: CloudError | None = None
+    for begin_delete, resource in steps:
+        try:
+            with azure_errors():
+                _delete_and_wait(begin_delete, settings.resource_group, resource)
+        except CloudError as exc:
+            first_error = first_error or exc
+    if first_error is not None:
+        raise first_error
+
+
+# --- reading ------------------------------------------------------------------
+
+
+def _private_ip(settings: AzureSettings, nic_name: str) -> str | None:
+    nics = network_client(settings).network_interfaces
+    try:
+        nic = nics.get(settings.resource_group, nic_name)
+    except ResourceNotFoundError:
+        return None
+    configs = (nic.properties.ip_configurations if nic.properties else None) or []
+    for config in configs:
+        if config.properties and config.properties.private_ip_address:
+            return config.properties.private_ip_address
+    return None
+
+
+def _vm_state(vm: Any, private_ip: str | None) -> VmState:
+    props = vm.properties
+    hardware = props.hardware_profile if props else None
+    return VmState(
+        name=vm.name,
+        vm_id=props.vm_id if props else None,
+        location=_text(vm.location),
+        vm_size=_text(hardware.vm_size if hardware else None),
+        provisioning_state=_text(props.provisioning_state if props else None) or "Unknown",
+        power_state=_power_state(props.instance_view if props else None),
+        private_ip=private_ip,
+    )
+
+
+def _power_state(instance_view: Any) -> str:
+    """Map "PowerState/running" to "running"; missing or unexpected codes to "unknown"."""
+    for status in (instance_view.statuses if instance_view else None) or []:
+        code = status.code or ""
+        if code.startswith("PowerState/"):
+            state = code.split("/", 1)[1].lower()
+            return state if state in POWER_STATES else "unknown"
+    return "unknown"
+
+
+def _text(value: Any) -> str:
+    """A plain str: the SDK hands out str-Enums, and str() of those is "Type.MEMBER"."""
+    if isinstance(value, Enum):
+        value = value.value
+    return "" if value is None else str(value)
+
+
+def _norm(value: Any) -> str:
+    return _text(value).replace(" ", "").lower()

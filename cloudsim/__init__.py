@@ -1,0 +1,14 @@
+"""cloudsim: a local emulator of the slice of Azure Resource Manager the portal uses.
+
+    from cloudsim import start_server
+    sim = start_server(port=0, latency=0.05)   # daemon thread, free port
+    sim.url, sim.state, sim.shutdown()
+
+Run standalone with `python -m cloudsim --port 8100`. Standard library only.
+"""
+
+from .cloud import Cloud
+from .control import SimControl, SimControlError
+from .server import SimServer, make_server, start_server
+
+__all__ = ["Cloud", "SimControl", "SimControlError", "SimServer", "make_server", "start_server"]

@@ -1,0 +1,263 @@
+"""The emulator's whole state: resources, operations, faults, capacity and quota.
+
+Every request runs its handler with `lock` held and after `advance()`, so operations whose time is
+up have applied their effects before anything is read or changed (lazy, but always consistent).
+"""
+
+import threading
+import time
+import uuid
+from collections import deque
+
+from . import errors
+from .models import VM, Disk, Fault, Nic, Operation, iso, key_of
+from .skus import Catalog, SizeInfo, normalize_location
+
+DEFAULT_CAPACITY = 10  # VMs of one size per location.
+DEFAULT_FAMILY_LIMIT = 96  # vCPUs per quota family per location.
+DEFAULT_REGIONAL_LIMIT = 350  # "cores": Total Regional vCPUs per location.
+
+FAULT_OPS = frozenset(
+    {
+        "vm.create",
+        "vm.update",
+        "vm.get",
+        "vm.delete",
+        "vm.start",
+        "vm.deallocate",
+        "vm.powerOff",
+        "nic.create",
+        "nic.delete",
+        "disk.delete",
+        "operation.get",
+        "usage.list",
+        "sku.list",
+    }
+)
+SYNC_KINDS = frozenset(
+    {
+        "throttle",
+        "conflict",
+        "server_error",
+        "unavailable",
+        "authorization_failed",
+        "sku_not_available",
+        "quota",
+    }
+)
+ASYNC_KINDS = frozenset({"allocation_failed", "zonal_allocation_failed"})
+VM_SIZE_KINDS = frozenset({"sku_not_available", "quota"})  # Need a VM size to word the message.
+
+
+class Cloud:
+    """In-memory ARM state. Callers hold `lock` for every read or write."""
+
+    def __init__(self, catalog: Catalog, latency: float = 3.0, retry_after: int = 1):
+        self.lock = threading.RLock()
+        self.catalog = catalog
+        self._default_latency = latency
+        self._default_retry_after = retry_after
+        self.reset()
+
+    def reset(self) -> None:
+        """Forget every resource, operation, fault and request; restore startup settings."""
+        with self.lock:
+            self.latency = self._default_latency  # Seconds an LRO stays InProgress.
+            self.retry_after = self._default_retry_after  # Retry-After on LROs, seconds.
+            self.vms: dict[str, VM] = {}
+            self.nics: dict[str, Nic] = {}
+            self.disks: dict[str, Disk] = {}
+            self.operations: dict[str, Operation] = {}
+            self.faults: dict[str, deque[Fault]] = {}
+            self.capacity: dict[tuple[str, str], int] = {}  # Total slots; default 10.
+            self.quotas: dict[tuple[str, str], int] = {}  # (location, family lower) -> vCPUs.
+            self.restricted: set[tuple[str, str]] = set()  # (location, size lower).
+            self.requests: list[dict] = []
+
+    # --- operations -------------------------------------------------------------------------
+
+    def start_operation(self, name, provider, location, subscription, target, apply, **kw):
+        """Register an LRO ending `latency` seconds from now (or `duration=` seconds).
+
+        Keyword options: error ({"code","message"} to fail with), duration, done_status.
+        """
+        now = time.time()
+        duration = kw.pop("duration", self.latency)
+        op = Operation(
+            id=str(uuid.uuid4()),
+            name=name,
+            provider=provider,
+            location=normalize_location(location),
+            subscription=subscription,
+            target=target,
+            start=now,
+            end=now + max(duration, 0.0),
+            apply=apply,
+            **kw,
+        )
+        self.operations[op.id] = op
+        return op
+
+    def advance(self, now: float | None = None) -> None:
+        """Complete every InProgress operation whose end time has passed, oldest end first."""
+        now = time.time() if now is None else now
+        due = [op for op in self.operations.values() if op.status == "InProgress"]
+        for op in sorted((op for op in due if op.end <= now), key=lambda o: o.end):
+            op.status = "Failed" if op.error else "Succeeded"
+            op.apply(op)
+
+    def busy_with(self, active_op: str | None) -> Operation | None:
+        """The operation if it is still InProgress, else None."""
+        op = self.operations.get(active_op or "")
+        return op if op is not None and op.status == "InProgress" else None
+
+    # --- faults -----------------------------------------------------------------------------
+
+    def add_fault(self, op: str, kind: str, count: int = 1, retry_after: int = 0) -> None:
+        """Queue `count` faults of `kind` for `op` (validated by the caller)."""
+        queue = self.faults.setdefault(op, deque())
+        queue.extend(Fault(kind, retry_after) for _ in range(count))
+
+    def take_fault(self, op: str, kinds: frozenset[str]) -> Fault | None:
+        """Pop the oldest fault for `op` if its kind is in `kinds` (FIFO: never skip ahead)."""
+        queue = self.faults.get(op)
+        if queue and queue[0].kind in kinds:
+            return queue.popleft()
+        return None
+
+    # --- capacity and quota -----------------------------------------------------------------
+
+    def _slots(self, location: str, size: str) -> int:
+        return self.capacity.get((normalize_location(location), size.lower()), DEFAULT_CAPACITY)
+
+    def allocated_count(self, location: str, size: str) -> int:
+        """VMs of the size holding a capacity slot in the location (deallocated ones do not)."""
+        loc, wanted = normalize_location(location), size.lower()
+        return sum(
+            1
+            for vm in self.vms.values()
+            if vm.allocated and vm.location == loc and vm.size.lower() == wanted
+        )
+
+    def free_capacity(self, location: str, size: str) -> int:
+        """How many more VMs of the size can be allocated in the location right now."""
+        return self._slots(location, size) - self.allocated_count(location, size)
+
+    def set_available(self, location: str, size: str, available: int) -> None:
+        """Make exactly `available` more allocations possible, counting current ones."""
+        total = self.allocated_count(location, size) + max(available, 0)
+        self.capacity[(normalize_location(location), size.lower())] = total
+
+    def quota_limit(self, location: str, family: str) -> int:
+        """vCPU limit for a family, or for "cores" (Total Regional vCPUs)."""
+        default = DEFAULT_REGIONAL_LIMIT if family == "cores" else DEFAULT_FAMILY_LIMIT
+        return self.quotas.get((normalize_location(location), family.lower()), default)
+
+    def usage(self, location: str, family: str, exclude: VM | None = None) -> int:
+        """vCPUs of every VM not yet deleted (allocated or not) in the family, or all ("cores")."""
+        total = 0
+        for vm in self.vms.values():
+            info = self.catalog.get(vm.location, vm.size)
+            if vm is exclude or vm.location != normalize_location(location) or info is None:
+                continue
+            if family == "cores" or info.family.lower() == family.lower():
+                total += info.vcpus
+        return total
+
+    def check_quota(self, subscription: str, location: str, size: SizeInfo, exclude=None) -> None:
+        """Raise 409 OperationNotAllowed if `size` would exceed its family or regional quota."""
+        for family in (size.family, "cores"):
+            limit = self.quota_limit(location, family)
+            used = self.usage(location, family, exclude)
+            if used + size.vcpus > limit:
+                raise errors.quota_exceeded(
+                    subscription, family, normalize_location(location), limit, used, size.vcpus
+                )
+
+    def offered(self, location: str, size: str) -> SizeInfo | None:
+        """The size if the location offers it and it is not restricted, else None."""
+        info = self.catalog.get(location, size)
+        if info is None or (normalize_location(location), size.lower()) in self.restricted:
+            return None
+        return info
+
+    # --- lookups and snapshots --------------------------------------------------------------
+
+    def vm(self, rid: str) -> VM | None:
+        """The VM with this id (any casing), or None. Likewise nic() and disk()."""
+        return self.vms.get(key_of(rid))
+
+    def nic(self, rid: str) -> Nic | None:
+        return self.nics.get(key_of(rid))
+
+    def disk(self, rid: str) -> Disk | None:
+        return self.disks.get(key_of(rid))
+
+    def disk_state(self, disk: Disk) -> str:
+        """Attached (VM allocated), Reserved (VM deallocated) or Unattached (no VM)."""
+        owner = self.vm(disk.managed_by) if disk.managed_by else None
+        if owner is None:
+            return "Unattached"
+        return "Attached" if owner.allocated else "Reserved"
+
+    def snapshot(self) -> dict:
+        """The /_sim/state document (see the module docs of control_api)."""
+        with self.lock:
+            self.advance()
+            return {
+                "virtualMachines": [_vm_state(vm) for vm in self.vms.values()],
+                "networkInterfaces": [_nic_state(nic) for nic in self.nics.values()],
+                "disks": [
+                    {"id": d.id, "name": d.name, "diskState": self.disk_state(d)}
+                    for d in self.disks.values()
+                ],
+                "operations": [_op_state(op) for op in self.operations.values()],
+                "faults": {
+                    op: [{"kind": f.kind, "retry_after": f.retry_after} for f in queue]
+                    for op, queue in self.faults.items()
+                    if queue
+                },
+                "latency": self.latency,
+                "retryAfter": self.retry_after,
+            }
+
+
+def _vm_state(vm: VM) -> dict:
+    os_profile = vm.properties.get("osProfile") or {}
+    ssh = (os_profile.get("linuxConfiguration") or {}).get("ssh") or {}
+    return {
+        "id": vm.id,
+        "name": vm.name,
+        "location": vm.location,
+        "vmSize": vm.size,
+        "provisioningState": vm.provisioning,
+        "powerState": vm.power,
+        "tags": dict(vm.tags),
+        "customData": vm.custom_data,
+        "adminUsername": os_profile.get("adminUsername"),
+        "sshPublicKeys": [k.get("keyData") for k in ssh.get("publicKeys") or []],
+        "nics": list(vm.nic_ids),
+        "osDisk": vm.os_disk_name,
+    }
+
+
+def _nic_state(nic: Nic) -> dict:
+    return {
+        "id": nic.id,
+        "name": nic.name,
+        "privateIPAddress": nic.private_ip,
+        "tags": dict(nic.tags),
+        "virtualMachine": nic.vm_id,
+    }
+
+
+def _op_state(op: Operation) -> dict:
+    return {
+        "id": op.id,
+        "name": op.name,
+        "resourceId": op.target,
+        "status": op.status,
+        "startTime": iso(op.start),
+        "endTime": iso(op.end) if op.status != "InProgress" else None,
+        "error": op.error,
+    }

@@ -1,0 +1,88 @@
+"""SimControl: a small urllib client for the emulator's /_sim control API (tests, demo)."""
+
+import json
+import urllib.error
+import urllib.request
+
+
+class SimControlError(RuntimeError):
+    """The control API refused a request; `status` is the HTTP status, `body` the JSON answer."""
+
+    def __init__(self, status: int, body: dict):
+        super().__init__(f"cloudsim control request failed ({status}): {body}")
+        self.status = status
+        self.body = body
+
+
+class SimControl:
+    """Drive a running emulator: SimControl("http://127.0.0.1:8100").inject("vm.get", "throttle").
+
+    Every method raises SimControlError when the emulator refuses the request."""
+
+    def __init__(self, url: str, timeout: float = 10.0):
+        self.url = url.rstrip("/")
+        self.timeout = timeout  # Seconds per control request.
+
+    def _call(self, method: str, path: str, body: dict | None = None) -> dict:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(f"{self.url}{path}", data=data, method=method)
+        request.add_header("Content-Type", "application/json")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                return json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as err:
+            raise SimControlError(err.code, _json_or_text(err.read())) from None
+
+    def reset(self) -> None:
+        """Drop every resource, operation, fault and logged request; restore startup settings."""
+        self._call("POST", "/_sim/reset", {})
+
+    def inject(self, op: str, kind: str, count: int = 1, retry_after: int = 0) -> dict:
+        """Queue `count` faults of `kind` for `op` (e.g. "vm.create", "throttle").
+
+        Ops: vm.create, vm.update, vm.get, vm.delete, vm.start, vm.deallocate, vm.powerOff,
+        nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list. Kinds:
+        throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
+        authorization_failed (403, any op), sku_not_available, quota,
+        allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start).
+        """
+        body = {"op": op, "kind": kind, "count": count, "retry_after": retry_after}
+        return self._call("POST", "/_sim/faults", body)
+
+    def set_capacity(self, location: str, vm_size: str, available: int) -> dict:
+        """Allow exactly `available` more allocations of the size in the location from now on."""
+        body = {"location": location, "vm_size": vm_size, "available": available}
+        return self._call("POST", "/_sim/capacity", body)
+
+    def set_quota(self, location: str, family: str, limit: int) -> dict:
+        """Set a family's vCPU limit; family "cores" is Total Regional vCPUs."""
+        body = {"location": location, "family": family, "limit": limit}
+        return self._call("POST", "/_sim/quota", body)
+
+    def restrict_sku(self, location: str, vm_size: str, restricted: bool = True) -> dict:
+        """Mark the size NotAvailableForSubscription in the location (restricted=False lifts it)."""
+        body = {"location": location, "vm_size": vm_size, "restricted": restricted}
+        return self._call("POST", "/_sim/skus/restrict", body)
+
+    def set_latency(self, seconds: float, retry_after: int | None = None) -> dict:
+        """Seconds new LROs stay InProgress; optionally the Retry-After seconds they send."""
+        body: dict = {"seconds": seconds}
+        if retry_after is not None:
+            body["retry_after"] = retry_after
+        return self._call("POST", "/_sim/latency", body)
+
+    def state(self) -> dict:
+        """{"virtualMachines", "networkInterfaces", "disks", "operations", "faults", ...}."""
+        return self._call("GET", "/_sim/state")
+
+    def requests(self) -> list[dict]:
+        """Every ARM request so far, in arrival order: [{"t", "method", "path", "status"}]."""
+        return self._call("GET", "/_sim/requests")["requests"]
+
+
+def _json_or_text(raw: bytes) -> dict:
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return {"text": raw.decode("utf-8", "replace")}
+    return value if isinstance(value, dict) else {"value": value}

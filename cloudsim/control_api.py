@@ -1,0 +1,129 @@
+"""The /_sim control API: JSON in and out, no api-version.
+
+POST /_sim/reset                  {}                                  -> {"status": "ok"}
+POST /_sim/faults                 {"op", "kind", "count"=1, "retry_after"=0}
+POST /_sim/capacity               {"location", "vm_size", "available"}  (free slots from now)
+POST /_sim/quota                  {"location", "family", "limit"}      ("cores" = regional)
+POST /_sim/skus/restrict          {"location", "vm_size", "restricted"=true}
+POST /_sim/latency                {"seconds"?, "retry_after"?}
+GET  /_sim/state                  -> see Cloud.snapshot()
+GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
+"""
+
+from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
+from .errors import ArmError
+from .protocol import Request, Response
+from .skus import normalize_location
+
+SIZED_OPS = frozenset({"vm.create", "vm.update", "vm.start"})  # Ops with a VM size at hand.
+
+
+def _bad(message: str) -> ArmError:
+    return ArmError(400, "InvalidControlRequest", message)
+
+
+_REQUIRED = object()
+
+
+def _field(body: dict, name: str, kind: type | tuple, default=_REQUIRED):
+    """body[name] checked against `kind` (bools only where kind is bool); 400 if wrong."""
+    value = body.get(name)
+    if value is None:
+        if default is _REQUIRED:
+            raise _bad(f"'{name}' is required.")
+        return default
+    if isinstance(value, bool) != (kind is bool) or not isinstance(value, kind):
+        raise _bad(f"'{name}' has the wrong type.")
+    return value
+
+
+def _reset(cloud: Cloud, body: dict) -> Response:
+    cloud.reset()
+    return Response(200, {"status": "ok"})
+
+
+def _faults(cloud: Cloud, body: dict) -> Response:
+    op, kind = _field(body, "op", str), _field(body, "kind", str)
+    count = _field(body, "count", int, default=1)
+    retry_after = _field(body, "retry_after", int, default=0)
+    if op not in FAULT_OPS:
+        raise _bad(f"Unknown op '{op}'. Known: {', '.join(sorted(FAULT_OPS))}.")
+    if kind not in SYNC_KINDS | ASYNC_KINDS:
+        raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(SYNC_KINDS | ASYNC_KINDS))}.")
+    if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
+        raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
+    if count < 1 or retry_after < 0:
+        raise _bad("'count' must be at least 1 and 'retry_after' not negative.")
+    cloud.add_fault(op, kind, count, retry_after)
+    return Response(200, {"op": op, "kind": kind, "count": count, "retry_after": retry_after})
+
+
+def _capacity(cloud: Cloud, body: dict) -> Response:
+    location, size = _field(body, "location", str), _field(body, "vm_size", str)
+    available = _field(body, "available", int)
+    cloud.set_available(location, size, available)
+    answer = {"location": normalize_location(location), "vm_size": size}
+    return Response(200, {**answer, "available": cloud.free_capacity(location, size)})
+
+
+def _quota(cloud: Cloud, body: dict) -> Response:
+    location, family = _field(body, "location", str), _field(body, "family", str)
+    limit = _field(body, "limit", int)
+    cloud.quotas[(normalize_location(location), family.lower())] = limit
+    return Response(
+        200, {"location": normalize_location(location), "family": family, "limit": limit}
+    )
+
+
+def _restrict(cloud: Cloud, body: dict) -> Response:
+    location, size = _field(body, "location", str), _field(body, "vm_size", str)
+    restricted = _field(body, "restricted", bool, default=True)
+    key = (normalize_location(location), size.lower())
+    if restricted:
+        cloud.restricted.add(key)
+    else:
+        cloud.restricted.discard(key)
+    return Response(200, {"location": key[0], "vm_size": size, "restricted": restricted})
+
+
+def _latency(cloud: Cloud, body: dict) -> Response:
+    seconds = _field(body, "seconds", (int, float), default=None)
+    retry_after = _field(body, "retry_after", int, default=None)
+    if (seconds is not None and seconds < 0) or (retry_after is not None and retry_after < 0):
+        raise _bad("'seconds' and 'retry_after' must not be negative.")
+    if seconds is not None:
+        cloud.latency = float(seconds)  # Applies to operations started from now on.
+    if retry_after is not None:
+        cloud.retry_after = retry_after
+    return Response(200, {"seconds": cloud.latency, "retry_after": cloud.retry_after})
+
+
+def _state(cloud: Cloud, body: dict) -> Response:
+    return Response(200, cloud.snapshot())
+
+
+def _requests(cloud: Cloud, body: dict) -> Response:
+    return Response(200, {"requests": [dict(entry) for entry in cloud.requests]})
+
+
+ROUTES = {
+    ("POST", "/_sim/reset"): _reset,
+    ("POST", "/_sim/faults"): _faults,
+    ("POST", "/_sim/capacity"): _capacity,
+    ("POST", "/_sim/quota"): _quota,
+    ("POST", "/_sim/skus/restrict"): _restrict,
+    ("POST", "/_sim/latency"): _latency,
+    ("GET", "/_sim/state"): _state,
+    ("GET", "/_sim/requests"): _requests,
+}
+
+
+def handle(cloud: Cloud, req: Request) -> Response:
+    """Run one control request (raises ArmError on bad input or an unknown endpoint)."""
+    action = ROUTES.get((req.method, req.path.rstrip("/")))
+    if action is None:
+        raise ArmError(404, "NotFound", f"No control endpoint {req.method} {req.path}.")
+    body = req.json()
+    with cloud.lock:
+        cloud.advance()
+        return action(cloud, body)

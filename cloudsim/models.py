@@ -1,0 +1,107 @@
+"""In-memory resource records. Plain data; the rules live in cloud.py and the handlers."""
+
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+COMPUTE = "Microsoft.Compute"
+NETWORK = "Microsoft.Network"
+
+
+def resource_id(sub: str, rg: str, provider_type: str, name: str) -> str:
+    """ARM id, e.g. provider_type "Microsoft.Compute/virtualMachines"."""
+    return f"/subscriptions/{sub}/resourceGroups/{rg}/providers/{provider_type}/{name}"
+
+
+def key_of(rid: str) -> str:
+    """Lookup key for an id: ARM ids are case-insensitive."""
+    return rid.strip().rstrip("/").lower()
+
+
+def iso(ts: float | None) -> str | None:
+    """Unix seconds -> ISO 8601 UTC with offset, as ARM writes times."""
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat()
+
+
+@dataclass
+class Nic:
+    id: str
+    name: str
+    resource_group: str
+    location: str
+    tags: dict
+    properties: dict  # The request's properties, echoed back with computed fields on top.
+    private_ip: str
+    subnet_id: str
+    ipconfig_name: str
+    etag: str = field(default_factory=lambda: f'W/"{uuid.uuid4()}"')
+    guid: str = field(default_factory=lambda: str(uuid.uuid4()))
+    vm_id: str | None = None
+    provisioning: str = "Succeeded"
+
+
+@dataclass
+class Disk:
+    id: str
+    name: str
+    resource_group: str
+    location: str
+    storage_type: str
+    size_gb: int
+    image: dict
+    managed_by: str | None  # VM id while attached.
+    created: float = field(default_factory=time.time)
+    unique_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+@dataclass
+class VM:
+    id: str
+    name: str
+    subscription: str
+    resource_group: str
+    location: str
+    size: str
+    tags: dict
+    properties: dict  # The request's properties minus secrets (customData, adminPassword).
+    custom_data: str | None
+    nic_ids: list[str]
+    disk_id: str
+    os_disk_name: str
+    zones: list | None = None
+    vm_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created: float = field(default_factory=time.time)
+    provisioning: str = "Creating"
+    power: str = "starting"
+    allocated: bool = False  # Holds a capacity slot (running, starting, stopping, stopped).
+    wants_running: bool = True  # A PUT on a failed, unallocated VM retries the allocation.
+    last_error: dict | None = None
+    active_op: str | None = None
+
+
+@dataclass
+class Operation:
+    """An LRO: InProgress from start until end (unix seconds), then Succeeded or Failed."""
+
+    id: str
+    name: str  # The verb, e.g. "PUT", "Start", "Delete".
+    provider: str
+    location: str
+    subscription: str
+    target: str
+    start: float
+    end: float
+    apply: Callable[["Operation"], None]  # Effect on the resources once the op completes.
+    error: dict | None = None  # Decided at start, reported at end.
+    status: str = "InProgress"
+    done_status: int = 200  # What the Location monitor answers once it succeeded.
+
+
+@dataclass
+class Fault:
+    kind: str
+    retry_after: int = 0

@@ -1,0 +1,227 @@
+"""HTTP front end: parses requests, routes them, records them, and writes JSON responses."""
+
+import json
+import logging
+import sys
+import threading
+import time
+import urllib.parse
+import uuid
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+from . import control_api, errors, router
+from .cloud import Cloud
+from .errors import ArmError
+from .protocol import Request, Response, error_response
+from .skus import load_catalog
+
+log = logging.getLogger("cloudsim")
+
+MAX_BODY = 16 * 1024 * 1024  # Bytes; ARM itself refuses far smaller requests.
+
+
+class App:
+    """Transport-free request handling, so the logic is testable without sockets."""
+
+    def __init__(self, cloud: Cloud):
+        self.cloud = cloud
+
+    def handle(self, req: Request, arrival: float | None = None) -> Response:
+        """Answer one request; never raises. ARM requests land in the request log."""
+        if req.path == "/_sim" or req.path.startswith("/_sim/"):
+            return self._guard(lambda: control_api.handle(self.cloud, req))
+        entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
+        with self.cloud.lock:
+            entry["status"] = None  # Logged on arrival so the log keeps arrival order.
+            self.cloud.requests.append(entry)
+        response = self._guard(lambda: self._arm(req))
+        with self.cloud.lock:
+            entry["status"] = response.status
+        return response
+
+    def _arm(self, req: Request) -> Response:
+        handler, params = router.resolve(req.method, req.path)
+        if "api-version" not in req.query:
+            raise errors.missing_api_version()
+        req.params = params
+        with self.cloud.lock:
+            self.cloud.advance()
+            return handler(self.cloud, req)
+
+    @staticmethod
+    def _guard(action: Callable[[], Response]) -> Response:
+        try:
+            return action()
+        except ArmError as err:
+            return error_response(err)
+        except Exception:  # A bug must cost one request, never the server.
+            log.exception("unhandled error")
+            message = "The emulator hit an unexpected error."
+            return error_response(ArmError(500, "InternalServerError", message))
+
+
+class _HttpServer(ThreadingHTTPServer):
+    daemon_threads = True
+    app: App
+
+    def handle_error(self, request, client_address) -> None:
+        # A client that drops a keep-alive connection (the SDK does after an unread 429 body)
+        # is normal traffic, not a server fault worth a traceback.
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"  # Keep-alive, as the Azure SDK's requests session expects.
+    server_version = "cloudsim/1.0"
+    server: _HttpServer
+
+    def _serve(self) -> None:
+        arrival = time.time()
+        body = self._read_body()
+        if body is None:
+            self.close_connection = True  # The stream position is unknown now.
+            self._send(error_response(errors.invalid_content("unreadable request body")))
+            return
+        url = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qsl(url.query, keep_blank_values=True)
+        req = Request(
+            method=self.command,
+            path=urllib.parse.unquote(url.path),
+            query={k.lower(): v for k, v in query},
+            headers={k.lower(): v for k, v in self.headers.items()},
+            body=body,
+            base_url=self._base_url(),
+        )
+        self._send(self.server.app.handle(req, arrival))
+
+    do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+    def _base_url(self) -> str:
+        host = self.headers.get("Host")
+        if not host:
+            address, port = self.server.server_address[:2]
+            host = f"{address}:{port}"
+        return f"http://{host}"
+
+    def _read_body(self) -> bytes | None:
+        """The request body, or None when it is malformed or too large."""
+        if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
+            return self._read_chunked()
+        try:
+            length = int(self.headers.get("Content-Length") or 0)
+        except ValueError:
+            return None
+        if length < 0 or length > MAX_BODY:
+            return None
+        return self.rfile.read(length)
+
+    def _read_chunked(self) -> bytes | None:
+        data = b""
+        try:
+            while True:
+                size = int(self.rfile.readline().split(b";")[0].strip(), 16)
+                if size == 0:
+                    while self.rfile.readline().strip():
+                        pass  # Skip trailers up to the blank line.
+                    return data
+                data += self.rfile.read(size)
+                self.rfile.readline()
+                if len(data) > MAX_BODY:
+                    return None
+        except ValueError:
+            return None
+
+    def _send(self, response: Response) -> None:
+        payload = b"" if response.body is None else json.dumps(response.body).encode()
+        self.send_response(response.status)
+        if payload:
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+        if response.status != 204:
+            self.send_header("Content-Length", str(len(payload)))
+        self.send_header("x-ms-request-id", str(uuid.uuid4()))
+        self.send_header("x-ms-correlation-request-id", str(uuid.uuid4()))
+        for name, value in response.headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        if payload and self.command != "HEAD":
+            self.wfile.write(payload)
+
+    def log_message(self, format: str, *args) -> None:
+        log.info("%s %s", self.address_string(), format % args)
+
+
+class SimServer:
+    """A running emulator: `url` ("http://127.0.0.1:PORT"), `state` (the Cloud), `shutdown()`."""
+
+    def __init__(self, httpd: _HttpServer, thread: threading.Thread | None = None):
+        self._httpd = httpd
+        self._thread = thread
+        self.state: Cloud = httpd.app.cloud
+
+    @property
+    def url(self) -> str:
+        """Base URL to give the Azure SDK clients, e.g. "http://127.0.0.1:8100"."""
+        host, port = self._httpd.server_address[:2]
+        host = "127.0.0.1" if host in ("", "0.0.0.0") else host
+        return f"http://{host}:{port}"
+
+    @property
+    def control(self):
+        """A SimControl client for this server."""
+        from .control import SimControl
+
+        return SimControl(self.url)
+
+    def serve_forever(self) -> None:
+        """Serve in the calling thread until shutdown() (used by `python -m cloudsim`)."""
+        self._httpd.serve_forever(poll_interval=0.2)
+
+    def shutdown(self) -> None:
+        """Stop serving and close the socket (idempotent enough for fixtures)."""
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> "SimServer":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+
+def make_server(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    latency: float = 0.0,
+    retry_after: int = 0,
+    catalog: str | Path | None = None,
+) -> SimServer:
+    """Bind (port 0 = any free port) without serving yet; latency in seconds per LRO."""
+    cloud = Cloud(load_catalog(catalog), latency=latency, retry_after=retry_after)
+    httpd = _HttpServer((host, port), _Handler)
+    httpd.app = App(cloud)
+    return SimServer(httpd)
+
+
+def start_server(
+    host: str = "127.0.0.1",
+    port: int = 0,
+    latency: float = 0.0,
+    retry_after: int = 0,
+    catalog: str | Path | None = None,
+) -> SimServer:
+    """Start the emulator in a daemon thread; returns a SimServer (`.url`, `.state`, `.shutdown()`).
+
+    latency: seconds each LRO stays InProgress; retry_after: Retry-After seconds on LROs;
+    catalog: CSV path (default data/azure_gpu_vms.csv)."""
+    sim = make_server(host, port, latency, retry_after, catalog)
+    thread = threading.Thread(target=sim.serve_forever, name="cloudsim", daemon=True)
+    sim._thread = thread
+    thread.start()
+    return sim

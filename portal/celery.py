@@ -1,0 +1,27 @@
+"""The Celery app and the one beat schedule."""
+
+import os
+
+from celery import Celery
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+
+app = Celery("portal")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.autodiscover_tasks()
+
+
+@app.on_after_configure.connect
+def _beat_schedule(sender, **kwargs):
+    from django.conf import settings
+
+    sender.conf.beat_schedule = {
+        "reconcile-workspaces": {
+            "task": "workspaces.tasks.reconcile_workspaces",
+            "schedule": settings.PORTAL_RECONCILE_INTERVAL,
+        },
+        "expire-quota-requests": {
+            "task": "teams.tasks.expire_quota_requests",
+            "schedule": 600.0,
+        },
+    }

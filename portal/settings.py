@@ -1,0 +1,198 @@
+"""Settings, all read from the environment (django-environ).
+
+The defaults give the embedded stack: SQLite and kombu's filesystem broker under ``var/``,
+and the Azure clients pointed at the local emulator (cloudsim) on 127.0.0.1. Production sets
+DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS and the AZURE_* variables; the
+README lists them all.
+"""
+
+from pathlib import Path
+
+import environ
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+env = environ.Env()
+environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
+# Run-time files of the embedded default: SQLite database, filesystem broker, static files.
+VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
+
+DEBUG = env.bool("DEBUG", default=False)
+# Only the embedded default runs without a SECRET_KEY; a production deploy must set one.
+SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-only-key-set-SECRET_KEY-in-production")
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "django_htmx",
+    "rules.apps.AutodiscoverRulesConfig",
+    "teams",
+    "workspaces",
+    "billing",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+    "portal.middleware.UserTimezoneMiddleware",
+]
+
+# Object permissions from django-rules (teams/rules.py) first, then Django's own.
+AUTHENTICATION_BACKENDS = [
+    "rules.permissions.ObjectPermissionBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+
+ROOT_URLCONF = "portal.urls"
+WSGI_APPLICATION = "portal.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "teams.context_processors.notices",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
+}
+DATABASES["default"].setdefault("TEST", {})
+# Seconds a connection is reused: a worker's task then skips the connect (tens of ms on a server).
+DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
+DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+if DATABASES["default"]["ENGINE"].endswith("sqlite3"):
+    # A file, not :memory:, so a live server, a Celery worker thread and the tests see one database.
+    DATABASES["default"]["TEST"]["NAME"] = str(VAR_DIR / "test.sqlite3")
+    DATABASES["default"]["OPTIONS"] = {"timeout": 20, "transaction_mode": "IMMEDIATE"}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+]
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "workspaces:list"
+LOGOUT_REDIRECT_URL = "login"
+
+LANGUAGE_CODE = "en-us"
+USE_I18N = False
+USE_TZ = True
+TIME_ZONE = "UTC"
+# Shown times use the user's zone (browser cookie ``tz``), falling back to this one.
+PORTAL_DISPLAY_TIME_ZONE = env.str("PORTAL_DISPLAY_TIME_ZONE", default="UTC")
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "staticfiles"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="portal@localhost")
+
+SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
+CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"azure": {"level": "WARNING"}},
+}
+
+PORTAL_PORT = env.int("PORTAL_PORT", default=8000)
+# The portal's own address, as workspaces' agents reach it.
+PORTAL_URL = env.str("PORTAL_URL", default=f"http://127.0.0.1:{PORTAL_PORT}")
+
+# --- Celery -------------------------------------------------------------------------------
+CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
+CELERY_BROKER_TRANSPORT_OPTIONS = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    _broker_dir = VAR_DIR / "broker"
+    # kombu's filesystem transport fails on a missing folder; web, worker and tests all need it.
+    for _sub in ("out", "processed", "control"):
+        (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "out"),
+        "data_folder_out": str(_broker_dir / "out"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
+        "store_processed": False,
+        # Seconds between looks at the folder: the latency of the embedded default.
+        "polling_interval": 0.1,
+    }
+else:
+    # Seconds before an unacknowledged task (its worker died) is handed to another worker.
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "visibility_timeout": env.int("CELERY_VISIBILITY_TIMEOUT", default=300),
+        # Seconds between a worker's sweeps for such tasks (kombu's default works out at ~100 s).
+        "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=30),
+        "unacked_restore_throttle": 1,
+    }
+CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
+CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_REJECT_ON_WORKER_LOST = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Days a request above quota waits for a platform admin before it expires.
+QUOTA_REQUEST_EXPIRY_DAYS = env.int("QUOTA_REQUEST_EXPIRY_DAYS", default=7)
+# Seconds between sweeps that re-queue workspaces whose task was lost.
+PORTAL_RECONCILE_INTERVAL = env.float("PORTAL_RECONCILE_INTERVAL", default=60.0)
+
+# --- Azure --------------------------------------------------------------------------------
+AZURE_SUBSCRIPTION_ID = env.str(
+    "AZURE_SUBSCRIPTION_ID", default="00000000-0000-0000-0000-000000000000"
+)
+AZURE_RESOURCE_GROUP = env.str("AZURE_RESOURCE_GROUP", default="rg-gpu-portal")
+AZURE_LOCATION = env.str("AZURE_LOCATION", default="eastus")
+AZURE_SUBNET_ID = env.str(
+    "AZURE_SUBNET_ID",
+    default=(
+        f"/subscriptions/{AZURE_SUBSCRIPTION_ID}/resourceGroups/{AZURE_RESOURCE_GROUP}"
+        "/providers/Microsoft.Network/virtualNetworks/portal-vnet/subnets/workspaces"
+    ),
+)
+CLOUDSIM_PORT = env.int("CLOUDSIM_PORT", default=8100)
+# The ARM endpoint. Production: https://management.azure.com; the default is the emulator.
+AZURE_ENDPOINT = env.str("AZURE_ENDPOINT", default=f"http://127.0.0.1:{CLOUDSIM_PORT}")
+# "default" = azure-identity DefaultAzureCredential; "emulator" = dummy token, loopback only.
+AZURE_CREDENTIAL = env.str(
+    "AZURE_CREDENTIAL",
+    default="emulator" if AZURE_ENDPOINT.startswith("http://127.0.0.1") else "default",
+)
+AZURE_RETRY_TOTAL = env.int("AZURE_RETRY_TOTAL", default=3)
+AZURE_RETRY_BACKOFF = env.float("AZURE_RETRY_BACKOFF", default=0.8)
+# Seconds between polls of an Azure long-running operation (the emulator's finish in seconds).
+AZURE_POLLING_INTERVAL = env.float(
+    "AZURE_POLLING_INTERVAL", default=1.0 if AZURE_CREDENTIAL == "emulator" else 5.0
+)
+# Seconds between Azure quota and SKU re-checks of a requested workspace that waits for them.
+AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
+WORKSPACE_SSH_USER = env.str("WORKSPACE_SSH_USER", default="researcher")
+# How many times a task retries a throttled, conflicting or 5xx Azure call before giving up.
+WORKSPACE_RETRY_MAX = env.int("WORKSPACE_RETRY_MAX", default=8)

@@ -1,0 +1,16 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from django.views.generic import RedirectView
+
+from portal import health
+
+urlpatterns = [
+    path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
+    path("healthz", health.healthz, name="healthz"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("workspaces/", include("workspaces.urls")),
+    path("", include("teams.urls")),
+    path("admin/", admin.site.urls),
+]

@@ -1,0 +1,117 @@
+"""Forms of the team pages: they parse and validate input; the services apply it."""
+
+from decimal import Decimal
+
+from django import forms
+
+from teams.models import GpuModel, Role
+
+MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
+MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
+GPU_FIELD_PREFIX = "gpus_"
+
+
+class InviteForm(forms.Form):
+    identifier = forms.CharField(
+        label="Username or email",
+        max_length=254,
+        help_text="Of an existing portal account.",
+    )
+    role = forms.ChoiceField(choices=Role.choices, initial=Role.RESEARCHER)
+
+
+class RoleForm(forms.Form):
+    role = forms.ChoiceField(choices=Role.choices)
+
+
+def _budget_field(label: str, required: bool = False) -> forms.DecimalField:
+    return forms.DecimalField(
+        label=label,
+        required=required,
+        min_value=Decimal(0),
+        max_value=MAX_BUDGET,
+        max_digits=12,
+        decimal_places=2,
+        help_text="USD per month.",
+    )
+
+
+class IncreaseForm(forms.Form):
+    """A team admin's request: GPUs of one model in all, and/or a monthly budget."""
+
+    gpu_model = forms.ChoiceField(
+        label="GPU model", choices=[("", "—")] + list(GpuModel.choices), required=False
+    )
+    gpus = forms.IntegerField(
+        label="GPUs wanted in all", required=False, min_value=0, max_value=MAX_GPUS
+    )
+    monthly_budget = _budget_field("Monthly budget wanted")
+    justification = forms.CharField(
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Why the team needs it, for the platform admins.",
+    )
+
+    def clean(self):
+        data = super().clean()
+        if self.errors:
+            return data
+        model, gpus = data.get("gpu_model"), data.get("gpus")
+        if bool(model) != (gpus is not None):
+            raise forms.ValidationError("Give both a GPU model and a number of GPUs.")
+        if not model and data.get("monthly_budget") is None:
+            raise forms.ValidationError("Ask for GPUs of a model, a monthly budget, or both.")
+        return data
+
+
+class LimitsForm(forms.Form):
+    """A platform admin sets a team's GPU quota per model, monthly budget and per-member cap.
+    One ``gpus_<model>`` field per known GPU model; a posted ``gpus_<other>`` is an error."""
+
+    monthly_budget = _budget_field("Monthly budget (empty: no limit)")
+    max_workspaces_per_user = forms.IntegerField(
+        label="Workspaces per member", min_value=0, max_value=1000
+    )
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        for value, label in GpuModel.choices:
+            self.fields[GPU_FIELD_PREFIX + value] = forms.IntegerField(
+                label=f"{label} GPUs",
+                required=False,
+                min_value=0,
+                max_value=MAX_GPUS,
+                help_text="GPUs held at once without approval; empty means 0.",
+            )
+
+    def clean(self):
+        data = super().clean()
+        unknown = [
+            key.removeprefix(GPU_FIELD_PREFIX)
+            for key in (self.data or {})
+            if key.startswith(GPU_FIELD_PREFIX) and key not in self.fields
+        ]
+        if unknown:
+            raise forms.ValidationError(f"Unknown GPU model: {', '.join(sorted(unknown))}.")
+        return data
+
+    def gpu_fields(self):
+        return [self[GPU_FIELD_PREFIX + value] for value, _ in GpuModel.choices]
+
+    def gpu_quotas(self) -> dict[str, int]:
+        """{"A100": 4, ...} for every known model (0 where left empty)."""
+        return {
+            value: self.cleaned_data.get(GPU_FIELD_PREFIX + value) or 0
+            for value, _ in GpuModel.choices
+        }
+
+    @staticmethod
+    def initial_for(team, row) -> dict:
+        """Initial values from the team and its team_overview row."""
+        initial = {
+            "monthly_budget": team.monthly_budget,
+            "max_workspaces_per_user": team.max_workspaces_per_user,
+        }
+        for line in row.lines:
+            initial[GPU_FIELD_PREFIX + line.gpu_model] = line.quota
+        return initial

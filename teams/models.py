@@ -1,0 +1,203 @@
+"""Teams and their members. A platform admin is a Django staff user, not a membership."""
+
+from django.conf import settings
+from django.db import models
+
+
+class Role(models.TextChoices):
+    RESEARCHER = "researcher", "Researcher"
+    TEAM_ADMIN = "team_admin", "Team admin"
+
+
+class GpuModel(models.TextChoices):
+    """GPU models that team quotas count, as the catalog names them."""
+
+    A100 = "A100", "NVIDIA A100"
+    H100 = "H100", "NVIDIA H100"
+    T4 = "T4", "NVIDIA T4"
+    A10 = "A10", "NVIDIA A10"
+
+
+class Team(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    slug = models.SlugField(max_length=50, unique=True)
+    monthly_budget = models.DecimalField(
+        max_digits=12,
+        decimal_places=2,
+        null=True,
+        blank=True,
+        help_text="USD per calendar month; empty means no budget limit",
+    )
+    max_workspaces_per_user = models.PositiveSmallIntegerField(
+        default=3, help_text="Workspaces one member may hold at once (not deleted or failed)"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.RESEARCHER)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="membership_unique_team_user")
+        ]
+
+    def __str__(self):
+        return f"{self.user} in {self.team} ({self.role})"
+
+
+class GpuQuota(models.Model):
+    """How many GPUs of one model a team may hold at once without approval. Stopped
+    workspaces hold none; a MIG slice counts as its fraction of a GPU."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="gpu_quotas")
+    gpu_model = models.CharField(max_length=16, choices=GpuModel.choices)
+    gpus = models.PositiveIntegerField(help_text="GPUs")
+
+    class Meta:
+        ordering = ["gpu_model"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "gpu_model"], name="gpuquota_unique_model")
+        ]
+
+    def __str__(self):
+        return f"{self.team}: {self.gpus} x {self.gpu_model}"
+
+
+class Decision(models.TextChoices):
+    PENDING = "pending", "Pending"
+    APPROVED = "approved", "Approved"
+    REJECTED = "rejected", "Rejected"
+    EXPIRED = "expired", "Expired"
+
+
+class QuotaRequest(models.Model):
+    """A workspace request above the team's GPU quota, its budget or the per-user cap,
+    waiting for a platform admin's decision."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="quota_requests")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="quota_requests"
+    )
+    workspace = models.OneToOneField(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="quota_request"
+    )
+    summary = models.CharField(max_length=200, help_text="What is asked, in words")
+    over_quota = models.JSONField(default=list, help_text="Why approval is needed, in words")
+    justification = models.TextField()
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="USD/hour")
+    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="quota_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["decision", "expires_at"])]
+
+    def __str__(self):
+        return f"{self.requester}: {self.summary} ({self.decision})"
+
+
+class AuditEntry(models.Model):
+    """Append-only record of a decision or a change to a team: who, when, what, before, after."""
+
+    at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    team = models.ForeignKey(Team, null=True, blank=True, on_delete=models.SET_NULL)
+    action = models.CharField(max_length=64)
+    object_type = models.CharField(max_length=64)
+    object_id = models.CharField(max_length=64)
+    before = models.JSONField(default=dict, blank=True)
+    after = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        indexes = [models.Index(fields=["team", "at"])]
+
+    def __str__(self):
+        return f"{self.at:%Y-%m-%d %H:%M} {self.actor}: {self.action} {self.object_type}"
+
+
+class Notice(models.Model):
+    """An in-app message for one user, shown on every page until dismissed."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notices"
+    )
+    text = models.TextField()
+    link = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField()
+    read_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["user", "read_at"])]
+
+    def __str__(self):
+        return f"{self.user}: {self.text[:40]}"
+
+
+class TeamQuotaIncrease(models.Model):
+    """A team admin's request for a permanent rise of the team's GPU quota of one model
+    and/or its monthly budget, waiting for a platform admin's decision."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="quota_increases")
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="quota_increases"
+    )
+    gpu_model = models.CharField(max_length=16, choices=GpuModel.choices, blank=True)
+    gpus = models.PositiveIntegerField(null=True, blank=True, help_text="GPUs wanted in all")
+    monthly_budget = models.DecimalField(
+        max_digits=12, decimal_places=2, null=True, blank=True, help_text="USD per month wanted"
+    )
+    justification = models.TextField()
+    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="quota_increase_decisions",
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at"]
+        indexes = [models.Index(fields=["decision", "created_at"])]
+
+    def __str__(self):
+        return f"{self.requester}: {self.summary} ({self.decision})"
+
+    @property
+    def summary(self) -> str:
+        """What is asked, in words, e.g. "8 A100 GPUs and a budget of $5000.00/month"."""
+        parts = []
+        if self.gpu_model and self.gpus is not None:
+            parts.append(f"{self.gpus} {self.gpu_model} GPUs")
+        if self.monthly_budget is not None:
+            parts.append(f"a budget of ${self.monthly_budget}/month")
+        return f"{self.team.name}: " + " and ".join(parts)

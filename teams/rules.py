@@ -1,0 +1,61 @@
+"""Who may do what with a team (django-rules; autodiscovered by rules.apps.AutodiscoverRulesConfig).
+
+Predicates take the user and, where named ``*_of``, a Team. A platform admin is an active staff
+user. Views fetch the team from teams.selectors.team_visible_to first (a stranger gets 404), then
+ask ``request.user.has_perm(<permission>, team)`` (a member without the right gets 403).
+"""
+
+import rules
+
+from teams.models import Membership, Role
+
+
+@rules.predicate
+def is_platform_admin(user) -> bool:
+    return bool(user.is_authenticated and user.is_active and user.is_staff)
+
+
+def _role(user, team) -> str | None:
+    if team is None or not user.is_authenticated:
+        return None
+    return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
+
+
+@rules.predicate
+def is_researcher_of(user, team) -> bool:
+    return _role(user, team) == Role.RESEARCHER
+
+
+@rules.predicate
+def is_team_admin_of(user, team) -> bool:
+    return _role(user, team) == Role.TEAM_ADMIN
+
+
+@rules.predicate
+def is_member_of(user, team) -> bool:
+    return _role(user, team) is not None
+
+
+@rules.predicate
+def is_a_team_admin(user) -> bool:
+    """Team admin of at least one team (the audit log is then scoped to those teams)."""
+    return bool(
+        user.is_authenticated
+        and Membership.objects.filter(user=user, role=Role.TEAM_ADMIN).exists()
+    )
+
+
+# Pages listing teams: anyone logged in (each sees the teams visible to them).
+rules.add_perm("teams.list_teams", rules.is_authenticated)
+# A team's page (members, usage against quota and budget), read-only.
+rules.add_perm("teams.view_team", is_member_of | is_platform_admin)
+# Invite, change roles, remove members.
+rules.add_perm("teams.manage_team", is_team_admin_of | is_platform_admin)
+# Ask a platform admin for a permanent quota or budget increase.
+rules.add_perm("teams.request_increase", is_team_admin_of)
+# Set GPU quotas, the monthly budget and the per-member cap directly.
+rules.add_perm("teams.set_quota", is_platform_admin)
+# Decide workspace requests above quota and teams' increase requests.
+rules.add_perm("teams.decide_requests", is_platform_admin)
+# Read the audit log (platform admins: all rows; team admins: their teams' rows).
+rules.add_perm("teams.view_audit", is_platform_admin | is_a_team_admin)

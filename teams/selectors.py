@@ -1,0 +1,237 @@
+"""Reads of teams, always scoped to the user asking."""
+
+from dataclasses import dataclass
+from decimal import Decimal
+
+from django.db.models import Count, Q, QuerySet, Sum
+
+from teams.models import (
+    AuditEntry,
+    Decision,
+    GpuQuota,
+    Membership,
+    Notice,
+    QuotaRequest,
+    Role,
+    Team,
+    TeamQuotaIncrease,
+)
+
+
+def team_visible_to(*, user) -> QuerySet[Team]:
+    """Teams the user may see: all for a platform admin (staff), else the user's own teams."""
+    if not user.is_authenticated:
+        return Team.objects.none()
+    if user.is_staff:
+        return Team.objects.all()
+    return Team.objects.filter(memberships__user=user).distinct()
+
+
+def team_list_for_requests(*, user) -> QuerySet[Team]:
+    """Teams in which the user may request workspaces: those the user is a member of."""
+    if not user.is_authenticated:
+        return Team.objects.none()
+    return Team.objects.filter(memberships__user=user).distinct()
+
+
+def membership_role(*, user, team: Team) -> str | None:
+    """The user's role in the team ("researcher" | "team_admin"), or None if not a member."""
+    return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
+
+
+def user_is_team_admin(*, user, team: Team) -> bool:
+    return user.is_staff or membership_role(user=user, team=team) == Role.TEAM_ADMIN
+
+
+@dataclass(frozen=True)
+class QueueRow:
+    """One pending request with what a platform admin needs to decide it."""
+
+    request: QuotaRequest
+    gpus_used: int  # of the requested GPU model, held by the team now
+    gpus_quota: int
+    cost: dict  # USD: hour, day, month_end
+
+
+def quota_request_queue(*, now) -> list[QueueRow]:
+    """Pending requests, oldest first, with each team's usage and quota. A constant number of
+    queries whatever the number of requests (requests with their team, requester and
+    workspace; the teams' quotas; the teams' usage)."""
+    from teams.services import cost_estimate
+    from workspaces.selectors import team_gpu_usage
+
+    requests = list(
+        QuotaRequest.objects.filter(decision=Decision.PENDING)
+        .select_related("team", "requester", "workspace")
+        .order_by("created_at")
+    )
+    team_ids = {r.team_id for r in requests}
+    quotas = {
+        (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
+    }
+    usage = team_gpu_usage(team_ids=team_ids)
+    return [
+        QueueRow(
+            request=r,
+            gpus_used=usage.get(r.team_id, {}).get(r.workspace.gpu_model, 0),
+            gpus_quota=quotas.get((r.team_id, r.workspace.gpu_model), 0),
+            cost=cost_estimate(price_per_hour=r.price_per_hour, now=now),
+        )
+        for r in requests
+    ]
+
+
+def notice_unread(*, user) -> list[Notice]:
+    """The user's unread notices, newest first (at most 5)."""
+    if not user.is_authenticated:
+        return []
+    return list(Notice.objects.filter(user=user, read_at=None)[:5])
+
+
+def team_get(*, user, slug: str) -> Team:
+    """The team with ``slug`` among those visible to the user; Team.DoesNotExist otherwise
+    (a view turns it into 404, so a stranger cannot tell whether the team exists)."""
+    return team_visible_to(user=user).get(slug=slug)
+
+
+def team_members(*, team: Team) -> QuerySet[Membership]:
+    """The team's memberships with their users: team admins first, then by username."""
+    return (
+        Membership.objects.filter(team=team)
+        .select_related("user")
+        .order_by("-role", "user__username")
+    )
+
+
+@dataclass(frozen=True)
+class TeamRow:
+    """One team's usage against its limits, for the teams overview and a team's page."""
+
+    team: Team
+    lines: list  # workspaces.selectors.QuotaLine per GPU model (GPUs used, quota)
+    members: int
+    pending_increases: int
+    spend_per_hour: Decimal  # USD/hour of the workspaces holding GPUs now
+
+    @property
+    def spend_per_month(self) -> Decimal:
+        """USD for 730 hours (an average month) at the current rate, to the cent."""
+        return (self.spend_per_hour * 730).quantize(Decimal("0.01"))
+
+
+def _spend_per_hour(team_ids) -> dict[int, Decimal]:
+    from workspaces.models import Workspace
+    from workspaces.states import HOLDS_GPUS
+
+    rows = (
+        Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
+        .values("team_id")
+        .annotate(rate=Sum("price_per_hour"))
+    )
+    return {r["team_id"]: r["rate"] or Decimal(0) for r in rows}
+
+
+def _team_rows(teams: QuerySet[Team]) -> list[TeamRow]:
+    from workspaces.selectors import team_quota_overview
+
+    teams = teams.annotate(
+        n_members=Count("memberships", distinct=True),
+        n_pending=Count(
+            "quota_increases",
+            filter=Q(quota_increases__decision=Decision.PENDING),
+            distinct=True,
+        ),
+    )
+    overview = team_quota_overview(teams=teams)
+    spend = _spend_per_hour([t.pk for t, _ in overview])
+    return [
+        TeamRow(t, lines, t.n_members, t.n_pending, spend.get(t.pk, Decimal(0)))
+        for t, lines in overview
+    ]
+
+
+def team_overview(*, user) -> list[TeamRow]:
+    """Every team visible to the user (all for a platform admin), by name, with GPUs used
+    against quota, budget, member count, pending increase requests and current spend rate.
+    Four queries whatever the number of teams."""
+    return _team_rows(team_visible_to(user=user))
+
+
+def team_overview_one(*, user, team: Team) -> TeamRow:
+    """team_overview of one team visible to the user; Team.DoesNotExist otherwise."""
+    rows = _team_rows(team_visible_to(user=user).filter(pk=team.pk))
+    if not rows:
+        raise Team.DoesNotExist
+    return rows[0]
+
+
+def team_increases_pending(*, team: Team | None = None) -> list[TeamQuotaIncrease]:
+    """Pending increase requests, oldest first, with team and requester; one query.
+    All teams' for the approvals page (platform admins), or one team's for its page."""
+    qs = TeamQuotaIncrease.objects.filter(decision=Decision.PENDING)
+    if team is not None:
+        qs = qs.filter(team=team)
+    return list(qs.select_related("team", "requester").order_by("created_at"))
+
+
+@dataclass(frozen=True)
+class IncreaseRow:
+    """A pending increase request with the team's current limits (GPUs, USD/month)."""
+
+    increase: TeamQuotaIncrease
+    gpus_quota: int | None  # current quota of the asked model; None when no GPUs asked
+    gpus_used: int | None
+
+
+def team_increase_queue() -> list[IncreaseRow]:
+    """Pending increase requests of all teams with current quota and usage of the asked GPU
+    model. Three queries whatever the number of requests."""
+    from workspaces.selectors import team_gpu_usage
+
+    increases = team_increases_pending()
+    team_ids = {i.team_id for i in increases}
+    quotas = {
+        (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
+    }
+    usage = team_gpu_usage(team_ids=team_ids) if team_ids else {}
+    rows = []
+    for i in increases:
+        asked = bool(i.gpu_model)
+        quota = quotas.get((i.team_id, i.gpu_model), 0) if asked else None
+        used = usage.get(i.team_id, {}).get(i.gpu_model, 0) if asked else None
+        rows.append(IncreaseRow(i, quota, used))
+    return rows
+
+
+def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
+    """Audit rows the user may read: all for a platform admin, else those of the teams the
+    user is team admin of (none for a researcher)."""
+    if not user.is_authenticated:
+        return AuditEntry.objects.none()
+    if user.is_staff:
+        return AuditEntry.objects.all()
+    admin_of = Membership.objects.filter(user=user, role=Role.TEAM_ADMIN).values("team_id")
+    return AuditEntry.objects.filter(team_id__in=admin_of)
+
+
+def audit_list(*, user, team_slug: str = "", actor: str = "", action: str = ""):
+    """The user's visible audit rows, newest first, with actor and team loaded, filtered by
+    team slug, actor username and action prefix (each ignored when empty)."""
+    qs = audit_visible_to(user=user).select_related("actor", "team")
+    if team_slug:
+        qs = qs.filter(team__slug=team_slug)
+    if actor:
+        qs = qs.filter(actor__username=actor)
+    if action:
+        qs = qs.filter(action__startswith=action)
+    return qs
+
+
+def audit_filter_choices(*, user) -> dict[str, list[str]]:
+    """Values offered by the audit page's filters: team slugs, actor usernames, actions."""
+    qs = audit_visible_to(user=user)
+    return {
+        "teams": list(team_visible_to(user=user).values_list("slug", flat=True).order_by("slug")),
+        "actors": sorted({a for a in qs.values_list("actor__username", flat=True).distinct() if a}),
+        "actions": sorted(set(qs.values_list("action", flat=True).distinct())),
+    }

@@ -1,0 +1,552 @@
+"""Business rules of teams: approvals of requests above quota, notices, the audit log, team
+membership, quotas and budgets, and teams' requests for a permanent increase.
+
+Errors raised: DecisionError (a decision that cannot be taken; the message says why),
+MembershipError (a membership change that is refused; the message says why), PermissionError
+(the actor lacks the teams.* permission; views check first and answer 403).
+"""
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.core.mail import send_mail
+from django.db import transaction
+from django.db.models import Q
+from django.urls import reverse
+
+from teams.models import (
+    AuditEntry,
+    Decision,
+    GpuQuota,
+    Membership,
+    Notice,
+    QuotaRequest,
+    Role,
+    Team,
+    TeamQuotaIncrease,
+)
+
+
+class DecisionError(Exception):
+    """The request was already decided or has expired; the message says which."""
+
+
+class MembershipError(Exception):
+    """A membership change that is refused (unknown account, already a member, the last team
+    admin); the message says why, for the form."""
+
+
+def audit_record(
+    *, actor, team, action: str, obj, before: dict, after: dict, now: datetime
+) -> AuditEntry:
+    """Append one audit row: who did ``action`` to ``obj`` in ``team``, with its fields before
+    and after (JSON-safe dicts)."""
+    return AuditEntry.objects.create(
+        at=now,
+        actor=actor,
+        team=team,
+        action=action,
+        object_type=obj._meta.label,
+        object_id=str(obj.pk),
+        before=before,
+        after=after,
+    )
+
+
+def notice_send(*, users, subject: str, text: str, link: str, now: datetime) -> None:
+    """Tell each user in-app (a Notice) and by email (Django's email backend)."""
+    users = [u for u in users if u is not None]
+    Notice.objects.bulk_create(
+        [Notice(user=u, text=text, link=link, created_at=now) for u in users]
+    )
+    url = f"{settings.PORTAL_URL}{link}"
+    for user in users:
+        if user.email:
+            send_mail(subject, f"{text}\n\n{url}\n", settings.DEFAULT_FROM_EMAIL, [user.email])
+
+
+def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
+    """Mark one of the user's notices read; another user's notice is left alone."""
+    Notice.objects.filter(pk=notice_id, user=user, read_at=None).update(read_at=now)
+
+
+def _platform_admins():
+    return list(get_user_model().objects.filter(is_staff=True, is_active=True))
+
+
+def _detail_link(workspace) -> str:
+    return reverse("workspaces:detail", kwargs={"pk": workspace.pk})
+
+
+def quota_request_open(*, workspace, over: list[str], justification: str, now: datetime):
+    """Record that ``workspace`` waits for approval because of ``over`` (reasons in words),
+    and tell the requester and the platform admins. Expires after
+    QUOTA_REQUEST_EXPIRY_DAYS days."""
+    summary = f"{workspace.vm_size} in {workspace.region} for {workspace.team.name}"
+    request = QuotaRequest.objects.create(
+        team=workspace.team,
+        requester=workspace.owner,
+        workspace=workspace,
+        summary=summary,
+        over_quota=over,
+        justification=justification.strip(),
+        price_per_hour=workspace.price_per_hour,
+        created_at=now,
+        expires_at=now + timedelta(days=settings.QUOTA_REQUEST_EXPIRY_DAYS),
+    )
+    transaction.on_commit(lambda: _tell_opened(request, now))
+    return request
+
+
+def _tell_opened(request: QuotaRequest, now: datetime) -> None:
+    notice_send(
+        users=[request.requester],
+        subject=f"Waiting for approval: {request.workspace.name}",
+        text=f"{request.workspace.name} waits for a platform admin: {' '.join(request.over_quota)}",
+        link=_detail_link(request.workspace),
+        now=now,
+    )
+    notice_send(
+        users=_platform_admins(),
+        subject=f"Approval needed: {request.summary}",
+        text=f"{request.requester.username} asks for {request.summary}: {request.justification}",
+        link=reverse("approvals"),
+        now=now,
+    )
+
+
+def _decide(*, quota_request_id, actor, decision: str, comment: str, now: datetime):
+    """Lock the request, refuse if it is no longer pending, and record the decision."""
+    request = (
+        QuotaRequest.objects.select_for_update()
+        .select_related("workspace", "requester", "team")
+        .get(pk=quota_request_id)
+    )
+    if request.decision != Decision.PENDING:
+        who = f" by {request.decided_by.username}" if request.decided_by else ""
+        raise DecisionError(f"This request was already {request.decision}{who}.")
+    if request.expires_at <= now:
+        raise DecisionError("This request has expired; the requester must ask again.")
+    before = {"decision": request.decision}
+    request.decision, request.decided_by = decision, actor
+    request.decided_at, request.comment = now, comment.strip()
+    request.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    audit_record(
+        actor=actor,
+        team=request.team,
+        action=f"quota_request.{decision}",
+        obj=request,
+        before=before,
+        after={"decision": decision, "comment": request.comment},
+        now=now,
+    )
+    return request
+
+
+def quota_request_approve(*, quota_request_id, actor, comment: str, now: datetime):
+    """Approve: the workspace is provisioned. Raises DecisionError if no longer pending."""
+    from workspaces.services import workspace_approve
+
+    return _decide_workspace(
+        quota_request_id, actor, comment, now, Decision.APPROVED, workspace_approve
+    )
+
+
+def quota_request_reject(*, quota_request_id, actor, comment: str, now: datetime):
+    """Reject: the workspace is closed. Raises DecisionError if no longer pending."""
+    from workspaces.services import workspace_close_unapproved
+
+    return _decide_workspace(
+        quota_request_id, actor, comment, now, Decision.REJECTED, workspace_close_unapproved
+    )
+
+
+def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
+    """Record the decision, then ``apply`` it to the workspace, in one transaction; the
+    requester is told after commit."""
+    with transaction.atomic():
+        request = _decide(
+            quota_request_id=quota_request_id,
+            actor=actor,
+            decision=decision,
+            comment=comment,
+            now=now,
+        )
+        reason = f"{decision.label} by {actor.username}"
+        if request.comment:
+            reason += f": {request.comment}"
+        apply(workspace_id=request.workspace_id, actor=actor, reason=reason, now=now)
+        transaction.on_commit(lambda: _tell_decided(request, now))
+    return request
+
+
+def _tell_decided(request: QuotaRequest, now: datetime) -> None:
+    verb = request.get_decision_display().lower()
+    why = f" Comment: {request.comment}" if request.comment else ""
+    notice_send(
+        users=[request.requester],
+        subject=f"{request.workspace.name} was {verb}",
+        text=f"Your request for {request.summary} was {verb}.{why}",
+        link=_detail_link(request.workspace),
+        now=now,
+    )
+
+
+def quota_requests_expire(*, now: datetime) -> int:
+    """Expire every pending request past its expiry, close its workspace and tell the
+    requester. Returns how many expired."""
+    from workspaces.services import workspace_close_unapproved
+
+    expired = 0
+    due = QuotaRequest.objects.filter(decision=Decision.PENDING, expires_at__lte=now)
+    for request_id in due.values_list("pk", flat=True):
+        with transaction.atomic():
+            request = (
+                QuotaRequest.objects.select_for_update()
+                .select_related("workspace", "requester")
+                .get(pk=request_id)
+            )
+            if request.decision != Decision.PENDING:
+                continue
+            request.decision, request.decided_at = Decision.EXPIRED, now
+            request.save(update_fields=["decision", "decided_at"])
+            workspace_close_unapproved(
+                workspace_id=request.workspace_id,
+                actor=None,
+                reason="Request expired before a platform admin decided",
+                now=now,
+            )
+            transaction.on_commit(lambda r=request: _tell_decided(r, now))
+            expired += 1
+    return expired
+
+
+def cost_estimate(*, price_per_hour: Decimal, now: datetime) -> dict[str, Decimal]:
+    """USD per hour, per day and from ``now`` to the end of the month (UTC), to the cent."""
+    next_month = (now.replace(day=28) + timedelta(days=4)).replace(
+        day=1, hour=0, minute=0, second=0, microsecond=0
+    )
+    hours_left = Decimal((next_month - now).total_seconds()) / 3600
+    cent = Decimal("0.01")
+    return {
+        "hour": price_per_hour.quantize(cent),
+        "day": (price_per_hour * 24).quantize(cent),
+        "month_end": (price_per_hour * hours_left).quantize(cent),
+    }
+
+
+# --- Team administration: members, quotas and budgets, increase requests -------------------
+
+
+def _require(actor, perm: str, team: Team) -> None:
+    if not actor.has_perm(perm, team):
+        raise PermissionError(f"{actor.username} may not {perm.split('.')[1]} of {team.name}.")
+
+
+def _locked_team(team: Team) -> Team:
+    """Lock the team row: membership and quota changes of one team are serialised."""
+    return Team.objects.select_for_update().get(pk=team.pk)
+
+
+def _user_by_name_or_email(identifier: str):
+    """The one active local account with this username or email (case-insensitive)."""
+    identifier = identifier.strip()
+    users = get_user_model().objects.filter(is_active=True)
+    matches = list(users.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier))[:2])
+    if len(matches) != 1:
+        raise MembershipError(
+            f"No single account has the username or email “{identifier}”; "
+            "ask them to log in to the portal once, or use their username."
+        )
+    return matches[0]
+
+
+def membership_invite(*, actor, team: Team, identifier: str, role: str, now: datetime):
+    """Add the existing account named by ``identifier`` (username or email) to ``team`` with
+    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises MembershipError
+    (unknown account, already a member), PermissionError (actor may not manage the team)."""
+    _require(actor, "teams.manage_team", team)
+    with transaction.atomic():
+        team = _locked_team(team)
+        user = _user_by_name_or_email(identifier)
+        if Membership.objects.filter(team=team, user=user).exists():
+            raise MembershipError(f"{user.username} is already a member of {team.name}.")
+        membership = Membership.objects.create(team=team, user=user, role=Role(role))
+        audit_record(
+            actor=actor,
+            team=team,
+            action="membership.add",
+            obj=membership,
+            before={},
+            after={"user": user.username, "role": membership.role},
+            now=now,
+        )
+    link = reverse("team-detail", kwargs={"slug": team.slug})
+    transaction.on_commit(
+        lambda: notice_send(
+            users=[user],
+            subject=f"You were added to {team.name}",
+            text=f"{actor.username} added you to {team.name} as {membership.get_role_display()}.",
+            link=link,
+            now=now,
+        )
+    )
+    return membership
+
+
+def _membership_for_change(team: Team, membership_id: int) -> Membership:
+    try:
+        return Membership.objects.select_related("user").get(pk=membership_id, team=team)
+    except Membership.DoesNotExist:
+        raise MembershipError("That person is not a member of this team.") from None
+
+
+def _refuse_last_admin(team: Team, membership: Membership, verb: str) -> None:
+    others = Membership.objects.filter(team=team, role=Role.TEAM_ADMIN).exclude(pk=membership.pk)
+    if membership.role == Role.TEAM_ADMIN and not others.exists():
+        raise MembershipError(
+            f"{membership.user.username} is the last team admin of {team.name}; "
+            f"make someone else team admin before you {verb} them."
+        )
+
+
+def membership_change_role(*, actor, team: Team, membership_id: int, role: str, now: datetime):
+    """Give a member of ``team`` the role "researcher" | "team_admin", audited. Raises
+    MembershipError (not a member, or demoting the last team admin), PermissionError."""
+    _require(actor, "teams.manage_team", team)
+    with transaction.atomic():
+        team = _locked_team(team)
+        membership = _membership_for_change(team, membership_id)
+        role = Role(role)
+        if role == membership.role:
+            return membership
+        if role != Role.TEAM_ADMIN:
+            _refuse_last_admin(team, membership, "demote")
+        before = {"user": membership.user.username, "role": membership.role}
+        membership.role = role
+        membership.save(update_fields=["role"])
+        after = {"user": membership.user.username, "role": role.value}
+        audit_record(
+            actor=actor,
+            team=team,
+            action="membership.role",
+            obj=membership,
+            before=before,
+            after=after,
+            now=now,
+        )
+    return membership
+
+
+def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -> None:
+    """Remove a member from ``team``, audited. Their workspaces stay (team admins act on them).
+    Raises MembershipError (not a member, or the last team admin), PermissionError."""
+    _require(actor, "teams.manage_team", team)
+    with transaction.atomic():
+        team = _locked_team(team)
+        membership = _membership_for_change(team, membership_id)
+        _refuse_last_admin(team, membership, "remove")
+        before = {"user": membership.user.username, "role": membership.role}
+        audit_record(
+            actor=actor,
+            team=team,
+            action="membership.remove",
+            obj=membership,
+            before=before,
+            after={},
+            now=now,
+        )
+        membership.delete()
+
+
+def _limits(team: Team) -> dict:
+    """The team's limits as JSON-safe data: GPUs per model, USD/month (str or None), cap."""
+    quotas = dict(GpuQuota.objects.filter(team=team).values_list("gpu_model", "gpus"))
+    budget = team.monthly_budget
+    return {
+        "gpu_quotas": dict(sorted(quotas.items())),
+        "monthly_budget": None if budget is None else str(budget),
+        "max_workspaces_per_user": team.max_workspaces_per_user,
+    }
+
+
+def _apply_limits(team: Team, quotas: dict[str, int], budget, cap: int | None) -> None:
+    for gpu_model, gpus in quotas.items():
+        if gpus:
+            GpuQuota.objects.update_or_create(
+                team=team, gpu_model=gpu_model, defaults={"gpus": gpus}
+            )
+        else:  # no row and a row of 0 GPUs mean the same: keep the audit free of noise
+            GpuQuota.objects.filter(team=team, gpu_model=gpu_model).delete()
+    team.monthly_budget = budget
+    if cap is not None:
+        team.max_workspaces_per_user = cap
+    team.save(update_fields=["monthly_budget", "max_workspaces_per_user"])
+
+
+def team_limits_set(
+    *,
+    actor,
+    team: Team,
+    gpu_quotas: dict[str, int],
+    monthly_budget: Decimal | None,
+    max_workspaces_per_user: int,
+    now: datetime,
+) -> AuditEntry | None:
+    """Set the team's GPU quota per model (GPUs; models not named keep theirs), its monthly
+    budget (USD, None = no limit) and the per-member cap. Platform admins only
+    (PermissionError otherwise). Audited with the limits before and after; returns the audit
+    row, or None when nothing changed."""
+    _require(actor, "teams.set_quota", team)
+    with transaction.atomic():
+        team = _locked_team(team)
+        before = _limits(team)
+        _apply_limits(team, gpu_quotas, monthly_budget, max_workspaces_per_user)
+        after = _limits(team)
+        if after == before:
+            return None
+        return audit_record(
+            actor=actor,
+            team=team,
+            action="team.limits",
+            obj=team,
+            before=before,
+            after=after,
+            now=now,
+        )
+
+
+def team_increase_request(
+    *,
+    actor,
+    team: Team,
+    gpu_model: str,
+    gpus: int | None,
+    monthly_budget: Decimal | None,
+    justification: str,
+    now: datetime,
+) -> TeamQuotaIncrease:
+    """A team admin asks for a permanent GPU quota (``gpus`` of ``gpu_model`` in all) and/or a
+    monthly budget (USD); the platform admins are told. Raises PermissionError (not a team
+    admin of ``team``), ValueError (nothing asked)."""
+    _require(actor, "teams.request_increase", team)
+    if not (gpu_model and gpus is not None) and monthly_budget is None:
+        raise ValueError("Ask for a number of GPUs of a model, a monthly budget, or both.")
+    with transaction.atomic():
+        increase = TeamQuotaIncrease.objects.create(
+            team=team,
+            requester=actor,
+            gpu_model=gpu_model if gpus is not None else "",
+            gpus=gpus if gpu_model else None,
+            monthly_budget=monthly_budget,
+            justification=justification.strip(),
+            created_at=now,
+        )
+        transaction.on_commit(
+            lambda: notice_send(
+                users=_platform_admins(),
+                subject=f"Quota increase asked: {increase.summary}",
+                text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
+                link=reverse("approvals"),
+                now=now,
+            )
+        )
+        audit_record(
+            actor=actor,
+            team=team,
+            action="quota_increase.open",
+            obj=increase,
+            before={},
+            after=_increase_asked(increase),
+            now=now,
+        )
+    return increase
+
+
+def _increase_asked(increase: TeamQuotaIncrease) -> dict:
+    budget = increase.monthly_budget
+    return {
+        "gpu_model": increase.gpu_model,
+        "gpus": increase.gpus,
+        "monthly_budget": None if budget is None else str(budget),
+    }
+
+
+def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, now: datetime):
+    """Lock the increase request, refuse if no longer pending, record and audit the decision."""
+    increase = (
+        TeamQuotaIncrease.objects.select_for_update(of=("self",))
+        .select_related("team", "requester", "decided_by")
+        .get(pk=increase_id)
+    )
+    _require(actor, "teams.decide_requests", increase.team)
+    if increase.decision != Decision.PENDING:
+        who = f" by {increase.decided_by.username}" if increase.decided_by else ""
+        raise DecisionError(f"This request was already {increase.decision}{who}.")
+    increase.decision, increase.decided_by = decision, actor
+    increase.decided_at, increase.comment = now, comment.strip()
+    increase.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    audit_record(
+        actor=actor,
+        team=increase.team,
+        action=f"quota_increase.{decision}",
+        obj=increase,
+        before={"decision": Decision.PENDING.value},
+        after={"decision": decision, "comment": increase.comment},
+        now=now,
+    )
+    return increase
+
+
+def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetime):
+    """Approve: the team's quota of that GPU model and/or its budget become what was asked
+    (audited as a limits change). Raises DecisionError (no longer pending), PermissionError."""
+    with transaction.atomic():
+        increase = _decide_increase(
+            increase_id=increase_id,
+            actor=actor,
+            decision=Decision.APPROVED,
+            comment=comment,
+            now=now,
+        )
+        team = _locked_team(increase.team)
+        quotas = {increase.gpu_model: increase.gpus} if increase.gpu_model else {}
+        budget = team.monthly_budget if increase.monthly_budget is None else increase.monthly_budget
+        team_limits_set(
+            actor=actor,
+            team=team,
+            gpu_quotas=quotas,
+            monthly_budget=budget,
+            max_workspaces_per_user=team.max_workspaces_per_user,
+            now=now,
+        )
+        transaction.on_commit(lambda: _tell_increase_decided(increase, now))
+    return increase
+
+
+def team_increase_reject(*, increase_id: int, actor, comment: str, now: datetime):
+    """Reject: nothing changes but the request. Raises DecisionError, PermissionError."""
+    with transaction.atomic():
+        increase = _decide_increase(
+            increase_id=increase_id,
+            actor=actor,
+            decision=Decision.REJECTED,
+            comment=comment,
+            now=now,
+        )
+        transaction.on_commit(lambda: _tell_increase_decided(increase, now))
+    return increase
+
+
+def _tell_increase_decided(increase: TeamQuotaIncrease, now: datetime) -> None:
+    verb = increase.get_decision_display().lower()
+    why = f" Comment: {increase.comment}" if increase.comment else ""
+    notice_send(
+        users=[increase.requester],
+        subject=f"Quota increase {verb}: {increase.summary}",
+        text=f"Your request for {increase.summary} was {verb}.{why}",
+        link=reverse("team-detail", kwargs={"slug": increase.team.slug}),
+        now=now,
+    )

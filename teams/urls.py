@@ -1,0 +1,32 @@
+from django.urls import path, re_path
+
+from teams import views
+
+urlpatterns = [
+    path("approvals/", views.approval_queue, name="approvals"),
+    re_path(
+        r"^approvals/(?P<pk>[0-9]+)/(?P<decision>approve|reject)/$",
+        views.approval_decide,
+        name="approval-decide",
+    ),
+    re_path(
+        r"^approvals/increases/(?P<pk>[0-9]+)/(?P<decision>approve|reject)/$",
+        views.increase_decide,
+        name="increase-decide",
+    ),
+    path("notices/<int:pk>/dismiss/", views.notice_dismiss, name="notice-dismiss"),
+    path("teams/", views.team_list, name="team-list"),
+    path("teams/<slug:slug>/", views.team_detail, name="team-detail"),
+    path("teams/<slug:slug>/members/invite/", views.team_invite, name="team-invite"),
+    path(
+        "teams/<slug:slug>/members/<int:pk>/role/", views.team_member_role, name="team-member-role"
+    ),
+    path(
+        "teams/<slug:slug>/members/<int:pk>/remove/",
+        views.team_member_remove,
+        name="team-member-remove",
+    ),
+    path("teams/<slug:slug>/increase/", views.team_increase, name="team-increase"),
+    path("teams/<slug:slug>/quota/", views.team_quota, name="team-quota"),
+    path("audit/", views.audit_log, name="audit"),
+]

@@ -1,0 +1,302 @@
+"""Team pages: teams overview, a team's page (members, usage, increase requests), quota
+settings, the platform admins' approval queue, the audit log, and notices.
+
+Every team is looked up in the user's visible scope first (a stranger gets 404), then the
+permission from teams/rules.py is checked (a member without the right gets 403). htmx
+requests get the changed section as a partial.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_POST
+
+from teams import selectors, services
+from teams.forms import IncreaseForm, InviteForm, LimitsForm, RoleForm
+from teams.models import QuotaRequest, Team, TeamQuotaIncrease
+
+AUDIT_PAGE_SIZE = 50
+
+
+def _require(request, perm: str, obj=None) -> None:
+    """403 unless the user has ``perm`` (on ``obj``) by teams/rules.py."""
+    if not request.user.has_perm(perm, obj):
+        raise PermissionDenied(f"You may not do this ({perm}).")
+
+
+def _team(request, slug: str, perm: str) -> Team:
+    """The team from the user's visible scope (404 otherwise) on which the user has ``perm``
+    (403 otherwise)."""
+    try:
+        team = selectors.team_get(user=request.user, slug=slug)
+    except Team.DoesNotExist:
+        raise Http404("No such team.") from None
+    _require(request, perm, team)
+    return team
+
+
+@login_required
+@require_GET
+def team_list(request):
+    _require(request, "teams.list_teams")
+    rows = selectors.team_overview(user=request.user)
+    can_set_quota = request.user.has_perm("teams.set_quota")
+    return render(request, "teams/list.html", {"rows": rows, "can_set_quota": can_set_quota})
+
+
+def _page_context(request, team: Team, **forms) -> dict:
+    user = request.user
+    return {
+        "team": team,
+        "row": selectors.team_overview_one(user=user, team=team),
+        "members": selectors.team_members(team=team),
+        "increases": selectors.team_increases_pending(team=team),
+        "can_manage": user.has_perm("teams.manage_team", team),
+        # Superusers pass every has_perm; platform admins set limits instead of asking.
+        "can_request": user.has_perm("teams.request_increase", team) and not user.is_staff,
+        "can_set_quota": user.has_perm("teams.set_quota", team),
+        "role_choices": RoleForm.base_fields["role"].choices,
+        "invite_form": forms.get("invite_form") or InviteForm(),
+        "increase_form": forms.get("increase_form") or IncreaseForm(),
+        "members_error": forms.get("members_error", ""),
+    }
+
+
+def _section(request, team: Team, partial: str, **forms):
+    """The changed section for htmx, else the whole team page."""
+    context = _page_context(request, team, **forms)
+    return render(request, partial if request.htmx else "teams/detail.html", context)
+
+
+@login_required
+@require_GET
+def team_detail(request, slug):
+    team = _team(request, slug, "teams.view_team")
+    return render(request, "teams/detail.html", _page_context(request, team))
+
+
+@login_required
+@require_POST
+def team_invite(request, slug):
+    team = _team(request, slug, "teams.manage_team")
+    form = InviteForm(request.POST)
+    if form.is_valid():
+        try:
+            membership = services.membership_invite(
+                actor=request.user,
+                team=team,
+                identifier=form.cleaned_data["identifier"],
+                role=form.cleaned_data["role"],
+                now=timezone.now(),
+            )
+        except services.MembershipError as exc:
+            form.add_error("identifier", str(exc))
+        else:
+            messages.success(request, f"{membership.user.username} joined {team.name}.")
+            if not request.htmx:
+                return redirect("team-detail", slug=team.slug)
+            form = None
+    return _section(request, team, "teams/_members.html", invite_form=form)
+
+
+def _member_change(request, team: Team, change) -> object:
+    """Run ``change()`` (a membership service call); a refusal becomes the section's error."""
+    try:
+        change()
+    except services.MembershipError as exc:
+        return _section(request, team, "teams/_members.html", members_error=str(exc))
+    if request.htmx:
+        return _section(request, team, "teams/_members.html")
+    return redirect("team-detail", slug=team.slug)
+
+
+@login_required
+@require_POST
+def team_member_role(request, slug, pk):
+    team = _team(request, slug, "teams.manage_team")
+    form = RoleForm(request.POST)
+    if not form.is_valid():
+        return _section(request, team, "teams/_members.html", members_error="Choose a role.")
+    return _member_change(
+        request,
+        team,
+        lambda: services.membership_change_role(
+            actor=request.user,
+            team=team,
+            membership_id=pk,
+            role=form.cleaned_data["role"],
+            now=timezone.now(),
+        ),
+    )
+
+
+@login_required
+@require_POST
+def team_member_remove(request, slug, pk):
+    team = _team(request, slug, "teams.manage_team")
+    return _member_change(
+        request,
+        team,
+        lambda: services.membership_remove(
+            actor=request.user, team=team, membership_id=pk, now=timezone.now()
+        ),
+    )
+
+
+@login_required
+@require_POST
+def team_increase(request, slug):
+    team = _team(request, slug, "teams.request_increase")
+    form = IncreaseForm(request.POST)
+    if form.is_valid():
+        data = form.cleaned_data
+        services.team_increase_request(
+            actor=request.user,
+            team=team,
+            gpu_model=data["gpu_model"],
+            gpus=data["gpus"],
+            monthly_budget=data["monthly_budget"],
+            justification=data["justification"],
+            now=timezone.now(),
+        )
+        messages.success(request, "Your request was sent to the platform admins.")
+        if not request.htmx:
+            return redirect("team-detail", slug=team.slug)
+        form = None
+    return _section(request, team, "teams/_increase.html", increase_form=form)
+
+
+@login_required
+def team_quota(request, slug):
+    team = _team(request, slug, "teams.set_quota")
+    row = selectors.team_overview_one(user=request.user, team=team)
+    if request.method == "POST":
+        form = LimitsForm(request.POST)
+        if form.is_valid():
+            services.team_limits_set(
+                actor=request.user,
+                team=team,
+                gpu_quotas=form.gpu_quotas(),
+                monthly_budget=form.cleaned_data["monthly_budget"],
+                max_workspaces_per_user=form.cleaned_data["max_workspaces_per_user"],
+                now=timezone.now(),
+            )
+            messages.success(request, f"Limits of {team.name} saved.")
+            return redirect("team-list")
+    else:
+        form = LimitsForm(initial=LimitsForm.initial_for(team, row))
+    return render(request, "teams/quota.html", {"team": team, "row": row, "form": form})
+
+
+@login_required
+@require_GET
+def audit_log(request):
+    _require(request, "teams.view_audit")
+    filters = {
+        "team_slug": request.GET.get("team", "")[:50],
+        "actor": request.GET.get("actor", "")[:150],
+        "action": request.GET.get("action", "")[:64],
+    }
+    entries = selectors.audit_list(user=request.user, **filters)
+    page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
+    query = request.GET.copy()
+    query.pop("page", None)
+    context = {
+        "page": page,
+        "filters": filters,
+        "choices": selectors.audit_filter_choices(user=request.user),
+        "query": query.urlencode(),
+    }
+    template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
+    return render(request, template, context)
+
+
+@login_required
+@require_GET
+def approval_queue(request):
+    _require(request, "teams.decide_requests")
+    rows = selectors.quota_request_queue(now=timezone.now())
+    increases = selectors.team_increase_queue()
+    return render(request, "teams/approvals.html", {"rows": rows, "increases": increases})
+
+
+DECISIONS = {
+    "approve": services.quota_request_approve,
+    "reject": services.quota_request_reject,
+}
+
+
+@login_required
+@require_POST
+def approval_decide(request, pk, decision):
+    visible = QuotaRequest.objects.filter(team__in=selectors.team_visible_to(user=request.user))
+    quota_request = get_object_or_404(visible, pk=pk)
+    return _decide(
+        request,
+        quota_request,
+        DECISIONS[decision],
+        "teams/_decided_row.html",
+        quota_request_id=quota_request.pk,
+    )
+
+
+INCREASE_DECISIONS = {
+    "approve": services.team_increase_approve,
+    "reject": services.team_increase_reject,
+}
+
+
+@login_required
+@require_POST
+def increase_decide(request, pk, decision):
+    visible = TeamQuotaIncrease.objects.filter(
+        team__in=selectors.team_visible_to(user=request.user)
+    )
+    increase = get_object_or_404(visible, pk=pk)
+    return _decide(
+        request,
+        increase,
+        INCREASE_DECISIONS[decision],
+        "teams/_increase_decided_row.html",
+        increase_id=increase.pk,
+    )
+
+
+def _decide(request, pending, decide, partial: str, **ids):
+    """Run ``decide`` on a pending request (a QuotaRequest or TeamQuotaIncrease) for a platform
+    admin; answer htmx with the decided row, else redirect to the queue with a message. A
+    second click gets the service's DecisionError as its message."""
+    _require(request, "teams.decide_requests", pending.team)
+    error = ""
+    try:
+        decide(
+            actor=request.user,
+            comment=request.POST.get("comment", "")[:2000],
+            now=timezone.now(),
+            **ids,
+        )
+    except services.DecisionError as exc:
+        error = str(exc)
+    pending.refresh_from_db()
+    if request.htmx:
+        return render(request, partial, {"decided": pending, "error": error})
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"{pending.summary}: {pending.decision}.")
+    return redirect("approvals")
+
+
+@login_required
+@require_POST
+def notice_dismiss(request, pk):
+    services.notice_dismiss(user=request.user, notice_id=pk, now=timezone.now())
+    target = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
+        target = "home"
+    return redirect(target)

@@ -1,0 +1,120 @@
+"""A researcher in real Chromium: request -> running -> stop -> start -> delete.
+
+Runs Debian's /usr/bin/chromium through Playwright against the live server, with a Celery worker
+in a thread and the Azure emulator; nothing in the portal is faked.
+"""
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from django.db import connections
+from playwright.sync_api import expect, sync_playwright
+
+from tests.factories import SSH_KEY, OfferingFactory
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+pytestmark = [
+    pytest.mark.browser,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(not shutil.which(CHROMIUM), reason="needs Debian's chromium (make test)"),
+]
+
+
+@pytest.fixture
+def browser_page(monkeypatch):
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls are sync.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        page = browser.new_page(viewport={"width": 1366, "height": 900})
+        yield page
+        browser.close()
+        # The ORM calls made inside Playwright's loop got their own connection; close it here.
+        connections.close_all()
+
+
+def _screenshot(page, name):
+    target = os.environ.get("SCREENSHOT_DIR")
+    if target:
+        Path(target).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(target) / f"{name}.png"), full_page=True)
+
+
+def _log_in(page, base, username):
+    page.goto(f"{base}/accounts/login/")
+    page.get_by_label("Username").fill(username)
+    page.get_by_label("Password").fill("pw-for-tests-1")
+    page.get_by_role("button", name="Log in").click()
+    expect(page.get_by_role("heading", name="Workspaces")).to_be_visible()
+
+
+def _assert_every_field_has_a_label(page):
+    unlabelled = page.evaluate(
+        """() => [...document.querySelectorAll('input, select, textarea')]
+             .filter(el => el.type !== 'hidden' && el.labels.length === 0
+                     && !el.getAttribute('aria-label'))
+             .map(el => el.name)"""
+    )
+    assert unlabelled == []
+
+
+def _request_workspace(page, base):
+    page.goto(f"{base}/workspaces/new/")
+    _assert_every_field_has_a_label(page)
+    page.get_by_label("Workspace name").fill("vision-train")
+    page.get_by_label("Standard_NC24ads_A100_v4").check()
+    page.get_by_label("SSH public key").fill(SSH_KEY)
+    _screenshot(page, "request")
+    page.get_by_role("button", name="Request workspace").click()
+    expect(page.get_by_role("heading", name="vision-train")).to_be_visible()
+
+
+def test_researcher_runs_a_vm_through_its_whole_life(
+    live_server, cast, sim, celery_worker_thread, browser_page
+):
+    sim.set_latency(1.0)
+    OfferingFactory()
+    page, base = browser_page, live_server.url
+    _log_in(page, base, "alice")
+    _request_workspace(page, base)
+    page.evaluate("window.__notReloaded = true")
+    panel = page.locator("#status-panel")
+    expect(panel.locator(".badge").first).to_have_text("Running", timeout=30_000)
+    assert page.evaluate("window.__notReloaded") is True  # htmx polling, no reload
+    expect(panel).to_contain_text("ssh researcher@10.0.0.")
+    _screenshot(page, "running")
+
+    page.get_by_role("button", name="Stop (deallocate)").click()
+    expect(panel.locator(".badge").first).to_have_text("Stopped", timeout=30_000)
+    page.get_by_role("button", name="Start").click()
+    expect(panel.locator(".badge").first).to_have_text("Running", timeout=30_000)
+
+    page.once("dialog", lambda dialog: dialog.accept())
+    page.get_by_role("button", name="Delete").click()
+    expect(panel.locator(".badge").first).to_have_text("Deleted", timeout=30_000)
+    history = panel.locator("table").inner_text()
+    for step in ("Requested", "Provisioning", "Stopping", "Starting", "Deleting"):
+        assert step in history
+    assert sim.state()["virtualMachines"] == []
+
+
+def test_a_researcher_of_another_team_sees_none_of_it(live_server, cast, sim, browser_page):
+    from tests.factories import WorkspaceFactory
+
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, name="vision-secret")
+    page, base = browser_page, live_server.url
+    _log_in(page, base, "bob")
+    expect(page.get_by_text("vision-secret")).to_have_count(0)
+    response = page.goto(f"{base}/workspaces/{ws.pk}/")
+    assert response.status == 404

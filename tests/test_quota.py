@@ -1,0 +1,278 @@
+"""GPU quota, the per-member cap, and approval of requests above them."""
+
+import threading
+import uuid
+from datetime import timedelta
+
+import pytest
+from django.core import mail
+from django.db import connections
+from django.urls import reverse
+from django.utils import timezone
+
+from teams import services as team_services
+from teams.models import AuditEntry, Decision, GpuQuota, Membership, Notice, QuotaRequest, Team
+from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
+from workspaces import services
+from workspaces.models import Workspace
+from workspaces.states import Status
+
+
+def _request(cast, user=None, justification="", team=None, offering=None):
+    return services.workspace_request(
+        user=user or cast.researcher,
+        team=team or cast.team,
+        name="big-train",
+        offering=offering or OfferingFactory(),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        justification=justification,
+        now=timezone.now(),
+    )
+
+
+def _set_a100_quota(team, gpus):
+    GpuQuota.objects.update_or_create(team=team, gpu_model="A100", defaults={"gpus": gpus})
+
+
+@pytest.mark.django_db
+def test_above_the_gpu_quota_needs_a_reason_and_creates_nothing_without_one(cast):
+    _set_a100_quota(cast.team, 0)
+    with pytest.raises(services.JustificationNeeded, match="has 0 of its 0 left"):
+        _request(cast)
+    assert not Workspace.objects.exists() and not QuotaRequest.objects.exists()
+
+
+@pytest.mark.django_db
+def test_above_the_gpu_quota_waits_for_approval_and_tells_people(
+    cast, django_capture_on_commit_callbacks
+):
+    _set_a100_quota(cast.team, 0)
+    with django_capture_on_commit_callbacks(execute=True) as callbacks:
+        ws = _request(cast, justification="Paper deadline on Friday")
+    assert ws.status == Status.PENDING_APPROVAL
+    qr = ws.quota_request
+    assert qr.decision == Decision.PENDING and qr.justification == "Paper deadline on Friday"
+    assert "A100" in qr.over_quota[0]
+    assert len(callbacks) == 1  # the notices, and no provisioning task
+    assert Notice.objects.filter(user=cast.researcher).exists()
+    assert Notice.objects.filter(user=cast.platform_admin).exists()
+    assert {m.to[0] for m in mail.outbox} >= {"alice@example.org", "pat@example.org"}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_stopped_workspaces_hold_no_gpus(cast, sim):
+    _set_a100_quota(cast.team, 1)
+    first = Workspace.objects.get(pk=_request(cast).pk)
+    services.workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
+    second = _request(cast)
+    assert Workspace.objects.get(pk=second.pk).status == Status.RUNNING
+
+
+@pytest.mark.django_db
+def test_the_per_member_cap_counts_held_workspaces(cast):
+    Team.objects.filter(pk=cast.team.pk).update(max_workspaces_per_user=1)
+    WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
+    with pytest.raises(services.JustificationNeeded, match="allows 1 per member"):
+        _request(cast)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_approval_provisions_and_is_audited_and_told(cast, sim):
+    _set_a100_quota(cast.team, 0)
+    ws = _request(cast, justification="deadline")
+    team_services.quota_request_approve(
+        quota_request_id=ws.quota_request.pk,
+        actor=cast.platform_admin,
+        comment="ok for a week",
+        now=timezone.now(),
+    )
+    ws.refresh_from_db()
+    assert ws.status == Status.RUNNING
+    approved = ws.events.get(to_status=Status.REQUESTED)
+    assert approved.actor == cast.platform_admin and "ok for a week" in approved.reason
+    entry = AuditEntry.objects.get(action="quota_request.approved")
+    assert entry.actor == cast.platform_admin and entry.team == cast.team
+    assert entry.before == {"decision": "pending"}
+    assert Notice.objects.filter(user=cast.researcher, text__contains="approved").exists()
+
+
+@pytest.mark.django_db
+def test_a_second_decision_is_refused_with_a_clear_message(cast):
+    _set_a100_quota(cast.team, 0)
+    ws = _request(cast, justification="deadline")
+    kwargs = {"quota_request_id": ws.quota_request.pk, "actor": cast.platform_admin}
+    team_services.quota_request_reject(comment="use T4", now=timezone.now(), **kwargs)
+    with pytest.raises(team_services.DecisionError, match="already rejected by pat"):
+        team_services.quota_request_approve(comment="", now=timezone.now(), **kwargs)
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED
+    assert AuditEntry.objects.count() == 1
+
+
+@pytest.mark.django_db
+def test_unanswered_requests_expire_and_the_requester_is_told(cast):
+    _set_a100_quota(cast.team, 0)
+    ws = _request(cast, justification="deadline")
+    later = timezone.now() + timedelta(days=8)
+    assert team_services.quota_requests_expire(now=later) == 1
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED and ws.quota_request.decision == Decision.EXPIRED
+    with pytest.raises(team_services.DecisionError, match="already expired"):
+        team_services.quota_request_approve(
+            quota_request_id=ws.quota_request.pk, actor=cast.platform_admin, comment="", now=later
+        )
+
+
+@pytest.mark.django_db
+def test_approving_after_the_expiry_time_is_refused(cast):
+    _set_a100_quota(cast.team, 0)
+    ws = _request(cast, justification="deadline")
+    with pytest.raises(team_services.DecisionError, match="has expired"):
+        team_services.quota_request_approve(
+            quota_request_id=ws.quota_request.pk,
+            actor=cast.platform_admin,
+            comment="",
+            now=timezone.now() + timedelta(days=30),
+        )
+
+
+@pytest.mark.django_db
+def test_the_request_form_shows_the_quota_left(client, cast):
+    OfferingFactory()
+    client.force_login(cast.researcher)
+    page = client.get(reverse("workspaces:request")).content.decode()
+    assert "4 of 4 A100 GPUs left" in page
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "who,expected",
+    [("platform_admin", 200), ("team_admin", 403), ("researcher", 403), ("outsider", 403)],
+)
+def test_only_platform_admins_see_the_queue(client, cast, who, expected):
+    client.force_login(getattr(cast, who))
+    assert client.get(reverse("approvals")).status_code == expected
+
+
+@pytest.mark.django_db
+def test_a_team_admin_cannot_approve_a_request(client, cast):
+    _set_a100_quota(cast.team, 0)
+    ws = _request(cast, justification="deadline")
+    client.force_login(cast.team_admin)
+    url = reverse("approval-decide", kwargs={"pk": ws.quota_request.pk, "decision": "approve"})
+    assert client.post(url).status_code == 403
+    assert QuotaRequest.objects.get(pk=ws.quota_request.pk).decision == Decision.PENDING
+
+
+@pytest.mark.django_db
+def test_one_click_approval_by_htmx_answers_with_the_decided_row(client, cast):
+    _set_a100_quota(cast.team, 0)
+    ws = _request(cast, justification="deadline")
+    client.force_login(cast.platform_admin)
+    url = reverse("approval-decide", kwargs={"pk": ws.quota_request.pk, "decision": "reject"})
+    first = client.post(url, {"comment": "too big"}, HTTP_HX_REQUEST="true").content.decode()
+    again = client.post(url, {"comment": "x"}, HTTP_HX_REQUEST="true").content.decode()
+    assert "Rejected" in first and "too big" in first and "<html" not in first
+    assert "already rejected" in again
+
+
+def _pending_requests(cast, count):
+    offering = OfferingFactory()
+    _set_a100_quota(cast.team, 0)
+    now = timezone.now()
+    users = [cast.researcher, cast.teammate, cast.team_admin]
+    workspaces = Workspace.objects.bulk_create(
+        [
+            WorkspaceFactory.build(
+                team=cast.team if i % 2 else cast.other_team,
+                owner=users[i % 3] if i % 2 else cast.outsider,
+                status=Status.PENDING_APPROVAL,
+                gpu_model="A100",
+                gpu_count=1,
+            )
+            for i in range(count)
+        ]
+    )
+    QuotaRequest.objects.bulk_create(
+        [
+            QuotaRequest(
+                team=w.team,
+                requester=w.owner,
+                workspace=w,
+                summary=f"{offering.vm_size} in eastus",
+                over_quota=["over"],
+                justification="why",
+                price_per_hour=offering.price_per_hour,
+                created_at=now,
+                expires_at=now + timedelta(days=7),
+            )
+            for w in workspaces
+        ]
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("url_name", ["approvals", "workspaces:request"])
+def test_pages_make_the_same_number_of_queries_for_10_and_1000_requests(client, cast, url_name):
+    from django.test.utils import CaptureQueriesContext
+
+    client.force_login(cast.platform_admin)
+    Membership.objects.create(team=cast.team, user=cast.platform_admin)
+    counts = []
+    for total in (10, 1000):
+        _pending_requests(cast, total - QuotaRequest.objects.count())
+        with CaptureQueriesContext(connections["default"]) as queries:
+            assert client.get(reverse(url_name)).status_code == 200
+        counts.append(len(queries))
+    assert counts[0] == counts[1]
+
+
+def _race_once(team, users, offering, results):
+    barrier = threading.Barrier(len(users))
+
+    def one(user):
+        try:
+            barrier.wait()
+            results.append(
+                services.workspace_request(
+                    user=user,
+                    team=team,
+                    name="race",
+                    offering=offering,
+                    ssh_public_key=SSH_KEY,
+                    request_key=uuid.uuid4(),
+                    justification="race",
+                    now=timezone.now(),
+                ).status
+            )
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=one, args=(u,)) for u in users]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot(cast, sim):
+    # Room in the emulated subscription for every trial's one VM: only the team quota binds.
+    sim.set_quota("eastus", "standardNCADSA100v4Family", 10_000)
+    sim.set_quota("eastus", "cores", 10_000)
+    sim.set_capacity("eastus", "Standard_NC24ads_A100_v4", 100)
+    offering = OfferingFactory()
+    users = [UserFactory(username=f"racer{i}") for i in range(50)]
+    overshoots = 0
+    for trial in range(20):
+        team = Team.objects.create(name=f"Race {trial}", slug=f"race-{trial}")
+        GpuQuota.objects.create(team=team, gpu_model="A100", gpus=1)
+        Membership.objects.bulk_create([Membership(team=team, user=u) for u in users])
+        results: list[str] = []
+        _race_once(team, users, offering, results)
+        assert len(results) == 50
+        admitted = Workspace.objects.filter(team=team).exclude(status=Status.PENDING_APPROVAL)
+        overshoots += max(0, admitted.count() - 1)
+        assert results.count(Status.PENDING_APPROVAL) == 49
+    assert overshoots == 0

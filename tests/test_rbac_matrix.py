@@ -1,0 +1,159 @@
+"""The RBAC matrix: every URL of the URL conf, requested as each member of the cast, answers
+as the EXPECTED table says. A new URL without a row fails here, so no view ships without a
+rule. Anonymous users are sent to log in ("login"); strangers to a team's objects get 404;
+members without the right 403; permitted GETs 200 and permitted POSTs redirect (302)."""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import pytest
+from django.urls import URLPattern, URLResolver, get_resolver, reverse
+from django.utils import timezone
+
+from teams.models import Membership, Notice, QuotaRequest, TeamQuotaIncrease
+from tests.factories import UserFactory, WorkspaceFactory
+from workspaces.states import Status
+
+ROLES = ("anonymous", "outsider", "researcher", "other_team_admin", "team_admin", "platform_admin")
+SKIPPED_PREFIXES = ("admin/", "static/", "media/")
+LOGIN = "login"  # 302 to the login page
+
+
+@dataclass(frozen=True)
+class Row:
+    method: str
+    statuses: tuple  # one per ROLES entry: an HTTP status, or LOGIN
+    pk: str = ""  # which object of the ``objects`` fixture fills a ``pk`` parameter
+    data: dict = field(default_factory=dict)
+
+
+_ = LOGIN  # short alias, to keep the table readable
+EXPECTED = {
+    #                                anon outsider researcher other-admin team-admin platform
+    "home": Row("GET", (302, 302, 302, 302, 302, 302)),
+    "healthz": Row("GET", (200, 200, 200, 200, 200, 200)),
+    "login": Row("GET", (200, 200, 200, 200, 200, 200)),
+    "logout": Row("POST", (302, 302, 302, 302, 302, 302)),
+    "workspaces:list": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "workspaces:request": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
+    "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
+    "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
+    "increase-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="increase"),
+    "notice-dismiss": Row("POST", (_, 302, 302, 302, 302, 302), pk="notice"),
+    "team-list": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "team-detail": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "team-invite": Row(
+        "POST", (_, 404, 403, 404, 302, 302), data={"identifier": "dave", "role": "researcher"}
+    ),
+    "team-member-role": Row(
+        "POST",
+        (_, 404, 403, 404, 302, 302),
+        pk="researcher_membership",
+        data={"role": "team_admin"},
+    ),
+    "team-member-remove": Row("POST", (_, 404, 403, 404, 302, 302), pk="teammate_membership"),
+    "team-increase": Row(
+        "POST",
+        (_, 404, 403, 404, 302, 403),
+        data={"gpu_model": "A100", "gpus": "8", "justification": "grant"},
+    ),
+    "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
+    "audit": Row("GET", (_, 403, 403, 200, 200, 200)),
+}
+# Parameters other than ``pk``, by name: the cast's team, a decision and an action that
+# change nothing in Azure.
+PARAMS = {"slug": lambda objects: objects["team"].slug, "decision": "reject", "action": "retry"}
+
+
+def _walk(patterns, prefix="", namespace=""):
+    """(full URL name or route, route, parameter names) of every pattern, through includes."""
+    for p in patterns:
+        route = prefix + str(p.pattern)
+        if route.lstrip("^").startswith(SKIPPED_PREFIXES):
+            continue
+        if isinstance(p, URLResolver):
+            ns = f"{namespace}{p.namespace}:" if p.namespace else namespace
+            yield from _walk(p.url_patterns, route, ns)
+        elif isinstance(p, URLPattern):
+            name = f"{namespace}{p.name}" if p.name else f"<unnamed {route}>"
+            yield name, route, tuple(p.pattern.regex.groupindex)
+
+
+URLS = {name: params for name, _route, params in _walk(get_resolver().url_patterns)}
+
+
+@pytest.fixture
+def objects(cast):
+    """The objects whose ids fill the URLs: all belong to the cast's ``team``."""
+    workspace = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
+    waiting = WorkspaceFactory(
+        team=cast.team, owner=cast.researcher, status=Status.PENDING_APPROVAL, gpu_model="A100"
+    )
+    now = timezone.now()
+    UserFactory(username="dave")
+    return {
+        "team": cast.team,
+        "workspace": workspace,
+        "quota_request": QuotaRequest.objects.create(
+            team=cast.team,
+            requester=cast.researcher,
+            workspace=waiting,
+            summary="big",
+            over_quota=["over"],
+            justification="why",
+            price_per_hour=waiting.price_per_hour,
+            created_at=now,
+            expires_at=now + timedelta(days=7),
+        ),
+        "increase": TeamQuotaIncrease.objects.create(
+            team=cast.team,
+            requester=cast.team_admin,
+            gpu_model="A100",
+            gpus=8,
+            justification="grant",
+            created_at=now,
+        ),
+        "notice": Notice.objects.create(user=cast.researcher, text="hello", created_at=now),
+        "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
+        "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
+    }
+
+
+def _url(name, params, row, objects) -> str:
+    kwargs = {}
+    for param in params:
+        if param == "pk":
+            kwargs["pk"] = objects[row.pk].pk
+        else:
+            value = PARAMS[param]
+            kwargs[param] = value(objects) if callable(value) else value
+    return reverse(name, kwargs=kwargs)
+
+
+def test_every_url_has_an_rbac_row():
+    missing = [name for name in URLS if name not in EXPECTED]
+    assert not missing, "; ".join(f"add an RBAC rule and an EXPECTED row for {n}" for n in missing)
+    stale = sorted(set(EXPECTED) - set(URLS))
+    assert not stale, f"EXPECTED rows without a URL: {stale}"
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", ROLES)
+@pytest.mark.parametrize("name", sorted(URLS))
+def test_rbac_matrix(client, cast, objects, name, role):
+    if name not in EXPECTED:
+        pytest.fail(f"add an RBAC rule and an EXPECTED row for {name}")
+    row = EXPECTED[name]
+    url = _url(name, URLS[name], row, objects)
+    if role != "anonymous":
+        client.force_login(getattr(cast, role))
+    send = client.post if row.method == "POST" else client.get
+    response = send(url, row.data) if row.data else send(url)
+    expected = row.statuses[ROLES.index(role)]
+    if expected == LOGIN:
+        assert response.status_code == 302, f"{row.method} {url} as {role}"
+        assert response["Location"].startswith(reverse("login")), f"{url} as {role}"
+    else:
+        assert response.status_code == expected, f"{row.method} {url} as {role}"

@@ -1,0 +1,81 @@
+"""Django admin: where the platform admin chooses which sizes and regions are offered."""
+
+from django.contrib import admin
+
+from portal.admin_access import PlatformAdminAccess
+from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
+
+
+@admin.register(SizeOffering)
+class SizeOfferingAdmin(PlatformAdminAccess, admin.ModelAdmin):
+    """Facts come from the catalog (manage.py load_catalog); the admin decides ``offered`` and
+    ``allow_region_fallback``."""
+
+    readonly_fields = [
+        "vm_size",
+        "region",
+        "gpu_model",
+        "gpu_count",
+        "gpu_memory_gib",
+        "vcpus",
+        "memory_gib",
+        "price_per_hour",
+        "spot_price_per_hour",
+    ]
+    list_display = [
+        "vm_size",
+        "region",
+        "gpu_model",
+        "gpu_count",
+        "gpu_memory_gib",
+        "price_per_hour",
+        "offered",
+        "allow_region_fallback",
+    ]
+    list_editable = ["offered", "allow_region_fallback"]
+    list_filter = ["offered", "region", "gpu_model"]
+    search_fields = ["vm_size", "region"]
+    actions = ["offer", "withdraw"]
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @admin.action(description="Offer the selected sizes")
+    def offer(self, request, queryset):
+        queryset.update(offered=True)
+
+    @admin.action(description="Stop offering the selected sizes")
+    def withdraw(self, request, queryset):
+        queryset.update(offered=False)
+
+
+class WorkspaceEventInline(PlatformAdminAccess, admin.TabularInline):
+    model = WorkspaceEvent
+    extra = 0
+    can_delete = False
+    readonly_fields = ["at", "actor", "from_status", "to_status", "reason", "detail"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+
+@admin.register(Workspace)
+class WorkspaceAdmin(PlatformAdminAccess, admin.ModelAdmin):
+    """Read-only: statuses change only through workspaces.states."""
+
+    list_display = ["name", "team", "owner", "status", "vm_size", "region", "created_at"]
+    list_filter = ["status", "region", "team"]
+    inlines = [WorkspaceEventInline]
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        # Removing the row would orphan the VM in Azure; users delete through the portal.
+        return False

@@ -1,0 +1,158 @@
+"""Workspaces, their history, and the catalog of GPU VM sizes the portal offers."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+from workspaces.states import STYLE, TRANSITIONS, Status
+
+
+class Kind(models.TextChoices):
+    VM = "vm", "GPU VM"
+    MIG = "mig", "MIG slice"
+    NAMESPACE = "namespace", "AKS namespace"
+
+
+class SizeOffering(models.Model):
+    """One Azure GPU VM size in one region, with its Linux pay-as-you-go price.
+
+    Facts come from data/azure_gpu_vms.csv (Azure Retail Prices API, via SkyPilot's catalog);
+    ``offered`` is the platform admin's choice of what researchers may request.
+    """
+
+    vm_size = models.CharField(max_length=64)
+    region = models.CharField(max_length=32)
+    gpu_model = models.CharField(max_length=16)  # A100, H100, T4, A10
+    gpu_count = models.PositiveSmallIntegerField()
+    gpu_memory_gib = models.PositiveIntegerField(help_text="Per GPU, GiB")
+    vcpus = models.PositiveSmallIntegerField()
+    memory_gib = models.DecimalField(max_digits=8, decimal_places=2)
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="USD/hour")
+    spot_price_per_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="USD/hour"
+    )
+    offered = models.BooleanField(default=True)
+    # When Azure has no quota or capacity for the size here, may the worker create the VM in
+    # another region where the same size is offered (cheapest first) instead of waiting?
+    allow_region_fallback = models.BooleanField(
+        default=False,
+        help_text="If Azure has no room here, use the cheapest other region offering it",
+    )
+
+    class Meta:
+        ordering = ["region", "gpu_model", "gpu_count", "vm_size"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["vm_size", "region"], name="offering_unique_size_region"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.vm_size} in {self.region}"
+
+    @property
+    def gpu_summary(self) -> str:
+        return f"{self.gpu_count} × {self.gpu_model} {self.gpu_memory_gib} GB"
+
+    @property
+    def price_per_day(self):
+        """USD for 24 hours running."""
+        return self.price_per_hour * 24
+
+
+class Workspace(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="workspaces")
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workspaces"
+    )
+    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.VM)
+    name = models.CharField(max_length=64)
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.REQUESTED)
+    status_changed_at = models.DateTimeField()
+    vm_size = models.CharField(max_length=64)
+    region = models.CharField(max_length=32)
+    price_per_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, help_text="USD/hour when requested"
+    )
+    gpu_model = models.CharField(max_length=16, blank=True)
+    gpu_count = models.PositiveSmallIntegerField(default=0, help_text="Whole GPUs of a VM")
+    ssh_user = models.CharField(max_length=32)
+    ssh_public_key = models.TextField()
+    private_ip = models.GenericIPAddressField(null=True, blank=True)
+    # The Azure operation in flight and its LRO continuation token, saved before waiting so a
+    # worker that dies is resumed by the next one instead of sending a second create.
+    operation = models.CharField(max_length=16, blank=True)
+    operation_token = models.TextField(blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
+    # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
+    waiting_reason = models.TextField(blank=True)
+    # One per request form; a double-clicked Request finds the workspace already made.
+    request_key = models.UUIDField(unique=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "updated_at"])]
+
+    def __str__(self):
+        return self.name
+
+    @property
+    def style(self):
+        return STYLE[self.status]
+
+    def _allows(self, target: str) -> bool:
+        return target in TRANSITIONS[self.status]
+
+    @property
+    def can_stop(self) -> bool:
+        return self._allows(Status.STOPPING)
+
+    @property
+    def can_start(self) -> bool:
+        return self._allows(Status.STARTING)
+
+    @property
+    def can_delete(self) -> bool:
+        return self._allows(Status.DELETING)
+
+    @property
+    def can_retry(self) -> bool:
+        return self.status == Status.FAILED
+
+    @property
+    def short_id(self) -> str:
+        return self.id.hex[:12]
+
+    @property
+    def ssh_command(self) -> str:
+        return f"ssh {self.ssh_user}@{self.private_ip}" if self.private_ip else ""
+
+
+class WorkspaceEvent(models.Model):
+    """One line of a workspace's history: who moved it from which status to which, why, when."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField()
+    actor = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    from_status = models.CharField(max_length=20, blank=True)
+    to_status = models.CharField(max_length=20)
+    reason = models.TextField(blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self):
+        return f"{self.workspace_id}: {self.from_status} -> {self.to_status}"
+
+    @property
+    def to_style(self):
+        return STYLE[self.to_status]

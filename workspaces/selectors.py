@@ -1,0 +1,243 @@
+"""Reads of workspaces and the catalog. Every workspace query starts from workspace_visible_to."""
+
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+
+from django.db.models import QuerySet, Sum
+
+from billing.selectors import budget_runs_out, month_bounds, team_spend
+from teams.selectors import team_visible_to
+from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
+from workspaces.states import HELD, HOLDS_GPUS, IN_PROGRESS, Status
+
+
+def workspace_visible_to(*, user) -> QuerySet[Workspace]:
+    """Workspaces of the teams the user can see (all teams for a platform admin)."""
+    return Workspace.objects.filter(team__in=team_visible_to(user=user))
+
+
+def workspace_list(*, user, include_deleted: bool = False) -> QuerySet[Workspace]:
+    """The user's visible workspaces, newest first, with team and owner loaded."""
+    qs = workspace_visible_to(user=user).select_related("team", "owner")
+    if not include_deleted:
+        qs = qs.exclude(status=Status.DELETED)
+    return qs
+
+
+def workspace_events(*, workspace: Workspace) -> QuerySet[WorkspaceEvent]:
+    """The workspace's history, oldest first, with the actor loaded."""
+    return workspace.events.select_related("actor")
+
+
+def workspace_stale_in_progress(*, older_than) -> list:
+    """Ids of workspaces owed an Azure operation whose last change is older than ``older_than``
+    (a datetime): their task was lost, e.g. with a broker that dropped it."""
+    return list(
+        Workspace.objects.filter(status__in=IN_PROGRESS, updated_at__lt=older_than).values_list(
+            "pk", flat=True
+        )
+    )
+
+
+def offering_list(*, region: str | None = None) -> QuerySet[SizeOffering]:
+    """Sizes the platform admin offers, optionally in one region, cheapest GPU first."""
+    qs = SizeOffering.objects.filter(offered=True)
+    if region:
+        qs = qs.filter(region=region)
+    return qs.order_by("region", "gpu_model", "price_per_hour")
+
+
+def offering_regions() -> list[str]:
+    """Regions with at least one offered size, sorted."""
+    return list(
+        SizeOffering.objects.filter(offered=True)
+        .order_by("region")
+        .values_list("region", flat=True)
+        .distinct()
+    )
+
+
+def user_ssh_key_last_used(*, user) -> str:
+    """The SSH public key of the user's newest workspace, to prefill the next request."""
+    return (
+        Workspace.objects.filter(owner=user)
+        .order_by("-created_at")
+        .values_list("ssh_public_key", flat=True)
+        .first()
+        or ""
+    )
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A team's monthly budget against its spend, in USD; ``budget`` None means no limit."""
+
+    budget: Decimal | None
+    spent: Decimal
+    burn_per_hour: Decimal  # USD/hour billable now
+    now: datetime
+
+    @property
+    def left(self) -> Decimal | None:
+        return None if self.budget is None else max(Decimal(0), self.budget - self.spent)
+
+    def runs_out(self, extra_per_hour: Decimal = Decimal(0)) -> datetime | None:
+        """When the budget is used up at the current burn plus ``extra_per_hour``; None if
+        there is no budget or nothing burns."""
+        if self.budget is None:
+            return None
+        return budget_runs_out(
+            budget=self.budget,
+            spent=self.spent,
+            burn_per_hour=self.burn_per_hour + extra_per_hour,
+            now=self.now,
+        )
+
+    def lasts_the_month(self, extra_per_hour: Decimal = Decimal(0)) -> bool:
+        end = self.runs_out(extra_per_hour)
+        return end is None or end >= month_bounds(self.now)[1]
+
+    def sentence(self) -> str:
+        """ "$1,930 of the $5,000 November budget is left; at the current rate that lasts until
+        24 Nov" (or that it lasts the month)."""
+        if self.budget is None:
+            return "No monthly budget is set."
+        month = self.now.strftime("%B")
+        text = f"${self.left:,.0f} of the ${self.budget:,.0f} {month} budget is left"
+        end = self.runs_out()
+        if self.lasts_the_month():
+            return f"{text}; at the current rate that lasts the month."
+        return f"{text}; at the current rate that lasts until {end:%-d %b}."
+
+
+@dataclass(frozen=True)
+class QuotaCheck:
+    """A request measured against the team's quota: GPUs, workspaces per member, and the
+    monthly budget (USD) at the request's price (USD/hour)."""
+
+    team_name: str
+    gpu_model: str
+    gpus_asked: int
+    gpus_quota: int
+    gpus_used: int
+    user_held: int
+    user_cap: int
+    price_per_hour: Decimal
+    budget: Budget
+
+    @property
+    def gpus_left(self) -> int:
+        return max(0, self.gpus_quota - self.gpus_used)
+
+    @property
+    def over(self) -> list[str]:
+        """Why the request needs approval, in words; empty when it fits."""
+        reasons = []
+        if self.gpus_asked > self.gpus_left:
+            reasons.append(
+                f"It needs {self.gpus_asked} {self.gpu_model} GPU(s); {self.team_name} has "
+                f"{self.gpus_left} of its {self.gpus_quota} left."
+            )
+        if self.user_held >= self.user_cap:
+            reasons.append(
+                f"You already hold {self.user_held} workspace(s); the team allows "
+                f"{self.user_cap} per member."
+            )
+        if not self.budget.lasts_the_month(self.price_per_hour):
+            end = self.budget.runs_out(self.price_per_hour)
+            reasons.append(
+                f"At ${self.price_per_hour * 24:,.2f} per day on top of the current rate, the "
+                f"${self.budget.budget:,.0f} budget runs out on {end:%-d %b}."
+            )
+        return reasons
+
+    @property
+    def fits(self) -> bool:
+        return not self.over
+
+
+def team_gpu_usage(*, team_ids) -> dict[int, dict[str, int]]:
+    """GPUs held now per team and GPU model ({team_id: {"A100": 3}}), in one query.
+    Stopped, pending, failed and deleted workspaces hold none."""
+    rows = (
+        Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
+        .values("team_id", "gpu_model")
+        .annotate(gpus=Sum("gpu_count"))
+    )
+    usage: dict[int, dict[str, int]] = {}
+    for row in rows:
+        usage.setdefault(row["team_id"], {})[row["gpu_model"]] = row["gpus"] or 0
+    return usage
+
+
+def quota_check(
+    *, team, user, gpu_model: str, gpu_count: int, price_per_hour: Decimal, now: datetime
+) -> QuotaCheck:
+    """Measure a request for ``gpu_count`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
+    against the team's GPU quota (0 where none is set), the per-member cap and the monthly
+    budget (counting workspaces requested but not yet billing). Five queries."""
+    from teams.models import GpuQuota
+
+    quota = (
+        GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
+        .values_list("gpus", flat=True)
+        .first()
+    )
+    used = team_gpu_usage(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, 0)
+    held = Workspace.objects.filter(team=team, owner=user, status__in=HELD).count()
+    # Requested but not yet billing: it will burn soon, so it counts like this request.
+    queued = Workspace.objects.filter(team=team, status=Status.REQUESTED).aggregate(
+        usd=Sum("price_per_hour")
+    )["usd"] or Decimal(0)
+    return QuotaCheck(
+        team_name=team.name,
+        gpu_model=gpu_model,
+        gpus_asked=gpu_count,
+        gpus_quota=quota or 0,
+        gpus_used=used,
+        user_held=held,
+        user_cap=team.max_workspaces_per_user,
+        price_per_hour=price_per_hour + queued,
+        budget=team_budget(teams=[team], now=now)[team.pk],
+    )
+
+
+def team_budget(*, teams, now: datetime) -> dict[int, Budget]:
+    """Each team's budget against its month-to-date spend and burn rate, in one query."""
+    spend = team_spend(team_ids=[t.pk for t in teams], now=now)
+    return {
+        t.pk: Budget(t.monthly_budget, spend[t.pk].spent, spend[t.pk].burn_per_hour, now)
+        for t in teams
+    }
+
+
+@dataclass(frozen=True)
+class QuotaLine:
+    gpu_model: str
+    used: int  # GPUs held now
+    quota: int  # GPUs
+
+    @property
+    def left(self) -> int:
+        return max(0, self.quota - self.used)
+
+
+def team_quota_overview(*, teams) -> list[tuple]:
+    """[(team, [QuotaLine, ...]), ...]: each team's GPUs in use against its quota, per GPU
+    model with a quota or in use. Three queries whatever the number of teams."""
+    from teams.models import GpuQuota
+
+    teams = list(teams)
+    ids = [t.pk for t in teams]
+    quotas: dict[int, dict[str, int]] = {}
+    for q in GpuQuota.objects.filter(team_id__in=ids):
+        quotas.setdefault(q.team_id, {})[q.gpu_model] = q.gpus
+    usage = team_gpu_usage(team_ids=ids)
+    overview = []
+    for team in teams:
+        team_quota, team_usage = quotas.get(team.pk, {}), usage.get(team.pk, {})
+        models_ = sorted(set(team_quota) | set(team_usage))
+        lines = [QuotaLine(m, team_usage.get(m, 0), team_quota.get(m, 0)) for m in models_]
+        overview.append((team, lines))
+    return overview

@@ -1,0 +1,564 @@
+"""Business rules for workspaces: what users ask for, and what workers do about it.
+
+User actions (request, stop, start, delete, retry) change status through ``states.transition``
+and queue ``advance_workspace`` after commit. The worker side (``workspace_advance``) reloads the
+workspace, works out the Azure operation its status owes, runs it through ``cloud.azure_vm`` and
+moves the status on. Errors raised: WorkspaceActionError (user-facing message).
+"""
+
+import json
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from decimal import Decimal
+from enum import Enum
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from cloud import azure_vm
+from cloud.clients import AzureSettings
+from cloud.errors import CloudError
+from teams.models import Team
+from teams.selectors import membership_role, user_is_team_admin
+from workspaces import selectors, states
+from workspaces.models import Kind, SizeOffering, Workspace
+from workspaces.states import OPERATION, Status
+
+
+class WorkspaceActionError(Exception):
+    """An action the user may not take now; the message is shown to them as is."""
+
+
+def azure_settings() -> AzureSettings:
+    """The Azure connection from Django settings (AZURE_* environment variables)."""
+    return AzureSettings(
+        subscription_id=settings.AZURE_SUBSCRIPTION_ID,
+        resource_group=settings.AZURE_RESOURCE_GROUP,
+        subnet_id=settings.AZURE_SUBNET_ID,
+        endpoint=settings.AZURE_ENDPOINT,
+        credential=settings.AZURE_CREDENTIAL,
+        retry_total=settings.AZURE_RETRY_TOTAL,
+        retry_backoff=settings.AZURE_RETRY_BACKOFF,
+        polling_interval=settings.AZURE_POLLING_INTERVAL,
+    )
+
+
+def _queue_advance(workspace_id) -> None:
+    from workspaces.tasks import advance_workspace
+
+    transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id)))
+
+
+# --- user actions ---------------------------------------------------------------------------
+
+
+def workspace_request(
+    *,
+    user,
+    team: Team,
+    name: str,
+    offering: SizeOffering,
+    ssh_public_key: str,
+    request_key: uuid.UUID,
+    now: datetime,
+    justification: str = "",
+) -> Workspace:
+    """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
+    monthly budget (at the current burn plus this request, it lasts the month), queue
+    its provisioning. Above either, the workspace waits as ``pending_approval`` with a
+    QuotaRequest that a platform admin decides.
+
+    The quota is checked while holding the team row (``select_for_update``) in the transaction
+    that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
+    second submit of the same form returns the first workspace.
+    Raises WorkspaceActionError when the user is not in the team or the size is not offered,
+    and JustificationNeeded when the request is above quota and says no reason.
+    """
+    existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
+    if existing:
+        return existing
+    if membership_role(user=user, team=team) is None:
+        raise WorkspaceActionError("You are not a member of that team.")
+    if not SizeOffering.objects.filter(pk=offering.pk, offered=True).exists():
+        raise WorkspaceActionError(f"{offering.vm_size} in {offering.region} is not offered.")
+    ask = NewWorkspace(user, team, name, offering, ssh_public_key.strip(), request_key)
+    try:
+        with transaction.atomic():
+            team = Team.objects.select_for_update().get(pk=team.pk)
+            check = selectors.quota_check(
+                team=team,
+                user=user,
+                gpu_model=offering.gpu_model,
+                gpu_count=offering.gpu_count,
+                price_per_hour=offering.price_per_hour,
+                now=now,
+            )
+            if check.fits:
+                workspace = _insert(ask, Status.REQUESTED, now)
+                _queue_advance(workspace.pk)
+            else:
+                workspace = _insert_pending(ask, check, justification, now)
+    except IntegrityError:
+        # The same request_key won a race with this one: the double click made one workspace.
+        return Workspace.objects.get(request_key=request_key, owner=user)
+    return workspace
+
+
+@dataclass(frozen=True)
+class NewWorkspace:
+    user: object
+    team: Team
+    name: str
+    offering: SizeOffering
+    ssh_public_key: str
+    request_key: uuid.UUID
+
+
+class JustificationNeeded(WorkspaceActionError):
+    """Above quota without a reason; the message says what is over."""
+
+
+def _insert_pending(ask: NewWorkspace, check, justification: str, now: datetime) -> Workspace:
+    from teams.services import quota_request_open
+
+    if not justification.strip():
+        raise JustificationNeeded(
+            " ".join(check.over) + " Say why you need it, and a platform admin will decide."
+        )
+    workspace = _insert(ask, Status.PENDING_APPROVAL, now)
+    quota_request_open(workspace=workspace, over=check.over, justification=justification, now=now)
+    return workspace
+
+
+def _insert(ask: NewWorkspace, status: str, now: datetime) -> Workspace:
+    offering = ask.offering
+    workspace = Workspace.objects.create(
+        team=ask.team,
+        owner=ask.user,
+        kind=Kind.VM,
+        name=ask.name,
+        status=status,
+        status_changed_at=now,
+        vm_size=offering.vm_size,
+        region=offering.region,
+        price_per_hour=offering.price_per_hour,
+        gpu_model=offering.gpu_model,
+        gpu_count=offering.gpu_count,
+        ssh_user=settings.WORKSPACE_SSH_USER,
+        ssh_public_key=ask.ssh_public_key,
+        request_key=ask.request_key,
+        created_at=now,
+        updated_at=now,
+    )
+    states.record_creation(
+        workspace=workspace,
+        now=now,
+        actor=ask.user,
+        reason=f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}",
+    )
+    return workspace
+
+
+def workspace_approve(*, workspace_id, actor, reason: str, now: datetime) -> bool:
+    """Move an approved workspace from pending_approval to requested and queue provisioning.
+    False when it was no longer pending."""
+    with transaction.atomic():
+        moved = states.transition(
+            workspace_id=workspace_id,
+            expected=Status.PENDING_APPROVAL,
+            to=Status.REQUESTED,
+            now=now,
+            actor=actor,
+            reason=reason,
+        )
+        if moved:
+            _queue_advance(workspace_id)
+    return moved
+
+
+def workspace_close_unapproved(*, workspace_id, actor, reason: str, now: datetime) -> bool:
+    """Close a workspace whose request was rejected or expired; nothing exists in Azure yet.
+    False when it was no longer pending."""
+    return states.transition(
+        workspace_id=workspace_id,
+        expected=Status.PENDING_APPROVAL,
+        to=Status.DELETED,
+        now=now,
+        actor=actor,
+        reason=reason,
+    )
+
+
+def _check_may_act(*, user, workspace: Workspace) -> None:
+    if workspace.owner_id != user.pk and not user_is_team_admin(user=user, team=workspace.team):
+        raise PermissionError("Only the owner or a team admin can change this workspace.")
+
+
+def _user_transition(*, user, workspace, to, reason, now, **fields) -> None:
+    _check_may_act(user=user, workspace=workspace)
+    try:
+        states.check(workspace.status, to)
+    except states.IllegalTransition as exc:
+        raise WorkspaceActionError(str(exc)) from exc
+    with transaction.atomic():
+        moved = states.transition(
+            workspace_id=workspace.pk,
+            expected=workspace.status,
+            to=to,
+            now=now,
+            actor=user,
+            reason=reason,
+            **fields,
+        )
+        if not moved:
+            raise WorkspaceActionError("The workspace changed meanwhile; look at it again.")
+        _queue_advance(workspace.pk)
+
+
+def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
+    """Deallocate a running VM, keeping its OS disk.
+
+    Raises WorkspaceActionError, PermissionError.
+    """
+    _user_transition(
+        user=user, workspace=workspace, to=Status.STOPPING, reason="Stopped by user", now=now
+    )
+
+
+def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
+    """Start a stopped (deallocated) VM. Raises WorkspaceActionError, PermissionError."""
+    _user_transition(
+        user=user, workspace=workspace, to=Status.STARTING, reason="Started by user", now=now
+    )
+
+
+def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
+    """Delete the VM, its NIC and OS disk. Raises WorkspaceActionError, PermissionError."""
+    _user_transition(
+        user=user, workspace=workspace, to=Status.DELETING, reason="Deleted by user", now=now
+    )
+
+
+def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
+    """Provision a failed workspace again. Raises WorkspaceActionError, PermissionError."""
+    _user_transition(
+        user=user,
+        workspace=workspace,
+        to=Status.REQUESTED,
+        reason="Retry requested by user",
+        now=now,
+        error_code="",
+        error_message="",
+        operation="",
+        operation_token="",
+    )
+
+
+# --- the worker side ---------------------------------------------------------------------
+
+
+class Next(Enum):
+    """What the task does after one ``workspace_advance``: nothing more (DONE), poll the Azure
+    operation again in AZURE_POLLING_INTERVAL seconds (POLL), or check Azure's quota and SKU
+    restrictions again in AZURE_PRECHECK_RETRY_SECONDS (WAIT)."""
+
+    DONE = "done"
+    POLL = "poll"
+    WAIT = "wait"
+
+
+def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
+    """Move the Azure operation the workspace's status owes one step on and say what the
+    caller does next (see Next).
+
+    A requested workspace is first checked against Azure (size offered and unrestricted in its
+    region, family and regional vCPU quota; see azure_precheck): if Azure cannot take it, it
+    stays requested with a plain ``waiting_reason`` (or moves to another region where its
+    offering allows it) and no VM is sent.
+
+    ``clock`` returns the current time (aware, UTC); it is read at each transition because an
+    Azure operation takes minutes between them.
+
+    Safe to call twice: a workspace in a steady status is left alone, an operation whose
+    continuation token was saved is polled rather than started again, and the final
+    compare-and-set lets only one caller record the result.
+    Raises CloudError when Azure answered with a transient error (the task retries).
+    """
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is None:
+        return Next.DONE
+    try:
+        if workspace.status == Status.REQUESTED:
+            waiting = _provision_or_wait(workspace, clock)
+            if waiting is not None:
+                return waiting
+            workspace.refresh_from_db()
+        if workspace.status not in OPERATION:
+            return Next.DONE
+        operation, done = OPERATION[workspace.status]
+        progress = _run_operation(workspace, operation)
+    except CloudError as exc:
+        if exc.transient:
+            raise
+        workspace_operation_failed(workspace_id=workspace.pk, error=exc, now=clock())
+        return Next.DONE
+    if not progress.done:
+        # A fresh updated_at tells the reconcile sweep that this workspace is being looked after.
+        Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
+            updated_at=clock()
+        )
+        return Next.POLL
+    _finish(workspace, operation, done, progress.state, clock())
+    return Next.DONE
+
+
+def _provision_or_wait(workspace: Workspace, clock: Callable[[], datetime]) -> Next | None:
+    """Pre-check a requested workspace and move it to provisioning (None: go on with the
+    create), or leave it requested with its waiting_reason (Next.WAIT), or Next.DONE when
+    another caller is already on it. Raises CloudError from the pre-check."""
+    if not _claim_precheck(workspace, clock()):
+        return Next.DONE
+    placement = _place(workspace)
+    if placement.region is None:
+        Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
+            waiting_reason=placement.waiting, updated_at=clock()
+        )
+        return Next.WAIT
+    reason = f"Creating the NIC and VM {azure_vm.vm_names(workspace.pk).vm} in Azure"
+    fields: dict = {"waiting_reason": ""}
+    if placement.region != workspace.region:
+        reason = (
+            f"Moved from {workspace.region} to {placement.region}: {placement.problem} {reason}"
+        )
+        fields.update(region=placement.region, price_per_hour=placement.price_per_hour)
+        fields["detail"] = {"from_region": workspace.region, "to_region": placement.region}
+    moved = states.transition(
+        workspace_id=workspace.pk,
+        expected=Status.REQUESTED,
+        to=Status.PROVISIONING,
+        now=clock(),
+        reason=reason,
+        **fields,
+    )
+    return None if moved else Next.DONE
+
+
+def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
+    """Whether this caller runs the pre-check now. A waiting workspace is checked once per
+    AZURE_PRECHECK_RETRY_SECONDS (10 % early is fine: workers' clocks differ), and only by the
+    caller that moves its updated_at on (compare-and-set), so a task re-queued by the reconcile
+    sweep next to the waiting task's own countdown neither checks twice nor forks a second
+    chain of re-checks."""
+    if workspace.waiting_reason:
+        due = workspace.updated_at + timedelta(seconds=0.9 * settings.AZURE_PRECHECK_RETRY_SECONDS)
+        if now < due:
+            return False
+    claimed = Workspace.objects.filter(
+        pk=workspace.pk, status=Status.REQUESTED, updated_at=workspace.updated_at
+    ).update(updated_at=now)
+    return bool(claimed)
+
+
+@dataclass(frozen=True)
+class Precheck:
+    """Azure's answer for one size in one region: ``problem`` says in plain words why it cannot
+    be created there now ("" when it fits), ``advice`` what happens meanwhile."""
+
+    problem: str = ""
+    advice: str = ""
+
+    @property
+    def fits(self) -> bool:
+        return not self.problem
+
+
+def azure_precheck(*, region: str, vm_size: str) -> Precheck:
+    """Whether Azure would take one more VM of ``vm_size`` in ``region`` now: the size is
+    offered to the subscription there (Resource SKUs restrictions), and its quota family's and
+    the region's vCPUs in use plus the size's vCPUs stay within their limits (usages API).
+
+    Read-only (two ARM GETs). Raises CloudError when Azure does not answer them.
+    """
+    sku = azure_vm.sku_info(azure_settings(), location=region, vm_size=vm_size)
+    if not sku.offered:
+        return Precheck(
+            f"{vm_size} is not available to this subscription in {region} ({sku.reason}).",
+            "Waiting until Azure offers it; a platform admin can ask Azure to lift the "
+            "restriction or allow another region.",
+        )
+    usages = {u.name.lower(): u for u in azure_vm.regional_usage(azure_settings(), location=region)}
+    for quota in (sku.family, "cores"):
+        usage = usages.get(quota.lower())
+        if usage is not None and usage.current_value + sku.vcpus > usage.limit:
+            label = usage.localized_name if usage.name == "cores" else usage.name
+            return Precheck(
+                f"Azure quota for {label} in {region} is {usage.current_value}/{usage.limit} "
+                f"vCPUs; this size needs {sku.vcpus} more.",
+                "Waiting for capacity; a platform admin can raise the subscription's quota.",
+            )
+    return Precheck()
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where a requested workspace is created: region and price_per_hour (USD/hour, Decimal)
+    of the offering, or region None while it waits (``waiting`` says why). ``problem`` is why
+    its own region could not take it, "" when it could."""
+
+    region: str | None
+    price_per_hour: Decimal | None
+    problem: str = ""
+    waiting: str = ""
+
+
+def _place(workspace: Workspace) -> Placement:
+    """The workspace's own region if Azure takes it there; else, where its offering allows
+    region fallback, the first other offered region of the same size (cheapest, then by name)
+    that passes the pre-check. Raises CloudError."""
+    here = azure_precheck(region=workspace.region, vm_size=workspace.vm_size)
+    if here.fits:
+        return Placement(workspace.region, workspace.price_per_hour)
+    offering = SizeOffering.objects.filter(
+        vm_size=workspace.vm_size, region=workspace.region
+    ).first()
+    tried = []
+    if offering is not None and offering.allow_region_fallback:
+        others = SizeOffering.objects.filter(vm_size=workspace.vm_size, offered=True)
+        for other in others.exclude(region=workspace.region).order_by("price_per_hour", "region"):
+            if azure_precheck(region=other.region, vm_size=other.vm_size).fits:
+                return Placement(other.region, other.price_per_hour, here.problem)
+            tried.append(other.region)
+    also = f" The other allowed regions ({', '.join(tried)}) have no room either." if tried else ""
+    return Placement(None, None, here.problem, f"{here.problem}{also} {here.advice}")
+
+
+def _run_operation(workspace: Workspace, operation: str) -> azure_vm.Progress:
+    name = azure_vm.vm_names(workspace.pk).vm
+    token = workspace.operation_token if workspace.operation == operation else ""
+    if not token:
+        spec = _vm_spec(workspace) if operation == "create" else None
+        token = azure_vm.begin(azure_settings(), operation, name=name, spec=spec)
+        # Saved before polling: the worker that takes over after a crash resumes from it.
+        Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
+            operation=operation, operation_token=token
+        )
+    return azure_vm.poll(azure_settings(), operation, name=name, token=token)
+
+
+def _finish(workspace, operation, done, result, now) -> None:
+    fields = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    if result is not None and result.private_ip:
+        fields["private_ip"] = result.private_ip
+    reasons = {
+        "create": "VM is running",
+        "start": "VM is running",
+        "deallocate": "VM deallocated; OS disk kept",
+        "delete": "VM, NIC and OS disk deleted",
+    }
+    detail = {"power_state": result.power_state} if result is not None else {}
+    states.transition(
+        workspace_id=workspace.pk,
+        expected=workspace.status,
+        to=done,
+        now=now,
+        reason=reasons[operation],
+        detail=detail,
+        **fields,
+    )
+
+
+# Where a workspace goes when Azure refuses its operation for good.
+FAILED_TO = {
+    Status.PROVISIONING: Status.FAILED,
+    Status.STOPPING: Status.RUNNING,
+    Status.STARTING: Status.STOPPED,
+    Status.DELETING: Status.FAILED,
+}
+
+
+def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime) -> None:
+    """Record that Azure refused the workspace's operation, with Azure's code and message.
+
+    A failed create first removes whatever it left (VM in Failed state, NIC, OS disk), so nothing
+    is billed or orphaned. Raises CloudError if that clean-up itself hits a transient error.
+    """
+    workspace = Workspace.objects.filter(pk=workspace_id).first()
+    if workspace is not None and workspace.status == Status.REQUESTED:
+        _precheck_failed(workspace, error, now)
+        return
+    if workspace is None or workspace.status not in FAILED_TO:
+        return
+    name = azure_vm.vm_names(workspace.pk).vm
+    if workspace.status == Status.PROVISIONING:
+        azure_vm.delete_leftovers(azure_settings(), name=name)
+    states.transition(
+        workspace_id=workspace.pk,
+        expected=workspace.status,
+        to=FAILED_TO[workspace.status],
+        now=now,
+        reason=f"Azure refused the {OPERATION[workspace.status][0]}: {error.code}",
+        detail={"code": error.code, "message": error.message, "status": error.status},
+        operation="",
+        operation_token="",
+        error_code=error.code,
+        error_message=error.message,
+    )
+
+
+def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> None:
+    """Azure refused the pre-check itself (e.g. AuthorizationFailed without Reader on the
+    subscription, or throttling beyond the retries): fail the workspace with Azure's code and
+    message. Nothing was created, so there is nothing to clean up."""
+    states.transition(
+        workspace_id=workspace.pk,
+        expected=Status.REQUESTED,
+        to=Status.FAILED,
+        now=now,
+        reason=f"Azure refused the quota and size check: {error.code}",
+        detail={"code": error.code, "message": error.message, "status": error.status},
+        waiting_reason="",
+        error_code=error.code,
+        error_message=error.message,
+    )
+
+
+def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
+    """Queue ``advance_workspace`` again for workspaces stuck in progress longer than
+    ``stale_after``; returns their ids. Lost tasks are rare, but nobody should wait forever."""
+    from workspaces.tasks import advance_workspace
+
+    ids = selectors.workspace_stale_in_progress(older_than=now - stale_after)
+    for workspace_id in ids:
+        advance_workspace.delay(str(workspace_id))
+    return ids
+
+
+def _vm_spec(workspace: Workspace) -> azure_vm.VmSpec:
+    return azure_vm.VmSpec(
+        workspace_id=str(workspace.pk),
+        location=workspace.region,
+        vm_size=workspace.vm_size,
+        admin_username=workspace.ssh_user,
+        ssh_public_key=workspace.ssh_public_key,
+        custom_data=_cloud_init(workspace),
+        tags={
+            "portal": "gpu-workspace-portal",
+            "team": workspace.team.slug,
+            "workspace": str(workspace.pk),
+            "owner": workspace.owner.username,
+        },
+    )
+
+
+def _cloud_init(workspace: Workspace) -> str:
+    # The telemetry agent's settings; the agent itself arrives with the idle-stop work.
+    agent = json.dumps({"workspace": str(workspace.pk), "portal": settings.PORTAL_URL})
+    return (
+        "#cloud-config\n"
+        "write_files:\n"
+        "  - path: /etc/gpu-portal/agent.json\n"
+        "    permissions: '0600'\n"
+        f"    content: {json.dumps(agent)}\n"
+    )

@@ -1,0 +1,181 @@
+"""The workspace state machine: the statuses, what each looks like, and the only code that
+changes ``Workspace.status``.
+
+Every change is a compare-and-set (``filter(pk=..., status=expected).update(...)``): when no row
+changes, another worker or click already moved the workspace on, and the caller stops quietly.
+Each change writes one WorkspaceEvent (who, from, to, why, when) and opens or closes the
+workspace's billing interval (billing.models.UsageInterval).
+"""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import models, transaction
+
+
+class Status(models.TextChoices):
+    PENDING_APPROVAL = "pending_approval", "Pending approval"
+    REQUESTED = "requested", "Requested"
+    PROVISIONING = "provisioning", "Provisioning"
+    RUNNING = "running", "Running"
+    STOPPING = "stopping", "Stopping"
+    STOPPED = "stopped", "Stopped"
+    STARTING = "starting", "Starting"
+    DELETING = "deleting", "Deleting"
+    DELETED = "deleted", "Deleted"
+    FAILED = "failed", "Failed"
+
+
+@dataclass(frozen=True)
+class StatusStyle:
+    label: str
+    colour: str  # CSS class in static/portal.css; each pairs text and background at >= 4.5:1
+
+
+STYLE = {
+    Status.PENDING_APPROVAL: StatusStyle("Pending approval", "amber"),
+    Status.REQUESTED: StatusStyle("Requested", "blue"),
+    Status.PROVISIONING: StatusStyle("Provisioning", "blue"),
+    Status.RUNNING: StatusStyle("Running", "green"),
+    Status.STOPPING: StatusStyle("Stopping", "blue"),
+    Status.STOPPED: StatusStyle("Stopped", "grey"),
+    Status.STARTING: StatusStyle("Starting", "blue"),
+    Status.DELETING: StatusStyle("Deleting", "blue"),
+    Status.DELETED: StatusStyle("Deleted", "grey"),
+    Status.FAILED: StatusStyle("Failed", "red"),
+}
+
+# Holds or will hold Azure resources: counts against quota, shown in the default list.
+ACTIVE = frozenset(
+    {
+        Status.PENDING_APPROVAL,
+        Status.REQUESTED,
+        Status.PROVISIONING,
+        Status.RUNNING,
+        Status.STOPPING,
+        Status.STARTING,
+    }
+)
+# Holds its GPUs against the team's quota; a stopped (deallocated) VM holds none.
+HOLDS_GPUS = frozenset(
+    {Status.REQUESTED, Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STARTING}
+)
+# Counts against the per-user cap on workspaces held at once.
+HELD = frozenset(set(Status) - {Status.DELETED, Status.FAILED})
+# Compute is allocated, so the VM's hourly price accrues.
+BILLABLE = frozenset({Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STARTING})
+# A worker owes the workspace an Azure operation; see OPERATION.
+IN_PROGRESS = frozenset(
+    {Status.REQUESTED, Status.PROVISIONING, Status.STOPPING, Status.STARTING, Status.DELETING}
+)
+# Nothing changes without a person: the page stops polling.
+STEADY = frozenset(set(Status) - IN_PROGRESS)
+
+# Status while a worker acts -> (Azure operation, status once it succeeded).
+OPERATION = {
+    Status.PROVISIONING: ("create", Status.RUNNING),
+    Status.STOPPING: ("deallocate", Status.STOPPED),
+    Status.STARTING: ("start", Status.RUNNING),
+    Status.DELETING: ("delete", Status.DELETED),
+}
+
+TRANSITIONS: dict[str, frozenset[str]] = {
+    Status.PENDING_APPROVAL: frozenset({Status.REQUESTED, Status.DELETED}),
+    # Failed straight from requested: Azure refused the pre-check itself (nothing was made).
+    Status.REQUESTED: frozenset({Status.PROVISIONING, Status.DELETING, Status.FAILED}),
+    Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED}),
+    Status.RUNNING: frozenset({Status.STOPPING, Status.DELETING}),
+    # A failed deallocate leaves the VM running; a failed start leaves it deallocated.
+    Status.STOPPING: frozenset({Status.STOPPED, Status.RUNNING, Status.FAILED}),
+    Status.STOPPED: frozenset({Status.STARTING, Status.DELETING}),
+    Status.STARTING: frozenset({Status.RUNNING, Status.STOPPED, Status.FAILED}),
+    Status.DELETING: frozenset({Status.DELETED, Status.FAILED}),
+    Status.FAILED: frozenset({Status.REQUESTED, Status.DELETING}),
+    Status.DELETED: frozenset(),
+}
+
+
+class IllegalTransition(Exception):
+    """A change the state machine does not allow, e.g. starting a deleted workspace."""
+
+    def __init__(self, current: str, target: str):
+        self.current, self.target = current, target
+        super().__init__(
+            f"A workspace that is {Status(current).label.lower()} cannot become "
+            f"{Status(target).label.lower()}."
+        )
+
+
+def check(current: str, target: str) -> None:
+    """Raise IllegalTransition unless ``current -> target`` is an edge of TRANSITIONS."""
+    if target not in TRANSITIONS[current]:
+        raise IllegalTransition(current, target)
+
+
+def transition(
+    *,
+    workspace_id,
+    expected: str,
+    to: str,
+    now: datetime,
+    actor=None,
+    reason: str = "",
+    detail: dict | None = None,
+    **fields,
+) -> bool:
+    """Move a workspace from ``expected`` to ``to`` and record why.
+
+    ``fields`` are other columns written in the same UPDATE (e.g. private_ip, error_code).
+    Returns False, changing nothing, when the workspace was no longer ``expected``.
+    Raises IllegalTransition when the edge does not exist.
+    """
+    from workspaces.models import Workspace, WorkspaceEvent
+
+    check(expected, to)
+    with transaction.atomic():
+        changed = Workspace.objects.filter(pk=workspace_id, status=expected).update(
+            status=to, status_changed_at=now, updated_at=now, **fields
+        )
+        if not changed:
+            return False
+        WorkspaceEvent.objects.create(
+            workspace_id=workspace_id,
+            at=now,
+            actor=actor,
+            from_status=expected,
+            to_status=to,
+            reason=reason,
+            detail=detail or {},
+        )
+        _meter(workspace_id, expected, to, now)
+    return True
+
+
+def _meter(workspace_id, expected: str, to: str, now: datetime) -> None:
+    """Open a billing interval on entering BILLABLE, close it on leaving."""
+    from billing.models import UsageInterval
+    from workspaces.models import Workspace
+
+    if to in BILLABLE and expected not in BILLABLE:
+        team_id, price = Workspace.objects.values_list("team_id", "price_per_hour").get(
+            pk=workspace_id
+        )
+        UsageInterval.objects.create(
+            workspace_id=workspace_id, team_id=team_id, started_at=now, price_per_hour=price
+        )
+    elif expected in BILLABLE and to not in BILLABLE:
+        UsageInterval.objects.filter(workspace_id=workspace_id, ended_at=None).update(ended_at=now)
+
+
+def record_creation(*, workspace, now: datetime, actor=None, reason: str = "") -> None:
+    """Write the first event of a workspace just inserted with its initial status."""
+    from workspaces.models import WorkspaceEvent
+
+    WorkspaceEvent.objects.create(
+        workspace=workspace,
+        at=now,
+        actor=actor,
+        from_status="",
+        to_status=workspace.status,
+        reason=reason,
+    )

@@ -1,0 +1,16 @@
+from django.urls import path, re_path
+
+from workspaces import views
+
+app_name = "workspaces"
+
+urlpatterns = [
+    path("", views.workspace_list, name="list"),
+    path("new/", views.workspace_request, name="request"),
+    path("<uuid:pk>/", views.workspace_detail, name="detail"),
+    re_path(
+        r"^(?P<pk>[0-9a-f-]{36})/(?P<action>stop|start|delete|retry)/$",
+        views.workspace_action,
+        name="action",
+    ),
+]

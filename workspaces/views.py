@@ -1,0 +1,140 @@
+"""Workspace pages. Views only parse input, call services/selectors, and render.
+
+htmx requests get partials; the status panel polls itself and is answered with 286 (htmx's
+"stop polling") once the workspace is in a steady state.
+"""
+
+import uuid
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from teams.selectors import team_list_for_requests
+from workspaces import selectors, services
+from workspaces.forms import WorkspaceRequestForm
+from workspaces.states import STEADY
+
+HTMX_STOP_POLLING = 286
+
+
+@login_required
+@require_GET
+def workspace_list(request):
+    workspaces = selectors.workspace_list(
+        user=request.user, include_deleted=request.GET.get("deleted") == "1"
+    )
+    return render(request, "workspaces/list.html", {"workspaces": workspaces})
+
+
+def _request_form(request, data=None):
+    regions = selectors.offering_regions()
+    fallback = regions[0] if regions else ""
+    default = settings.AZURE_LOCATION if settings.AZURE_LOCATION in regions else fallback
+    chosen = (data or request.GET).get("region") or default
+    if chosen not in regions:
+        chosen = default
+    initial = {
+        "region": chosen,
+        "request_key": uuid.uuid4(),
+        "ssh_public_key": selectors.user_ssh_key_last_used(user=request.user),
+    }
+    form = WorkspaceRequestForm(
+        data,
+        initial=initial,
+        teams=team_list_for_requests(user=request.user),
+        regions=regions,
+        offerings=selectors.offering_list(),
+    )
+    return form, chosen
+
+
+@login_required
+def workspace_request(request):
+    if request.method == "POST":
+        form, region = _request_form(request, request.POST)
+        if form.is_valid():
+            workspace = _submit_request(request, form)
+            if workspace is not None:
+                return redirect("workspaces:detail", pk=workspace.pk)
+    else:
+        form, region = _request_form(request)
+    context = {
+        "form": form,
+        "region": region,
+        "offerings": selectors.offering_list(region=region),
+        "quota": _quota_lines(request.user),
+    }
+    if request.htmx and request.method == "GET":
+        return render(request, "workspaces/_size_table.html", context)
+    return render(request, "workspaces/request.html", context)
+
+
+def _quota_lines(user) -> list[tuple]:
+    """Per team of the user: (team, GPUs in use and quota per model, budget), for the form."""
+    teams = list(team_list_for_requests(user=user))
+    budgets = selectors.team_budget(teams=teams, now=timezone.now())
+    overview = selectors.team_quota_overview(teams=teams)
+    return [(team, lines, budgets[team.pk]) for team, lines in overview]
+
+
+def _submit_request(request, form):
+    data = form.cleaned_data
+    try:
+        return services.workspace_request(
+            user=request.user,
+            team=data["team"],
+            name=data["name"],
+            offering=data["offering"],
+            ssh_public_key=data["ssh_public_key"],
+            request_key=data["request_key"],
+            justification=data["justification"],
+            now=timezone.now(),
+        )
+    except services.JustificationNeeded as exc:
+        form.add_error("justification", str(exc))
+    except services.WorkspaceActionError as exc:
+        form.add_error(None, str(exc))
+    return None
+
+
+@login_required
+@require_GET
+def workspace_detail(request, pk):
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    context = {
+        "workspace": workspace,
+        "events": selectors.workspace_events(workspace=workspace),
+        "steady": workspace.status in STEADY,
+    }
+    if request.htmx:
+        response = render(request, "workspaces/_status_panel.html", context)
+        if context["steady"]:
+            response.status_code = HTMX_STOP_POLLING
+        return response
+    return render(request, "workspaces/detail.html", context)
+
+
+ACTIONS = {
+    "stop": services.workspace_stop,
+    "start": services.workspace_start,
+    "delete": services.workspace_delete,
+    "retry": services.workspace_retry,
+}
+
+
+@login_required
+@require_POST
+def workspace_action(request, pk, action):
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    try:
+        ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now())
+    except PermissionError as exc:
+        raise PermissionDenied(str(exc)) from exc
+    except services.WorkspaceActionError as exc:
+        messages.error(request, str(exc))
+    return redirect("workspaces:detail", pk=workspace.pk)

@@ -1,6 +1,13 @@
 """A Celery worker on Redis is killed (SIGKILL) while it waits on the VM create; a second worker
 resumes the same Azure operation from the saved continuation token. Exactly one VM results.
 
+The kill lands right after the token is saved, which is also when the worker pops its next poll
+from Redis. Killed between that pop and kombu's write to the unacked index, the poll is lost
+outright (kombu's Redis transport has that window), so the second worker runs beat as production
+does: its reconcile sweep re-queues a workspace whose task was lost. Either path must end with
+one VM and one PUT. Each run uses its own queue so that no other worker on this Redis takes its
+tasks.
+
 Needs PostgreSQL (shared by the worker processes) and Redis; `make test` runs it on both.
 """
 
@@ -48,7 +55,7 @@ def redis_broker():
     return REDIS_URL
 
 
-def _worker(sim_url, broker):
+def _worker(sim_url, broker, queue, beat_schedule=None):
     db = connection.settings_dict
     env = {
         **os.environ,
@@ -60,12 +67,16 @@ def _worker(sim_url, broker):
         "CELERY_TASK_ALWAYS_EAGER": "0",
         "CELERY_VISIBILITY_TIMEOUT": "2",
         "CELERY_RESTORE_INTERVAL": "1",
+        "CELERY_TASK_DEFAULT_QUEUE": queue,
+        "PORTAL_RECONCILE_INTERVAL": "2",
         "AZURE_ENDPOINT": sim_url,
         "AZURE_CREDENTIAL": "emulator",
         "AZURE_POLLING_INTERVAL": "0.2",
     }
     cmd = [sys.executable, "-m", "celery", "-A", "portal", "worker", "--pool=solo"]
     cmd += ["--without-gossip", "--without-mingle", "--without-heartbeat", "-l", "WARNING"]
+    if beat_schedule:
+        cmd += ["--beat", "--schedule", str(beat_schedule)]
     return subprocess.Popen(cmd, cwd=ROOT, env=env)
 
 
@@ -92,8 +103,9 @@ def _vm_puts(sim):
 
 
 def test_killed_worker_is_resumed_from_the_token_and_one_vm_results(
-    cast, sim, sim_server, redis_broker, django_capture_on_commit_callbacks
+    cast, sim, sim_server, redis_broker, django_capture_on_commit_callbacks, tmp_path
 ):
+    queue = f"crash-test-{uuid.uuid4().hex[:8]}"
     celery_app.conf.task_always_eager = False
     sim.set_latency(6.0)
     with django_capture_on_commit_callbacks(execute=False):
@@ -107,9 +119,9 @@ def test_killed_worker_is_resumed_from_the_token_and_one_vm_results(
             now=timezone.now(),
         )
     with celery_app.connection_for_write(redis_broker) as conn:
-        advance_workspace.apply_async(args=[str(ws.pk)], connection=conn)
+        advance_workspace.apply_async(args=[str(ws.pk)], connection=conn, queue=queue)
 
-    first = _worker(sim_server.url, redis_broker)
+    first = _worker(sim_server.url, redis_broker, queue)
     try:
         _wait_for(lambda: Workspace.objects.get(pk=ws.pk).operation_token, 30, "the saved token")
         assert len(_vm_puts(sim)) == 1
@@ -118,7 +130,7 @@ def test_killed_worker_is_resumed_from_the_token_and_one_vm_results(
     finally:
         first.kill()
 
-    second = _worker(sim_server.url, redis_broker)
+    second = _worker(sim_server.url, redis_broker, queue, beat_schedule=tmp_path / "beat")
     try:
         _wait_for(lambda: Workspace.objects.get(pk=ws.pk).status == Status.RUNNING, 60, "running")
     finally:

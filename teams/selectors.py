@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 from decimal import Decimal
+from fractions import Fraction
 
 from django.db.models import Count, Q, QuerySet, Sum
 
@@ -48,17 +49,18 @@ class QueueRow:
     """One pending request with what a platform admin needs to decide it."""
 
     request: QuotaRequest
-    gpus_used: int  # of the requested GPU model, held by the team now
+    gpus_used: Fraction  # of the requested GPU model, held by the team now
     gpus_quota: int
     cost: dict  # USD: hour, day, month_end
+    budget: object  # workspaces.selectors.Budget: the team's month so far
 
 
 def quota_request_queue(*, now) -> list[QueueRow]:
-    """Pending requests, oldest first, with each team's usage and quota. A constant number of
-    queries whatever the number of requests (requests with their team, requester and
-    workspace; the teams' quotas; the teams' usage)."""
+    """Pending requests, oldest first, with each team's usage, quota and budget. A constant
+    number of queries whatever the number of requests (requests with their team, requester
+    and workspace; the teams' quotas; the teams' usage; the teams' spend)."""
     from teams.services import cost_estimate
-    from workspaces.selectors import team_gpu_usage
+    from workspaces.selectors import team_budget, team_gpu_usage
 
     requests = list(
         QuotaRequest.objects.filter(decision=Decision.PENDING)
@@ -70,12 +72,14 @@ def quota_request_queue(*, now) -> list[QueueRow]:
         (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
     }
     usage = team_gpu_usage(team_ids=team_ids)
+    budgets = team_budget(teams={r.team_id: r.team for r in requests}.values(), now=now)
     return [
         QueueRow(
             request=r,
             gpus_used=usage.get(r.team_id, {}).get(r.workspace.gpu_model, 0),
             gpus_quota=quotas.get((r.team_id, r.workspace.gpu_model), 0),
             cost=cost_estimate(price_per_hour=r.price_per_hour, now=now),
+            budget=budgets[r.team_id],
         )
         for r in requests
     ]

@@ -9,6 +9,9 @@ urlpatterns = [
         views.approval_decide,
         name="approval-decide",
     ),
+    path(
+        "approvals/<int:pk>/azure-quota/", views.approval_azure_quota, name="approval-azure-quota"
+    ),
     re_path(
         r"^approvals/increases/(?P<pk>[0-9]+)/(?P<decision>approve|reject)/$",
         views.increase_decide,

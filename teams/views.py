@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from teams import selectors, services
 from teams.forms import IncreaseForm, InviteForm, LimitsForm, RoleForm
 from teams.models import QuotaRequest, Team, TeamQuotaIncrease
+from workspaces import services as workspace_services
 
 AUDIT_PAGE_SIZE = 50
 
@@ -223,6 +224,18 @@ def approval_queue(request):
     rows = selectors.quota_request_queue(now=timezone.now())
     increases = selectors.team_increase_queue()
     return render(request, "teams/approvals.html", {"rows": rows, "increases": increases})
+
+
+@login_required
+@require_GET
+def approval_azure_quota(request, pk):
+    """htmx partial: Azure's quota left for the size and region a pending request asks for.
+    Loaded after the queue so that a slow ARM answer never holds the page."""
+    _require(request, "teams.decide_requests")
+    visible = QuotaRequest.objects.filter(team__in=selectors.team_visible_to(user=request.user))
+    workspace = get_object_or_404(visible.select_related("workspace"), pk=pk).workspace
+    headroom = workspace_services.azure_headroom(region=workspace.region, vm_size=workspace.vm_size)
+    return render(request, "teams/_azure_quota.html", {"headroom": headroom})
 
 
 DECISIONS = {

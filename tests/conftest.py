@@ -62,10 +62,13 @@ def sim_server():
 @pytest.fixture
 def sim(sim_server, settings):
     """The emulator, reset, with the portal's Azure clients pointed at it."""
+    from django.core.cache import cache
+
     from cloudsim.control import SimControl
 
     control = SimControl(sim_server.url)
     control.reset()
+    cache.clear()  # Azure figures the portal cached belong to the emulator's previous state.
     settings.AZURE_ENDPOINT = sim_server.url
     settings.AZURE_CREDENTIAL = "emulator"
     settings.AZURE_POLLING_INTERVAL = 0.01

@@ -118,3 +118,41 @@ def test_a_researcher_of_another_team_sees_none_of_it(live_server, cast, sim, br
     expect(page.get_by_text("vision-secret")).to_have_count(0)
     response = page.goto(f"{base}/workspaces/{ws.pk}/")
     assert response.status == 404
+
+
+def test_a_request_above_quota_is_approved_in_one_click_and_provisions(
+    live_server, cast, sim, celery_worker_thread, browser_page
+):
+    from teams.models import GpuQuota
+
+    GpuQuota.objects.filter(team=cast.team).update(gpus=0)
+    OfferingFactory()
+    page, base = browser_page, live_server.url
+    _log_in(page, base, "alice")
+    page.goto(f"{base}/workspaces/new/")
+    page.get_by_label("Workspace name").fill("vision-train")
+    page.get_by_label("Standard_NC24ads_A100_v4").check()
+    page.get_by_label("SSH public key").fill(SSH_KEY)
+    page.get_by_label("Justification").fill("CVPR deadline on Friday")
+    page.get_by_role("button", name="Request workspace").click()
+    panel = page.locator("#status-panel")
+    expect(panel.locator(".badge").first).to_have_text("Pending approval")
+    workspace_url = page.url
+
+    page.context.clear_cookies()
+    _log_in(page, base, "pat")
+    page.goto(f"{base}/approvals/")
+    row = page.locator("tr", has_text="CVPR deadline on Friday")
+    expect(row).to_contain_text("vCPUs of standardNCADSA100v4Family left in eastus")
+    _screenshot(page, "approvals")
+    page.evaluate("window.__notReloaded = true")
+    row.get_by_label("Comment").fill("Go ahead")
+    row.get_by_role("button", name="Approve").click()
+    expect(page.get_by_role("status")).to_contain_text("Approved (Go ahead)")
+    assert page.evaluate("window.__notReloaded") is True
+
+    page.context.clear_cookies()
+    _log_in(page, base, "alice")
+    page.goto(workspace_url)
+    expect(panel.locator(".badge").first).to_have_text("Running", timeout=30_000)
+    expect(page.get_by_text("approved", exact=False).first).to_be_visible()

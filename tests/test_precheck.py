@@ -232,3 +232,60 @@ def test_the_status_panel_shows_why_it_waits(client, cast, sim):
     page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
     assert "Waiting for Azure" in page
     assert f"Azure quota for {A100_FAMILY} in eastus is 0/0 vCPUs" in page
+
+
+def _pending(cast):
+    from teams.models import GpuQuota
+
+    GpuQuota.objects.filter(team=cast.team).update(gpus=0)
+    ws = services.workspace_request(
+        user=cast.researcher,
+        team=cast.team,
+        name="big",
+        offering=OfferingFactory(),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        justification="Deadline",
+        now=timezone.now(),
+    )
+    return ws.quota_request
+
+
+def test_the_approval_queue_shows_azures_quota_left_for_the_size(client, cast, sim):
+    sim.set_quota("eastus", A100_FAMILY, 100)
+    qr = _pending(cast)
+    client.force_login(cast.platform_admin)
+    queue = client.get(reverse("approvals")).content.decode()
+    assert reverse("approval-azure-quota", args=[qr.pk]) in queue  # loaded by htmx
+    cell = client.get(reverse("approval-azure-quota", args=[qr.pk])).content.decode()
+    assert f"100 vCPUs of {A100_FAMILY} left in eastus" in cell
+    assert "room for 4 more Standard_NC24ads_A100_v4" in cell
+
+
+def test_azure_quota_left_is_the_lower_of_family_and_region(cast, sim):
+    sim.set_quota("eastus", A100_FAMILY, 100)
+    sim.set_quota("eastus", "cores", 30)
+    headroom = services.azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
+    assert (headroom.vcpus_left, headroom.vms_left) == (30, 1)
+
+
+def test_azure_quota_left_is_kept_a_minute_rather_than_asked_per_page(cast, sim):
+    for _ in range(3):
+        services.azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
+    usage_gets = [r for r in sim.requests() if r["path"].endswith("/usages")]
+    assert len(usage_gets) == 1
+
+
+def test_when_azure_does_not_answer_the_queue_says_so(client, cast, sim):
+    qr = _pending(cast)
+    sim.inject("usage.list", "authorization_failed")
+    client.force_login(cast.platform_admin)
+    cell = client.get(reverse("approval-azure-quota", args=[qr.pk]))
+    assert cell.status_code == 200
+    assert "Azure did not answer: AuthorizationFailed." in cell.content.decode()
+
+
+def test_a_restricted_size_shows_azures_reason_in_the_queue(cast, sim):
+    sim.restrict_sku("eastus", "Standard_NC24ads_A100_v4")
+    headroom = services.azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
+    assert headroom.problem == "Not available here (NotAvailableForSubscription)."

@@ -3,6 +3,8 @@
 import threading
 import uuid
 from datetime import timedelta
+from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 from django.core import mail
@@ -14,7 +16,9 @@ from teams import services as team_services
 from teams.models import AuditEntry, Decision, GpuQuota, Membership, Notice, QuotaRequest, Team
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from workspaces import services
+from workspaces.gpus import mig_slices
 from workspaces.models import Workspace
+from workspaces.selectors import quota_check, team_gpu_usage
 from workspaces.states import Status
 
 
@@ -67,6 +71,93 @@ def test_stopped_workspaces_hold_no_gpus(cast, sim):
     services.workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
     second = _request(cast)
     assert Workspace.objects.get(pk=second.pk).status == Status.RUNNING
+
+
+@pytest.mark.django_db(transaction=True)
+def test_starting_a_stopped_vm_is_refused_while_its_gpus_are_taken(cast, sim):
+    _set_a100_quota(cast.team, 1)
+    first = Workspace.objects.get(pk=_request(cast).pk)
+    services.workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
+    _request(cast, user=cast.teammate)  # takes the team's only A100 meanwhile
+    first.refresh_from_db()
+    with pytest.raises(services.WorkspaceActionError, match="has 0 of its 1 left"):
+        services.workspace_start(user=cast.researcher, workspace=first, now=timezone.now())
+    first.refresh_from_db()
+    assert first.status == Status.STOPPED
+    assert not first.events.filter(to_status=Status.STARTING).exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_starting_is_refused_when_the_budget_would_not_last_the_month(cast, sim):
+    ws = Workspace.objects.get(pk=_request(cast).pk)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    Team.objects.filter(pk=cast.team.pk).update(monthly_budget=1)
+    ws.refresh_from_db()
+    with pytest.raises(services.WorkspaceActionError, match="budget runs out"):
+        services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+
+
+@pytest.mark.django_db
+def test_starting_ignores_the_per_member_cap_it_already_counts_in(cast, sim):
+    Team.objects.filter(pk=cast.team.pk).update(max_workspaces_per_user=1)
+    ws = WorkspaceFactory(
+        team=cast.team, owner=cast.researcher, status=Status.STOPPED, gpu_model="A100", gpu_count=1
+    )
+    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    assert Workspace.objects.get(pk=ws.pk).status == Status.STARTING
+
+
+def _mig(cast, profile, status=Status.RUNNING):
+    return WorkspaceFactory(
+        team=cast.team,
+        owner=cast.researcher,
+        kind="mig",
+        status=status,
+        gpu_model="A100",
+        mig_profile=profile,
+        gpu_slices=mig_slices(profile),
+    )
+
+
+@pytest.mark.django_db
+def test_mig_slices_count_as_sevenths_of_a_gpu(cast):
+    _set_a100_quota(cast.team, 1)
+    _mig(cast, "3g.40gb")
+    _mig(cast, "3g.40gb")
+    _mig(cast, "1g.10gb", status=Status.STOPPED)  # holds nothing
+    usage = team_gpu_usage(team_ids=[cast.team.pk])[cast.team.pk]["A100"]
+    assert usage == Fraction(6, 7)
+
+    def check(slices):
+        return quota_check(
+            team=cast.team,
+            user=cast.teammate,
+            gpu_model="A100",
+            gpus=Fraction(slices, 7),
+            price_per_hour=Decimal("0.5"),
+            now=timezone.now(),
+        )
+
+    assert check(1).fits
+    assert check(2).over == ["It needs 2/7 A100 GPU(s); Vision Lab has 1/7 of its 1 left."]
+
+
+@pytest.mark.django_db
+def test_a_full_gpu_of_slices_leaves_no_room_for_a_vm(cast):
+    _set_a100_quota(cast.team, 1)
+    _mig(cast, "3g.40gb")
+    _mig(cast, "4g.40gb")
+    with pytest.raises(services.JustificationNeeded, match="has 0 of its 1 left"):
+        _request(cast)
+
+
+@pytest.mark.django_db
+def test_the_team_page_shows_slices_as_fractions(client, cast):
+    _mig(cast, "1g.10gb")
+    _mig(cast, "2g.20gb")
+    client.force_login(cast.team_admin)
+    page = client.get(reverse("team-detail", args=[cast.team.slug])).content.decode()
+    assert ">3/7<" in page
 
 
 @pytest.mark.django_db

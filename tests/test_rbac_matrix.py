@@ -39,6 +39,7 @@ EXPECTED = {
     "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
     "increase-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="increase"),
     "notice-dismiss": Row("POST", (_, 302, 302, 302, 302, 302), pk="notice"),
@@ -85,7 +86,7 @@ URLS = {name: params for name, _route, params in _walk(get_resolver().url_patter
 
 
 @pytest.fixture
-def objects(cast):
+def objects(cast, sim):
     """The objects whose ids fill the URLs: all belong to the cast's ``team``."""
     workspace = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
     waiting = WorkspaceFactory(

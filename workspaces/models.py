@@ -77,7 +77,13 @@ class Workspace(models.Model):
         max_digits=10, decimal_places=4, help_text="USD/hour when requested"
     )
     gpu_model = models.CharField(max_length=16, blank=True)
-    gpu_count = models.PositiveSmallIntegerField(default=0, help_text="Whole GPUs of a VM")
+    gpu_count = models.PositiveSmallIntegerField(
+        default=0, help_text="Whole GPUs: a VM's, or a namespace's GPU quota"
+    )
+    mig_profile = models.CharField(max_length=16, blank=True, help_text="e.g. 1g.10gb")
+    gpu_slices = models.PositiveSmallIntegerField(
+        default=0, help_text="MIG compute slices, in sevenths of a GPU (see workspaces.gpus)"
+    )
     ssh_user = models.CharField(max_length=32)
     ssh_public_key = models.TextField()
     private_ip = models.GenericIPAddressField(null=True, blank=True)

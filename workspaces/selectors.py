@@ -3,11 +3,13 @@
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from fractions import Fraction
 
 from django.db.models import QuerySet, Sum
 
 from billing.selectors import budget_runs_out, month_bounds, team_spend
 from teams.selectors import team_visible_to
+from workspaces.gpus import format_gpus, gpu_share
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
 from workspaces.states import HELD, HOLDS_GPUS, IN_PROGRESS, Status
 
@@ -118,63 +120,82 @@ class QuotaCheck:
 
     team_name: str
     gpu_model: str
-    gpus_asked: int
+    gpus_asked: Fraction  # GPUs, a MIG slice as sevenths
     gpus_quota: int
-    gpus_used: int
+    gpus_used: Fraction
     user_held: int
     user_cap: int
     price_per_hour: Decimal
     budget: Budget
 
     @property
-    def gpus_left(self) -> int:
-        return max(0, self.gpus_quota - self.gpus_used)
+    def gpus_left(self) -> Fraction:
+        return max(Fraction(0), self.gpus_quota - self.gpus_used)
 
     @property
     def over(self) -> list[str]:
-        """Why the request needs approval, in words; empty when it fits."""
-        reasons = []
-        if self.gpus_asked > self.gpus_left:
-            reasons.append(
-                f"It needs {self.gpus_asked} {self.gpu_model} GPU(s); {self.team_name} has "
-                f"{self.gpus_left} of its {self.gpus_quota} left."
-            )
-        if self.user_held >= self.user_cap:
-            reasons.append(
-                f"You already hold {self.user_held} workspace(s); the team allows "
-                f"{self.user_cap} per member."
-            )
-        if not self.budget.lasts_the_month(self.price_per_hour):
-            end = self.budget.runs_out(self.price_per_hour)
-            reasons.append(
-                f"At ${self.price_per_hour * 24:,.2f} per day on top of the current rate, the "
-                f"${self.budget.budget:,.0f} budget runs out on {end:%-d %b}."
-            )
-        return reasons
+        """Why a new request needs approval, in words; empty when it fits."""
+        return [r for r in (self.gpu_reason, self.cap_reason, self.budget_reason) if r]
+
+    @property
+    def over_to_start(self) -> list[str]:
+        """Why a stopped workspace cannot start: GPUs or budget. It is already one of its
+        owner's workspaces, so the per-member cap does not apply."""
+        return [r for r in (self.gpu_reason, self.budget_reason) if r]
+
+    @property
+    def gpu_reason(self) -> str:
+        if self.gpus_asked <= self.gpus_left:
+            return ""
+        return (
+            f"It needs {format_gpus(self.gpus_asked)} {self.gpu_model} GPU(s); {self.team_name}"
+            f" has {format_gpus(self.gpus_left)} of its {self.gpus_quota} left."
+        )
+
+    @property
+    def cap_reason(self) -> str:
+        if self.user_held < self.user_cap:
+            return ""
+        return (
+            f"You already hold {self.user_held} workspace(s); the team allows "
+            f"{self.user_cap} per member."
+        )
+
+    @property
+    def budget_reason(self) -> str:
+        if self.budget.lasts_the_month(self.price_per_hour):
+            return ""
+        end = self.budget.runs_out(self.price_per_hour)
+        return (
+            f"At ${self.price_per_hour * 24:,.2f} per day on top of the current rate, the "
+            f"${self.budget.budget:,.0f} budget runs out on {end:%-d %b}."
+        )
 
     @property
     def fits(self) -> bool:
         return not self.over
 
 
-def team_gpu_usage(*, team_ids) -> dict[int, dict[str, int]]:
-    """GPUs held now per team and GPU model ({team_id: {"A100": 3}}), in one query.
-    Stopped, pending, failed and deleted workspaces hold none."""
+def team_gpu_usage(*, team_ids) -> dict[int, dict[str, Fraction]]:
+    """GPUs held now per team and GPU model ({team_id: {"A100": Fraction(22, 7)}}), a MIG
+    slice counting as its sevenths, in one query. Stopped, pending, failed and deleted
+    workspaces hold none."""
     rows = (
         Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
         .values("team_id", "gpu_model")
-        .annotate(gpus=Sum("gpu_count"))
+        .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
     )
-    usage: dict[int, dict[str, int]] = {}
+    usage: dict[int, dict[str, Fraction]] = {}
     for row in rows:
-        usage.setdefault(row["team_id"], {})[row["gpu_model"]] = row["gpus"] or 0
+        share = gpu_share(gpus=row["gpus"] or 0, slices=row["slices"] or 0)
+        usage.setdefault(row["team_id"], {})[row["gpu_model"]] = share
     return usage
 
 
 def quota_check(
-    *, team, user, gpu_model: str, gpu_count: int, price_per_hour: Decimal, now: datetime
+    *, team, user, gpu_model: str, gpus: Fraction | int, price_per_hour: Decimal, now: datetime
 ) -> QuotaCheck:
-    """Measure a request for ``gpu_count`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
+    """Measure a request for ``gpus`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
     budget (counting workspaces requested but not yet billing). Five queries."""
     from teams.models import GpuQuota
@@ -193,7 +214,7 @@ def quota_check(
     return QuotaCheck(
         team_name=team.name,
         gpu_model=gpu_model,
-        gpus_asked=gpu_count,
+        gpus_asked=Fraction(gpus),
         gpus_quota=quota or 0,
         gpus_used=used,
         user_held=held,
@@ -215,12 +236,12 @@ def team_budget(*, teams, now: datetime) -> dict[int, Budget]:
 @dataclass(frozen=True)
 class QuotaLine:
     gpu_model: str
-    used: int  # GPUs held now
+    used: Fraction  # GPUs held now, MIG slices as sevenths
     quota: int  # GPUs
 
     @property
-    def left(self) -> int:
-        return max(0, self.quota - self.used)
+    def left(self) -> Fraction:
+        return max(Fraction(0), self.quota - self.used)
 
 
 def team_quota_overview(*, teams) -> list[tuple]:

@@ -15,6 +15,7 @@ from decimal import Decimal
 from enum import Enum
 
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
 from cloud import azure_vm
@@ -23,6 +24,7 @@ from cloud.errors import CloudError
 from teams.models import Team
 from teams.selectors import membership_role, user_is_team_admin
 from workspaces import selectors, states
+from workspaces.gpus import gpu_share
 from workspaces.models import Kind, SizeOffering, Workspace
 from workspaces.states import OPERATION, Status
 
@@ -91,7 +93,7 @@ def workspace_request(
                 team=team,
                 user=user,
                 gpu_model=offering.gpu_model,
-                gpu_count=offering.gpu_count,
+                gpus=offering.gpu_count,
                 price_per_hour=offering.price_per_hour,
                 now=now,
             )
@@ -196,13 +198,16 @@ def _check_may_act(*, user, workspace: Workspace) -> None:
         raise PermissionError("Only the owner or a team admin can change this workspace.")
 
 
-def _user_transition(*, user, workspace, to, reason, now, **fields) -> None:
+def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) -> None:
+    """``guard``, if given, runs first inside the transaction and raises to refuse."""
     _check_may_act(user=user, workspace=workspace)
     try:
         states.check(workspace.status, to)
     except states.IllegalTransition as exc:
         raise WorkspaceActionError(str(exc)) from exc
     with transaction.atomic():
+        if guard:
+            guard()
         moved = states.transition(
             workspace_id=workspace.pk,
             expected=workspace.status,
@@ -228,10 +233,34 @@ def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
 
 
 def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
-    """Start a stopped (deallocated) VM. Raises WorkspaceActionError, PermissionError."""
+    """Start a stopped (deallocated) VM. Its GPUs count against the team's quota again and it
+    burns money again, so the GPU quota and the budget are checked as for a new request,
+    holding the team row. Raises WorkspaceActionError (saying what is over), PermissionError."""
     _user_transition(
-        user=user, workspace=workspace, to=Status.STARTING, reason="Started by user", now=now
+        user=user,
+        workspace=workspace,
+        to=Status.STARTING,
+        reason="Started by user",
+        now=now,
+        guard=lambda: _check_room_to_start(workspace, now),
     )
+
+
+def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+    team = Team.objects.select_for_update().get(pk=workspace.team_id)
+    check = selectors.quota_check(
+        team=team,
+        user=workspace.owner,
+        gpu_model=workspace.gpu_model,
+        gpus=gpu_share(gpus=workspace.gpu_count, slices=workspace.gpu_slices),
+        price_per_hour=workspace.price_per_hour,
+        now=now,
+    )
+    if check.over_to_start:
+        raise WorkspaceActionError(
+            " ".join(check.over_to_start)
+            + " Stop or delete another workspace first, or ask your team admin for more quota."
+        )
 
 
 def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
@@ -399,6 +428,52 @@ def azure_precheck(*, region: str, vm_size: str) -> Precheck:
                 "Waiting for capacity; a platform admin can raise the subscription's quota.",
             )
     return Precheck()
+
+
+@dataclass(frozen=True)
+class Headroom:
+    """What Azure has left for one size in one region: ``vcpus_left`` (the lower of its quota
+    family's and the region's total vCPUs left) and ``vms_left``, how many more VMs of the size
+    that allows. ``problem`` says in words why there is no number (the size is restricted to
+    this subscription, or Azure did not answer)."""
+
+    region: str
+    vm_size: str
+    family: str = ""
+    vcpus_left: int | None = None
+    vms_left: int | None = None
+    problem: str = ""
+
+
+def azure_headroom(*, region: str, vm_size: str) -> Headroom:
+    """Azure's quota left for ``vm_size`` in ``region`` (Resource SKUs and usages APIs: two
+    ARM GETs), kept AZURE_HEADROOM_CACHE_SECONDS so a busy approval queue does not get the
+    subscription throttled. Azure errors come back as ``problem``; it never raises them."""
+    key = f"azure-headroom:{region}:{vm_size}"
+    headroom = cache.get(key)
+    if headroom is None:
+        try:
+            headroom = _headroom(region, vm_size)
+        except CloudError as exc:
+            return Headroom(region, vm_size, problem=f"Azure did not answer: {exc.code}.")
+        cache.set(key, headroom, settings.AZURE_HEADROOM_CACHE_SECONDS)
+    return headroom
+
+
+def _headroom(region: str, vm_size: str) -> Headroom:
+    sku = azure_vm.sku_info(azure_settings(), location=region, vm_size=vm_size)
+    if not sku.offered:
+        return Headroom(region, vm_size, problem=f"Not available here ({sku.reason}).")
+    usages = {u.name.lower(): u for u in azure_vm.regional_usage(azure_settings(), location=region)}
+    left = [
+        u.limit - u.current_value
+        for u in (usages.get(sku.family.lower()), usages.get("cores"))
+        if u is not None
+    ]
+    if not left:
+        return Headroom(region, vm_size, sku.family, problem="Azure reports no quota for it.")
+    vcpus = max(0, min(left))
+    return Headroom(region, vm_size, sku.family, vcpus, vcpus // sku.vcpus if sku.vcpus else None)
 
 
 @dataclass(frozen=True)

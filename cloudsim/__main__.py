@@ -5,6 +5,7 @@ import logging
 import os
 import sys
 
+from .agent_protocol import PROFILES
 from .server import make_server
 from .skus import DEFAULT_CATALOG
 
@@ -27,19 +28,44 @@ def _parser() -> argparse.ArgumentParser:
         help="Retry-After seconds sent with long-running operations",
     )
     parser.add_argument("--catalog", default=str(DEFAULT_CATALOG), help="VM size catalog CSV")
+    parser.add_argument(
+        "--agent-profile",
+        choices=PROFILES,
+        default=env.get("CLOUDSIM_AGENT_PROFILE", "busy"),
+        help="GPU-use profile of the emulated telemetry agents of new VMs",
+    )
+    parser.add_argument(
+        "--no-agents",
+        dest="agents",
+        action="store_false",
+        default=env.get("CLOUDSIM_AGENTS", "1") != "0",
+        help="do not play the VMs' telemetry agents (env CLOUDSIM_AGENTS=0)",
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
     """Serve until Ctrl-C; returns the process exit status."""
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.agent_profile not in PROFILES:  # argparse checks choices on the command line only.
+        parser.error(f"CLOUDSIM_AGENT_PROFILE must be one of {', '.join(PROFILES)}")
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
-    sim = make_server(args.host, args.port, args.latency, args.retry_after, args.catalog)
+    sim = make_server(
+        args.host,
+        args.port,
+        args.latency,
+        args.retry_after,
+        args.catalog,
+        agents=args.agents,
+        agent_profile=args.agent_profile,
+    )
     logging.getLogger("cloudsim").info(
-        "cloudsim listening on %s (latency %.2fs, Retry-After %ss)",
+        "cloudsim listening on %s (latency %.2fs, Retry-After %ss, agents %s)",
         sim.url,
         args.latency,
         args.retry_after,
+        args.agent_profile if args.agents else "off",
     )
     try:
         sim.serve_forever()

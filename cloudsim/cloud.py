@@ -10,6 +10,7 @@ import uuid
 from collections import deque
 
 from . import errors
+from .agents import AgentBook
 from .models import VM, Disk, Fault, Nic, Operation, iso, key_of
 from .skus import Catalog, SizeInfo, normalize_location
 
@@ -52,15 +53,23 @@ VM_SIZE_KINDS = frozenset({"sku_not_available", "quota"})  # Need a VM size to w
 class Cloud:
     """In-memory ARM state. Callers hold `lock` for every read or write."""
 
-    def __init__(self, catalog: Catalog, latency: float = 3.0, retry_after: int = 1):
+    def __init__(
+        self,
+        catalog: Catalog,
+        latency: float = 3.0,
+        retry_after: int = 1,
+        agent_profile: str = "busy",
+    ):
+        """agent_profile: GPU-use profile the emulated telemetry agents start with (agents.py)."""
         self.lock = threading.RLock()
         self.catalog = catalog
+        self.agents = AgentBook(agent_profile)  # Reset with everything else by reset().
         self._default_latency = latency
         self._default_retry_after = retry_after
         self.reset()
 
     def reset(self) -> None:
-        """Forget every resource, operation, fault and request; restore startup settings."""
+        """Forget every resource, operation, fault, request and agent; restore startup settings."""
         with self.lock:
             self.latency = self._default_latency  # Seconds an LRO stays InProgress.
             self.retry_after = self._default_retry_after  # Retry-After on LROs, seconds.
@@ -73,6 +82,7 @@ class Cloud:
             self.quotas: dict[tuple[str, str], int] = {}  # (location, family lower) -> vCPUs.
             self.restricted: set[tuple[str, str]] = set()  # (location, size lower).
             self.requests: list[dict] = []
+            self.agents.reset()
 
     # --- operations -------------------------------------------------------------------------
 

@@ -34,7 +34,7 @@ class SimControl:
             raise SimControlError(err.code, _json_or_text(err.read())) from None
 
     def reset(self) -> None:
-        """Drop every resource, operation, fault and logged request; restore startup settings."""
+        """Drop resources, operations, faults, requests, agent stats; restore startup settings."""
         self._call("POST", "/_sim/reset", {})
 
     def inject(self, op: str, kind: str, count: int = 1, retry_after: int = 0) -> dict:
@@ -78,6 +78,25 @@ class SimControl:
     def requests(self) -> list[dict]:
         """Every ARM request so far, in arrival order: [{"t", "method", "path", "status"}]."""
         return self._call("GET", "/_sim/requests")["requests"]
+
+    def set_agent_profile(self, vm_name: str, profile: str, spike_every: int | None = None) -> dict:
+        """GPU-use profile of one VM's emulated agent, also for a VM not created yet.
+
+        Profiles: busy, idle, spiky (idle but 100 % every `spike_every` samples, default 10),
+        silent (posts nothing)."""
+        body: dict = {"vm": vm_name, "profile": profile}
+        if spike_every is not None:
+            body["spike_every"] = spike_every
+        return self._call("POST", "/_sim/agents/profile", body)
+
+    def set_default_agent_profile(self, profile: str) -> dict:
+        """Profile of every VM without a profile of its own (until reset)."""
+        return self._call("POST", "/_sim/agents/default", {"profile": profile})
+
+    def agents(self) -> list[dict]:
+        """The emulated agents: [{"vm", "workspace", "profile", "active", "posts", "accepted",
+        "failures", "last_status", "last_error", "last_post_at"}], by VM name."""
+        return self._call("GET", "/_sim/agents")["agents"]
 
 
 def _json_or_text(raw: bytes) -> dict:

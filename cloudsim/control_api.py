@@ -8,8 +8,16 @@ POST /_sim/skus/restrict          {"location", "vm_size", "restricted"=true}
 POST /_sim/latency                {"seconds"?, "retry_after"?}
 GET  /_sim/state                  -> see Cloud.snapshot()
 GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
+POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet)
+POST /_sim/agents/default         {"profile"}                          (VMs without their own)
+GET  /_sim/agents                 -> {"agents": [{"vm", "workspace", "profile", "active", "posts",
+                                      "accepted", "failures", "last_status", "last_error",
+                                      "last_post_at"}]}                 (never a token)
+
+Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
 """
 
+from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .errors import ArmError
 from .protocol import Request, Response
@@ -98,6 +106,33 @@ def _latency(cloud: Cloud, body: dict) -> Response:
     return Response(200, {"seconds": cloud.latency, "retry_after": cloud.retry_after})
 
 
+def _profile(body: dict) -> str:
+    profile = _field(body, "profile", str)
+    if profile not in PROFILES:
+        raise _bad(f"Unknown profile '{profile}'. Known: {', '.join(PROFILES)}.")
+    return profile
+
+
+def _agent_profile(cloud: Cloud, body: dict) -> Response:
+    vm, profile = _field(body, "vm", str), _profile(body)
+    spike_every = _field(body, "spike_every", int, default=None)
+    if not vm.strip():
+        raise _bad("'vm' must not be empty.")
+    if spike_every is not None and spike_every < 1:
+        raise _bad("'spike_every' must be at least 1.")
+    cloud.agents.set_profile(vm, profile, spike_every)
+    return Response(200, {"vm": vm, "profile": profile, "spike_every": spike_every})
+
+
+def _agent_default(cloud: Cloud, body: dict) -> Response:
+    cloud.agents.set_default(_profile(body))
+    return Response(200, {"profile": cloud.agents.default_profile})
+
+
+def _agents(cloud: Cloud, body: dict) -> Response:
+    return Response(200, {"agents": cloud.agents.listing(cloud)})
+
+
 def _state(cloud: Cloud, body: dict) -> Response:
     return Response(200, cloud.snapshot())
 
@@ -115,6 +150,9 @@ ROUTES = {
     ("POST", "/_sim/latency"): _latency,
     ("GET", "/_sim/state"): _state,
     ("GET", "/_sim/requests"): _requests,
+    ("POST", "/_sim/agents/profile"): _agent_profile,
+    ("POST", "/_sim/agents/default"): _agent_default,
+    ("GET", "/_sim/agents"): _agents,
 }
 
 

@@ -12,6 +12,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from . import control_api, errors, router
+from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
 from .protocol import Request, Response, error_response
@@ -155,12 +156,20 @@ class _Handler(BaseHTTPRequestHandler):
 
 
 class SimServer:
-    """A running emulator: `url` ("http://127.0.0.1:PORT"), `state` (the Cloud), `shutdown()`."""
+    """A running emulator: `url` ("http://127.0.0.1:PORT"), `state` (the Cloud), `shutdown()`.
 
-    def __init__(self, httpd: _HttpServer, thread: threading.Thread | None = None):
+    `agent_player` plays the VMs' telemetry agents while serving (None with agents=False)."""
+
+    def __init__(
+        self,
+        httpd: _HttpServer,
+        thread: threading.Thread | None = None,
+        agent_player: AgentPlayer | None = None,
+    ):
         self._httpd = httpd
         self._thread = thread
         self.state: Cloud = httpd.app.cloud
+        self.agent_player = agent_player
 
     @property
     def url(self) -> str:
@@ -178,10 +187,18 @@ class SimServer:
 
     def serve_forever(self) -> None:
         """Serve in the calling thread until shutdown() (used by `python -m cloudsim`)."""
+        self.start_agents()
         self._httpd.serve_forever(poll_interval=0.2)
+
+    def start_agents(self) -> None:
+        """Start playing the VMs' telemetry agents (idempotent; no-op with agents=False)."""
+        if self.agent_player is not None:
+            self.agent_player.start()
 
     def shutdown(self) -> None:
         """Stop serving and close the socket (idempotent enough for fixtures)."""
+        if self.agent_player is not None:
+            self.agent_player.stop()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -201,12 +218,20 @@ def make_server(
     latency: float = 0.0,
     retry_after: int = 0,
     catalog: str | Path | None = None,
+    *,
+    agents: bool = True,
+    agent_profile: str = "busy",
 ) -> SimServer:
-    """Bind (port 0 = any free port) without serving yet; latency in seconds per LRO."""
-    cloud = Cloud(load_catalog(catalog), latency=latency, retry_after=retry_after)
+    """Bind (port 0 = any free port) without serving yet; latency in seconds per LRO.
+
+    agents: play each running VM's telemetry agent once serving; agent_profile: their default
+    GPU-use profile ("busy", "idle", "spiky" or "silent")."""
+    cloud = Cloud(
+        load_catalog(catalog), latency=latency, retry_after=retry_after, agent_profile=agent_profile
+    )
     httpd = _HttpServer((host, port), _Handler)
     httpd.app = App(cloud)
-    return SimServer(httpd)
+    return SimServer(httpd, agent_player=AgentPlayer(cloud) if agents else None)
 
 
 def start_server(
@@ -215,13 +240,19 @@ def start_server(
     latency: float = 0.0,
     retry_after: int = 0,
     catalog: str | Path | None = None,
+    *,
+    agents: bool = True,
+    agent_profile: str = "busy",
 ) -> SimServer:
     """Start the emulator in a daemon thread; returns a SimServer (`.url`, `.state`, `.shutdown()`).
 
     latency: seconds each LRO stays InProgress; retry_after: Retry-After seconds on LROs;
-    catalog: CSV path (default data/azure_gpu_vms.csv)."""
-    sim = make_server(host, port, latency, retry_after, catalog)
+    catalog: CSV path (default data/azure_gpu_vms.csv); agents, agent_profile: see make_server."""
+    sim = make_server(
+        host, port, latency, retry_after, catalog, agents=agents, agent_profile=agent_profile
+    )
     thread = threading.Thread(target=sim.serve_forever, name="cloudsim", daemon=True)
     sim._thread = thread
+    sim.start_agents()
     thread.start()
     return sim

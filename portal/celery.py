@@ -20,6 +20,14 @@ def _beat_schedule(sender, **kwargs):
             "task": "workspaces.tasks.reconcile_workspaces",
             "schedule": settings.PORTAL_RECONCILE_INTERVAL,
         },
+        "idle-sweep": {
+            "task": "workspaces.tasks.idle_sweep",
+            "schedule": settings.IDLE_SWEEP_SECONDS,
+        },
+        "downsample-telemetry": {
+            "task": "workspaces.tasks.downsample_telemetry",
+            "schedule": 3600.0,
+        },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,

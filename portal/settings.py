@@ -166,6 +166,21 @@ QUOTA_REQUEST_EXPIRY_DAYS = env.int("QUOTA_REQUEST_EXPIRY_DAYS", default=7)
 # Seconds between sweeps that re-queue workspaces whose task was lost.
 PORTAL_RECONCILE_INTERVAL = env.float("PORTAL_RECONCILE_INTERVAL", default=60.0)
 
+# --- Telemetry and idle stop -------------------------------------------------------------
+# Seconds between the agent's samples (docs/agent-protocol.md).
+AGENT_INTERVAL_SECONDS = env.float("AGENT_INTERVAL_SECONDS", default=30.0)
+# Seconds between idle sweeps (Celery beat).
+IDLE_SWEEP_SECONDS = env.float("IDLE_SWEEP_SECONDS", default=15.0)
+# GPU work shorter than this is a spike; a silence longer than IDLE_GAP_SECONDS breaks the
+# evidence of idleness and shows "no telemetry" (seconds).
+IDLE_SPIKE_SECONDS = env.float("IDLE_SPIKE_SECONDS", default=60.0)
+IDLE_GAP_SECONDS = env.float("IDLE_GAP_SECONDS", default=180.0)
+# Multiplies every idle-policy duration: 1 in production; e.g. 0.05 in a demo turns 30 min
+# of idleness into 90 s.
+IDLE_TIME_SCALE = env.float("IDLE_TIME_SCALE", default=1.0)
+# Hours raw telemetry samples are kept before they are folded into hourly rows.
+TELEMETRY_RAW_HOURS = env.int("TELEMETRY_RAW_HOURS", default=48)
+
 # --- Azure --------------------------------------------------------------------------------
 AZURE_SUBSCRIPTION_ID = env.str(
     "AZURE_SUBSCRIPTION_ID", default="00000000-0000-0000-0000-000000000000"

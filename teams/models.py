@@ -201,3 +201,66 @@ class TeamQuotaIncrease(models.Model):
         if self.monthly_budget is not None:
             parts.append(f"a budget of ${self.monthly_budget}/month")
         return f"{self.team.name}: " + " and ".join(parts)
+
+
+class IdleBounds(models.Model):
+    """The limits within which team admins set their idle policy; one row, set by the platform
+    admins in /admin/. ``IdleBounds.current()`` gives it, created with these defaults."""
+
+    min_idle_minutes = models.PositiveIntegerField(default=10)
+    max_idle_minutes = models.PositiveIntegerField(default=240)
+    max_gpu_threshold = models.PositiveSmallIntegerField(default=50, help_text="Percent")
+    max_extensions_per_day = models.PositiveSmallIntegerField(default=4)
+    max_extension_hours = models.PositiveSmallIntegerField(default=8)
+    max_lifetime_hours = models.PositiveIntegerField(
+        default=720, help_text="The longest maximum lifetime a team may set"
+    )
+
+    class Meta:
+        verbose_name_plural = "idle bounds"
+
+    def __str__(self):
+        return "Idle policy bounds"
+
+    @classmethod
+    def current(cls) -> "IdleBounds":
+        return cls.objects.get_or_create(pk=1)[0]
+
+
+class IdlePolicy(models.Model):
+    """A team's idle policy (see workspaces.idle for what each rule does). A team without a
+    row gets the defaults of ``IdlePolicy()``."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, related_name="idle_policy")
+    gpu_threshold = models.PositiveSmallIntegerField(
+        default=5, help_text="Percent: a GPU at or above it is busy"
+    )
+    idle_minutes = models.PositiveIntegerField(
+        default=30, help_text="Minutes without work before a stop"
+    )
+    warn_minutes = models.PositiveIntegerField(
+        default=10, help_text="Minutes before the stop that the owner is warned"
+    )
+    extensions_per_day = models.PositiveSmallIntegerField(
+        default=2, help_text="Keep-running extensions per workspace per day"
+    )
+    extension_hours = models.PositiveSmallIntegerField(default=4, help_text="Hours per extension")
+    nightly_stop = models.TimeField(
+        null=True, blank=True, help_text="Local time at which workspaces stop unless extended"
+    )
+    timezone = models.CharField(
+        max_length=64, default="UTC", help_text="IANA name, e.g. Europe/Berlin"
+    )
+    max_lifetime_hours = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Hours a workspace may run at a stretch; empty = no limit"
+    )
+    silent_minutes = models.PositiveIntegerField(
+        default=60, help_text="Minutes without telemetry before a stop"
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        verbose_name_plural = "idle policies"
+
+    def __str__(self):
+        return f"Idle policy of {self.team}"

@@ -6,12 +6,13 @@ MembershipError (a membership change that is refused; the message says why), Per
 (the actor lacks the teams.* permission; views check first and answer 403).
 """
 
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail
+from django.core.mail import send_mail, send_mass_mail
 from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -65,6 +66,30 @@ def notice_send(*, users, subject: str, text: str, link: str, now: datetime) -> 
     for user in users:
         if user.email:
             send_mail(subject, f"{text}\n\n{url}\n", settings.DEFAULT_FROM_EMAIL, [user.email])
+
+
+@dataclass(frozen=True)
+class Message:
+    """One notice for one user: in-app text and an email with the same text and link."""
+
+    user: object
+    subject: str
+    text: str
+    link: str
+
+
+def notice_send_many(*, messages: list[Message], now: datetime) -> None:
+    """Send many different notices at once: one INSERT, and the emails over one connection."""
+    Notice.objects.bulk_create(
+        [Notice(user=m.user, text=m.text, link=m.link, created_at=now) for m in messages]
+    )
+    mails = [
+        (m.subject, f"{m.text}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
+        for m in messages
+        if m.user.email
+    ]
+    if mails:
+        send_mass_mail(mails)
 
 
 def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:

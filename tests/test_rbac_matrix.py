@@ -39,6 +39,8 @@ EXPECTED = {
     "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
+    # Agents authenticate by token, never by session: every browser user gets 401 JSON.
+    "agent-heartbeat": Row("POST", (401, 401, 401, 401, 401, 401), pk="workspace"),
     "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
     "increase-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="increase"),

@@ -4,6 +4,7 @@ emulator. Celery runs eagerly; Azure is the only thing faked."""
 import uuid
 
 import pytest
+from django.conf import settings
 from django.utils import timezone
 
 from tests.factories import SSH_KEY, OfferingFactory
@@ -197,9 +198,12 @@ def test_history_records_each_step_when_it_happened(cast, sim):
     assert running.at - provisioning.at >= timedelta(seconds=0.3)
 
 
-def test_the_vm_gets_the_users_ssh_key_and_cloud_init(cast, sim):
+def test_the_vm_gets_the_users_ssh_key_and_the_agent_with_a_token_stored_hashed(cast, sim):
     import base64
-    import json
+    import hashlib
+
+    from agent.cloud_init import agent_config
+    from workspaces.models import WorkspaceAgent
 
     ws = _request(cast)
     vm = _vm(sim, ws)
@@ -207,6 +211,9 @@ def test_the_vm_gets_the_users_ssh_key_and_cloud_init(cast, sim):
     assert vm["sshPublicKeys"] == [SSH_KEY]
     cloud_init = base64.b64decode(vm["customData"]).decode()
     assert cloud_init.startswith("#cloud-config\n")
-    agent_line = next(line for line in cloud_init.splitlines() if "content:" in line)
-    agent = json.loads(json.loads(agent_line.split("content:", 1)[1]))
+    agent = agent_config(cloud_init)
     assert agent["workspace"] == str(ws.pk)
+    assert agent["portal_url"] == settings.PORTAL_URL
+    stored = WorkspaceAgent.objects.get(pk=ws.pk).token_sha256
+    assert stored == hashlib.sha256(agent["token"].encode()).hexdigest()
+    assert agent["token"] not in stored

@@ -162,3 +162,103 @@ class WorkspaceEvent(models.Model):
     @property
     def to_style(self):
         return STYLE[self.to_status]
+
+
+class WorkspaceAgent(models.Model):
+    """The telemetry agent of one workspace: its token's SHA-256 (the clear token goes only
+    into the VM's custom_data; see workspaces.telemetry) and what its heartbeats said so far,
+    folded by workspaces.idle so the sweep never re-reads samples."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="agent"
+    )
+    token_sha256 = models.CharField(max_length=64)
+    token_generation = models.PositiveIntegerField(default=1, help_text="One per VM created")
+    token_created_at = models.DateTimeField()
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    # workspaces.idle.Activity
+    last_at = models.DateTimeField(null=True, blank=True)
+    evidence_since = models.DateTimeField(null=True, blank=True)
+    busy_since = models.DateTimeField(null=True, blank=True)
+    active_at = models.DateTimeField(null=True, blank=True)
+    # The latest sample, for the workspace page.
+    nvml = models.CharField(max_length=200, blank=True)
+    gpus = models.JSONField(
+        default=list, blank=True, help_text="[{name, util, mem_used, mem_total}]"
+    )
+    interactive = models.PositiveSmallIntegerField(default=0)
+    cpu_percent = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The owner was warned of the stop due at this time (one warning per stop time).
+    warned_stop_at = models.DateTimeField(null=True, blank=True)
+    # The owner was told the agent is silent since this time (once per silence).
+    silent_told_since = models.DateTimeField(null=True, blank=True)
+    kept_until = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"Agent of {self.workspace_id}"
+
+
+class TelemetrySample(models.Model):
+    """One heartbeat sample, kept raw for TELEMETRY_RAW_HOURS (48) then folded into
+    TelemetryHour. Percent and MiB; ``gpu_util`` is the highest over the GPUs."""
+
+    id = models.BigAutoField(primary_key=True)
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
+    at = models.DateTimeField()
+    gpu_util = models.PositiveSmallIntegerField(null=True)
+    gpu_mem_used_mib = models.PositiveIntegerField(default=0)
+    interactive = models.PositiveSmallIntegerField(default=0)
+    cpu_percent = models.PositiveSmallIntegerField(null=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["workspace", "at"])]
+
+    def __str__(self):
+        return f"{self.workspace_id} at {self.at:%Y-%m-%d %H:%M:%S}"
+
+
+class TelemetryHour(models.Model):
+    """Samples older than TELEMETRY_RAW_HOURS, one row per workspace and hour (UTC)."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE)
+    hour = models.DateTimeField()
+    samples = models.PositiveIntegerField()
+    gpu_util_avg = models.PositiveSmallIntegerField(null=True)
+    gpu_util_max = models.PositiveSmallIntegerField(null=True)
+    interactive_max = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "hour"], name="one_row_per_hour")
+        ]
+
+    def __str__(self):
+        return f"{self.workspace_id} hour {self.hour:%Y-%m-%d %H}:00"
+
+
+class WorkspaceExtension(models.Model):
+    """A *keep running* the owner asked for: the workspace is not stopped before ``until``."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="extensions")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT)
+    at = models.DateTimeField()
+    hours = models.PositiveSmallIntegerField()
+    until = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-at"]
+
+    def __str__(self):
+        return f"{self.workspace_id} kept until {self.until:%Y-%m-%d %H:%M}"
+
+
+class Lease(models.Model):
+    """A named lease that one periodic job holds at a time (the idle sweep), taken by
+    compare-and-set on ``expires_at`` so it works on SQLite and PostgreSQL alike."""
+
+    name = models.CharField(max_length=64, primary_key=True)
+    holder = models.CharField(max_length=64, blank=True)
+    expires_at = models.DateTimeField()
+
+    def __str__(self):
+        return self.name

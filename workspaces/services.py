@@ -6,7 +6,6 @@ workspace, works out the Azure operation its status owes, runs it through ``clou
 moves the status on. Errors raised: WorkspaceActionError (user-facing message).
 """
 
-import json
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -18,14 +17,21 @@ from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 
+from agent import cloud_init
 from cloud import azure_vm
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
 from teams.models import Team
 from teams.selectors import membership_role, user_is_team_admin
-from workspaces import selectors, states
+from workspaces import selectors, states, telemetry
 from workspaces.gpus import gpu_share
-from workspaces.models import Kind, SizeOffering, Workspace
+from workspaces.models import (
+    Kind,
+    SizeOffering,
+    Workspace,
+    WorkspaceAgent,
+    WorkspaceExtension,
+)
 from workspaces.states import OPERATION, Status
 
 
@@ -232,6 +238,54 @@ def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
     )
 
 
+def workspace_stop_automatically(*, workspace_id, reason: str, detail: dict, now: datetime) -> bool:
+    """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime):
+    the same transition and task as a user's Stop, with ``reason`` and its evidence
+    (``detail``) in the history and no actor. False when it was no longer running."""
+    with transaction.atomic():
+        moved = states.transition(
+            workspace_id=workspace_id,
+            expected=Status.RUNNING,
+            to=Status.STOPPING,
+            now=now,
+            reason=reason,
+            detail=detail,
+        )
+        if moved:
+            _queue_advance(workspace_id)
+    return moved
+
+
+class ExtensionRefused(WorkspaceActionError):
+    """Keep running refused: the message says which limit of the team's policy."""
+
+
+def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> WorkspaceExtension:
+    """Keep a running workspace from being stopped by its idle policy for the team's
+    extension_hours (hours), at most extensions_per_day times in 24 hours. Logged as a
+    WorkspaceExtension. Raises ExtensionRefused, PermissionError."""
+    from teams.models import IdlePolicy
+
+    _check_may_act(user=user, workspace=workspace)
+    if workspace.status != Status.RUNNING:
+        raise ExtensionRefused("Only a running workspace can be kept running.")
+    policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
+    with transaction.atomic():
+        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        used = workspace.extensions.filter(at__gt=now - timedelta(days=1)).count()
+        if used >= policy.extensions_per_day:
+            raise ExtensionRefused(
+                f"The team allows {policy.extensions_per_day} extension(s) a day; "
+                f"{used} used in the last 24 hours."
+            )
+        until = now + timedelta(hours=policy.extension_hours * settings.IDLE_TIME_SCALE)
+        extension = WorkspaceExtension.objects.create(
+            workspace=workspace, user=user, at=now, hours=policy.extension_hours, until=until
+        )
+        WorkspaceAgent.objects.filter(pk=workspace.pk).update(kept_until=until)
+    return extension
+
+
 def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
     """Start a stopped (deallocated) VM. Its GPUs count against the team's quota again and it
     burns money again, so the GPU quota and the budget are checked as for a new request,
@@ -261,13 +315,17 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
             " ".join(check.over_to_start)
             + " Stop or delete another workspace first, or ask your team admin for more quota."
         )
+    # Judged on what it does from now on, not on the idleness that stopped it.
+    telemetry.agent_activity_reset(workspace_id=workspace.pk)
 
 
 def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
-    """Delete the VM, its NIC and OS disk. Raises WorkspaceActionError, PermissionError."""
+    """Delete the VM, its NIC and OS disk, and revoke its agent's token.
+    Raises WorkspaceActionError, PermissionError."""
     _user_transition(
         user=user, workspace=workspace, to=Status.DELETING, reason="Deleted by user", now=now
     )
+    telemetry.agent_token_revoke(workspace_id=workspace.pk, now=now)
 
 
 def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
@@ -282,6 +340,8 @@ def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
         error_message="",
         operation="",
         operation_token="",
+        # The retry creates a new VM: its agent gets a new token, the old one stops working.
+        guard=lambda: telemetry.agent_token_issue(workspace_id=workspace.pk, now=now, new_vm=True),
     )
 
 
@@ -327,7 +387,7 @@ def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
         if workspace.status not in OPERATION:
             return Next.DONE
         operation, done = OPERATION[workspace.status]
-        progress = _run_operation(workspace, operation)
+        progress = _run_operation(workspace, operation, clock)
     except CloudError as exc:
         if exc.transient:
             raise
@@ -509,11 +569,11 @@ def _place(workspace: Workspace) -> Placement:
     return Placement(None, None, here.problem, f"{here.problem}{also} {here.advice}")
 
 
-def _run_operation(workspace: Workspace, operation: str) -> azure_vm.Progress:
+def _run_operation(workspace: Workspace, operation: str, clock) -> azure_vm.Progress:
     name = azure_vm.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
-        spec = _vm_spec(workspace) if operation == "create" else None
+        spec = _vm_spec(workspace, clock()) if operation == "create" else None
         token = azure_vm.begin(azure_settings(), operation, name=name, spec=spec)
         # Saved before polling: the worker that takes over after a crash resumes from it.
         Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
@@ -610,14 +670,14 @@ def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
     return ids
 
 
-def _vm_spec(workspace: Workspace) -> azure_vm.VmSpec:
+def _vm_spec(workspace: Workspace, now: datetime) -> azure_vm.VmSpec:
     return azure_vm.VmSpec(
         workspace_id=str(workspace.pk),
         location=workspace.region,
         vm_size=workspace.vm_size,
         admin_username=workspace.ssh_user,
         ssh_public_key=workspace.ssh_public_key,
-        custom_data=_cloud_init(workspace),
+        custom_data=_cloud_init(workspace, now),
         tags={
             "portal": "gpu-workspace-portal",
             "team": workspace.team.slug,
@@ -627,13 +687,12 @@ def _vm_spec(workspace: Workspace) -> azure_vm.VmSpec:
     )
 
 
-def _cloud_init(workspace: Workspace) -> str:
-    # The telemetry agent's settings; the agent itself arrives with the idle-stop work.
-    agent = json.dumps({"workspace": str(workspace.pk), "portal": settings.PORTAL_URL})
-    return (
-        "#cloud-config\n"
-        "write_files:\n"
-        "  - path: /etc/gpu-portal/agent.json\n"
-        "    permissions: '0600'\n"
-        f"    content: {json.dumps(agent)}\n"
+def _cloud_init(workspace: Workspace, now: datetime) -> str:
+    """cloud-init that installs the telemetry agent (docs/agent-protocol.md). The token is the
+    same for every create of this VM, so a create sent again carries the same customData."""
+    return cloud_init.render(
+        portal_url=settings.PORTAL_URL,
+        workspace=str(workspace.pk),
+        token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
+        interval_seconds=settings.AGENT_INTERVAL_SECONDS,
     )

@@ -61,3 +61,25 @@ def reconcile_workspaces() -> int:
     """Beat: re-queue workspaces whose operation task was lost. Returns how many."""
     stale = timedelta(seconds=settings.PORTAL_RECONCILE_INTERVAL * 2)
     return len(services.workspace_reconcile(now=timezone.now(), stale_after=stale))
+
+
+@shared_task
+def idle_sweep() -> dict:
+    """Beat, every IDLE_SWEEP_SECONDS: warn, tell and stop by the teams' idle policies."""
+    from workspaces.sweep import idle_sweep as sweep
+
+    result = sweep(now=timezone.now())
+    return {
+        "evaluated": result.evaluated,
+        "warned": len(result.warned),
+        "stopped": len(result.stopped),
+        "skipped": result.skipped,
+    }
+
+
+@shared_task
+def downsample_telemetry() -> int:
+    """Beat, hourly: fold raw samples older than TELEMETRY_RAW_HOURS into hourly rows."""
+    from workspaces.telemetry import telemetry_downsample
+
+    return telemetry_downsample(now=timezone.now())

@@ -1,0 +1,563 @@
+#!/usr/bin/env python3
+"""GPU portal telemetry agent: reads the GPUs (NVML), interactive sessions and CPU use every
+``interval_seconds`` and posts them to the portal as heartbeats (docs/agent-protocol.md).
+
+    python3 gpu_portal_agent.py --config /etc/gpu-portal-agent/config.json
+    python3 gpu_portal_agent.py --once      # print one sample as JSON and exit
+
+It is shipped to each VM as this one file, so it needs only the standard library and, when
+installed, nvidia-ml-py (``pynvml``); without it, or without a driver, it reports NVML as
+unavailable and keeps going. It runs on the VM image's python3, so it avoids anything newer
+than Python 3.8.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import http.client
+import itertools
+import json
+import math
+import re
+import struct
+import sys
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import deque
+from datetime import datetime, timezone
+from email.utils import parsedate_to_datetime
+
+AGENT_VERSION = "1.0"
+DEFAULT_CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
+UTMP_PATH = "/var/run/utmp"
+PROC_STAT_PATH = "/proc/stat"
+JUPYTER_URL = "http://127.0.0.1:8888/api/kernels"
+
+MAX_GPUS = 64  # per sample, as the protocol allows
+MAX_BATCH = 120  # samples per request
+MAX_BODY_BYTES = 256 * 1024
+MAX_BUFFER = 2880  # 24 h of samples at 30 s
+MAX_BACKOFF_SECONDS = 300.0
+MAX_RETRY_AFTER_SECONDS = 3600.0  # a bigger Retry-After is taken as a server mistake
+MAX_REPLY_BYTES = 64 * 1024
+MIB = 1024 * 1024
+
+EXIT_CONFIG = 2
+EXIT_GONE = 3  # the systemd unit's RestartPreventExitStatus: a deleted workspace stays stopped
+
+_secrets: set[str] = set()
+
+
+def log(message: str) -> None:
+    """Writes one line to stderr (the journal), with every registered secret masked."""
+    for secret in _secrets:
+        message = message.replace(secret, "***")
+    print(f"gpu-portal-agent: {message}", file=sys.stderr, flush=True)
+
+
+def _register_secret(secret: str) -> None:
+    # Exception texts can quote header values (http.client does for invalid ones), so masking
+    # in log() is the one place that can promise the token never reaches the journal.
+    if secret:
+        _secrets.add(secret)
+
+
+# --- GPUs (NVML) ---------------------------------------------------------------------------
+
+# Modules whose nvmlInit succeeded, by id; the module is kept so its id cannot be reused.
+_nvml_ready: dict[int, object] = {}
+_MIG_PROFILE = re.compile(r"\b(\d+g\.\d+gb)")
+
+
+def read_gpus(nvml=None) -> tuple[str, list[dict]]:
+    """Reads every GPU, or every MIG device of a MIG-enabled GPU, through NVML.
+
+    Returns (status, entries): status is "ok", or "unavailable: <reason>" when NVML cannot be
+    loaded, or "error: <reason>" when a read failed; entries are [] unless status is "ok".
+    Each entry: index, name, util_percent (0-100, None where NVML does not report it),
+    mem_used_mib and mem_total_mib (MiB), processes (compute processes), mig_profile.
+    ``nvml`` is the pynvml module (tests pass a fake); None imports the real one.
+    """
+    try:
+        nvml = nvml if nvml is not None else _import_pynvml()
+    except ImportError:
+        return "unavailable: nvidia-ml-py (pynvml) is not installed", []
+    try:
+        _init_once(nvml)
+    except Exception as exc:  # NVMLError_LibraryNotFound, DriverNotLoaded, a broken library
+        return f"unavailable: {_reason(exc)}", []
+    try:
+        entries = []
+        for index in range(nvml.nvmlDeviceGetCount()):
+            entries.extend(_gpu_entries(nvml, index))
+    except Exception as exc:  # e.g. NVMLError_GpuIsLost: initialise afresh next time
+        _forget(nvml)
+        return f"error: {_reason(exc)}", []
+    return "ok", entries[:MAX_GPUS]
+
+
+def _import_pynvml():
+    # Imported per call, not at start: pip may install it after the agent started on first boot.
+    import pynvml
+
+    return pynvml
+
+
+def _init_once(nvml) -> None:
+    if id(nvml) not in _nvml_ready:
+        nvml.nvmlInit()
+        _nvml_ready[id(nvml)] = nvml
+
+
+def _forget(nvml) -> None:
+    if _nvml_ready.pop(id(nvml), None) is not None:
+        # NVML counts nvmlInit calls; a lost GPU or unloaded driver may refuse this too.
+        with contextlib.suppress(Exception):
+            nvml.nvmlShutdown()
+
+
+def _reason(exc: BaseException) -> str:
+    # The portal takes an nvml status of at most 200 characters; keep well inside it.
+    return (str(exc) or type(exc).__name__)[:160]
+
+
+def _gpu_entries(nvml, index: int) -> list[dict]:
+    handle = nvml.nvmlDeviceGetHandleByIndex(index)
+    if _mig_enabled(nvml, handle):
+        migs = _mig_handles(nvml, handle)
+        # A MIG-enabled GPU without instances is still reported, so it is not invisible.
+        if migs:
+            return [_entry(nvml, index, mig, is_mig=True) for mig in migs]
+    return [_entry(nvml, index, handle, is_mig=False)]
+
+
+def _mig_enabled(nvml, handle) -> bool:
+    try:
+        current, _pending = nvml.nvmlDeviceGetMigMode(handle)
+    except nvml.NVMLError:  # NotSupported on GPUs without MIG (T4, V100, ...)
+        return False
+    return current == nvml.NVML_DEVICE_MIG_ENABLE
+
+
+def _mig_handles(nvml, handle) -> list:
+    handles = []
+    for slot in range(nvml.nvmlDeviceGetMaxMigDeviceCount(handle)):
+        try:
+            handles.append(nvml.nvmlDeviceGetMigDeviceHandleByIndex(handle, slot))
+        except nvml.NVMLError_NotFound:  # slots are sparse: empty ones raise NotFound
+            continue
+    return handles
+
+
+def _entry(nvml, index: int, handle, *, is_mig: bool) -> dict:
+    name = _text(nvml.nvmlDeviceGetName(handle))
+    memory = nvml.nvmlDeviceGetMemoryInfo(handle)
+    return {
+        "index": index,
+        "name": name,
+        "util_percent": _utilisation(nvml, handle),
+        "mem_used_mib": int(memory.used) // MIB,
+        "mem_total_mib": int(memory.total) // MIB,
+        "processes": _process_count(nvml, handle),
+        "mig_profile": _mig_profile(nvml, handle, name, memory.total) if is_mig else None,
+    }
+
+
+def _text(value) -> str:
+    # Older nvidia-ml-py releases return bytes from the string getters.
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _utilisation(nvml, handle) -> int | None:
+    try:
+        return int(nvml.nvmlDeviceGetUtilizationRates(handle).gpu)
+    except nvml.NVMLError_NotSupported:  # MIG devices have no utilisation counter of their own
+        return None
+
+
+def _process_count(nvml, handle) -> int:
+    try:
+        return len(nvml.nvmlDeviceGetComputeRunningProcesses(handle))
+    except (nvml.NVMLError_NotSupported, nvml.NVMLError_NoPermission):
+        # The protocol wants a number; idleness is judged on utilisation and sessions, not this.
+        return 0
+
+
+def _mig_profile(nvml, handle, name: str, total_bytes: int) -> str | None:
+    match = _MIG_PROFILE.search(name)  # "NVIDIA A100-SXM4-80GB MIG 1g.10gb" -> "1g.10gb"
+    if match:
+        return match.group(1)
+    try:
+        slices = nvml.nvmlDeviceGetAttributes(handle).gpuInstanceSliceCount
+    except (AttributeError, nvml.NVMLError):
+        return None
+    # Profiles are named after their memory rounded up to whole GB (1g.10gb holds 9.5 GiB).
+    return f"{slices}g.{math.ceil(int(total_bytes) / 1024**3)}gb"
+
+
+# --- Sessions and CPU ----------------------------------------------------------------------
+
+# glibc's struct utmp on x86_64 and aarch64: 384 bytes, ut_type a short at 0, ut_line at 8.
+UTMP_RECORD_SIZE = 384
+_UTMP_HEAD = struct.Struct("<h6x32s")
+USER_PROCESS = 7
+
+
+def count_ssh_sessions(utmp_path: str = UTMP_PATH) -> int:
+    """Interactive logins: utmp USER_PROCESS records on a pts/ or tty line. 0 without utmp."""
+    try:
+        with open(utmp_path, "rb") as handle:
+            data = handle.read()
+    except OSError:
+        return 0
+    count = 0
+    for offset in range(0, len(data) - UTMP_RECORD_SIZE + 1, UTMP_RECORD_SIZE):
+        ut_type, raw_line = _UTMP_HEAD.unpack_from(data, offset)
+        line = raw_line.split(b"\0", 1)[0]
+        if ut_type == USER_PROCESS and line.startswith((b"pts/", b"tty")):
+            count += 1
+    return count
+
+
+# Local requests must not go through a proxy that the environment may name.
+_local_opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def count_busy_jupyter_kernels(url: str = JUPYTER_URL, token: str | None = None, timeout=2) -> int:
+    """Kernels whose execution_state is "busy" on a local Jupyter server (its REST API at
+    ``url``; ``timeout`` in seconds). 0 when no server answers or the answer is unusable."""
+    headers = {"Authorization": f"token {token}"} if token else {}
+    try:
+        request = urllib.request.Request(url, headers=headers)
+        with _local_opener.open(request, timeout=timeout) as response:
+            kernels = json.loads(response.read(MAX_REPLY_BYTES * 16))
+    except Exception:  # refused, timed out, 403 without the token, not JSON: no kernels seen
+        return 0
+    if not isinstance(kernels, list):
+        return 0
+    return sum(1 for k in kernels if isinstance(k, dict) and k.get("execution_state") == "busy")
+
+
+class CpuMeter:
+    """CPU use from the aggregate "cpu" line of /proc/stat (``path``, injectable for tests)."""
+
+    def __init__(self, path: str = PROC_STAT_PATH):
+        self.path = path
+        self._busy = 0  # the counters count from boot, so the first read covers the uptime
+        self._total = 0
+
+    def read(self) -> float:
+        """Percent of CPU time busy (0-100, one decimal) since the previous read; 0.0 when
+        /proc/stat cannot be read or no time has passed."""
+        try:
+            busy, total = self._counters()
+        except (OSError, ValueError):
+            return 0.0
+        busy_delta, total_delta = busy - self._busy, total - self._total
+        self._busy, self._total = busy, total
+        if total_delta <= 0:
+            return 0.0
+        return round(min(100.0, max(0.0, 100.0 * busy_delta / total_delta)), 1)
+
+    def _counters(self) -> tuple[int, int]:
+        with open(self.path) as handle:
+            for line in handle:
+                fields = line.split()
+                if fields and fields[0] == "cpu":
+                    # user nice system idle iowait irq softirq steal; guest time is already
+                    # counted in user and nice, so the two guest columns are left out.
+                    values = [int(v) for v in fields[1:9]]
+                    idle = sum(values[3:5])
+                    return sum(values) - idle, sum(values)
+        raise ValueError(f"no aggregate cpu line in {self.path}")
+
+
+# --- Samples -------------------------------------------------------------------------------
+
+
+def utc_iso(moment: datetime) -> str:
+    """``moment`` as UTC ISO 8601 with a Z, to the millisecond; a naive moment is taken as UTC.
+    Milliseconds because the portal keeps only samples later than its last one, and intervals
+    may be under a second in tests and demos."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)  # noqa: UP017 - runs on Python 3.8
+    utc = moment.astimezone(timezone.utc)  # noqa: UP017
+    return utc.strftime("%Y-%m-%dT%H:%M:%S.") + f"{utc.microsecond // 1000:03d}Z"
+
+
+def sample(
+    now: datetime,
+    *,
+    cpu: CpuMeter | None = None,
+    nvml=None,
+    utmp_path: str = UTMP_PATH,
+    jupyter_url: str = JUPYTER_URL,
+    jupyter_token: str | None = None,
+) -> dict:
+    """One protocol sample read at ``now``. ``cpu`` keeps the previous /proc/stat reading
+    between samples; a fresh meter reports CPU use since boot."""
+    nvml_status, gpus = read_gpus(nvml)
+    return {
+        "at": utc_iso(now),
+        "nvml": nvml_status,
+        "gpus": gpus,
+        "ssh_sessions": count_ssh_sessions(utmp_path),
+        "jupyter_busy_kernels": count_busy_jupyter_kernels(jupyter_url, jupyter_token),
+        "cpu_percent": (cpu or CpuMeter()).read(),
+    }
+
+
+# --- Sending -------------------------------------------------------------------------------
+
+
+class _NoRedirects(urllib.request.HTTPRedirectHandler):
+    """Refuses redirects: following one would re-send the bearer token wherever it points."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        return None
+
+
+def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
+    """Seconds to wait that a Retry-After header asks for (delta-seconds or an HTTP date,
+    compared with ``now``, Unix seconds), or None when absent or unreadable."""
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value).timestamp()
+        except (TypeError, ValueError, IndexError):
+            return None
+        seconds = when - (time.time() if now is None else now)
+    if math.isnan(seconds):
+        return None
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_SECONDS)
+
+
+_HEADER_SAFE = re.compile(r"[!-~]+")  # printable ASCII, no spaces: safe in a header value
+
+
+class Sender:
+    """Buffers samples and posts them, oldest first, to the portal's heartbeat endpoint.
+
+    ``interval_seconds`` is the sampling interval (the portal may change it in a 202 reply)
+    and the first back-off delay. ``clock`` gives the seconds that ``retry_at`` is measured
+    in (monotonic by default); ``opener`` is a urllib opener (tests may replace it).
+    """
+
+    def __init__(
+        self,
+        portal_url: str,
+        workspace: str,
+        token: str,
+        *,
+        interval_seconds: float = 30.0,
+        max_buffer: int = MAX_BUFFER,
+        opener=None,
+        clock=time.monotonic,
+        timeout: float = 10.0,
+    ):
+        workspace_part = urllib.parse.quote(str(workspace), safe="")
+        self.url = f"{portal_url.rstrip('/')}/api/workspaces/{workspace_part}/heartbeat/"
+        if not _HEADER_SAFE.fullmatch(token):
+            # Checked here because http.client would quote the bad value in its exception.
+            raise ValueError("the token must be printable ASCII without spaces")
+        self.token = token
+        _register_secret(token)
+        self.interval_seconds = float(interval_seconds)
+        self.buffer: deque = deque(maxlen=max_buffer)  # full: appending drops the oldest
+        self.stopped = False  # set for good by a 410
+        self.retry_at = -math.inf  # no post before this time on ``clock``
+        self.failures = 0  # consecutive failed posts, for the back-off
+        self._opener = opener or urllib.request.build_opener(_NoRedirects())
+        self._clock = clock
+        self._timeout = timeout
+
+    def add(self, sample: dict) -> None:
+        """Queues one sample; the oldest is dropped when the buffer is full."""
+        if not self.stopped:
+            self.buffer.append(sample)
+
+    def flush(self) -> None:
+        """Posts batches until the buffer is empty, a post fails, or a back-off is running."""
+        while self.buffer and not self.stopped and self._clock() >= self.retry_at:
+            if not self._post_batch():
+                break
+
+    def _post_batch(self) -> bool:
+        batch_size, body = self._next_batch()
+        status, headers, reply = self._post(body)
+        if status is not None and 200 <= status < 300:
+            self._accepted(batch_size, reply)
+            return True
+        if status == 400:
+            self._drop(batch_size)
+            log(f"portal rejected {batch_size} samples (400), dropped: {_error_text(reply)}")
+            return True
+        if status == 410:
+            self.stopped = True
+            self.buffer.clear()
+            log(f"portal says the workspace is gone (410): {_error_text(reply)}")
+            return False
+        self._back_off(status, headers, reply)
+        return False
+
+    def _next_batch(self) -> tuple[int, bytes]:
+        size = min(len(self.buffer), MAX_BATCH)
+        while True:
+            batch = list(itertools.islice(self.buffer, size))
+            body = json.dumps({"agent_version": AGENT_VERSION, "samples": batch}).encode()
+            # Fewer samples per request rather than a body the portal must refuse.
+            if len(body) <= MAX_BODY_BYTES or size == 1:
+                return size, body
+            size = max(1, size // 2)
+
+    def _post(self, body: bytes):
+        headers = {
+            "Authorization": f"Bearer {self.token}",
+            "Content-Type": "application/json",
+            "User-Agent": f"gpu-portal-agent/{AGENT_VERSION}",
+        }
+        request = urllib.request.Request(self.url, data=body, headers=headers, method="POST")
+        try:
+            with self._opener.open(request, timeout=self._timeout) as response:
+                return response.status, response.headers, response.read(MAX_REPLY_BYTES)
+        except urllib.error.HTTPError as exc:
+            return exc.code, exc.headers, _read_quietly(exc)
+        except (OSError, http.client.HTTPException) as exc:  # refused, reset, timed out
+            return None, None, _reason(exc).encode()
+
+    def _accepted(self, batch_size: int, reply: bytes) -> None:
+        self._drop(batch_size)
+        if self.failures:
+            log(f"portal reachable again after {self.failures} failed posts")
+        self.failures, self.retry_at = 0, -math.inf
+        interval = _json_object(reply).get("interval_seconds")
+        if isinstance(interval, (int, float)) and not isinstance(interval, bool) and interval > 0:
+            self.interval_seconds = float(interval)
+
+    def _drop(self, count: int) -> None:
+        for _ in range(min(count, len(self.buffer))):
+            self.buffer.popleft()
+
+    def _back_off(self, status: int | None, headers, reply: bytes) -> None:
+        self.failures += 1
+        # The exponent is capped so that days of failures cannot overflow the float.
+        doubling = 2 ** min(self.failures - 1, 30)
+        delay = min(self.interval_seconds * doubling, MAX_BACKOFF_SECONDS)
+        asked = retry_after_seconds(headers.get("Retry-After") if headers else None)
+        if asked is not None:
+            delay = asked  # the server knows best when it can take the samples
+        self.retry_at = self._clock() + delay
+        what = f"HTTP {status}" if status is not None else "no answer"
+        log(
+            f"post failed ({what}: {_error_text(reply)}); {len(self.buffer)} samples kept, "
+            f"retrying in {delay:g} s"
+        )
+
+
+def _read_quietly(response) -> bytes:
+    try:
+        return response.read(MAX_REPLY_BYTES)
+    except Exception:  # the body of an error answer is only ever used for the log
+        return b""
+
+
+def _json_object(reply: bytes) -> dict:
+    try:
+        value = json.loads(reply or b"{}")
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _error_text(reply: bytes) -> str:
+    error = _json_object(reply).get("error")
+    text = str(error) if error is not None else reply.decode("utf-8", "replace")
+    return " ".join(text.split())[:300] or "-"
+
+
+# --- Configuration and the main loop -------------------------------------------------------
+
+
+def load_config(path: str) -> dict:
+    """Reads the agent's config.json (docs/agent-protocol.md §1). Raises OSError or
+    ValueError; the messages never quote the token."""
+    with open(path) as handle:
+        config = json.load(handle)
+    if not isinstance(config, dict):
+        raise ValueError("the config is not a JSON object")
+    for key in ("portal_url", "workspace", "token"):
+        if not isinstance(config.get(key), str) or not config[key]:
+            raise ValueError(f"the config needs a non-empty string {key!r}")
+    _register_secret(config["token"])
+    interval = config.get("interval_seconds", 30)
+    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
+        raise ValueError("interval_seconds must be a positive number")
+    return config
+
+
+def run(sender: Sender, take_sample, *, clock=time.monotonic, sleep=time.sleep, iterations=None):
+    """Takes a sample (``take_sample()``) every ``sender.interval_seconds`` and sends, until
+    the portal answers 410 (or after ``iterations`` rounds, for tests). An exception in one
+    round is logged and the next round goes ahead."""
+    due = clock()
+    for _ in itertools.count() if iterations is None else range(iterations):
+        if sender.stopped:
+            return
+        try:
+            sender.add(take_sample())
+            sender.flush()
+        except Exception as exc:
+            log(f"this round failed: {type(exc).__name__}: {exc}")
+        # After a stall, sample at once rather than sending a burst to catch up.
+        due = max(due + sender.interval_seconds, clock())
+        if not sender.stopped:
+            sleep(max(0.0, due - clock()))
+
+
+def _parse_args(argv):
+    parser = argparse.ArgumentParser(description="GPU portal telemetry agent")
+    parser.add_argument("--config", default=DEFAULT_CONFIG_PATH, help="path of config.json")
+    parser.add_argument("--once", action="store_true", help="print one sample as JSON and exit")
+    return parser.parse_args(argv)
+
+
+def _now() -> datetime:
+    return datetime.now(timezone.utc)  # noqa: UP017 - runs on Python 3.8
+
+
+def main(argv=None) -> int:
+    """Runs the agent; returns the process's exit status (EXIT_GONE after a 410)."""
+    args = _parse_args(argv)
+    if args.once:
+        print(json.dumps(sample(_now()), indent=2))
+        return 0
+    try:
+        config = load_config(args.config)
+        sender = Sender(
+            config["portal_url"],
+            config["workspace"],
+            config["token"],
+            interval_seconds=config.get("interval_seconds", 30),
+        )
+    except (OSError, ValueError) as exc:
+        log(f"cannot use the config {args.config}: {exc}")
+        return EXIT_CONFIG
+    cpu = CpuMeter()
+    jupyter_url = config.get("jupyter_url") or JUPYTER_URL
+    jupyter_token = config.get("jupyter_token")
+    log(f"posting every {sender.interval_seconds:g} s to {sender.url}")
+    run(
+        sender,
+        lambda: sample(_now(), cpu=cpu, jupyter_url=jupyter_url, jupyter_token=jupyter_token),
+    )
+    return EXIT_GONE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,155 @@
+"""The telemetry agent's side of docs/agent-protocol.md, as the emulator plays it.
+
+Pure functions only: read the agent config a VM's customData carries (section 1), name a VM
+size's GPUs, and make one heartbeat sample (section 2) for a GPU-utilisation profile.
+"""
+
+import base64
+import json
+import random
+import re
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import lru_cache
+
+CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
+AGENT_VERSION = "1.0"
+PROFILES = ("busy", "idle", "spiky", "silent")
+DEFAULT_SPIKE_EVERY = 10  # Samples: a spiky VM shows one 100 % sample in this many.
+MAX_GPUS = 64  # The protocol's limit on `gpus` entries.
+NVML_MISSING = "unavailable: NVML Shared Library Not Found"
+
+
+def check_profile(profile: str) -> str:
+    """The profile itself, or ValueError naming the known ones."""
+    if profile not in PROFILES:
+        raise ValueError(f"Unknown agent profile '{profile}'. Known: {', '.join(PROFILES)}.")
+    return profile
+
+
+@dataclass(frozen=True)
+class AgentConfig:
+    """config.json: portal_url (no trailing slash), workspace (UUID), token, interval (seconds).
+
+    The token is a secret: repr=False keeps it out of reprs, logs and tracebacks."""
+
+    portal_url: str
+    workspace: str
+    token: str = field(repr=False)
+    interval: float
+
+    @property
+    def heartbeat_url(self) -> str:
+        return f"{self.portal_url}/api/workspaces/{self.workspace}/heartbeat/"
+
+
+@lru_cache(maxsize=512)
+def agent_config(custom_data: str | None) -> AgentConfig | None:
+    """The agent config in a VM's customData (base64 "#cloud-config\\n" + JSON), or None.
+
+    Cached: the player reads it every tick, and customData only changes on a PUT."""
+    if not custom_data:
+        return None
+    try:
+        text = base64.b64decode(custom_data).decode("utf-8")
+        head, _, rest = text.partition("\n")
+        if head.strip() != "#cloud-config":
+            return None
+        return _config_from(json.loads(rest))
+    except (ValueError, TypeError, AttributeError):  # Not base64, not UTF-8, not JSON, odd shape.
+        return None
+
+
+def _config_from(document: dict) -> AgentConfig | None:
+    entries = [
+        entry
+        for entry in document.get("write_files") or []
+        if isinstance(entry, dict) and entry.get("path") == CONFIG_PATH
+    ]
+    if not entries or not isinstance(entries[0].get("content"), str):
+        return None
+    raw = json.loads(entries[0]["content"])
+    url, workspace, token = (raw.get(k) for k in ("portal_url", "workspace", "token"))
+    interval = raw.get("interval_seconds")
+    if not all(isinstance(v, str) and v.strip() for v in (url, workspace, token)):
+        return None
+    if isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0:
+        return None
+    return AgentConfig(url.rstrip("/"), workspace, token, float(interval))
+
+
+@dataclass(frozen=True)
+class GpuModel:
+    """What NVML would report: name (None: not an NVIDIA GPU, so no NVML) and memory in MiB."""
+
+    name: str | None
+    memory_mib: int
+
+
+# (pattern on the size name without "_Promo", GPU as nvidia-smi names it, MiB). First match wins.
+GPU_TABLE: tuple[tuple[str, str | None, int], ...] = (
+    (r"Standard_NC\d+ads_A100_v4", "NVIDIA A100 80GB PCIe", 81920),
+    (r"Standard_ND96amsr_A100_v4", "NVIDIA A100-SXM4-80GB", 81920),
+    (r"Standard_ND96asr_v4", "NVIDIA A100-SXM4-40GB", 40960),
+    (r"Standard_NC\d+adi?s_H100_v5", "NVIDIA H100 NVL", 95830),
+    (r"Standard_ND96isr_H100_v5", "NVIDIA H100 80GB HBM3", 81559),
+    (r"Standard_NC\d+as_T4_v3", "Tesla T4", 15360),
+    (r"Standard_NV\d+adm?s_A10_v5", "NVIDIA A10", 24564),
+    (r"Standard_NC\d+r?s_v3", "Tesla V100-PCIE-16GB", 16384),
+    (r"Standard_ND40rs_v2", "Tesla V100-SXM2-32GB", 32768),
+    (r"Standard_NC(6|12|24|24r)", "Tesla K80", 11441),
+    (r"Standard_NV(6|12|24|\d+s_v3)", "Tesla M60", 8129),
+    (r"Standard_NV\d+as_v4", None, 16384),  # AMD Radeon Instinct MI25: NVML finds nothing.
+)
+FALLBACK_GPU = GpuModel("NVIDIA GPU", 16384)
+
+
+def gpu_model(size: str) -> GpuModel:
+    """The GPU a size carries: "Standard_NC24ads_A100_v4" -> NVIDIA A100 80GB PCIe, 81920 MiB."""
+    base = re.sub(r"_Promo$", "", size, flags=re.IGNORECASE)
+    for pattern, name, memory in GPU_TABLE:
+        if re.fullmatch(pattern, base, flags=re.IGNORECASE):
+            return GpuModel(name, memory)
+    return FALLBACK_GPU
+
+
+def make_sample(
+    profile: str, rng: random.Random, gpu: GpuModel, count: int, seq: int, spike_every: int
+) -> dict:
+    """One sample for a profile other than "silent"; seq numbers the VM's samples from 1.
+
+    busy: 80-98 % on every GPU, 1 ssh session, cpu 40-70 %; idle: 0 %, ~0.5 GiB used, cpu 0-3 %;
+    spiky: idle, but every spike_every-th sample has every GPU at 100 %."""
+    spike = profile == "spiky" and seq % spike_every == 0
+    level = "busy" if profile == "busy" else ("spike" if spike else "idle")
+    busy = level == "busy"
+    gpus = [_gpu_entry(i, gpu, level, rng) for i in range(min(max(count, 1), MAX_GPUS))]
+    return {
+        # Microseconds: with the sub-second intervals of tests and demos, whole seconds would
+        # repeat, and the portal drops a sample not newer than the last one it took.
+        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "nvml": "ok" if gpu.name else NVML_MISSING,
+        "gpus": gpus if gpu.name else [],
+        "ssh_sessions": 1 if busy else 0,
+        "jupyter_busy_kernels": 0,
+        "cpu_percent": round(rng.uniform(40, 70) if busy else rng.uniform(0, 3), 1),
+    }
+
+
+def _gpu_entry(index: int, gpu: GpuModel, level: str, rng: random.Random) -> dict:
+    """One `gpus` entry; level is "busy", "idle" or "spike" (a brief 100 % burst)."""
+    if level == "busy":
+        util, used, processes = rng.randint(80, 98), int(gpu.memory_mib * rng.uniform(0.6, 0.9)), 1
+    elif level == "spike":
+        util, used, processes = 100, rng.randint(2048, 4096), 1
+    else:
+        util, used, processes = 0, rng.randint(480, 560), 0  # Driver and context: ~0.5 GiB.
+    return {
+        "index": index,
+        "name": gpu.name,
+        "util_percent": util,
+        "mem_used_mib": min(used, gpu.memory_mib),
+        "mem_total_mib": gpu.memory_mib,
+        "processes": processes,
+        "mig_profile": None,
+    }

@@ -1,0 +1,1 @@
+"""Tests of the telemetry agent and the custom_data that installs it."""

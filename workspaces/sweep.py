@@ -1,0 +1,257 @@
+"""Services for idle stop: the sweep that applies workspaces.idle verdicts, and the owner's
+*keep running* extension.
+
+The sweep reads every running workspace's folded activity in one query and its team's policy
+in another, whatever the number of workspaces; it writes only for the workspaces it warns or
+stops. One sweep runs at a time (a lease), and every write is conditional as well, so two
+sweeps started together neither double-warn nor double-stop.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.urls import reverse
+
+from teams.models import IdlePolicy
+from teams.services import Message, notice_send_many
+from workspaces import idle
+from workspaces.models import Lease, WorkspaceAgent
+from workspaces.states import Status
+from workspaces.telemetry import policy_from_row
+
+LEASE = "idle-sweep"
+LEASE_SECONDS = 60
+
+
+@dataclass
+class SweepResult:
+    """How many running workspaces were judged, warned, told of silence and stopped;
+    ``skipped`` when another sweep held the lease."""
+
+    evaluated: int = 0
+    warned: list = field(default_factory=list)
+    told_silent: list = field(default_factory=list)
+    stopped: list = field(default_factory=list)
+    skipped: bool = False
+
+
+@dataclass(frozen=True)
+class Judged:
+    """One running workspace with its verdict."""
+
+    agent: dict  # the WorkspaceAgent columns the sweep reads
+    policy: idle.Policy
+    verdict: idle.Verdict
+
+
+def _lease_take(now: datetime) -> str | None:
+    holder = uuid.uuid4().hex
+    until = now + timedelta(seconds=LEASE_SECONDS)
+    taken = Lease.objects.filter(name=LEASE, expires_at__lte=now).update(
+        holder=holder, expires_at=until
+    )
+    if taken:
+        return holder
+    try:
+        with transaction.atomic():
+            Lease.objects.create(name=LEASE, holder=holder, expires_at=until)
+    except IntegrityError:
+        return None  # another sweep holds it
+    return holder
+
+
+def _lease_release(holder: str, now: datetime) -> None:
+    Lease.objects.filter(name=LEASE, holder=holder).update(expires_at=now)
+
+
+COLUMNS = (
+    "workspace_id",
+    "last_at",
+    "evidence_since",
+    "busy_since",
+    "active_at",
+    "warned_stop_at",
+    "silent_told_since",
+    "kept_until",
+    "workspace__status_changed_at",
+    "workspace__team_id",
+    "workspace__owner_id",
+    "workspace__name",
+)
+
+
+def workspaces_judge(*, now: datetime) -> list[Judged]:
+    """Every running workspace with an agent, judged by its team's policy: two queries."""
+    rows = list(WorkspaceAgent.objects.filter(workspace__status=Status.RUNNING).values(*COLUMNS))
+    team_ids = {r["workspace__team_id"] for r in rows}
+    policies = {
+        p.team_id: policy_from_row(p) for p in IdlePolicy.objects.filter(team_id__in=team_ids)
+    }
+    default = policy_from_row(IdlePolicy())
+    judged = []
+    for row in rows:
+        policy = policies.get(row["workspace__team_id"], default)
+        activity = idle.Activity(
+            row["last_at"], row["evidence_since"], row["busy_since"], row["active_at"]
+        )
+        verdict = idle.verdict(
+            activity,
+            policy,
+            now,
+            running_since=row["workspace__status_changed_at"],
+            kept_until=row["kept_until"],
+        )
+        judged.append(Judged(row, policy, verdict))
+    return judged
+
+
+def idle_sweep(*, now: datetime) -> SweepResult:
+    """Warn the owners of workspaces whose stop is near, tell owners of silent agents, and
+    stop what is due, with the reason and evidence in the history. Returns what it did."""
+    holder = _lease_take(now)
+    if holder is None:
+        return SweepResult(skipped=True)
+    try:
+        judged = workspaces_judge(now=now)
+        result = SweepResult(evaluated=len(judged))
+        due = [j for j in judged if j.verdict.should_stop(now)]
+        result.stopped = [j.agent["workspace_id"] for j in due if _stop(j, now)]
+        result.warned = _warn(
+            [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
+        )
+        result.told_silent = _tell_silent(
+            [j for j in judged if j.verdict.state is idle.State.SILENT and _untold(j)], now
+        )
+        return result
+    finally:
+        _lease_release(holder, now)
+
+
+def _unwarned(j: Judged) -> bool:
+    return j.agent["warned_stop_at"] != j.verdict.stop_at
+
+
+def _untold(j: Judged) -> bool:
+    return j.agent["silent_told_since"] != j.verdict.since
+
+
+def _owners(judged: list[Judged]) -> dict:
+    ids = {j.agent["workspace__owner_id"] for j in judged}
+    return get_user_model().objects.in_bulk(ids)
+
+
+def _link(j: Judged) -> str:
+    return reverse("workspaces:detail", args=[j.agent["workspace_id"]])
+
+
+def _warn(judged: list[Judged], now: datetime) -> list:
+    if not judged:
+        return []
+    # Conditional per row: a sweep that lost its lease mid-way cannot warn twice.
+    judged = [
+        j
+        for j in judged
+        if WorkspaceAgent.objects.filter(pk=j.agent["workspace_id"])
+        .exclude(warned_stop_at=j.verdict.stop_at)
+        .update(warned_stop_at=j.verdict.stop_at)
+    ]
+    if not judged:
+        return []
+    owners = _owners(judged)
+    notice_send_many(messages=[_warning(j, owners, now) for j in judged], now=now)
+    return [j.agent["workspace_id"] for j in judged]
+
+
+def _warning(j: Judged, owners: dict, now: datetime) -> Message:
+    name = j.agent["workspace__name"]
+    minutes = max(1, round((j.verdict.stop_at - now).total_seconds() / 60))
+    why = WARN_WHY[j.verdict.stop_reason]
+    return Message(
+        owners[j.agent["workspace__owner_id"]],
+        f"{name} stops in {minutes} min",
+        f"{name} {why} and stops in about {minutes} min "
+        f"({_local(j.verdict.stop_at, j.policy)}). Open it and choose Keep running to keep it.",
+        _link(j),
+    )
+
+
+WARN_WHY = {
+    idle.StopReason.IDLE: "is idle",
+    idle.StopReason.SILENT: "sends no telemetry",
+    idle.StopReason.NIGHTLY: "reaches the team's nightly stop",
+    idle.StopReason.LIFETIME: "reaches its maximum lifetime",
+}
+
+
+def _tell_silent(judged: list[Judged], now: datetime) -> list:
+    if not judged:
+        return []
+    judged = [
+        j
+        for j in judged
+        if WorkspaceAgent.objects.filter(pk=j.agent["workspace_id"])
+        .exclude(silent_told_since=j.verdict.since)
+        .update(silent_told_since=j.verdict.since)
+    ]
+    if not judged:
+        return []
+    owners = _owners(judged)
+    messages = [
+        Message(
+            owners[j.agent["workspace__owner_id"]],
+            f"{j.agent['workspace__name']}: no telemetry",
+            f"{j.agent['workspace__name']} has sent no telemetry since "
+            f"{_local(j.verdict.since, j.policy)}; it stops at "
+            f"{_local(j.verdict.stop_at, j.policy)} unless the agent reports again.",
+            _link(j),
+        )
+        for j in judged
+    ]
+    notice_send_many(messages=messages, now=now)
+    return [j.agent["workspace_id"] for j in judged]
+
+
+def _local(at: datetime, policy: idle.Policy) -> str:
+    return at.astimezone(ZoneInfo(policy.timezone)).strftime("%H:%M %Z")
+
+
+def stop_reason(j: Judged) -> str:
+    """The history's sentence for an automatic stop, with its evidence."""
+    v, p = j.verdict, j.policy
+    since, until = _local(v.since, p), _local(v.stop_at, p)
+    if v.stop_reason is idle.StopReason.IDLE:
+        return (
+            f"Stopped for idleness: GPU < {p.gpu_threshold}% and no interactive session for "
+            f"{_minutes(v.stop_at - v.since)}, from {since} to {until}."
+        )
+    if v.stop_reason is idle.StopReason.SILENT:
+        return f"Stopped: no telemetry for {_minutes(v.stop_at - v.since)}, since {since}."
+    if v.stop_reason is idle.StopReason.NIGHTLY:
+        return f"Stopped at the team's nightly stop, {until}."
+    return f"Stopped at its maximum lifetime of {p.max_lifetime_hours:g} h, at {until}."
+
+
+def _minutes(delta: timedelta) -> str:
+    return f"{delta.total_seconds() / 60:.0f} min"
+
+
+def _stop(j: Judged, now: datetime) -> bool:
+    """Stop through the same transition and task as a user's Stop; False if the workspace
+    moved on meanwhile (the owner stopped it, or another sweep did)."""
+    from workspaces.services import workspace_stop_automatically
+
+    detail = {
+        "rule": str(j.verdict.stop_reason),
+        "since": j.verdict.since.isoformat(),
+        "stop_at": j.verdict.stop_at.isoformat(),
+        "gpu_threshold_percent": j.policy.gpu_threshold,
+    }
+    return workspace_stop_automatically(
+        workspace_id=j.agent["workspace_id"], reason=stop_reason(j), detail=detail, now=now
+    )

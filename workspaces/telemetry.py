@@ -1,0 +1,314 @@
+"""Services for the telemetry agent: its token, heartbeat ingestion, and the folding of
+samples into each workspace's ``Activity`` (workspaces.idle). The protocol is
+docs/agent-protocol.md.
+
+A token is ``wsa_`` + HMAC-SHA256(SECRET_KEY, workspace id and generation), so the portal can
+put the same token into a VM create that is sent again (Azure refuses a changed customData) and
+still stores only its SHA-256. A new generation (a VM created anew) replaces it; deleting the
+workspace revokes it. Rotating SECRET_KEY invalidates the agents' tokens.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+
+from workspaces import idle
+from workspaces.models import TelemetrySample, WorkspaceAgent
+from workspaces.states import Status
+
+MAX_BODY_BYTES = 256 * 1024
+MAX_SAMPLES = 120
+MAX_GPUS = 64
+GONE = frozenset({Status.DELETING, Status.DELETED})
+
+
+class HeartbeatRefused(Exception):
+    """A heartbeat the portal does not take: ``status`` 400 (bad payload), 401 (bad token) or
+    410 (workspace deleted, token revoked); the message says why, in words."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def _token(workspace_id, generation: int) -> str:
+    mac = hmac.new(
+        settings.SECRET_KEY.encode(), f"agent:{workspace_id}:{generation}".encode(), "sha256"
+    )
+    return "wsa_" + base64.urlsafe_b64encode(mac.digest()).decode().rstrip("=")
+
+
+def _sha256(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+def agent_token_issue(*, workspace_id, now: datetime, new_vm: bool = False) -> str:
+    """The agent token to put into the workspace's VM (its custom_data). ``new_vm`` starts a
+    new generation, invalidating the previous VM's token and forgetting its telemetry."""
+    agent, created = WorkspaceAgent.objects.get_or_create(
+        workspace_id=workspace_id,
+        defaults={"token_sha256": _sha256(_token(workspace_id, 1)), "token_created_at": now},
+    )
+    if new_vm and not created:
+        generation = agent.token_generation + 1
+        WorkspaceAgent.objects.filter(pk=workspace_id).update(
+            token_generation=generation,
+            token_sha256=_sha256(_token(workspace_id, generation)),
+            token_created_at=now,
+            revoked_at=None,
+            **_FORGET,
+        )
+        return _token(workspace_id, generation)
+    return _token(workspace_id, agent.token_generation)
+
+
+_FORGET = {
+    "last_at": None,
+    "evidence_since": None,
+    "busy_since": None,
+    "active_at": None,
+    "warned_stop_at": None,
+    "silent_told_since": None,
+    "kept_until": None,
+}
+
+
+def agent_token_revoke(*, workspace_id, now: datetime) -> None:
+    """Refuse the workspace's agent from now on (410 Gone)."""
+    WorkspaceAgent.objects.filter(pk=workspace_id, revoked_at=None).update(revoked_at=now)
+
+
+def agent_activity_reset(*, workspace_id) -> None:
+    """Forget telemetry folded before a stop, so a started VM is judged on fresh samples."""
+    WorkspaceAgent.objects.filter(pk=workspace_id).update(**_FORGET)
+
+
+@dataclass(frozen=True)
+class ParsedSample:
+    """One validated sample: percent, MiB; ``gpus`` as shown on the workspace page."""
+
+    at: datetime
+    nvml: str
+    gpus: list
+    gpu_util: int | None
+    gpu_mem_used_mib: int
+    interactive: int
+    cpu_percent: int | None
+
+
+def heartbeat_parse(body: bytes) -> list[ParsedSample]:
+    """The samples of a heartbeat body, oldest first. Raises HeartbeatRefused(400) for
+    anything the protocol does not allow, saying what."""
+    if len(body) > MAX_BODY_BYTES:
+        raise HeartbeatRefused(400, f"The body is over {MAX_BODY_BYTES} bytes.")
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        raise HeartbeatRefused(400, "The body is not JSON.") from None
+    samples = doc.get("samples") if isinstance(doc, dict) else None
+    if not isinstance(samples, list) or not samples:
+        raise HeartbeatRefused(400, "'samples' must be a non-empty list.")
+    if len(samples) > MAX_SAMPLES:
+        raise HeartbeatRefused(400, f"At most {MAX_SAMPLES} samples per heartbeat.")
+    parsed = [_sample(i, s) for i, s in enumerate(samples)]
+    return sorted(parsed, key=lambda s: s.at)
+
+
+def _sample(index: int, raw) -> ParsedSample:
+    where = f"samples[{index}]"
+    if not isinstance(raw, dict):
+        raise HeartbeatRefused(400, f"{where} must be an object.")
+    gpus = raw.get("gpus")
+    if not isinstance(gpus, list) or len(gpus) > MAX_GPUS:
+        raise HeartbeatRefused(400, f"{where}.gpus must be a list of at most {MAX_GPUS}.")
+    shown = [_gpu(f"{where}.gpus[{i}]", g) for i, g in enumerate(gpus)]
+    utils = [g["util"] for g in shown if g["util"] is not None]
+    nvml = raw.get("nvml")
+    if not isinstance(nvml, str) or len(nvml) > 200:
+        raise HeartbeatRefused(400, f"{where}.nvml must be a string (at most 200 characters).")
+    ssh = _int(raw, "ssh_sessions", where, 0, 10_000)
+    kernels = _int(raw, "jupyter_busy_kernels", where, 0, 10_000)
+    cpu = raw.get("cpu_percent")
+    if cpu is not None and not _number(cpu, 0, 100):
+        raise HeartbeatRefused(400, f"{where}.cpu_percent must be a number from 0 to 100.")
+    return ParsedSample(
+        at=_when(raw.get("at"), where),
+        nvml=nvml,
+        gpus=shown,
+        gpu_util=max(utils) if utils else None,
+        gpu_mem_used_mib=sum(g["mem_used"] for g in shown),
+        interactive=min(ssh + kernels, 32_767),
+        cpu_percent=None if cpu is None else round(cpu),
+    )
+
+
+def _gpu(where: str, raw) -> dict:
+    if not isinstance(raw, dict):
+        raise HeartbeatRefused(400, f"{where} must be an object.")
+    util = raw.get("util_percent")
+    if util is not None and not _number(util, 0, 100):
+        raise HeartbeatRefused(400, f"{where}.util_percent must be a number from 0 to 100.")
+    name = raw.get("mig_profile") or raw.get("name") or "GPU"
+    return {
+        "name": str(name)[:64],
+        "util": None if util is None else round(util),
+        "mem_used": _int(raw, "mem_used_mib", where, 0, 10**7),
+        "mem_total": _int(raw, "mem_total_mib", where, 0, 10**7),
+    }
+
+
+def _number(value, low, high) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
+
+
+def _int(raw: dict, key: str, where: str, low: int, high: int) -> int:
+    value = raw.get(key, 0)
+    if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
+        raise HeartbeatRefused(400, f"{where}.{key} must be a whole number from {low} to {high}.")
+    return value
+
+
+def _when(value, where: str) -> datetime:
+    try:
+        at = datetime.fromisoformat(value)
+    except (TypeError, ValueError):
+        raise HeartbeatRefused(400, f"{where}.at must be an ISO 8601 time.") from None
+    if at.tzinfo is None:
+        raise HeartbeatRefused(400, f"{where}.at must carry its UTC offset (e.g. Z).")
+    return at.astimezone(UTC)
+
+
+def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) -> int:
+    """Store a heartbeat's samples for the workspace and fold them into its activity; returns
+    how many samples were new. Raises HeartbeatRefused (401 wrong token, 410 revoked or
+    deleted, 400 bad payload). Three queries: the agent, the insert, the update."""
+    agent = _authenticated_agent(workspace_id, token)
+    samples = heartbeat_parse(body)
+    fresh = [s for s in samples if agent.last_at is None or s.at > agent.last_at]
+    fresh = [s for s in fresh if (s.at - now).total_seconds() <= 300]  # clock skew allowance
+    if not fresh:
+        return 0
+    policy = policy_for(agent.workspace.team)
+    activity = idle.fold(_activity(agent), (_idle_sample(s) for s in fresh), policy)
+    latest = fresh[-1]
+    with transaction.atomic():
+        TelemetrySample.objects.bulk_create([_row(workspace_id, s) for s in fresh])
+        WorkspaceAgent.objects.filter(pk=workspace_id).update(
+            last_at=activity.last_at,
+            evidence_since=activity.evidence_since,
+            busy_since=activity.busy_since,
+            active_at=activity.active_at,
+            nvml=latest.nvml,
+            gpus=latest.gpus,
+            interactive=latest.interactive,
+            cpu_percent=latest.cpu_percent,
+        )
+    return len(fresh)
+
+
+def _authenticated_agent(workspace_id, token: str) -> WorkspaceAgent:
+    agent = (
+        WorkspaceAgent.objects.select_related("workspace__team__idle_policy")
+        .filter(pk=workspace_id)
+        .first()
+    )
+    if agent is None or not hmac.compare_digest(_sha256(token), agent.token_sha256):
+        raise HeartbeatRefused(401, "Unknown workspace or wrong token.")
+    if agent.revoked_at is not None or agent.workspace.status in GONE:
+        raise HeartbeatRefused(410, "The workspace is deleted; stop sending.")
+    return agent
+
+
+def _activity(agent: WorkspaceAgent) -> idle.Activity:
+    return idle.Activity(agent.last_at, agent.evidence_since, agent.busy_since, agent.active_at)
+
+
+def _idle_sample(s: ParsedSample) -> idle.Sample:
+    return idle.Sample(s.at, s.gpu_util, s.interactive)
+
+
+def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
+    return TelemetrySample(
+        workspace_id=workspace_id,
+        at=s.at,
+        gpu_util=s.gpu_util,
+        gpu_mem_used_mib=s.gpu_mem_used_mib,
+        interactive=s.interactive,
+        cpu_percent=s.cpu_percent,
+    )
+
+
+def policy_for(team) -> idle.Policy:
+    """The team's idle policy as workspaces.idle takes it (defaults where the team set
+    none), with every duration multiplied by IDLE_TIME_SCALE (1 in production; demos and
+    tests shrink it)."""
+    from teams.models import IdlePolicy
+
+    row = getattr(team, "idle_policy", None) or IdlePolicy()
+    return policy_from_row(row)
+
+
+def policy_from_row(row) -> idle.Policy:
+    scale = settings.IDLE_TIME_SCALE
+    return idle.Policy(
+        gpu_threshold=row.gpu_threshold,
+        idle_minutes=row.idle_minutes * scale,
+        warn_minutes=row.warn_minutes * scale,
+        spike_seconds=settings.IDLE_SPIKE_SECONDS * scale,
+        gap_seconds=settings.IDLE_GAP_SECONDS * scale,
+        silent_minutes=row.silent_minutes * scale,
+        nightly_stop=row.nightly_stop,
+        timezone=row.timezone,
+        max_lifetime_hours=(
+            None if row.max_lifetime_hours is None else row.max_lifetime_hours * scale
+        ),
+    )
+
+
+def telemetry_downsample(*, now: datetime) -> int:
+    """Fold raw samples older than TELEMETRY_RAW_HOURS (whole hours, UTC) into one
+    TelemetryHour per workspace and hour, then delete them; returns how many were folded.
+    Idempotent: an hour folded twice is replaced, not doubled."""
+    from django.db.models import Avg, Count, Max
+    from django.db.models.functions import TruncHour
+
+    from workspaces.models import TelemetryHour
+
+    cutoff = (now - timedelta(hours=settings.TELEMETRY_RAW_HOURS)).replace(
+        minute=0, second=0, microsecond=0
+    )
+    old = TelemetrySample.objects.filter(at__lt=cutoff)
+    rows = (
+        old.annotate(hour=TruncHour("at"))
+        .values("workspace_id", "hour")
+        .annotate(n=Count("id"), avg=Avg("gpu_util"), top=Max("gpu_util"), inter=Max("interactive"))
+    )
+    hours = [
+        TelemetryHour(
+            workspace_id=r["workspace_id"],
+            hour=r["hour"],
+            samples=r["n"],
+            gpu_util_avg=None if r["avg"] is None else round(r["avg"]),
+            gpu_util_max=r["top"],
+            interactive_max=r["inter"] or 0,
+        )
+        for r in rows
+    ]
+    with transaction.atomic():
+        TelemetryHour.objects.bulk_create(
+            hours,
+            update_conflicts=True,
+            unique_fields=["workspace", "hour"],
+            update_fields=["samples", "gpu_util_avg", "gpu_util_max", "interactive_max"],
+        )
+        folded, _ = old.delete()
+    return folded

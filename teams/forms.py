@@ -1,10 +1,12 @@
 """Forms of the team pages: they parse and validate input; the services apply it."""
 
 from decimal import Decimal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
+from django.core.validators import MaxValueValidator, MinValueValidator
 
-from teams.models import GpuModel, Role
+from teams.models import GpuModel, IdleBounds, IdlePolicy, Role
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
 MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
@@ -115,3 +117,71 @@ class LimitsForm(forms.Form):
         for line in row.lines:
             initial[GPU_FIELD_PREFIX + line.gpu_model] = line.quota
         return initial
+
+
+class IdlePolicyForm(forms.ModelForm):
+    """A team's idle policy, checked against the platform admins' IdleBounds."""
+
+    class Meta:
+        model = IdlePolicy
+        fields = [
+            "gpu_threshold",
+            "idle_minutes",
+            "warn_minutes",
+            "extensions_per_day",
+            "extension_hours",
+            "nightly_stop",
+            "timezone",
+            "max_lifetime_hours",
+            "silent_minutes",
+        ]
+        labels = {
+            "gpu_threshold": "GPU busy threshold (%)",
+            "idle_minutes": "Stop after idle for (minutes)",
+            "warn_minutes": "Warn this long before a stop (minutes)",
+            "extensions_per_day": "Keep-running extensions per day",
+            "extension_hours": "Hours per extension",
+            "nightly_stop": "Nightly stop (local time, empty: none)",
+            "timezone": "Team time zone",
+            "max_lifetime_hours": "Maximum lifetime (hours, empty: none)",
+            "silent_minutes": "Stop after no telemetry for (minutes)",
+        }
+        widgets = {"nightly_stop": forms.TimeInput(attrs={"type": "time"}, format="%H:%M")}
+
+    def __init__(self, *args, bounds: IdleBounds, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.bounds = bounds
+        limits = {
+            "gpu_threshold": (1, bounds.max_gpu_threshold),
+            "idle_minutes": (bounds.min_idle_minutes, bounds.max_idle_minutes),
+            "warn_minutes": (1, bounds.max_idle_minutes),
+            "extensions_per_day": (0, bounds.max_extensions_per_day),
+            "extension_hours": (1, bounds.max_extension_hours),
+            "max_lifetime_hours": (1, bounds.max_lifetime_hours),
+            "silent_minutes": (bounds.min_idle_minutes, 24 * 60),
+        }
+        for name, (low, high) in limits.items():
+            field = self.fields[name]
+            field.min_value, field.max_value = low, high
+            field.validators = [MinValueValidator(low), MaxValueValidator(high)]
+            field.widget.attrs.update({"min": low, "max": high})
+            field.help_text = f"From {low} to {high}, set by the platform admins."
+
+    def clean_timezone(self):
+        name = self.cleaned_data["timezone"].strip()
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise forms.ValidationError(
+                f"'{name}' is not a time zone (e.g. Europe/Berlin)."
+            ) from None
+        return name
+
+    def clean(self):
+        data = super().clean()
+        warn, idle_ = data.get("warn_minutes"), data.get("idle_minutes")
+        if warn is not None and idle_ is not None and warn >= idle_:
+            self.add_error(
+                "warn_minutes", "The warning must come before the stop: less than the idle minutes."
+            )
+        return data

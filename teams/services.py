@@ -21,6 +21,7 @@ from teams.models import (
     AuditEntry,
     Decision,
     GpuQuota,
+    IdlePolicy,
     Membership,
     Notice,
     QuotaRequest,
@@ -441,6 +442,52 @@ def team_limits_set(
             after=after,
             now=now,
         )
+
+
+IDLE_FIELDS = (
+    "gpu_threshold",
+    "idle_minutes",
+    "warn_minutes",
+    "extensions_per_day",
+    "extension_hours",
+    "nightly_stop",
+    "timezone",
+    "max_lifetime_hours",
+    "silent_minutes",
+)
+
+
+def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditEntry | None:
+    """Set the team's idle policy (see teams.models.IdlePolicy for units) from ``values``,
+    already checked against IdleBounds by the form. Team admins of the team and platform
+    admins (PermissionError otherwise). Audited before and after; None when nothing changed."""
+    _require(actor, "teams.manage_team", team)
+    with transaction.atomic():
+        team = _locked_team(team)
+        policy = IdlePolicy.objects.filter(team=team).first() or IdlePolicy(team=team)
+        before = _idle_values(policy)
+        for name in IDLE_FIELDS:
+            setattr(policy, name, values[name])
+        after = _idle_values(policy)
+        if after == before:
+            return None
+        policy.save()
+        return audit_record(
+            actor=actor,
+            team=team,
+            action="team.idle_policy",
+            obj=team,
+            before=before,
+            after=after,
+            now=now,
+        )
+
+
+def _idle_values(policy: IdlePolicy) -> dict:
+    values = {name: getattr(policy, name) for name in IDLE_FIELDS}
+    stop = values["nightly_stop"]
+    values["nightly_stop"] = stop.strftime("%H:%M") if stop else None
+    return values
 
 
 def team_increase_request(

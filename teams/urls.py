@@ -31,5 +31,6 @@ urlpatterns = [
     ),
     path("teams/<slug:slug>/increase/", views.team_increase, name="team-increase"),
     path("teams/<slug:slug>/quota/", views.team_quota, name="team-quota"),
+    path("teams/<slug:slug>/idle-policy/", views.team_idle_policy, name="team-idle-policy"),
     path("audit/", views.audit_log, name="audit"),
 ]

@@ -17,8 +17,8 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from teams import selectors, services
-from teams.forms import IncreaseForm, InviteForm, LimitsForm, RoleForm
-from teams.models import QuotaRequest, Team, TeamQuotaIncrease
+from teams.forms import IdlePolicyForm, IncreaseForm, InviteForm, LimitsForm, RoleForm
+from teams.models import IdleBounds, IdlePolicy, QuotaRequest, Team, TeamQuotaIncrease
 from workspaces import services as workspace_services
 
 AUDIT_PAGE_SIZE = 50
@@ -192,6 +192,22 @@ def team_quota(request, slug):
     else:
         form = LimitsForm(initial=LimitsForm.initial_for(team, row))
     return render(request, "teams/quota.html", {"team": team, "row": row, "form": form})
+
+
+@login_required
+def team_idle_policy(request, slug):
+    """A team admin (or platform admin) sets the team's idle policy within IdleBounds."""
+    team = _team(request, slug, "teams.manage_team")
+    policy = IdlePolicy.objects.filter(team=team).first() or IdlePolicy(team=team)
+    bounds = IdleBounds.current()
+    form = IdlePolicyForm(request.POST or None, instance=policy, bounds=bounds)
+    if request.method == "POST" and form.is_valid():
+        services.idle_policy_set(
+            actor=request.user, team=team, values=form.cleaned_data, now=timezone.now()
+        )
+        messages.success(request, f"Idle policy of {team.name} saved.")
+        return redirect("team-detail", slug=team.slug)
+    return render(request, "teams/idle_policy.html", {"team": team, "form": form})
 
 
 @login_required

@@ -40,6 +40,7 @@ EXPECTED = {
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
     # Agents authenticate by token, never by session: every browser user gets 401 JSON.
+    "workspaces:telemetry": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "agent-heartbeat": Row("POST", (401, 401, 401, 401, 401, 401), pk="workspace"),
     "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
@@ -62,6 +63,7 @@ EXPECTED = {
         (_, 404, 403, 404, 302, 403),
         data={"gpu_model": "A100", "gpus": "8", "justification": "grant"},
     ),
+    "team-idle-policy": Row("GET", (_, 404, 403, 404, 200, 200)),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
     "audit": Row("GET", (_, 403, 403, 200, 200, 200)),
 }

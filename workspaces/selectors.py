@@ -262,3 +262,89 @@ def team_quota_overview(*, teams) -> list[tuple]:
         lines = [QuotaLine(m, team_usage.get(m, 0), team_quota.get(m, 0)) for m in models_]
         overview.append((team, lines))
     return overview
+
+
+@dataclass(frozen=True)
+class TelemetryView:
+    """What a running workspace's page shows of its telemetry: the agent's latest reading
+    (None before the first heartbeat), the idle verdict, the extensions, and a 24-hour
+    sparkline of the highest GPU utilisation per 15 minutes (percent, None where unseen)."""
+
+    agent: object  # WorkspaceAgent or None
+    verdict: object  # workspaces.idle.Verdict or None when not running
+    policy: object  # workspaces.idle.Policy
+    extensions: list
+    sparkline: list
+    extensions_left: int
+
+    now: datetime
+    extension_hours: int
+
+    @property
+    def warned(self) -> bool:
+        return self.verdict is not None and self.verdict.should_warn(self.now)
+
+    @property
+    def policy_hours(self) -> int:
+        return self.extension_hours
+
+    @property
+    def top_util(self) -> int | None:
+        utils = [
+            g["util"] for g in (self.agent.gpus if self.agent else []) if g["util"] is not None
+        ]
+        return max(utils) if utils else None
+
+
+SPARK_BUCKET_MINUTES = 15
+
+
+def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView:
+    """The telemetry of one workspace for its page: five queries."""
+    from datetime import timedelta
+
+    from teams.models import IdlePolicy
+    from workspaces import idle
+    from workspaces.models import TelemetrySample, WorkspaceAgent
+    from workspaces.telemetry import policy_from_row
+
+    agent = WorkspaceAgent.objects.filter(pk=workspace.pk).first()
+    row = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
+    policy = policy_from_row(row)
+    verdict = None
+    if agent is not None and workspace.status == Status.RUNNING:
+        activity = idle.Activity(
+            agent.last_at, agent.evidence_since, agent.busy_since, agent.active_at
+        )
+        verdict = idle.verdict(
+            activity,
+            policy,
+            now,
+            running_since=workspace.status_changed_at,
+            kept_until=agent.kept_until,
+        )
+    day_ago = now - timedelta(hours=24)
+    extensions = list(workspace.extensions.select_related("user")[:10])
+    used_today = sum(1 for e in extensions if e.at > day_ago)
+    points = TelemetrySample.objects.filter(workspace=workspace, at__gte=day_ago).values_list(
+        "at", "gpu_util"
+    )
+    return TelemetryView(
+        agent=agent,
+        verdict=verdict,
+        policy=policy,
+        extensions=extensions,
+        sparkline=_sparkline(points, day_ago),
+        extensions_left=max(0, row.extensions_per_day - used_today),
+        now=now,
+        extension_hours=row.extension_hours,
+    )
+
+
+def _sparkline(points, start: datetime) -> list:
+    buckets: list = [None] * (24 * 60 // SPARK_BUCKET_MINUTES)
+    for at, util in points:
+        i = min(len(buckets) - 1, int((at - start).total_seconds() // (SPARK_BUCKET_MINUTES * 60)))
+        if util is not None and i >= 0:
+            buckets[i] = max(util, buckets[i] or 0)
+    return buckets

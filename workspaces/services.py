@@ -199,6 +199,12 @@ def workspace_close_unapproved(*, workspace_id, actor, reason: str, now: datetim
     )
 
 
+def user_may_act(*, user, workspace: Workspace) -> bool:
+    """Whether the user may stop, start, keep or delete the workspace: its owner or a team
+    admin of its team (platform admins included)."""
+    return workspace.owner_id == user.pk or user_is_team_admin(user=user, team=workspace.team)
+
+
 def _check_may_act(*, user, workspace: Workspace) -> None:
     if workspace.owner_id != user.pk and not user_is_team_admin(user=user, team=workspace.team):
         raise PermissionError("Only the owner or a team admin can change this workspace.")

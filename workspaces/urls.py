@@ -8,8 +8,9 @@ urlpatterns = [
     path("", views.workspace_list, name="list"),
     path("new/", views.workspace_request, name="request"),
     path("<uuid:pk>/", views.workspace_detail, name="detail"),
+    path("<uuid:pk>/telemetry/", views.workspace_telemetry, name="telemetry"),
     re_path(
-        r"^(?P<pk>[0-9a-f-]{36})/(?P<action>stop|start|delete|retry)/$",
+        r"^(?P<pk>[0-9a-f-]{36})/(?P<action>keep|stop|start|delete|retry)/$",
         views.workspace_action,
         name="action",
     ),

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from teams.selectors import team_list_for_requests
 from workspaces import selectors, services
 from workspaces.forms import WorkspaceRequestForm
-from workspaces.states import STEADY
+from workspaces.states import STEADY, Status
 
 HTMX_STOP_POLLING = 286
 
@@ -111,6 +111,8 @@ def workspace_detail(request, pk):
         "events": selectors.workspace_events(workspace=workspace),
         "steady": workspace.status in STEADY,
     }
+    if not request.htmx:
+        context.update(_telemetry_context(request, workspace))
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:
@@ -119,7 +121,31 @@ def workspace_detail(request, pk):
     return render(request, "workspaces/detail.html", context)
 
 
+@login_required
+@require_GET
+def workspace_telemetry(request, pk):
+    """The live telemetry card (htmx partial); polls itself every 15 s until the workspace
+    is deleted."""
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    context = _telemetry_context(request, workspace)
+    response = render(request, "workspaces/_telemetry.html", context)
+    if not context["polling"]:
+        response.status_code = HTMX_STOP_POLLING
+    return response
+
+
+def _telemetry_context(request, workspace) -> dict:
+    return {
+        "workspace": workspace,
+        "t": selectors.workspace_telemetry(workspace=workspace, now=timezone.now()),
+        # Polls until deleted: a workspace that is approved or started later starts reporting.
+        "polling": workspace.status != Status.DELETED,
+        "can_act": services.user_may_act(user=request.user, workspace=workspace),
+    }
+
+
 ACTIONS = {
+    "keep": services.workspace_keep_running,
     "stop": services.workspace_stop,
     "start": services.workspace_start,
     "delete": services.workspace_delete,

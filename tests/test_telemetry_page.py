@@ -1,0 +1,80 @@
+"""What the workspace page says about telemetry and idleness, and the Keep running button."""
+
+from datetime import timedelta
+
+import pytest
+import time_machine
+from django.urls import reverse
+from django.utils import timezone
+
+from tests.test_sweep import T0, _at, _report, _running
+from workspaces.models import WorkspaceExtension
+
+pytestmark = pytest.mark.django_db
+
+
+def _page(client, user, ws, when):
+    client.force_login(user)
+    with time_machine.travel(when, tick=False):
+        return client.get(reverse("workspaces:telemetry", args=[ws.pk]), HTTP_HX_REQUEST="true")
+
+
+def test_a_busy_workspace_says_why_it_runs_with_gpus_and_a_sparkline(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 10, util=87)
+    page = _page(client, cast.researcher, ws, _at(10)).content.decode()
+    assert "<strong>Active:</strong> GPU 87% at 12:09." in page
+    assert "<polyline" in page and "GPU utilisation, last 24 hours" in page
+
+
+def test_an_idle_workspace_says_since_when_and_when_it_stops(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 5, util=90)
+    _report(ws, token, _at(5), 20, util=0)
+    page = _page(client, cast.researcher, ws, _at(25)).content.decode()
+    assert "<strong>Idle since 12:04</strong>" in page
+    assert "stops at 12:34 unless you keep it" in page
+    assert "This workspace stops at 12:34." in page  # inside the 10-minute warning
+    assert "Keep running for 4 hours" in page
+
+
+def test_a_silent_agent_shows_no_telemetry(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 2, util=90)
+    page = _page(client, cast.researcher, ws, _at(20)).content.decode()
+    assert "<strong>No telemetry</strong> since 12:01; stops at 13:01" in page
+
+
+def test_times_show_in_the_users_time_zone(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 10, util=87)
+    client.cookies["tz"] = "Asia/Tokyo"
+    page = _page(client, cast.researcher, ws, _at(10)).content.decode()
+    assert "GPU 87% at 21:09." in page
+
+
+def test_keep_running_from_the_page_is_logged_and_shown(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 25, util=0)
+    client.force_login(cast.researcher)
+    with time_machine.travel(_at(25), tick=False):
+        answer = client.post(reverse("workspaces:action", args=[ws.pk, "keep"]))
+    assert answer.status_code == 302
+    extension = WorkspaceExtension.objects.get(workspace=ws)
+    assert extension.user == cast.researcher and extension.hours == 4
+    page = _page(client, cast.researcher, ws, _at(26)).content.decode()
+    assert "alice kept it for 4 h" in page and "1 extension left today" in page
+
+
+def test_a_teammate_sees_the_telemetry_but_no_keep_button(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 5, util=90)
+    page = _page(client, cast.teammate, ws, _at(5)).content.decode()
+    assert "Active:" in page and "Keep running" not in page
+
+
+def test_the_card_stops_polling_once_the_workspace_is_deleted(client, cast):
+    ws, _ = _running(cast)
+    ws.status = "deleted"
+    ws.save()
+    assert _page(client, cast.researcher, ws, timezone.now() + timedelta(0)).status_code == 286

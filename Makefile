@@ -4,6 +4,14 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PORTAL_PORT ?= 8000
 export CLOUDSIM_PORT ?= 8100
+# Demo timings for `make run`: agents report every 5 s, the sweep runs every 5 s, and idle-policy
+# durations are 1/10 (30 min idle -> 3 min, 10 min warning -> 1 min). The emulator's simulated
+# agents start idle, so a demo workspace is warned and stopped within minutes. Production leaves
+# these at their defaults (30 s, 15 s, 1).
+export AGENT_INTERVAL_SECONDS ?= 5
+export IDLE_SWEEP_SECONDS ?= 5
+export IDLE_TIME_SCALE ?= 0.1
+export CLOUDSIM_AGENT_PROFILE ?= idle
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -58,6 +66,8 @@ test: venv chromium lint test-postgres test-sqlite
 bench: venv
 	$(BIN)/python benchmarks/request_to_put.py
 	$(BIN)/python benchmarks/make_run_startup.py
+	$(BIN)/python benchmarks/idle_sweep.py
+	$(BIN)/python benchmarks/heartbeat_rate.py
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

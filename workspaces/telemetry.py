@@ -193,12 +193,12 @@ def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) ->
     deleted, 400 bad payload). Three queries: the agent, the insert, the update."""
     agent = _authenticated_agent(workspace_id, token)
     samples = heartbeat_parse(body)
-    fresh = [s for s in samples if agent.last_at is None or s.at > agent.last_at]
+    last_at = agent["last_at"]
+    fresh = [s for s in samples if (last_at is None or s.at > last_at)]
     fresh = [s for s in fresh if (s.at - now).total_seconds() <= 300]  # clock skew allowance
     if not fresh:
         return 0
-    policy = policy_for(agent.workspace.team)
-    activity = idle.fold(_activity(agent), (_idle_sample(s) for s in fresh), policy)
+    activity = idle.fold(_activity(agent), (_idle_sample(s) for s in fresh), _policy(agent))
     latest = fresh[-1]
     with transaction.atomic():
         TelemetrySample.objects.bulk_create([_row(workspace_id, s) for s in fresh])
@@ -215,21 +215,43 @@ def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) ->
     return len(fresh)
 
 
-def _authenticated_agent(workspace_id, token: str) -> WorkspaceAgent:
-    agent = (
-        WorkspaceAgent.objects.select_related("workspace__team__idle_policy")
-        .filter(pk=workspace_id)
-        .first()
-    )
-    if agent is None or not hmac.compare_digest(_sha256(token), agent.token_sha256):
+_POLICY = "workspace__team__idle_policy__"
+# Only what ingestion needs, in one narrow row: heartbeats are the portal's busiest request.
+_AGENT_COLUMNS = (
+    "token_sha256",
+    "revoked_at",
+    "last_at",
+    "evidence_since",
+    "busy_since",
+    "active_at",
+    "workspace__status",
+    f"{_POLICY}gpu_threshold",
+)
+
+
+def _authenticated_agent(workspace_id, token: str) -> dict:
+    agent = WorkspaceAgent.objects.filter(pk=workspace_id).values(*_AGENT_COLUMNS).first()
+    if agent is None or not hmac.compare_digest(_sha256(token), agent["token_sha256"]):
         raise HeartbeatRefused(401, "Unknown workspace or wrong token.")
-    if agent.revoked_at is not None or agent.workspace.status in GONE:
+    if agent["revoked_at"] is not None or agent["workspace__status"] in GONE:
         raise HeartbeatRefused(410, "The workspace is deleted; stop sending.")
     return agent
 
 
-def _activity(agent: WorkspaceAgent) -> idle.Activity:
-    return idle.Activity(agent.last_at, agent.evidence_since, agent.busy_since, agent.active_at)
+def _policy(agent: dict) -> idle.Policy:
+    """Folding needs only the threshold and the spike and gap windows of the policy."""
+    from teams.models import IdlePolicy
+
+    row = IdlePolicy()
+    if agent[f"{_POLICY}gpu_threshold"] is not None:
+        row.gpu_threshold = agent[f"{_POLICY}gpu_threshold"]
+    return policy_from_row(row)
+
+
+def _activity(agent: dict) -> idle.Activity:
+    return idle.Activity(
+        agent["last_at"], agent["evidence_since"], agent["busy_since"], agent["active_at"]
+    )
 
 
 def _idle_sample(s: ParsedSample) -> idle.Sample:

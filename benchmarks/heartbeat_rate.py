@@ -1,0 +1,201 @@
+"""Heartbeat ingestion rate through the real HTTP endpoint under gunicorn.
+
+Starts gunicorn (gthread workers) on the portal with a fresh database (PostgreSQL by default,
+as production; --sqlite for the embedded default), creates N running workspaces with agent
+tokens, then posts one-sample heartbeats from several client processes over keep-alive
+connections for a fixed time, and prints accepted heartbeats per second. Target: >= 2,000/s.
+
+    python benchmarks/heartbeat_rate.py [--seconds 10] [--clients 4] [--workers 2] [--sqlite]
+"""
+
+import argparse
+import http.client
+import json
+import multiprocessing
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PG = "postgres://postgres@127.0.0.1:5432/portal_bench_heartbeat"
+PORT = 8199
+WORKSPACES = 200
+
+
+def _prepare(env) -> list[tuple[str, str]]:
+    """Migrate, seed, and make WORKSPACES running workspaces; returns (id, token) pairs."""
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+    from django.utils import timezone
+
+    from teams.models import Team
+    from workspaces import telemetry
+    from workspaces.models import Workspace
+    from workspaces.states import Status
+
+    call_command("migrate", verbosity=0)
+    with open(os.devnull, "w") as quiet:
+        call_command("seed_demo", stdout=quiet)
+    team = Team.objects.get(slug="vision-lab")
+    now = timezone.now()
+    pairs = []
+    for i in range(WORKSPACES):
+        ws = Workspace.objects.create(
+            team=team,
+            owner=team.memberships.first().user,
+            name=f"hb-{i}",
+            status=Status.RUNNING,
+            status_changed_at=now,
+            vm_size="Standard_NC24ads_A100_v4",
+            region="eastus",
+            price_per_hour=3,
+            gpu_model="A100",
+            gpu_count=1,
+            ssh_user="researcher",
+            ssh_public_key="ssh-ed25519 AAAA",
+            request_key=uuid.uuid4(),
+            created_at=now,
+            updated_at=now,
+        )
+        pairs.append((str(ws.pk), telemetry.agent_token_issue(workspace_id=ws.pk, now=now)))
+    return pairs
+
+
+def _body(at: datetime) -> bytes:
+    sample = {
+        "at": at.isoformat().replace("+00:00", "Z"),
+        "nvml": "ok",
+        "gpus": [
+            {
+                "index": 0,
+                "name": "NVIDIA A100 80GB PCIe",
+                "util_percent": 87,
+                "mem_used_mib": 30512,
+                "mem_total_mib": 81920,
+                "processes": 1,
+                "mig_profile": None,
+            }
+        ],
+        "ssh_sessions": 1,
+        "jupyter_busy_kernels": 0,
+        "cpu_percent": 40.0,
+    }
+    return json.dumps({"agent_version": "1.0", "samples": [sample]}).encode()
+
+
+def _client(pairs, seconds, counts, index) -> None:
+    conn = http.client.HTTPConnection("127.0.0.1", PORT)
+    ok = sent = 0
+    start = datetime.now(UTC)
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        ws, token = pairs[sent % len(pairs)]
+        at = start + timedelta(milliseconds=sent)  # each sample newer than the last
+        conn.request(
+            "POST",
+            f"/api/workspaces/{ws}/heartbeat/",
+            _body(at),
+            {"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
+        response = conn.getresponse()
+        response.read()
+        ok += response.status == 202
+        sent += 1
+    counts[index] = (ok, sent)
+
+
+def main(args) -> None:
+    with tempfile.TemporaryDirectory() as var_dir:
+        url = f"sqlite:///{var_dir}/bench.sqlite3" if args.sqlite else PG
+        if not args.sqlite:
+            import psycopg
+
+            with psycopg.connect(PG.rsplit("/", 1)[0] + "/postgres", autocommit=True) as c:
+                c.execute("DROP DATABASE IF EXISTS portal_bench_heartbeat")
+                c.execute("CREATE DATABASE portal_bench_heartbeat")
+        env = {
+            "DJANGO_SETTINGS_MODULE": "portal.settings",
+            "PORTAL_VAR_DIR": var_dir,
+            "DATABASE_URL": url,
+            "LOG_LEVEL": "WARNING",
+            "DATABASE_CONN_MAX_AGE": "600",
+        }
+        pairs = multiprocessing.get_context("spawn").Pool(1).apply(_prepare, (env,))
+        server = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "portal.wsgi",
+                "--bind",
+                f"127.0.0.1:{PORT}",
+                "--workers",
+                str(args.workers),
+                "--threads",
+                str(args.threads),
+                "-k",
+                "gthread",
+                "--keep-alive",
+                "30",
+                "--log-level",
+                "warning",
+            ],
+            cwd=ROOT,
+            env={**os.environ, **env},
+        )
+        try:
+            _wait_up()
+            _run_clients(pairs, args)
+        finally:
+            server.terminate()
+            server.wait(10)
+
+
+def _wait_up() -> None:
+    for _ in range(100):
+        try:
+            http.client.HTTPConnection("127.0.0.1", PORT, timeout=1).request("GET", "/healthz")
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise SystemExit("gunicorn did not start")
+
+
+def _run_clients(pairs, args) -> None:
+    counts = multiprocessing.Manager().dict()
+    share = [pairs[i :: args.clients] for i in range(args.clients)]
+    procs = [
+        multiprocessing.Process(target=_client, args=(share[i], args.seconds, counts, i))
+        for i in range(args.clients)
+    ]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join()
+    ok = sum(c[0] for c in counts.values())
+    sent = sum(c[1] for c in counts.values())
+    kind = "SQLite" if args.sqlite else "PostgreSQL"
+    print(
+        f"heartbeats through gunicorn ({args.workers} gthread workers x {args.threads} threads, "
+        f"{kind}, {args.clients} keep-alive clients, {os.cpu_count()} CPUs): "
+        f"{ok / args.seconds:.0f}/s accepted ({ok} of {sent} in {args.seconds} s)"
+    )
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=10)
+    parser.add_argument("--clients", type=int, default=4)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=4)
+    parser.add_argument("--sqlite", action="store_true")
+    main(parser.parse_args())

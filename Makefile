@@ -8,10 +8,10 @@ export CLOUDSIM_PORT ?= 8100
 # durations are 1/10 (30 min idle -> 3 min, 10 min warning -> 1 min). The emulator's simulated
 # agents start idle, so a demo workspace is warned and stopped within minutes. Production leaves
 # these at their defaults (30 s, 15 s, 1).
-export AGENT_INTERVAL_SECONDS ?= 5
-export IDLE_SWEEP_SECONDS ?= 5
-export IDLE_TIME_SCALE ?= 0.1
-export CLOUDSIM_AGENT_PROFILE ?= idle
+run: export AGENT_INTERVAL_SECONDS ?= 5
+run: export IDLE_SWEEP_SECONDS ?= 5
+run: export IDLE_TIME_SCALE ?= 0.1
+run: export CLOUDSIM_AGENT_PROFILE ?= idle
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 

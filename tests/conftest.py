@@ -78,6 +78,15 @@ def sim(sim_server, settings):
 
 
 @pytest.fixture(autouse=True)
+def _production_idle_timings(settings):
+    # Tests assert the documented defaults, whatever a developer's shell exports for demos.
+    settings.AGENT_INTERVAL_SECONDS = 30.0
+    settings.IDLE_TIME_SCALE = 1.0
+    settings.IDLE_SPIKE_SECONDS = 60.0
+    settings.IDLE_GAP_SECONDS = 180.0
+
+
+@pytest.fixture(autouse=True)
 def _fast_passwords(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -6,7 +6,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
-from teams.models import GpuModel, IdleBounds, IdlePolicy, Role
+from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, Role
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
 MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
@@ -124,17 +124,7 @@ class IdlePolicyForm(forms.ModelForm):
 
     class Meta:
         model = IdlePolicy
-        fields = [
-            "gpu_threshold",
-            "idle_minutes",
-            "warn_minutes",
-            "extensions_per_day",
-            "extension_hours",
-            "nightly_stop",
-            "timezone",
-            "max_lifetime_hours",
-            "silent_minutes",
-        ]
+        fields = list(IDLE_FIELDS)
         labels = {
             "gpu_threshold": "GPU busy threshold (%)",
             "idle_minutes": "Stop after idle for (minutes)",

@@ -227,6 +227,20 @@ class IdleBounds(models.Model):
         return cls.objects.get_or_create(pk=1)[0]
 
 
+# The policy fields a team admin sets (the form edits them; the audit records them).
+IDLE_FIELDS = (
+    "gpu_threshold",
+    "idle_minutes",
+    "warn_minutes",
+    "extensions_per_day",
+    "extension_hours",
+    "nightly_stop",
+    "timezone",
+    "max_lifetime_hours",
+    "silent_minutes",
+)
+
+
 class IdlePolicy(models.Model):
     """A team's idle policy (see workspaces.idle for what each rule does). A team without a
     row gets the defaults of ``IdlePolicy()``."""

@@ -18,6 +18,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from teams.models import (
+    IDLE_FIELDS,
     AuditEntry,
     Decision,
     GpuQuota,
@@ -442,19 +443,6 @@ def team_limits_set(
             after=after,
             now=now,
         )
-
-
-IDLE_FIELDS = (
-    "gpu_threshold",
-    "idle_minutes",
-    "warn_minutes",
-    "extensions_per_day",
-    "extension_hours",
-    "nightly_stop",
-    "timezone",
-    "max_lifetime_hours",
-    "silent_minutes",
-)
 
 
 def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditEntry | None:

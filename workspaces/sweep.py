@@ -150,17 +150,22 @@ def _link(j: Judged) -> str:
     return reverse("workspaces:detail", args=[j.agent["workspace_id"]])
 
 
-def _warn(judged: list[Judged], now: datetime) -> list:
-    if not judged:
-        return []
-    # Conditional per row: a sweep that lost its lease mid-way cannot warn twice.
-    judged = [
+def _claim(judged: list[Judged], column: str, value) -> list[Judged]:
+    """Those of ``judged`` whose ``column`` this call set to ``value(j)``: a conditional
+    write per row, so a sweep that lost its lease mid-way cannot tell anyone twice."""
+    return [
         j
         for j in judged
         if WorkspaceAgent.objects.filter(pk=j.agent["workspace_id"])
-        .exclude(warned_stop_at=j.verdict.stop_at)
-        .update(warned_stop_at=j.verdict.stop_at)
+        .exclude(**{column: value(j)})
+        .update(**{column: value(j)})
     ]
+
+
+def _warn(judged: list[Judged], now: datetime) -> list:
+    if not judged:
+        return []
+    judged = _claim(judged, "warned_stop_at", lambda j: j.verdict.stop_at)
     if not judged:
         return []
     owners = _owners(judged)
@@ -192,13 +197,7 @@ WARN_WHY = {
 def _tell_silent(judged: list[Judged], now: datetime) -> list:
     if not judged:
         return []
-    judged = [
-        j
-        for j in judged
-        if WorkspaceAgent.objects.filter(pk=j.agent["workspace_id"])
-        .exclude(silent_told_since=j.verdict.since)
-        .update(silent_told_since=j.verdict.since)
-    ]
+    judged = _claim(judged, "silent_told_since", lambda j: j.verdict.since)
     if not judged:
         return []
     owners = _owners(judged)

@@ -17,7 +17,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -36,38 +35,25 @@ def _prepare(env) -> list[tuple[str, str]]:
     django.setup()
     from django.core.management import call_command
     from django.utils import timezone
+    from fleet import running_workspace
 
     from teams.models import Team
     from workspaces import telemetry
     from workspaces.models import Workspace
-    from workspaces.states import Status
 
     call_command("migrate", verbosity=0)
     with open(os.devnull, "w") as quiet:
         call_command("seed_demo", stdout=quiet)
     team = Team.objects.get(slug="vision-lab")
     now = timezone.now()
-    pairs = []
-    for i in range(WORKSPACES):
-        ws = Workspace.objects.create(
-            team=team,
-            owner=team.memberships.first().user,
-            name=f"hb-{i}",
-            status=Status.RUNNING,
-            status_changed_at=now,
-            vm_size="Standard_NC24ads_A100_v4",
-            region="eastus",
-            price_per_hour=3,
-            gpu_model="A100",
-            gpu_count=1,
-            ssh_user="researcher",
-            ssh_public_key="ssh-ed25519 AAAA",
-            request_key=uuid.uuid4(),
-            created_at=now,
-            updated_at=now,
-        )
-        pairs.append((str(ws.pk), telemetry.agent_token_issue(workspace_id=ws.pk, now=now)))
-    return pairs
+    owner = team.memberships.first().user
+    fleet = Workspace.objects.bulk_create(
+        [
+            running_workspace(team=team, owner=owner, name=f"hb-{i}", since=now)
+            for i in range(WORKSPACES)
+        ]
+    )
+    return [(str(ws.pk), telemetry.agent_token_issue(workspace_id=ws.pk, now=now)) for ws in fleet]
 
 
 def _body(at: datetime) -> bytes:

@@ -13,7 +13,6 @@ import statistics
 import sys
 import tempfile
 import time
-import uuid
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,33 +23,17 @@ PG = "postgres://postgres@127.0.0.1:5432/portal_bench_sweep"
 def _fleet(count: int) -> None:
     from django.contrib.auth import get_user_model
     from django.utils import timezone
+    from fleet import running_workspace
 
     from teams.models import Team
     from workspaces.models import Workspace, WorkspaceAgent
-    from workspaces.states import Status
 
     team = Team.objects.get(slug="vision-lab")
     owner = get_user_model().objects.get(username="alice")
     now = timezone.now()
     started = now - timedelta(hours=2)
     fleet = [
-        Workspace(
-            team=team,
-            owner=owner,
-            name=f"bench-{i}",
-            status=Status.RUNNING,
-            status_changed_at=started,
-            vm_size="Standard_NC24ads_A100_v4",
-            region="eastus",
-            price_per_hour=3,
-            gpu_model="A100",
-            gpu_count=1,
-            ssh_user="researcher",
-            ssh_public_key="ssh-ed25519 AAAA bench",
-            request_key=uuid.uuid4(),
-            created_at=started,
-            updated_at=started,
-        )
+        running_workspace(team=team, owner=owner, name=f"bench-{i}", since=started)
         for i in range(count)
     ]
     Workspace.objects.bulk_create(fleet, batch_size=2000)

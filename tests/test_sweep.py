@@ -3,6 +3,7 @@ agents, constant queries, and two sweeps at once."""
 
 import json
 import threading
+import uuid
 from datetime import UTC, datetime, time, timedelta
 
 import pytest
@@ -238,7 +239,7 @@ def test_under_time_machine_a_provisioned_vm_goes_idle_and_is_deallocated(cast, 
         name="e2e",
         offering=OfferingFactory(),
         ssh_public_key=SSH_KEY,
-        request_key=__import__("uuid").uuid4(),
+        request_key=uuid.uuid4(),
         now=timezone.now(),
     )
     ws.refresh_from_db()

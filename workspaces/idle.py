@@ -19,8 +19,8 @@ Rules, in words:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, fields, replace
 from datetime import datetime, time, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
@@ -61,6 +61,11 @@ class Activity:
     evidence_since: datetime | None = None
     busy_since: datetime | None = None
     active_at: datetime | None = None
+
+
+def activity_of(row: Mapping) -> Activity:
+    """The Activity stored in ``row`` (a WorkspaceAgent's values, or its ``vars()``)."""
+    return Activity(**{f.name: row[f.name] for f in fields(Activity)})
 
 
 class State(StrEnum):

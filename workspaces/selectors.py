@@ -285,10 +285,6 @@ class TelemetryView:
         return self.verdict is not None and self.verdict.should_warn(self.now)
 
     @property
-    def policy_hours(self) -> int:
-        return self.extension_hours
-
-    @property
     def top_util(self) -> int | None:
         utils = [
             g["util"] for g in (self.agent.gpus if self.agent else []) if g["util"] is not None
@@ -313,11 +309,8 @@ def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView
     policy = policy_from_row(row)
     verdict = None
     if agent is not None and workspace.status == Status.RUNNING:
-        activity = idle.Activity(
-            agent.last_at, agent.evidence_since, agent.busy_since, agent.active_at
-        )
         verdict = idle.verdict(
-            activity,
+            idle.activity_of(vars(agent)),
             policy,
             now,
             running_since=workspace.status_changed_at,

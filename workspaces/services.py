@@ -172,17 +172,23 @@ def _insert(ask: NewWorkspace, status: str, now: datetime) -> Workspace:
 def workspace_approve(*, workspace_id, actor, reason: str, now: datetime) -> bool:
     """Move an approved workspace from pending_approval to requested and queue provisioning.
     False when it was no longer pending."""
+    return _transition_and_queue(
+        workspace_id=workspace_id,
+        expected=Status.PENDING_APPROVAL,
+        to=Status.REQUESTED,
+        now=now,
+        actor=actor,
+        reason=reason,
+    )
+
+
+def _transition_and_queue(**transition) -> bool:
+    """states.transition, and when it moved the workspace, queue the task that carries out
+    the new status (after commit). False, queueing nothing, when it did not move."""
     with transaction.atomic():
-        moved = states.transition(
-            workspace_id=workspace_id,
-            expected=Status.PENDING_APPROVAL,
-            to=Status.REQUESTED,
-            now=now,
-            actor=actor,
-            reason=reason,
-        )
+        moved = states.transition(**transition)
         if moved:
-            _queue_advance(workspace_id)
+            _queue_advance(transition["workspace_id"])
     return moved
 
 
@@ -220,7 +226,7 @@ def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) 
     with transaction.atomic():
         if guard:
             guard()
-        moved = states.transition(
+        moved = _transition_and_queue(
             workspace_id=workspace.pk,
             expected=workspace.status,
             to=to,
@@ -231,7 +237,6 @@ def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) 
         )
         if not moved:
             raise WorkspaceActionError("The workspace changed meanwhile; look at it again.")
-        _queue_advance(workspace.pk)
 
 
 def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
@@ -248,18 +253,14 @@ def workspace_stop_automatically(*, workspace_id, reason: str, detail: dict, now
     """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime):
     the same transition and task as a user's Stop, with ``reason`` and its evidence
     (``detail``) in the history and no actor. False when it was no longer running."""
-    with transaction.atomic():
-        moved = states.transition(
-            workspace_id=workspace_id,
-            expected=Status.RUNNING,
-            to=Status.STOPPING,
-            now=now,
-            reason=reason,
-            detail=detail,
-        )
-        if moved:
-            _queue_advance(workspace_id)
-    return moved
+    return _transition_and_queue(
+        workspace_id=workspace_id,
+        expected=Status.RUNNING,
+        to=Status.STOPPING,
+        now=now,
+        reason=reason,
+        detail=detail,
+    )
 
 
 class ExtensionRefused(WorkspaceActionError):

@@ -97,11 +97,8 @@ def workspaces_judge(*, now: datetime) -> list[Judged]:
     judged = []
     for row in rows:
         policy = policies.get(row["workspace__team_id"], default)
-        activity = idle.Activity(
-            row["last_at"], row["evidence_since"], row["busy_since"], row["active_at"]
-        )
         verdict = idle.verdict(
-            activity,
+            idle.activity_of(row),
             policy,
             now,
             running_since=row["workspace__status_changed_at"],

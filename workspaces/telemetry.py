@@ -198,7 +198,7 @@ def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) ->
     fresh = [s for s in fresh if (s.at - now).total_seconds() <= 300]  # clock skew allowance
     if not fresh:
         return 0
-    activity = idle.fold(_activity(agent), (_idle_sample(s) for s in fresh), _policy(agent))
+    activity = idle.fold(idle.activity_of(agent), (_idle_sample(s) for s in fresh), _policy(agent))
     latest = fresh[-1]
     with transaction.atomic():
         TelemetrySample.objects.bulk_create([_row(workspace_id, s) for s in fresh])
@@ -248,12 +248,6 @@ def _policy(agent: dict) -> idle.Policy:
     return policy_from_row(row)
 
 
-def _activity(agent: dict) -> idle.Activity:
-    return idle.Activity(
-        agent["last_at"], agent["evidence_since"], agent["busy_since"], agent["active_at"]
-    )
-
-
 def _idle_sample(s: ParsedSample) -> idle.Sample:
     return idle.Sample(s.at, s.gpu_util, s.interactive)
 
@@ -269,17 +263,9 @@ def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
     )
 
 
-def policy_for(team) -> idle.Policy:
-    """The team's idle policy as workspaces.idle takes it (defaults where the team set
-    none), with every duration multiplied by IDLE_TIME_SCALE (1 in production; demos and
-    tests shrink it)."""
-    from teams.models import IdlePolicy
-
-    row = getattr(team, "idle_policy", None) or IdlePolicy()
-    return policy_from_row(row)
-
-
 def policy_from_row(row) -> idle.Policy:
+    """A team's IdlePolicy row as workspaces.idle takes it, every duration multiplied by
+    IDLE_TIME_SCALE (1 in production; demos and tests shrink it)."""
     scale = settings.IDLE_TIME_SCALE
     return idle.Policy(
         gpu_threshold=row.gpu_threshold,

@@ -178,6 +178,13 @@ IDLE_GAP_SECONDS = env.float("IDLE_GAP_SECONDS", default=180.0)
 # Multiplies every idle-policy duration: 1 in production; e.g. 0.05 in a demo turns 30 min
 # of idleness into 90 s.
 IDLE_TIME_SCALE = env.float("IDLE_TIME_SCALE", default=1.0)
+# Heartbeats are stored in batches every this many seconds by each web process (0: in the
+# request); at most HEARTBEAT_BUFFER_MAX wait, then agents get 503 and keep their own buffer.
+HEARTBEAT_FLUSH_SECONDS = env.float("HEARTBEAT_FLUSH_SECONDS", default=0.25)
+HEARTBEAT_BUFFER_MAX = env.int("HEARTBEAT_BUFFER_MAX", default=20_000)
+# Seconds a web process trusts an agent token it has checked; a revoked token is refused
+# within this time.
+HEARTBEAT_AUTH_CACHE_SECONDS = env.float("HEARTBEAT_AUTH_CACHE_SECONDS", default=30.0)
 # Hours raw telemetry samples are kept before they are folded into hourly rows.
 TELEMETRY_RAW_HOURS = env.int("TELEMETRY_RAW_HOURS", default=48)
 

@@ -84,6 +84,9 @@ def _production_idle_timings(settings):
     settings.IDLE_TIME_SCALE = 1.0
     settings.IDLE_SPIKE_SECONDS = 60.0
     settings.IDLE_GAP_SECONDS = 180.0
+    # Heartbeats stored in the request, so a test reads them back at once; the buffered
+    # path has its own tests (tests/test_heartbeat_buffer.py, test_idle_end_to_end.py).
+    settings.HEARTBEAT_FLUSH_SECONDS = 0
 
 
 @pytest.fixture(autouse=True)

@@ -32,6 +32,7 @@ def test_the_simulated_agent_drives_a_vm_to_idle_and_the_portal_stops_it(
 ):
     settings.PORTAL_URL = live_server.url
     settings.AGENT_INTERVAL_SECONDS = 0.2
+    settings.HEARTBEAT_FLUSH_SECONDS = 0.25  # the buffered path, as in production
     settings.IDLE_TIME_SCALE = 0.005  # 30 min idle -> 9 s, 10 min warning -> 3 s
     sim.set_default_agent_profile("idle")
     ws = services.workspace_request(

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from teams.models import IdlePolicy, Notice
 from tests.factories import WorkspaceFactory
-from workspaces import services, telemetry
+from workspaces import heartbeats, services, telemetry
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
@@ -56,7 +56,7 @@ def _report(ws, token, start, minutes, util=0, ssh=0):
                 }
             ]
         }
-        telemetry.heartbeat_ingest(
+        heartbeats.heartbeat_ingest(
             workspace_id=ws.pk, token=token, body=json.dumps(body).encode(), now=at
         )
 

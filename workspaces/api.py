@@ -1,33 +1,106 @@
 """The agents' API: JSON in, JSON out, authenticated by a per-workspace Bearer token (no
-session, no CSRF: agents are not browsers). See docs/agent-protocol.md."""
+session, no CSRF: agents are not browsers). See docs/agent-protocol.md.
+
+Heartbeats are the portal's busiest request (one per running workspace every 30 s), so
+``heartbeat_fast_path`` answers them in front of Django's URL resolver and middleware, with
+the same ``heartbeat_answer`` as the routed view that the test client and ``reverse`` use.
+"""
+
+import json
+import re
+import uuid
+from http import HTTPStatus
 
 from django.conf import settings
+from django.core import signals
 from django.http import JsonResponse
+from django.http.request import split_domain_port, validate_host
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from workspaces import telemetry
+from workspaces import heartbeats, telemetry
+
+
+def heartbeat_answer(*, workspace_id, authorization: str, content_length: str, read_body, now):
+    """``(status, document, headers)`` for a heartbeat: 202 {"accepted": n,
+    "interval_seconds": s}; 400, 401, 410 or 503 {"error": "..."}, 503 with Retry-After.
+    ``read_body()`` is called only once the token and the length are good."""
+    scheme, _, token = authorization.partition(" ")
+    if scheme.lower() != "bearer" or not token:
+        return 401, {"error": "Send 'Authorization: Bearer <token>'."}, {}
+    if not content_length.isdigit() or int(content_length) > telemetry.MAX_BODY_BYTES:
+        return 400, {"error": f"The body must be at most {telemetry.MAX_BODY_BYTES} bytes."}, {}
+    try:
+        accepted = heartbeats.heartbeat_ingest(
+            workspace_id=workspace_id, token=token, body=read_body(), now=now
+        )
+    except telemetry.HeartbeatRefused as refused:
+        retry = {"Retry-After": str(refused.retry_after)} if refused.retry_after else {}
+        return refused.status, {"error": refused.message}, retry
+    return 202, {"accepted": accepted, "interval_seconds": settings.AGENT_INTERVAL_SECONDS}, {}
 
 
 @csrf_exempt
 @require_POST
 def agent_heartbeat(request, pk):
-    """202 {"accepted": n, "interval_seconds": s}; 400, 401 or 410 {"error": "..."}."""
-    scheme, _, token = request.headers.get("Authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        return JsonResponse({"error": "Send 'Authorization: Bearer <token>'."}, status=401)
-    length = request.headers.get("Content-Length", "0")
-    if not length.isdigit() or int(length) > telemetry.MAX_BODY_BYTES:
-        return JsonResponse(
-            {"error": f"The body must be at most {telemetry.MAX_BODY_BYTES} bytes."}, status=400
-        )
-    try:
-        accepted = telemetry.heartbeat_ingest(
-            workspace_id=pk, token=token, body=request.body, now=timezone.now()
-        )
-    except telemetry.HeartbeatRefused as refused:
-        return JsonResponse({"error": refused.message}, status=refused.status)
-    return JsonResponse(
-        {"accepted": accepted, "interval_seconds": settings.AGENT_INTERVAL_SECONDS}, status=202
+    """The routed heartbeat endpoint, ``agent-heartbeat``; see heartbeat_answer."""
+    status, doc, headers = heartbeat_answer(
+        workspace_id=pk,
+        authorization=request.headers.get("Authorization", ""),
+        content_length=request.headers.get("Content-Length", "0"),
+        read_body=lambda: request.body,
+        now=timezone.now(),
     )
+    return JsonResponse(doc, status=status, headers=headers)
+
+
+_HEARTBEAT_PATH = re.compile(r"/api/workspaces/([0-9a-fA-F-]{36})/heartbeat/")
+
+
+def heartbeat_fast_path(django_app):
+    """Wrap the WSGI application: ``POST /api/workspaces/<uuid>/heartbeat/`` from an allowed
+    host is answered here; every other request goes to Django."""
+
+    def application(environ, start_response):
+        match = _HEARTBEAT_PATH.fullmatch(environ.get("PATH_INFO", ""))
+        if not match or environ["REQUEST_METHOD"] != "POST" or not _allowed_host(environ):
+            return django_app(environ, start_response)
+        try:
+            workspace_id = uuid.UUID(match[1])
+        except ValueError:
+            return django_app(environ, start_response)
+        length = environ.get("CONTENT_LENGTH") or "0"
+        # Django's request signals: close_old_connections listens, as for any request.
+        signals.request_started.send(sender=heartbeat_fast_path, environ=environ)
+        try:
+            status, doc, headers = heartbeat_answer(
+                workspace_id=workspace_id,
+                authorization=environ.get("HTTP_AUTHORIZATION", ""),
+                content_length=length,
+                read_body=lambda: environ["wsgi.input"].read(int(length)),
+                now=timezone.now(),
+            )
+        finally:
+            signals.request_finished.send(sender=heartbeat_fast_path)
+        body = json.dumps(doc).encode()
+        start_response(
+            f"{status} {HTTPStatus(status).phrase}",
+            [
+                ("Content-Type", "application/json"),
+                ("Content-Length", str(len(body))),
+                *headers.items(),
+            ],
+        )
+        return [body]
+
+    return application
+
+
+def _allowed_host(environ) -> bool:
+    host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
+    domain, _ = split_domain_port(host)
+    allowed = settings.ALLOWED_HOSTS
+    if settings.DEBUG and not allowed:
+        allowed = [".localhost", "127.0.0.1", "[::1]"]
+    return bool(domain) and validate_host(domain, allowed)

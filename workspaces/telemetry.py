@@ -31,12 +31,14 @@ GONE = frozenset({Status.DELETING, Status.DELETED})
 
 
 class HeartbeatRefused(Exception):
-    """A heartbeat the portal does not take: ``status`` 400 (bad payload), 401 (bad token) or
-    410 (workspace deleted, token revoked); the message says why, in words."""
+    """A heartbeat the portal does not take: ``status`` 400 (bad payload), 401 (bad token),
+    410 (workspace deleted, token revoked) or 503 (busy: retry after ``retry_after`` seconds);
+    the message says why, in words."""
 
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, retry_after: int | None = None):
         super().__init__(message)
         self.status = status
+        self.retry_after = retry_after
         self.message = message
 
 
@@ -59,6 +61,7 @@ def agent_token_issue(*, workspace_id, now: datetime, new_vm: bool = False) -> s
         defaults={"token_sha256": _sha256(_token(workspace_id, 1)), "token_created_at": now},
     )
     if new_vm and not created:
+        _forget_token(workspace_id)
         generation = agent.token_generation + 1
         WorkspaceAgent.objects.filter(pk=workspace_id).update(
             token_generation=generation,
@@ -85,6 +88,13 @@ _FORGET = {
 def agent_token_revoke(*, workspace_id, now: datetime) -> None:
     """Refuse the workspace's agent from now on (410 Gone)."""
     WorkspaceAgent.objects.filter(pk=workspace_id, revoked_at=None).update(revoked_at=now)
+    _forget_token(workspace_id)
+
+
+def _forget_token(workspace_id) -> None:
+    from workspaces.heartbeats import heartbeat_forget_token  # it imports this module
+
+    heartbeat_forget_token(workspace_id=workspace_id)
 
 
 def agent_activity_reset(*, workspace_id) -> None:
@@ -185,82 +195,6 @@ def _when(value, where: str) -> datetime:
     if at.tzinfo is None:
         raise HeartbeatRefused(400, f"{where}.at must carry its UTC offset (e.g. Z).")
     return at.astimezone(UTC)
-
-
-def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) -> int:
-    """Store a heartbeat's samples for the workspace and fold them into its activity; returns
-    how many samples were new. Raises HeartbeatRefused (401 wrong token, 410 revoked or
-    deleted, 400 bad payload). Three queries: the agent, the insert, the update."""
-    agent = _authenticated_agent(workspace_id, token)
-    samples = heartbeat_parse(body)
-    last_at = agent["last_at"]
-    fresh = [s for s in samples if (last_at is None or s.at > last_at)]
-    fresh = [s for s in fresh if (s.at - now).total_seconds() <= 300]  # clock skew allowance
-    if not fresh:
-        return 0
-    activity = idle.fold(idle.activity_of(agent), (_idle_sample(s) for s in fresh), _policy(agent))
-    latest = fresh[-1]
-    with transaction.atomic():
-        TelemetrySample.objects.bulk_create([_row(workspace_id, s) for s in fresh])
-        WorkspaceAgent.objects.filter(pk=workspace_id).update(
-            last_at=activity.last_at,
-            evidence_since=activity.evidence_since,
-            busy_since=activity.busy_since,
-            active_at=activity.active_at,
-            nvml=latest.nvml,
-            gpus=latest.gpus,
-            interactive=latest.interactive,
-            cpu_percent=latest.cpu_percent,
-        )
-    return len(fresh)
-
-
-_POLICY = "workspace__team__idle_policy__"
-# Only what ingestion needs, in one narrow row: heartbeats are the portal's busiest request.
-_AGENT_COLUMNS = (
-    "token_sha256",
-    "revoked_at",
-    "last_at",
-    "evidence_since",
-    "busy_since",
-    "active_at",
-    "workspace__status",
-    f"{_POLICY}gpu_threshold",
-)
-
-
-def _authenticated_agent(workspace_id, token: str) -> dict:
-    agent = WorkspaceAgent.objects.filter(pk=workspace_id).values(*_AGENT_COLUMNS).first()
-    if agent is None or not hmac.compare_digest(_sha256(token), agent["token_sha256"]):
-        raise HeartbeatRefused(401, "Unknown workspace or wrong token.")
-    if agent["revoked_at"] is not None or agent["workspace__status"] in GONE:
-        raise HeartbeatRefused(410, "The workspace is deleted; stop sending.")
-    return agent
-
-
-def _policy(agent: dict) -> idle.Policy:
-    """Folding needs only the threshold and the spike and gap windows of the policy."""
-    from teams.models import IdlePolicy
-
-    row = IdlePolicy()
-    if agent[f"{_POLICY}gpu_threshold"] is not None:
-        row.gpu_threshold = agent[f"{_POLICY}gpu_threshold"]
-    return policy_from_row(row)
-
-
-def _idle_sample(s: ParsedSample) -> idle.Sample:
-    return idle.Sample(s.at, s.gpu_util, s.interactive)
-
-
-def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
-    return TelemetrySample(
-        workspace_id=workspace_id,
-        at=s.at,
-        gpu_util=s.gpu_util,
-        gpu_mem_used_mib=s.gpu_mem_used_mib,
-        interactive=s.interactive,
-        cpu_percent=s.cpu_percent,
-    )
 
 
 def policy_from_row(row) -> idle.Policy:

@@ -1,35 +1,144 @@
-"""Metering: when each workspace was billable, at which price."""
+"""Metering: Azure prices with their effective dates, when each workspace was billable on
+which meter, and the daily rollups the spend pages read. Money is USD, Decimal."""
+
+from decimal import Decimal
 
 from django.db import models
 
+HOURS_PER_MONTH = Decimal(730)  # Azure prorates monthly meters (managed disks) over 730 hours
+
+
+class PriceKind(models.TextChoices):
+    VM = "vm", "Virtual machine"
+    DISK = "disk", "Managed disk"
+
+
+class Price(models.Model):
+    """One Azure meter's retail price from ``effective_start`` until the next row of the same
+    (kind, sku, region, spot). Rows are only ever added: a price change is a new row, so
+    past spend keeps the price it was incurred at. Source: Azure Retail Prices API
+    (``manage.py sync_prices``) or the snapshot shipped in data/."""
+
+    kind = models.CharField(max_length=8, choices=PriceKind.choices)
+    sku = models.CharField(
+        max_length=64, help_text="armSkuName (VM size) or disk tier, e.g. P10 LRS"
+    )
+    region = models.CharField(max_length=32, help_text="armRegionName, e.g. eastus")
+    spot = models.BooleanField(default=False)
+    unit_price = models.DecimalField(max_digits=16, decimal_places=6, help_text="USD per unit")
+    unit = models.CharField(max_length=16, help_text="'1 Hour' or '1/Month'")
+    effective_start = models.DateTimeField()
+    meter_id = models.CharField(max_length=64, blank=True)
+    source = models.CharField(max_length=16, help_text="api or snapshot")
+    synced_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["kind", "sku", "region", "spot", "effective_start"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["kind", "sku", "region", "spot", "effective_start"],
+                name="price_unique_meter_start",
+            )
+        ]
+
+    def __str__(self):
+        spot = " Spot" if self.spot else ""
+        since = f"{self.effective_start:%Y-%m-%d}"
+        return f"{self.sku}{spot} {self.region}: ${self.unit_price}/{self.unit} from {since}"
+
+    @property
+    def hourly(self) -> Decimal:
+        """USD per hour (a monthly price over Azure's 730-hour month)."""
+        return self.unit_price if self.unit == "1 Hour" else self.unit_price / HOURS_PER_MONTH
+
+
+class Meter(models.TextChoices):
+    COMPUTE = "compute", "Compute"
+    DISK = "disk", "OS disk"
+
 
 class UsageInterval(models.Model):
-    """A stretch of time in which a workspace's compute was billable (statuses in
-    workspaces.states.BILLABLE), at the hourly price it was requested at.
+    """A stretch of time in which a workspace used one priced meter: its VM size while
+    allocated (compute), or its OS disk while the disk exists.
 
     Opened and closed by workspaces.states.transition only; ``ended_at`` is None while open.
-    Spend = sum of hours x price_per_hour (USD).
+    Cost = hours x the Price in effect at each moment x share_num / share_den (a MIG slice is
+    a share of its node's price). ``price_per_hour`` is the price when it opened, for show.
     """
 
     workspace = models.ForeignKey(
         "workspaces.Workspace", on_delete=models.CASCADE, related_name="usage_intervals"
     )
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    meter = models.CharField(max_length=8, choices=Meter.choices, default=Meter.COMPUTE)
+    price_kind = models.CharField(max_length=8, choices=PriceKind.choices, default=PriceKind.VM)
+    sku = models.CharField(max_length=64, blank=True)
+    region = models.CharField(max_length=32, blank=True)
+    spot = models.BooleanField(default=False)
+    share_num = models.PositiveIntegerField(default=1)
+    share_den = models.PositiveIntegerField(default=1)
     started_at = models.DateTimeField()
     ended_at = models.DateTimeField(null=True, blank=True)
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="USD/hour")
 
     class Meta:
         ordering = ["started_at"]
-        indexes = [models.Index(fields=["team", "started_at"])]
+        indexes = [
+            models.Index(fields=["team", "started_at"]),
+            models.Index(fields=["team", "ended_at"]),
+        ]
         constraints = [
-            # At most one open interval per workspace.
+            # At most one open interval per workspace and meter.
             models.UniqueConstraint(
-                fields=["workspace"],
+                fields=["workspace", "meter"],
                 condition=models.Q(ended_at__isnull=True),
-                name="usageinterval_one_open",
+                name="usageinterval_one_open_per_meter",
             )
         ]
 
     def __str__(self):
-        return f"{self.workspace_id} {self.started_at:%Y-%m-%d %H:%M} - {self.ended_at or 'now'}"
+        end = self.ended_at or "now"
+        return f"{self.workspace_id} {self.meter} {self.started_at:%Y-%m-%d %H:%M} - {end}"
+
+
+class DailySpend(models.Model):
+    """Cost per team, workspace, workspace kind and meter for one day in the team's time
+    zone (USD, to the micro-dollar). Rebuilt idempotently from UsageInterval and Price by
+    billing.services.rollup_rebuild; the spend pages read these rows, not intervals."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="daily_spend"
+    )
+    day = models.DateField()
+    kind = models.CharField(max_length=16, help_text="Workspace kind: vm, mig or namespace")
+    meter = models.CharField(max_length=8, choices=Meter.choices)
+    cost = models.DecimalField(max_digits=16, decimal_places=6, help_text="USD")
+    hours = models.DecimalField(max_digits=10, decimal_places=4)
+
+    class Meta:
+        ordering = ["day"]
+        indexes = [models.Index(fields=["team", "day"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "day", "meter"], name="dailyspend_unique_day_meter"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.workspace_id} {self.day} {self.meter}: ${self.cost}"
+
+
+class SpendRollup(models.Model):
+    """How far a team's DailySpend rows are complete: every day up to ``rolled_through`` (its
+    time zone). Later days are computed live from intervals; a late correction (a price
+    effective in the past) moves the mark back."""
+
+    team = models.OneToOneField(
+        "teams.Team", on_delete=models.CASCADE, primary_key=True, related_name="spend_rollup"
+    )
+    rolled_through = models.DateField()
+    rebuilt_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.team_id} rolled through {self.rolled_through}"

@@ -1,54 +1,216 @@
-"""Spend, burn rate and budget runway from UsageInterval rows. Money in USD (Decimal)."""
+"""Spend, burn rate and budget runway, from UsageInterval rows priced by Price rows (Azure
+Retail Prices API) and the DailySpend rollups. Money in USD (Decimal); days and months are
+the team's, in its time zone (the idle policy's ``timezone``, UTC by default)."""
 
+from __future__ import annotations
+
+from collections import defaultdict
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from django.db.models import Q
 
-from billing.models import UsageInterval
+from billing import metering
+from billing.models import DailySpend, Price, SpendRollup, UsageInterval
 
-CENT = Decimal("0.01")
-SECONDS_PER_HOUR = Decimal(3600)
+CENT = metering.CENT
+_BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 
 
-def month_bounds(now: datetime) -> tuple[datetime, datetime]:
-    """Start of ``now``'s calendar month and of the next one (UTC, aware)."""
-    start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    return start, (start + timedelta(days=32)).replace(day=1)
+def team_timezones(*, team_ids) -> dict[int, ZoneInfo]:
+    """Each team's time zone: its idle policy's, else UTC."""
+    from teams.models import IdlePolicy
+
+    zones = dict(IdlePolicy.objects.filter(team_id__in=team_ids).values_list("team_id", "timezone"))
+    return {t: ZoneInfo(zones.get(t) or "UTC") for t in team_ids}
+
+
+UTC_ZONE = ZoneInfo("UTC")
+
+
+def month_bounds(now: datetime, tz: ZoneInfo = UTC_ZONE) -> tuple[datetime, datetime]:
+    """Start of ``now``'s calendar month in ``tz`` and of the next one (aware)."""
+    local = now.astimezone(tz)
+    first = local.date().replace(day=1)
+    following = (first + timedelta(days=32)).replace(day=1)
+    return (
+        datetime.combine(first, time(), tzinfo=tz),
+        datetime.combine(following, time(), tzinfo=tz),
+    )
+
+
+def day_start(day: date, tz: ZoneInfo) -> datetime:
+    return datetime.combine(day, time(), tzinfo=tz)
+
+
+@dataclass(frozen=True)
+class SpendLine:
+    """Cost of one workspace's meter on one day of its team's time zone (USD, unrounded)."""
+
+    team_id: int
+    workspace_id: object
+    kind: str  # the workspace's: vm, mig or namespace
+    day: date
+    meter: str
+    hours: Decimal
+    cost: Decimal
+
+
+def price_book(intervals) -> dict[tuple, list[metering.PricePoint]]:
+    """Price points (USD/hour) per (kind, sku, region, spot) for the given interval rows, in
+    one query."""
+    keys = {(i["price_kind"], i["sku"], i["region"], i["spot"]) for i in intervals}
+    if not keys:
+        return {}
+    rows = Price.objects.filter(
+        kind__in={k[0] for k in keys}, sku__in={k[1] for k in keys}, region__in={k[2] for k in keys}
+    ).order_by("effective_start")
+    book: dict[tuple, list] = defaultdict(list)
+    for p in rows:
+        book[(p.kind, p.sku, p.region, p.spot)].append(
+            metering.PricePoint(p.effective_start, p.hourly)
+        )
+    return book
+
+
+def _points(book: dict, interval: dict) -> list[metering.PricePoint]:
+    """The interval's price points; before the first (or with none) the price quoted when it
+    opened applies, so spend never goes unpriced."""
+    key = (interval["price_kind"], interval["sku"], interval["region"], interval["spot"])
+    return [metering.PricePoint(_BEGINNING, interval["price_per_hour"]), *book.get(key, [])]
+
+
+_INTERVAL_FIELDS = (
+    "team_id",
+    "workspace_id",
+    "workspace__kind",
+    "meter",
+    "price_kind",
+    "sku",
+    "region",
+    "spot",
+    "share_num",
+    "share_den",
+    "started_at",
+    "ended_at",
+    "price_per_hour",
+)
+
+
+def live_spend(
+    *, windows: dict[int, tuple[datetime, datetime]], zones: dict[int, ZoneInfo]
+) -> list[SpendLine]:
+    """Spend per team, workspace, day and meter computed from intervals and prices, each team
+    over its own window ``(start, end)``; end is at most now. Two queries."""
+    if not windows:
+        return []
+    earliest = min(w[0] for w in windows.values())
+    latest = max(w[1] for w in windows.values())
+    intervals = list(
+        UsageInterval.objects.filter(
+            Q(ended_at__isnull=True) | Q(ended_at__gt=earliest),
+            team_id__in=list(windows),
+            started_at__lt=latest,
+        ).values(*_INTERVAL_FIELDS)
+    )
+    book = price_book(intervals)
+    totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    for i in intervals:
+        team = i["team_id"]
+        for piece in metering.pieces(
+            started_at=i["started_at"],
+            ended_at=i["ended_at"],
+            prices=_points(book, i),
+            window=windows[team],
+            tz=zones[team],
+            share=(i["share_num"], i["share_den"]),
+        ):
+            key = (team, i["workspace_id"], i["workspace__kind"], piece.day, i["meter"])
+            total = totals[key]
+            total[0] += piece.hours
+            total[1] += piece.cost
+    return [SpendLine(*key, hours, cost) for key, (hours, cost) in totals.items()]
+
+
+def burn_rates(*, team_ids, now: datetime) -> dict[int, Decimal]:
+    """USD/hour of every open interval at the price in effect now, per team."""
+    intervals = list(
+        UsageInterval.objects.filter(team_id__in=team_ids, ended_at__isnull=True).values(
+            *_INTERVAL_FIELDS
+        )
+    )
+    book = price_book(intervals)
+    rates: dict[int, Decimal] = defaultdict(Decimal)
+    for i in intervals:
+        point = metering.price_at(_points(book, i), now)
+        rates[i["team_id"]] += point.hourly * i["share_num"] / i["share_den"]
+    return rates
+
+
+def rolled_through(*, team_ids) -> dict[int, date]:
+    """The last day of each team whose DailySpend rows are complete (teams never rolled up
+    are missing)."""
+    return dict(
+        SpendRollup.objects.filter(team_id__in=team_ids).values_list("team_id", "rolled_through")
+    )
+
+
+def spend_between(
+    *, team_ids, first: date, last: date, now: datetime, zones: dict[int, ZoneInfo]
+) -> list[SpendLine]:
+    """Spend per team, workspace, day and meter for the days ``first``..``last`` of each team:
+    from DailySpend up to the day it is rolled through, computed live after that."""
+    rolled = rolled_through(team_ids=team_ids)
+    lines = [
+        SpendLine(**row)
+        for row in DailySpend.objects.filter(_rolled_filter(team_ids, rolled, first, last)).values(
+            "team_id", "workspace_id", "kind", "day", "meter", "hours", "cost"
+        )
+    ]
+    windows = {}
+    for team in team_ids:
+        live_first = max(first, rolled[team] + timedelta(days=1)) if team in rolled else first
+        if live_first <= last:
+            start = day_start(live_first, zones[team])
+            end = min(now, day_start(last + timedelta(days=1), zones[team]))
+            if start < end:
+                windows[team] = (start, end)
+    return lines + live_spend(windows=windows, zones=zones)
+
+
+def _rolled_filter(team_ids, rolled: dict, first: date, last: date) -> Q:
+    query = Q(pk__in=[])
+    for team in team_ids:
+        if team in rolled and rolled[team] >= first:
+            query |= Q(team_id=team, day__gte=first, day__lte=min(last, rolled[team]))
+    return query
 
 
 @dataclass(frozen=True)
 class TeamSpend:
-    """A team's month so far: ``spent`` USD since the 1st, ``burn_per_hour`` USD/hour of what
-    is billable now."""
+    """A team's month so far: ``spent`` USD since the 1st (its time zone), ``burn_per_hour``
+    USD/hour of what is billable now."""
 
     spent: Decimal
     burn_per_hour: Decimal
 
 
 def team_spend(*, team_ids, now: datetime) -> dict[int, TeamSpend]:
-    """Month-to-date spend and current burn rate per team, in one query."""
-    start, _ = month_bounds(now)
-    rows = UsageInterval.objects.filter(
-        Q(ended_at__isnull=True) | Q(ended_at__gt=start),
-        team_id__in=team_ids,
-        started_at__lt=now,
-    ).values_list("team_id", "started_at", "ended_at", "price_per_hour")
-    spent: dict[int, Decimal] = {}
-    burn: dict[int, Decimal] = {}
-    for team_id, started, ended, price in rows:
-        seconds = Decimal((min(ended or now, now) - max(started, start)).total_seconds())
-        spent[team_id] = spent.get(team_id, Decimal(0)) + seconds / SECONDS_PER_HOUR * price
-        if ended is None:
-            burn[team_id] = burn.get(team_id, Decimal(0)) + price
-    return {
-        t: TeamSpend(
-            spent=spent.get(t, Decimal(0)).quantize(CENT),
-            burn_per_hour=burn.get(t, Decimal(0)),
-        )
-        for t in team_ids
-    }
+    """Month-to-date spend and current burn rate per team: rollups plus live intervals."""
+    team_ids = list(team_ids)
+    zones = team_timezones(team_ids=team_ids)
+    spent: dict[int, Decimal] = defaultdict(Decimal)
+    for team in team_ids:  # months differ by time zone; usually one or two teams
+        start, _ = month_bounds(now, zones[team])
+        today = now.astimezone(zones[team]).date()
+        for line in spend_between(
+            team_ids=[team], first=start.date(), last=today, now=now, zones=zones
+        ):
+            spent[team] += metering.to_cents(line.cost)  # what the CSV charges, line by line
+    burn = burn_rates(team_ids=team_ids, now=now)
+    return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
 
 
 def budget_runs_out(
@@ -61,3 +223,194 @@ def budget_runs_out(
     if burn_per_hour <= 0:
         return None
     return now + timedelta(hours=float(left / burn_per_hour))
+
+
+KINDS = ("vm", "mig", "namespace")
+
+
+@dataclass(frozen=True)
+class WorkspaceSpend:
+    """One workspace's spend over a period: USD (cents), hours allocated (compute)."""
+
+    workspace_id: object
+    name: str
+    owner: str
+    vm_size: str
+    kind: str
+    hours: Decimal
+    cost: Decimal
+
+
+@dataclass(frozen=True)
+class SpendMonth:
+    """A team's month: ``total`` USD so far (the sum of the CSV's cent-rounded lines),
+    ``days`` as (day, {kind: USD}), the top workspaces by cost; for the current month the
+    burn (USD/hour), ``forecast`` (USD at month end) and the day the budget runs out."""
+
+    first: date
+    last: date
+    current: bool
+    total: Decimal
+    days: list
+    workspaces: list
+    more_workspaces: int
+    budget: Decimal | None
+    burn_per_hour: Decimal
+    forecast: Decimal | None
+    runs_out: date | None
+
+
+FORECAST_METHOD = (
+    "Forecast: spend so far plus, for each hour left in the month, the average of the current "
+    "burn rate (what runs now, at today's prices) and this month's average hourly spend."
+)
+
+
+def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMonth:
+    """The team's spend page for the calendar month starting ``month`` (its time zone)."""
+    zones = team_timezones(team_ids=[team.pk])
+    tz = zones[team.pk]
+    start, end = month_bounds(day_start(month, tz), tz)
+    current = start <= now < end
+    last = (end - timedelta(hours=12)).date()
+    lines = spend_between(team_ids=[team.pk], first=month, last=last, now=now, zones=zones)
+    total = sum((metering.to_cents(ln.cost) for ln in lines), Decimal(0))
+    burn = (
+        burn_rates(team_ids=[team.pk], now=now).get(team.pk, Decimal(0)) if current else Decimal(0)
+    )
+    forecast = _forecast(total, burn, start, end, now) if current else None
+    workspaces = _by_workspace(lines)
+    return SpendMonth(
+        first=month,
+        last=last,
+        current=current,
+        total=total,
+        days=_by_day(lines, month, last),
+        workspaces=_named(workspaces[:top]),
+        more_workspaces=max(0, len(workspaces) - top),
+        budget=team.monthly_budget,
+        burn_per_hour=burn,
+        forecast=forecast,
+        runs_out=_runs_out(team.monthly_budget, total, forecast, start, end, now, tz),
+    )
+
+
+def _rate(total: Decimal, burn: Decimal, start: datetime, now: datetime) -> Decimal:
+    elapsed = metering.hours_between(start, now)
+    trend = total / elapsed if elapsed > 0 else burn
+    return (burn + trend) / 2
+
+
+def _forecast(total: Decimal, burn: Decimal, start, end, now) -> Decimal:
+    rate = _rate(total, burn, start, now)
+    return metering.to_cents(total + rate * metering.hours_between(now, end))
+
+
+def _runs_out(budget, total, forecast, start, end, now, tz) -> date | None:
+    """The local day the budget is used up at the forecast's rate, if before the month ends."""
+    if budget is None or forecast is None or forecast <= budget:
+        return None
+    if total >= budget:
+        return now.astimezone(tz).date()
+    rate = (forecast - total) / metering.hours_between(now, end)
+    return (now + timedelta(hours=float((budget - total) / rate))).astimezone(tz).date()
+
+
+def _by_day(lines, first: date, last: date) -> list:
+    days = {
+        first + timedelta(days=n): dict.fromkeys(KINDS, Decimal(0))
+        for n in range((last - first).days + 1)
+    }
+    for line in lines:
+        days[line.day][line.kind] += metering.to_cents(line.cost)
+    return sorted(days.items())
+
+
+def _by_workspace(lines) -> list[tuple]:
+    """(workspace_id, kind, compute hours, USD) sorted by cost, highest first."""
+    totals: dict = defaultdict(lambda: [None, Decimal(0), Decimal(0)])
+    for line in lines:
+        row = totals[line.workspace_id]
+        row[0] = line.kind
+        row[1] += line.hours if line.meter == "compute" else 0
+        row[2] += metering.to_cents(line.cost)
+    return sorted(((pk, *row) for pk, row in totals.items()), key=lambda r: r[3], reverse=True)
+
+
+def _named(rows: list[tuple]) -> list[WorkspaceSpend]:
+    from workspaces.models import Workspace
+
+    names = {
+        w["pk"]: w
+        for w in Workspace.objects.filter(pk__in=[r[0] for r in rows]).values(
+            "pk", "name", "owner__username", "vm_size"
+        )
+    }
+    return [
+        WorkspaceSpend(
+            pk,
+            names[pk]["name"],
+            names[pk]["owner__username"],
+            names[pk]["vm_size"],
+            kind,
+            hours,
+            cost,
+        )
+        for pk, kind, hours, cost in rows
+    ]
+
+
+def spend_export(*, teams, first: date, last: date, now: datetime) -> list[list[str]]:
+    """Chargeback rows (billing.csv_export.HEADER) for the teams over the days first..last of
+    each team's time zone. Queries: a constant few, whatever the number of rows."""
+    from billing import csv_export
+    from workspaces.models import Workspace
+
+    team_ids = [t.pk for t in teams]
+    zones = team_timezones(team_ids=team_ids)
+    lines = spend_between(team_ids=team_ids, first=first, last=last, now=now, zones=zones)
+    workspaces = {
+        w["pk"]: w
+        for w in Workspace.objects.filter(pk__in={ln.workspace_id for ln in lines}).values(
+            "pk", "name", "owner__username", "vm_size"
+        )
+    }
+    return csv_export.rows(lines, workspaces, {t.pk: t.name for t in teams})
+
+
+@dataclass(frozen=True)
+class WorkspaceCost:
+    """What a workspace has cost: ``total`` and ``month`` (its team's month so far), USD to
+    the cent; ``per_hour`` USD/hour it costs now, of which ``disk_per_hour`` for its OS disk."""
+
+    total: Decimal
+    month: Decimal
+    per_hour: Decimal
+    disk_per_hour: Decimal
+
+
+def workspace_cost(*, workspace, now: datetime) -> WorkspaceCost:
+    """The workspace's cost so far and now. Three queries."""
+    tz = team_timezones(team_ids=[workspace.team_id])[workspace.team_id]
+    month_start, _ = month_bounds(now, tz)
+    intervals = list(workspace.usage_intervals.values(*_INTERVAL_FIELDS))
+    book = price_book(intervals)
+    total = month = per_hour = disk = Decimal(0)
+    for i in intervals:
+        points = _points(book, i)
+        share = (i["share_num"], i["share_den"])
+        for piece in metering.pieces(
+            started_at=i["started_at"],
+            ended_at=i["ended_at"],
+            prices=points,
+            window=(_BEGINNING, now),
+            tz=tz,
+            share=share,
+        ):
+            total += piece.cost
+            month += piece.cost if piece.start >= month_start else 0
+        if i["ended_at"] is None:
+            hourly = metering.price_at(points, now).hourly * share[0] / share[1]
+            per_hour += hourly
+            disk += hourly if i["meter"] == "disk" else 0
+    return WorkspaceCost(metering.to_cents(total), metering.to_cents(month), per_hour, disk)

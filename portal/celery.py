@@ -28,6 +28,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "workspaces.tasks.downsample_telemetry",
             "schedule": 3600.0,
         },
+        "rollup-spend": {
+            "task": "billing.tasks.rollup_spend",
+            "schedule": settings.SPEND_ROLLUP_SECONDS,
+        },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,

@@ -188,6 +188,10 @@ HEARTBEAT_AUTH_CACHE_SECONDS = env.float("HEARTBEAT_AUTH_CACHE_SECONDS", default
 # Hours raw telemetry samples are kept before they are folded into hourly rows.
 TELEMETRY_RAW_HOURS = env.int("TELEMETRY_RAW_HOURS", default=48)
 
+# --- Spend -------------------------------------------------------------------------------
+# Seconds between rollups of complete days into DailySpend (Celery beat); today is live.
+SPEND_ROLLUP_SECONDS = env.float("SPEND_ROLLUP_SECONDS", default=900.0)
+
 # --- Azure --------------------------------------------------------------------------------
 AZURE_SUBSCRIPTION_ID = env.str(
     "AZURE_SUBSCRIPTION_ID", default="00000000-0000-0000-0000-000000000000"

@@ -33,9 +33,11 @@ def test_billable_time_opens_and_closes_one_interval(cast):
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, price_per_hour=Decimal("10"))
     path = [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING, Status.STOPPING]
     _walk(ws, [*path, Status.STOPPED], NOV_1 + timedelta(days=1), step=timedelta(hours=2))
-    interval = UsageInterval.objects.get(workspace=ws)
+    interval = UsageInterval.objects.get(workspace=ws, meter="compute")
     assert interval.ended_at - interval.started_at == timedelta(hours=6)
     assert interval.price_per_hour == Decimal("10")
+    disk = UsageInterval.objects.get(workspace=ws, meter="disk")  # from the first run, kept
+    assert disk.started_at == NOV_1 + timedelta(days=1, hours=2) and disk.ended_at is None
 
 
 def test_spend_counts_only_this_month_and_runs_up_to_now(cast):

@@ -152,19 +152,9 @@ def transition(
 
 
 def _meter(workspace_id, expected: str, to: str, now: datetime) -> None:
-    """Open a billing interval on entering BILLABLE, close it on leaving."""
-    from billing.models import UsageInterval
-    from workspaces.models import Workspace
+    from billing.services import usage_meter
 
-    if to in BILLABLE and expected not in BILLABLE:
-        team_id, price = Workspace.objects.values_list("team_id", "price_per_hour").get(
-            pk=workspace_id
-        )
-        UsageInterval.objects.create(
-            workspace_id=workspace_id, team_id=team_id, started_at=now, price_per_hour=price
-        )
-    elif expected in BILLABLE and to not in BILLABLE:
-        UsageInterval.objects.filter(workspace_id=workspace_id, ended_at=None).update(ended_at=now)
+    usage_meter(workspace_id=workspace_id, expected=expected, to=to, now=now)
 
 
 def record_creation(*, workspace, now: datetime, actor=None, reason: str = "") -> None:

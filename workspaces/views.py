@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from billing.selectors import workspace_cost
 from teams.selectors import team_list_for_requests
 from workspaces import selectors, services
 from workspaces.forms import WorkspaceRequestForm
@@ -113,6 +114,7 @@ def workspace_detail(request, pk):
     }
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
+        context["cost"] = workspace_cost(workspace=workspace, now=timezone.now())
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:

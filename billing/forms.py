@@ -1,0 +1,40 @@
+"""Forms of the spend pages: which month, which period to export."""
+
+from datetime import date, timedelta
+
+from django import forms
+
+MAX_EXPORT_DAYS = 366
+
+
+class MonthForm(forms.Form):
+    """``month`` as YYYY-MM, e.g. 2026-11."""
+
+    month = forms.CharField(max_length=7)
+
+    def clean_month(self) -> date:
+        text = self.cleaned_data["month"]
+        try:
+            year, month = (int(part) for part in text.split("-"))
+            return date(year, month, 1)
+        except ValueError:
+            raise forms.ValidationError("Give the month as YYYY-MM, e.g. 2026-11.") from None
+
+
+class ExportForm(forms.Form):
+    """A period of days to export, both included, at most MAX_EXPORT_DAYS long."""
+
+    start = forms.DateField(label="From")
+    end = forms.DateField(label="To")
+
+    def clean(self):
+        data = super().clean()
+        start, end = data.get("start"), data.get("end")
+        if start and end:
+            if end < start:
+                raise forms.ValidationError("The period ends before it starts.")
+            if end - start >= timedelta(days=MAX_EXPORT_DAYS):
+                raise forms.ValidationError(
+                    f"Export at most {MAX_EXPORT_DAYS} days at a time; split the period."
+                )
+        return data

@@ -1,0 +1,147 @@
+"""Billing's writes: meters opened and closed on state changes, prices synced with their
+effective dates, and the daily rollups rebuilt. Money in USD (Decimal)."""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+
+from django.db import transaction
+from django.db.models import Min
+
+from billing.models import DailySpend, Meter, Price, PriceKind, SpendRollup, UsageInterval
+from billing.selectors import day_start, live_spend, rolled_through, team_timezones
+
+# Every VM's OS disk: 128 GiB Premium SSD (cloud.azure_vm.VmSpec), billed as tier P10 LRS.
+OS_DISK_TIER = "P10 LRS"
+
+
+def usage_meter(*, workspace_id, expected: str, to: str, now: datetime) -> None:
+    """Open or close the workspace's meters for the change ``expected -> to`` (called inside
+    workspaces.states.transition's transaction). Compute is billed while the VM is allocated
+    (states.BILLABLE); the OS disk from the first time the VM runs until it is deleted."""
+    from workspaces.models import Workspace
+    from workspaces.states import BILLABLE, Status
+
+    opens_compute = to in BILLABLE and expected not in BILLABLE
+    closes_compute = expected in BILLABLE and to not in BILLABLE
+    if opens_compute or to == Status.RUNNING:
+        ws = Workspace.objects.values("team_id", "vm_size", "region", "price_per_hour").get(
+            pk=workspace_id
+        )
+    if opens_compute:
+        _open(
+            workspace_id, ws, Meter.COMPUTE, PriceKind.VM, ws["vm_size"], ws["price_per_hour"], now
+        )
+    elif closes_compute:
+        _close(workspace_id, Meter.COMPUTE, now)
+    if to == Status.RUNNING and not _is_open(workspace_id, Meter.DISK):
+        disk = price_in_effect(kind=PriceKind.DISK, sku=OS_DISK_TIER, region=ws["region"], at=now)
+        hourly = disk.hourly if disk else 0
+        _open(workspace_id, ws, Meter.DISK, PriceKind.DISK, OS_DISK_TIER, hourly, now)
+    elif to == Status.DELETED:
+        _close(workspace_id, Meter.DISK, now)
+
+
+def _open(workspace_id, ws: dict, meter, kind, sku: str, hourly, now: datetime) -> None:
+    UsageInterval.objects.create(
+        workspace_id=workspace_id,
+        team_id=ws["team_id"],
+        meter=meter,
+        price_kind=kind,
+        sku=sku,
+        region=ws["region"],
+        started_at=now,
+        price_per_hour=round(hourly, 4),
+    )
+
+
+def _close(workspace_id, meter, now: datetime) -> None:
+    UsageInterval.objects.filter(workspace_id=workspace_id, meter=meter, ended_at=None).update(
+        ended_at=now
+    )
+
+
+def _is_open(workspace_id, meter) -> bool:
+    return UsageInterval.objects.filter(
+        workspace_id=workspace_id, meter=meter, ended_at=None
+    ).exists()
+
+
+def price_in_effect(
+    *, kind: str, sku: str, region: str, at: datetime, spot: bool = False
+) -> Price | None:
+    """The Price row in effect at ``at`` for the meter, or None if none is known."""
+    return (
+        Price.objects.filter(kind=kind, sku=sku, region=region, spot=spot, effective_start__lte=at)
+        .order_by("-effective_start")
+        .first()
+    )
+
+
+def rollup_rebuild(*, now: datetime, team_ids=None, since: date | None = None) -> int:
+    """Rebuild each team's DailySpend for its complete days (up to yesterday in its time
+    zone) from ``since``, or from the day after its rollup mark, or from its first usage;
+    returns how many rows were written. Idempotent: a day rebuilt twice is replaced."""
+    from teams.models import Team
+
+    team_ids = list(team_ids if team_ids is not None else Team.objects.values_list("pk", flat=True))
+    zones = team_timezones(team_ids=team_ids)
+    marks = rolled_through(team_ids=team_ids)
+    firsts = dict(
+        UsageInterval.objects.filter(team_id__in=team_ids)
+        .values_list("team_id")
+        .annotate(Min("started_at"))
+    )
+    written = 0
+    for team in team_ids:
+        yesterday = now.astimezone(zones[team]).date() - timedelta(days=1)
+        first = since or _next_day(marks.get(team)) or _local_day(firsts.get(team), zones[team])
+        if first is None or first > yesterday:
+            continue
+        written += _rebuild_days(team, first, yesterday, zones, now)
+    return written
+
+
+def _next_day(day: date | None) -> date | None:
+    return day + timedelta(days=1) if day else None
+
+
+def _local_day(moment: datetime | None, tz) -> date | None:
+    return moment.astimezone(tz).date() if moment else None
+
+
+def _rebuild_days(team: int, first: date, last: date, zones: dict, now: datetime) -> int:
+    window = (day_start(first, zones[team]), day_start(last + timedelta(days=1), zones[team]))
+    lines = live_spend(windows={team: window}, zones=zones)
+    rows = [
+        DailySpend(
+            team_id=team,
+            workspace_id=line.workspace_id,
+            kind=line.kind,
+            day=line.day,
+            meter=line.meter,
+            hours=round(line.hours, 4),
+            cost=round(line.cost, 6),
+        )
+        for line in lines
+    ]
+    with transaction.atomic():
+        DailySpend.objects.filter(team_id=team, day__gte=first, day__lte=last).delete()
+        DailySpend.objects.bulk_create(rows, batch_size=2000)
+        SpendRollup.objects.update_or_create(
+            team_id=team, defaults={"rolled_through": last, "rebuilt_at": now}
+        )
+    return len(rows)
+
+
+def rollup_invalidate(*, since: datetime) -> int:
+    """After a late correction (a price effective from ``since``), let every team's days from
+    ``since`` on be computed live again until the next rebuild; returns teams affected."""
+    moved = 0
+    for mark in SpendRollup.objects.all():
+        zones = team_timezones(team_ids=[mark.team_id])
+        day_before = since.astimezone(zones[mark.team_id]).date() - timedelta(days=1)
+        if mark.rolled_through > day_before:
+            SpendRollup.objects.filter(pk=mark.pk).update(rolled_through=day_before)
+            moved += 1
+    return moved

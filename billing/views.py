@@ -1,0 +1,93 @@
+"""The spend pages: a team's month (HTML, chart data as JSON, CSV export). Every query
+starts from the teams visible to the user; a stranger gets 404."""
+
+import io
+from datetime import date
+
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.utils import timezone
+from django.views.decorators.http import require_GET
+
+from billing import csv_export, selectors
+from billing.forms import ExportForm, MonthForm
+from teams.models import Team
+from teams.selectors import team_get
+
+
+def _team(request, slug: str) -> Team:
+    try:
+        team = team_get(user=request.user, slug=slug)
+    except Team.DoesNotExist:
+        raise Http404("No such team.") from None
+    if not request.user.has_perm("teams.view_team", team):
+        raise Http404("No such team.")
+    return team
+
+
+def _month(request, now) -> tuple[date | None, MonthForm]:
+    """The month asked for (this month in the user's time zone by default), or None with the
+    form's error."""
+    asked = request.GET.get("month") or timezone.localtime(now).strftime("%Y-%m")
+    form = MonthForm({"month": asked})
+    return (form.cleaned_data["month"] if form.is_valid() else None), form
+
+
+@login_required
+@require_GET
+def team_spend(request, slug):
+    """Month-to-date spend, budget, forecast, chart and the workspaces' table."""
+    team, now = _team(request, slug), timezone.now()
+    month, month_form = _month(request, now)
+    if month is None:
+        return render(
+            request, "billing/team_spend.html", {"team": team, "month_form": month_form}, status=400
+        )
+    spend = selectors.spend_month(team=team, month=month, now=now)
+    export = ExportForm(initial={"start": spend.first, "end": spend.last})
+    context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
+    context["method"] = selectors.FORECAST_METHOD
+    return render(request, "billing/team_spend.html", context)
+
+
+@login_required
+@require_GET
+def team_spend_data(request, slug):
+    """JSON for the chart: {"month", "currency", "days": [ISO dates], "series": {kind:
+    [USD as strings, one per day]}, "total"}; 400 {"error"} for a bad month."""
+    team, now = _team(request, slug), timezone.now()
+    month, form = _month(request, now)
+    if month is None:
+        return JsonResponse({"error": form.errors["month"][0]}, status=400)
+    spend = selectors.spend_month(team=team, month=month, now=now)
+    return JsonResponse(
+        {
+            "month": month.strftime("%Y-%m"),
+            "currency": "USD",
+            "days": [day.isoformat() for day, _ in spend.days],
+            "series": {
+                kind: [f"{costs[kind]:.2f}" for _, costs in spend.days] for kind in selectors.KINDS
+            },
+            "total": f"{spend.total:.2f}",
+        }
+    )
+
+
+@login_required
+@require_GET
+def team_spend_csv(request, slug):
+    """The team's spend for a period as chargeback CSV; 400 JSON for a bad period."""
+    team = _team(request, slug)
+    form = ExportForm(request.GET)
+    if not form.is_valid():
+        errors = [e for field in form.errors.values() for e in field]
+        return JsonResponse({"error": " ".join(errors)}, status=400)
+    start, end = form.cleaned_data["start"], form.cleaned_data["end"]
+    table = selectors.spend_export(teams=[team], first=start, last=end, now=timezone.now())
+    stream = io.StringIO()
+    csv_export.write(stream, table)
+    response = HttpResponse(stream.getvalue(), content_type="text/csv; charset=utf-8")
+    name = f"spend-{team.slug}-{start:%Y%m%d}-{end:%Y%m%d}.csv"
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response

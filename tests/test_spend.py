@@ -1,0 +1,163 @@
+"""Metering to the cent, worked by hand: intervals from state changes, priced at the Azure
+price in effect at each moment, split by day in the team's time zone."""
+
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+
+from billing import services as billing
+from billing.models import DailySpend, Price, UsageInterval
+from billing.selectors import spend_between, team_spend, team_timezones
+from teams.models import IdlePolicy
+from tests.factories import WorkspaceFactory
+from workspaces import states
+from workspaces.states import Status
+
+pytestmark = pytest.mark.django_db
+A100 = "Standard_NC24ads_A100_v4"
+
+
+def price(sku, unit_price, start, *, kind="vm", unit="1 Hour", region="eastus", spot=False):
+    return Price.objects.create(
+        kind=kind,
+        sku=sku,
+        region=region,
+        spot=spot,
+        unit_price=Decimal(unit_price),
+        unit=unit,
+        effective_start=start,
+        source="api",
+        synced_at=start,
+    )
+
+
+def run(cast, *, start, stop=None, team=None, **fields):
+    """A VM workspace provisioning from ``start`` and running; deallocated at ``stop``."""
+    ws = WorkspaceFactory(team=team or cast.team, owner=cast.researcher, **fields)
+    go = states.transition
+    go(workspace_id=ws.pk, expected=Status.REQUESTED, to=Status.PROVISIONING, now=start)
+    go(workspace_id=ws.pk, expected=Status.PROVISIONING, to=Status.RUNNING, now=start)
+    if stop:
+        go(workspace_id=ws.pk, expected=Status.RUNNING, to=Status.STOPPING, now=stop)
+        go(workspace_id=ws.pk, expected=Status.STOPPING, to=Status.STOPPED, now=stop)
+    return ws
+
+
+def in_zone(cast, name):
+    IdlePolicy.objects.update_or_create(team=cast.team, defaults={"timezone": name})
+
+
+def lines_for(cast, first, last, now):
+    zones = team_timezones(team_ids=[cast.team.pk])
+    return spend_between(team_ids=[cast.team.pk], first=first, last=last, now=now, zones=zones)
+
+
+def compute_by_day(lines):
+    return {ln.day: ln.cost for ln in lines if ln.meter == "compute"}
+
+
+def test_a_month_boundary_splits_the_spend_between_the_months(cast):
+    price(A100, "3.6730", datetime(2026, 1, 1, tzinfo=UTC))
+    start = datetime(2026, 10, 31, 22, 30, tzinfo=UTC)
+    run(cast, start=start, stop=datetime(2026, 11, 1, 1, 15, tzinfo=UTC))
+    now = datetime(2026, 11, 1, 2, 0, tzinfo=UTC)
+
+    by_day = compute_by_day(lines_for(cast, date(2026, 10, 31), date(2026, 11, 1), now))
+
+    assert by_day == {date(2026, 10, 31): Decimal("5.5095"), date(2026, 11, 1): Decimal("4.59125")}
+    # November so far: $4.59125 of compute + 45 min of the OS disk without a known price.
+    assert team_spend(team_ids=[cast.team.pk], now=now)[cast.team.pk].spent == Decimal("4.59")
+
+
+def test_a_day_with_the_autumn_dst_change_has_25_hours_in_the_teams_zone(cast):
+    in_zone(cast, "Europe/Berlin")  # 25 Oct 2026: 03:00 CEST -> 02:00 CET
+    price(A100, "2.00", datetime(2026, 1, 1, tzinfo=UTC))
+    # Local midnight 25 Oct is 22:00 UTC on the 24th; local midnight 26 Oct is 23:00 UTC.
+    run(cast, start=datetime(2026, 10, 24, 22, 0, tzinfo=UTC))
+    now = datetime(2026, 10, 26, 0, 0, tzinfo=UTC)
+
+    lines = lines_for(cast, date(2026, 10, 25), date(2026, 10, 25), now)
+
+    assert compute_by_day(lines) == {date(2026, 10, 25): Decimal("50.00")}  # 25 h x $2
+    assert [ln.hours for ln in lines if ln.meter == "compute"] == [Decimal(25)]
+
+
+def test_a_price_change_mid_interval_bills_each_part_at_its_own_price(cast):
+    price(A100, "3.00", datetime(2026, 11, 1, tzinfo=UTC))
+    price(A100, "3.30", datetime(2026, 11, 10, 12, 0, tzinfo=UTC))
+    run(
+        cast,
+        start=datetime(2026, 11, 10, 10, 0, tzinfo=UTC),
+        stop=datetime(2026, 11, 10, 14, 0, tzinfo=UTC),
+    )
+    now = datetime(2026, 11, 11, tzinfo=UTC)
+
+    by_day = compute_by_day(lines_for(cast, date(2026, 11, 10), date(2026, 11, 10), now))
+
+    assert by_day == {date(2026, 11, 10): Decimal("12.60")}  # 2 h x $3.00 + 2 h x $3.30
+
+
+def test_an_open_interval_is_billed_up_to_now_and_counts_in_the_burn_rate(cast):
+    price(A100, "3.6730", datetime(2026, 1, 1, tzinfo=UTC))
+    run(cast, start=datetime(2026, 11, 1, tzinfo=UTC))
+    now = datetime(2026, 11, 1, 10, 20, tzinfo=UTC)
+
+    spend = team_spend(team_ids=[cast.team.pk], now=now)[cast.team.pk]
+
+    assert spend.spent == Decimal("37.95")  # 620 min / 60 x $3.6730 = $37.954333...
+    assert spend.burn_per_hour == Decimal("3.6730")  # the disk has no price yet
+
+
+def test_a_stopped_vm_still_pays_for_its_os_disk_until_it_is_deleted(cast):
+    price("P10 LRS", "19.71", datetime(2026, 1, 1, tzinfo=UTC), kind="disk", unit="1/Month")
+    price(A100, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    start = datetime(2026, 11, 2, tzinfo=UTC)
+    ws = run(cast, start=start, stop=start + timedelta(hours=2))
+    deleted = start + timedelta(days=1)
+    states.transition(workspace_id=ws.pk, expected=Status.STOPPED, to=Status.DELETING, now=deleted)
+    states.transition(workspace_id=ws.pk, expected=Status.DELETING, to=Status.DELETED, now=deleted)
+
+    lines = lines_for(cast, date(2026, 11, 2), date(2026, 11, 3), deleted + timedelta(days=1))
+
+    disk = {ln.day: ln.cost for ln in lines if ln.meter == "disk"}
+    assert disk == {date(2026, 11, 2): Decimal("0.648")}  # 24 h x $19.71 / 730 h = 24 x $0.027
+    assert compute_by_day(lines) == {date(2026, 11, 2): Decimal("6.00")}
+    assert not UsageInterval.objects.filter(workspace=ws, ended_at=None).exists()
+
+
+def test_the_rollup_gives_the_same_spend_as_live_and_is_idempotent(cast):
+    price(A100, "3.00", datetime(2026, 11, 1, tzinfo=UTC))
+    price(A100, "3.30", datetime(2026, 11, 3, 12, 0, tzinfo=UTC))
+    run(cast, start=datetime(2026, 11, 1, 6, 0, tzinfo=UTC))
+    now = datetime(2026, 11, 5, 9, 0, tzinfo=UTC)
+    live = compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 5), now))
+
+    first = billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
+    again = billing.rollup_rebuild(now=now, team_ids=[cast.team.pk], since=date(2026, 11, 1))
+
+    assert first == again == 8  # 4 complete days x (compute + disk)
+    assert DailySpend.objects.filter(team=cast.team).count() == 8
+    rolled = compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 5), now))
+    assert rolled == live
+    assert live[date(2026, 11, 3)] == Decimal("75.60")  # 12 h x $3.00 + 12 h x $3.30
+    assert live[date(2026, 11, 5)] == Decimal("29.70")  # today so far: 9 h x $3.30, live
+
+
+def test_a_late_price_correction_is_seen_at_once_and_rolled_up_again(cast):
+    price(A100, "3.00", datetime(2026, 11, 1, tzinfo=UTC))
+    run(cast, start=datetime(2026, 11, 1, tzinfo=UTC))
+    now = datetime(2026, 11, 4, tzinfo=UTC)
+    billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
+    price(A100, "2.50", datetime(2026, 11, 2, tzinfo=UTC))
+
+    billing.rollup_invalidate(since=datetime(2026, 11, 2, tzinfo=UTC))
+
+    expected = {
+        date(2026, 11, 1): Decimal("72.00"),
+        date(2026, 11, 2): Decimal("60.00"),
+        date(2026, 11, 3): Decimal("60.00"),
+    }
+    assert compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 3), now)) == expected
+    billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
+    assert compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 3), now)) == expected

@@ -3,6 +3,8 @@ effective dates, and the daily rollups rebuilt. Money in USD (Decimal)."""
 
 from __future__ import annotations
 
+from collections import defaultdict
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db import transaction
@@ -145,3 +147,71 @@ def rollup_invalidate(*, since: datetime) -> int:
             SpendRollup.objects.filter(pk=mark.pk).update(rolled_through=day_before)
             moved += 1
     return moved
+
+
+@dataclass(frozen=True)
+class PriceSync:
+    """What a price sync did: rows ``added``, prices ``unchanged``, and the earliest moment
+    from which spend changed (None when nothing did)."""
+
+    added: int
+    unchanged: int
+    changed_since: datetime | None
+
+
+def prices_sync(*, prices, source: str, now: datetime) -> PriceSync:
+    """Store Azure retail prices (cloud.prices.RetailPrice) with their effective dates, in one
+    transaction. A price equal to the one already in effect adds nothing; a new price adds a
+    row from its effective date; a different price for a start already stored is a
+    correction and takes effect from ``now``. Rows are never updated or deleted. Spend
+    rolled up after the earliest change is computed again."""
+    with transaction.atomic():
+        book = _price_rows(prices)
+        added: list[Price] = []
+        unchanged = 0
+        for p in sorted(prices, key=lambda p: p.effective_start):
+            rows = book[(p.kind, p.arm_sku_name, p.region, p.spot)]
+            row = _row_for(p, rows, source, now)
+            if row is None:
+                unchanged += 1
+                continue
+            rows.append(row)
+            rows.sort(key=lambda r: r.effective_start)
+            added.append(row)
+        Price.objects.bulk_create(added)
+        since = min((r.effective_start for r in added), default=None)
+        if since is not None and since < now:
+            rollup_invalidate(since=since)
+    return PriceSync(len(added), unchanged, since)
+
+
+def _price_rows(prices) -> dict:
+    book = defaultdict(list)
+    rows = Price.objects.filter(sku__in={p.arm_sku_name for p in prices}).order_by(
+        "effective_start"
+    )
+    for row in rows:
+        book[(row.kind, row.sku, row.region, row.spot)].append(row)
+    return book
+
+
+def _row_for(p, rows: list[Price], source: str, now: datetime) -> Price | None:
+    """The Price row this retail price adds, or None when it changes nothing."""
+    same_start = any(r.effective_start == p.effective_start for r in rows)
+    # A different price for a start already stored corrects it from now on.
+    start = now if same_start else p.effective_start
+    in_effect = next((r for r in reversed(rows) if r.effective_start <= start), None)
+    if in_effect and (in_effect.unit_price, in_effect.unit) == (p.unit_price, p.unit):
+        return None
+    return Price(
+        kind=p.kind,
+        sku=p.arm_sku_name,
+        region=p.region,
+        spot=p.spot,
+        unit_price=p.unit_price,
+        unit=p.unit,
+        effective_start=start,
+        meter_id=p.meter_id,
+        source=source,
+        synced_at=now,
+    )

@@ -214,6 +214,11 @@ AZURE_CREDENTIAL = env.str(
     default="emulator" if AZURE_ENDPOINT.startswith("http://127.0.0.1") else "default",
 )
 AZURE_RETRY_TOTAL = env.int("AZURE_RETRY_TOTAL", default=3)
+# Azure Retail Prices API (no credential); the emulator serves it too.
+AZURE_PRICES_ENDPOINT = env.str(
+    "AZURE_PRICES_ENDPOINT",
+    default=AZURE_ENDPOINT if "127.0.0.1" in AZURE_ENDPOINT else "https://prices.azure.com",
+)
 AZURE_RETRY_BACKOFF = env.float("AZURE_RETRY_BACKOFF", default=0.8)
 # Seconds between polls of an Azure long-running operation (the emulator's finish in seconds).
 AZURE_POLLING_INTERVAL = env.float(

@@ -28,6 +28,7 @@ class Command(BaseCommand):
     @transaction.atomic
     def handle(self, *args, **options):
         call_command("load_catalog", stdout=self.stdout)
+        call_command("sync_prices", offline=True, stdout=self.stdout)
         users = get_user_model().objects
         for team_name, members in DEMO_TEAMS.items():
             team, _ = Team.objects.get_or_create(

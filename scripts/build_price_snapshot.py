@@ -1,0 +1,104 @@
+"""Build data/retail_prices_snapshot.json, the offline price snapshot `sync_prices --offline`
+loads, from data/azure_gpu_vms.csv (see data/SOURCE.md).
+
+The snapshot is a Retail Prices API page ({"BillingCurrency", "Items": [...]}) so the same
+parser (cloud/prices.py) reads it: one Consumption item per size and region at the CSV's
+pay-as-you-go price, a ' Spot' item where the CSV has a real Spot price (below
+pay-as-you-go), and the OS disk tier's price where one is known. The CSV carries no dates:
+every item is effective from 2025-01-01, which covers all the portal's history.
+
+    python scripts/build_price_snapshot.py
+"""
+
+import csv
+import json
+import uuid
+from decimal import Decimal
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+EFFECTIVE = "2025-01-01T00:00:00Z"
+# P10 LRS (128 GiB Premium SSD, every VM's OS disk) in East US: $19.71 per month, the
+# Retail Prices API's "P10 LRS Disk" meter. Other regions get their price from an online sync.
+DISKS = [("eastus", "19.71")]
+
+
+def _item(size: str, region: str, price: str, spot: bool) -> dict:
+    name = size.removeprefix("Standard_").replace("_", " ") + (" Spot" if spot else "")
+    return {
+        "currencyCode": "USD",
+        "tierMinimumUnits": 0.0,
+        "retailPrice": Decimal(price),
+        "unitPrice": Decimal(price),
+        "armRegionName": region,
+        "location": region,
+        "effectiveStartDate": EFFECTIVE,
+        "meterId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"vm/{size}/{region}/{spot}")),
+        "meterName": name,
+        "productId": "",
+        "skuId": "",
+        "productName": f"Virtual Machines {size.split('_')[1]} Series",
+        "skuName": name,
+        "serviceName": "Virtual Machines",
+        "serviceId": "DZH313Z7MMC8",
+        "serviceFamily": "Compute",
+        "unitOfMeasure": "1 Hour",
+        "type": "Consumption",
+        "isPrimaryMeterRegion": True,
+        "armSkuName": size,
+    }
+
+
+def _disk(region: str, price: str) -> dict:
+    return {
+        **_item("Standard_P10", region, price, False),
+        "meterId": str(uuid.uuid5(uuid.NAMESPACE_URL, f"disk/P10 LRS/{region}")),
+        "meterName": "P10 LRS Disk",
+        "productName": "Premium SSD Managed Disks",
+        "skuName": "P10 LRS",
+        "serviceName": "Storage",
+        "serviceFamily": "Storage",
+        "unitOfMeasure": "1/Month",
+        "armSkuName": "",
+    }
+
+
+def items() -> list[dict]:
+    out = []
+    with open(ROOT / "data" / "azure_gpu_vms.csv", newline="") as f:
+        for row in csv.DictReader(f):
+            if not row["Price"].strip():
+                continue
+            size, region, price = row["InstanceType"], row["Region"], row["Price"]
+            out.append(_item(size, region, price, spot=False))
+            spot = row["SpotPrice"].strip()
+            if spot and Decimal(spot) < Decimal(price):
+                out.append(_item(size, region, spot, spot=True))
+    return out + [_disk(region, price) for region, price in DISKS]
+
+
+def main() -> None:
+    page = {
+        "Source": "data/azure_gpu_vms.csv (SkyPilot catalog from the Azure Retail Prices API) "
+        "and the P10 LRS disk meter; see data/SOURCE.md",
+        "BillingCurrency": "USD",
+        "CustomerEntityId": "Default",
+        "CustomerEntityType": "Retail",
+        "Items": items(),
+        "NextPageLink": None,
+    }
+    page["Count"] = len(page["Items"])
+    text = json.dumps(page, indent=1, default=str)
+    (ROOT / "data" / "retail_prices_snapshot.json").write_text(_numbers(text) + "\n")
+
+
+def _numbers(text: str) -> str:
+    """Prices as JSON numbers with their exact digits (json.dumps would turn Decimal into a
+    string)."""
+    import re
+
+    return re.sub(r'"(retailPrice|unitPrice)": "([0-9.]+)"', r'"\1": \2', text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,108 @@
+"""Prices stored with their effective dates: a change adds a row, history is never
+rewritten, and a bad response changes nothing."""
+
+import io
+import json
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.core.management import CommandError, call_command
+
+from billing import services as billing
+from billing.models import Price, SpendRollup
+from cloud.prices import RetailPrice
+
+pytestmark = pytest.mark.django_db
+JAN = datetime(2026, 1, 1, tzinfo=UTC)
+NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
+
+
+def retail(price, start=JAN, *, size="Standard_NC24ads_A100_v4", spot=False):
+    return RetailPrice(
+        kind="vm",
+        arm_sku_name=size,
+        region="eastus",
+        spot=spot,
+        unit_price=Decimal(price),
+        unit="1 Hour",
+        effective_start=start,
+        meter_id="m-1",
+        product_name="Virtual Machines NCads A100 v4 Series",
+        sku_name="NC24ads A100 v4" + (" Spot" if spot else ""),
+        meter_name="NC24ads A100 v4" + (" Spot" if spot else ""),
+    )
+
+
+def history():
+    return [(p.effective_start, p.unit_price, p.spot) for p in Price.objects.order_by("pk")]
+
+
+def test_a_price_change_adds_a_row_and_keeps_the_old_one():
+    billing.prices_sync(prices=[retail("3.6730")], source="api", now=NOW)
+    june = datetime(2026, 6, 1, tzinfo=UTC)
+
+    result = billing.prices_sync(
+        prices=[retail("3.6730"), retail("3.9000", june)], source="api", now=NOW
+    )
+
+    assert (result.added, result.unchanged, result.changed_since) == (1, 1, june)
+    assert history() == [(JAN, Decimal("3.6730"), False), (june, Decimal("3.9000"), False)]
+
+
+def test_the_same_prices_again_add_nothing_and_spot_is_its_own_meter():
+    prices = [retail("3.6730"), retail("0.7346", spot=True)]
+    billing.prices_sync(prices=prices, source="api", now=NOW)
+
+    again = billing.prices_sync(prices=prices, source="api", now=NOW)
+
+    assert (again.added, again.unchanged) == (0, 2)
+    assert Price.objects.filter(spot=True).get().unit_price == Decimal("0.7346")
+
+
+def test_a_corrected_price_for_a_known_start_applies_from_now_not_backwards():
+    billing.prices_sync(prices=[retail("3.6730")], source="api", now=NOW)
+
+    billing.prices_sync(prices=[retail("3.5000")], source="api", now=NOW)
+    billing.prices_sync(prices=[retail("3.5000")], source="api", now=NOW)  # no third row
+
+    assert history() == [(JAN, Decimal("3.6730"), False), (NOW, Decimal("3.5000"), False)]
+
+
+def test_a_change_in_the_past_sends_rolled_up_days_back_to_live(cast):
+    billing.prices_sync(prices=[retail("3.6730")], source="api", now=NOW)
+    SpendRollup.objects.create(team=cast.team, rolled_through=NOW.date(), rebuilt_at=NOW)
+
+    billing.prices_sync(
+        prices=[retail("3.9000", datetime(2026, 11, 10, tzinfo=UTC))], source="api", now=NOW
+    )
+
+    assert SpendRollup.objects.get(team=cast.team).rolled_through.isoformat() == "2026-11-09"
+
+
+def test_the_offline_snapshot_loads_the_catalog_prices():
+    out = io.StringIO()
+    call_command("sync_prices", offline=True, stdout=out)
+
+    a100 = Price.objects.get(sku="Standard_NC24ads_A100_v4", region="eastus", spot=False)
+    disk = Price.objects.get(kind="disk", sku="P10 LRS", region="eastus")
+    assert a100.unit_price == Decimal("3.673") and a100.source == "snapshot"
+    assert disk.hourly == Decimal("0.027")  # $19.71 per 730-hour month
+    assert not Price.objects.filter(sku__startswith="Standard_ND96isr_H100", spot=True).exists()
+    assert "345 prices from the snapshot: 345 added" in out.getvalue()
+
+
+def test_a_malformed_snapshot_is_refused_whole_and_the_old_prices_stay(tmp_path, monkeypatch):
+    from billing.management.commands import sync_prices
+
+    billing.prices_sync(prices=[retail("3.6730")], source="api", now=NOW)
+    good = json.loads(sync_prices.SNAPSHOT.read_text())
+    del good["Items"][3]["unitPrice"]  # one bad item among hundreds of good ones
+    bad = tmp_path / "snapshot.json"
+    bad.write_text(json.dumps(good))
+    monkeypatch.setattr(sync_prices, "SNAPSHOT", bad)
+
+    with pytest.raises(CommandError, match="the old ones stay"):
+        call_command("sync_prices", offline=True)
+
+    assert history() == [(JAN, Decimal("3.6730"), False)]

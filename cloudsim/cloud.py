@@ -4,6 +4,7 @@ Every request runs its handler with `lock` held and after `advance()`, so operat
 up have applied their effects before anything is read or changed (lazy, but always consistent).
 """
 
+import copy
 import threading
 import time
 import uuid
@@ -17,6 +18,7 @@ from .skus import Catalog, SizeInfo, normalize_location
 DEFAULT_CAPACITY = 10  # VMs of one size per location.
 DEFAULT_FAMILY_LIMIT = 96  # vCPUs per quota family per location.
 DEFAULT_REGIONAL_LIMIT = 350  # "cores": Total Regional vCPUs per location.
+DEFAULT_PRICE_PAGE_SIZE = 100  # Items per Retail Prices page, as the real API's default.
 
 FAULT_OPS = frozenset(
     {
@@ -33,6 +35,7 @@ FAULT_OPS = frozenset(
         "operation.get",
         "usage.list",
         "sku.list",
+        "price.list",
     }
 )
 SYNC_KINDS = frozenset(
@@ -59,17 +62,21 @@ class Cloud:
         latency: float = 3.0,
         retry_after: int = 1,
         agent_profile: str = "busy",
+        prices: list | None = None,
     ):
-        """agent_profile: GPU-use profile the emulated telemetry agents start with (agents.py)."""
+        """agent_profile: GPU-use profile the emulated telemetry agents start with (agents.py);
+        prices: the Retail Prices API items reset() restores (prices.py; default none)."""
         self.lock = threading.RLock()
         self.catalog = catalog
+        self._default_prices = copy.deepcopy(prices or [])
         self.agents = AgentBook(agent_profile)  # Reset with everything else by reset().
         self._default_latency = latency
         self._default_retry_after = retry_after
         self.reset()
 
     def reset(self) -> None:
-        """Forget every resource, operation, fault, request and agent; restore startup settings."""
+        """Forget every resource, operation, fault, request and agent; restore startup settings
+        and the startup price book."""
         with self.lock:
             self.latency = self._default_latency  # Seconds an LRO stays InProgress.
             self.retry_after = self._default_retry_after  # Retry-After on LROs, seconds.
@@ -82,6 +89,8 @@ class Cloud:
             self.quotas: dict[tuple[str, str], int] = {}  # (location, family lower) -> vCPUs.
             self.restricted: set[tuple[str, str]] = set()  # (location, size lower).
             self.requests: list[dict] = []
+            self.prices: list = copy.deepcopy(self._default_prices)  # Retail Prices API items.
+            self.price_page_size = DEFAULT_PRICE_PAGE_SIZE
             self.agents.reset()
 
     # --- operations -------------------------------------------------------------------------

@@ -41,7 +41,8 @@ class SimControl:
         """Queue `count` faults of `kind` for `op` (e.g. "vm.create", "throttle").
 
         Ops: vm.create, vm.update, vm.get, vm.delete, vm.start, vm.deallocate, vm.powerOff,
-        nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list. Kinds:
+        nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list, price.list
+        (the Retail Prices API: throttle, server_error, unavailable only). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
         authorization_failed (403, any op), sku_not_available, quota,
         allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start).
@@ -70,6 +71,23 @@ class SimControl:
         if retry_after is not None:
             body["retry_after"] = retry_after
         return self._call("POST", "/_sim/latency", body)
+
+    def set_prices(self, items: list, page_size: int | None = None) -> dict:
+        """Replace the Retail Prices API's book with `items` (API item shape, served as given);
+        optionally the items per page. Returns {"count", "page_size"}."""
+        body: dict = {"items": items}
+        if page_size is not None:
+            body["page_size"] = page_size
+        return self._call("POST", "/_sim/prices", body)
+
+    def add_prices(self, items: list) -> dict:
+        """Append items to the book, e.g. a meter's later price (same meterId, later
+        effectiveStartDate). Returns {"count", "page_size"}."""
+        return self._call("POST", "/_sim/prices/add", {"items": items})
+
+    def prices(self) -> dict:
+        """The book: {"items": [...], "page_size"}."""
+        return self._call("GET", "/_sim/prices")
 
     def state(self) -> dict:
         """{"virtualMachines", "networkInterfaces", "disks", "operations", "faults", ...}."""

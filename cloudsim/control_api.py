@@ -10,13 +10,19 @@ GET  /_sim/state                  -> see Cloud.snapshot()
 GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
 POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet)
 POST /_sim/agents/default         {"profile"}                          (VMs without their own)
+POST /_sim/prices                 {"items": [...], "page_size"?}       (replace the price book)
+POST /_sim/prices/add             {"items": [...]}                     (append, e.g. a price change)
+GET  /_sim/prices                 -> {"items": [...], "page_size"}
 GET  /_sim/agents                 -> {"agents": [{"vm", "workspace", "profile", "active", "posts",
                                       "accepted", "failures", "last_status", "last_error",
                                       "last_post_at"}]}                 (never a token)
 
 Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
+Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
+op "price.list" may be throttle, server_error or unavailable.
 """
 
+from . import prices
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .errors import ArmError
@@ -60,6 +66,8 @@ def _faults(cloud: Cloud, body: dict) -> Response:
         raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(SYNC_KINDS | ASYNC_KINDS))}.")
     if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
+    if op == prices.FAULT_OP and kind not in prices.FAULT_KINDS:
+        raise _bad(f"Op '{op}' takes only {', '.join(sorted(prices.FAULT_KINDS))}.")
     if count < 1 or retry_after < 0:
         raise _bad("'count' must be at least 1 and 'retry_after' not negative.")
     cloud.add_fault(op, kind, count, retry_after)
@@ -133,6 +141,31 @@ def _agents(cloud: Cloud, body: dict) -> Response:
     return Response(200, {"agents": cloud.agents.listing(cloud)})
 
 
+def _price_items(body: dict) -> list:
+    items = body.get("items")
+    if not isinstance(items, list):
+        raise _bad("'items' must be a list of Retail Prices API items.")
+    return items
+
+
+def _set_prices(cloud: Cloud, body: dict) -> Response:
+    items = _price_items(body)
+    page_size = _field(body, "page_size", int, default=cloud.price_page_size)
+    if page_size < 1:
+        raise _bad("'page_size' must be at least 1.")
+    cloud.prices, cloud.price_page_size = items, page_size
+    return Response(200, {"count": len(cloud.prices), "page_size": page_size})
+
+
+def _add_prices(cloud: Cloud, body: dict) -> Response:
+    cloud.prices = cloud.prices + _price_items(body)
+    return Response(200, {"count": len(cloud.prices), "page_size": cloud.price_page_size})
+
+
+def _get_prices(cloud: Cloud, body: dict) -> Response:
+    return Response(200, {"items": cloud.prices, "page_size": cloud.price_page_size})
+
+
 def _state(cloud: Cloud, body: dict) -> Response:
     return Response(200, cloud.snapshot())
 
@@ -153,6 +186,9 @@ ROUTES = {
     ("POST", "/_sim/agents/profile"): _agent_profile,
     ("POST", "/_sim/agents/default"): _agent_default,
     ("GET", "/_sim/agents"): _agents,
+    ("POST", "/_sim/prices"): _set_prices,
+    ("POST", "/_sim/prices/add"): _add_prices,
+    ("GET", "/_sim/prices"): _get_prices,
 }
 
 

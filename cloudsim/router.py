@@ -1,8 +1,9 @@
-"""Maps ARM paths to handlers. Provider, type and keyword segments match case-insensitively."""
+"""Maps ARM paths (and the Retail Prices API's) to handlers. Provider, type and keyword segments
+match case-insensitively."""
 
 from collections.abc import Callable
 
-from . import disks, errors, locations, network, vms
+from . import disks, errors, locations, network, prices, vms
 from .cloud import Cloud
 from .protocol import Request, Response
 
@@ -30,6 +31,8 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     },
 }
 OPERATION_ROUTE: Methods = {"GET": locations.get_operation}
+# Paths outside ARM: no api-version required (the Retail Prices API defaults one).
+UNVERSIONED_ROUTES: dict[str, Methods] = {prices.PRICES_PATH: {"GET": prices.list_prices}}
 
 
 def _match_resource(segs: list[str], low: list[str]) -> tuple[Methods, dict] | None:
@@ -68,11 +71,19 @@ def _match_provider(segs: list[str], low: list[str]) -> tuple[Methods, dict] | N
     return None
 
 
+def needs_api_version(path: str) -> bool:
+    """False for the non-ARM paths of UNVERSIONED_ROUTES."""
+    return path.rstrip("/").lower() not in UNVERSIONED_ROUTES
+
+
 def resolve(method: str, path: str) -> tuple[Handler, dict]:
-    """(handler, path params) for an ARM request; 404 InvalidResourceType or 405 otherwise."""
+    """(handler, path params) for an ARM or Retail Prices request; 404 InvalidResourceType or
+    405 otherwise."""
     segs = [s for s in path.split("/") if s]
     low = [s.lower() for s in segs]
-    found = _match_resource(segs, low) or _match_provider(segs, low)
+    unversioned = UNVERSIONED_ROUTES.get("/" + "/".join(low))
+    found = (unversioned, {}) if unversioned else None
+    found = found or _match_resource(segs, low) or _match_provider(segs, low)
     if found is None:
         raise errors.invalid_resource_type(path)
     methods, params = found

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import control_api, errors, router
+from . import control_api, errors, prices, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
@@ -30,7 +30,7 @@ class App:
         self.cloud = cloud
 
     def handle(self, req: Request, arrival: float | None = None) -> Response:
-        """Answer one request; never raises. ARM requests land in the request log."""
+        """Answer one request; never raises. ARM and Retail Prices requests are logged."""
         if req.path == "/_sim" or req.path.startswith("/_sim/"):
             return self._guard(lambda: control_api.handle(self.cloud, req))
         entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
@@ -44,7 +44,7 @@ class App:
 
     def _arm(self, req: Request) -> Response:
         handler, params = router.resolve(req.method, req.path)
-        if "api-version" not in req.query:
+        if "api-version" not in req.query and router.needs_api_version(req.path):
             raise errors.missing_api_version()
         req.params = params
         with self.cloud.lock:
@@ -225,9 +225,14 @@ def make_server(
     """Bind (port 0 = any free port) without serving yet; latency in seconds per LRO.
 
     agents: play each running VM's telemetry agent once serving; agent_profile: their default
-    GPU-use profile ("busy", "idle", "spiky" or "silent")."""
+    GPU-use profile ("busy", "idle", "spiky" or "silent"). The Retail Prices API's book starts as
+    the portal's price snapshot (cloudsim.prices.book_from_snapshot)."""
     cloud = Cloud(
-        load_catalog(catalog), latency=latency, retry_after=retry_after, agent_profile=agent_profile
+        load_catalog(catalog),
+        latency=latency,
+        retry_after=retry_after,
+        agent_profile=agent_profile,
+        prices=prices.book_from_snapshot(),
     )
     httpd = _HttpServer((host, port), _Handler)
     httpd.app = App(cloud)

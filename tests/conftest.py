@@ -70,6 +70,7 @@ def sim(sim_server, settings):
     control.reset()
     cache.clear()  # Azure figures the portal cached belong to the emulator's previous state.
     settings.AZURE_ENDPOINT = sim_server.url
+    settings.AZURE_PRICES_ENDPOINT = sim_server.url
     settings.AZURE_CREDENTIAL = "emulator"
     settings.AZURE_POLLING_INTERVAL = 0.01
     settings.AZURE_RETRY_BACKOFF = 0.01

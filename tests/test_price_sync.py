@@ -106,3 +106,47 @@ def test_a_malformed_snapshot_is_refused_whole_and_the_old_prices_stay(tmp_path,
         call_command("sync_prices", offline=True)
 
     assert history() == [(JAN, Decimal("3.6730"), False)]
+
+
+def test_sync_prices_reads_the_retail_prices_api_and_records_a_later_change(sim):
+    call_command("sync_prices", stdout=io.StringIO())
+    a100 = {"sku": "Standard_NC24ads_A100_v4", "region": "eastus", "spot": False}
+    assert Price.objects.get(**a100).source == "api"
+    [item] = [
+        i
+        for i in sim.prices()["items"]
+        if i["armSkuName"] == a100["sku"]
+        and i["armRegionName"] == "eastus"
+        and i["type"] == "Consumption"
+        and not i["skuName"].endswith(" Spot")
+    ]
+    sim.add_prices(
+        [
+            {
+                **item,
+                "retailPrice": 3.9,
+                "unitPrice": 3.9,
+                "effectiveStartDate": "2026-06-01T00:00:00Z",
+            }
+        ]
+    )
+
+    out = io.StringIO()
+    call_command("sync_prices", stdout=out)
+
+    assert ": 1 added" in out.getvalue()
+    assert [p.unit_price for p in Price.objects.filter(**a100)] == [
+        Decimal("3.673"),
+        Decimal("3.9"),
+    ]
+
+
+def test_a_throttled_then_failing_price_api_leaves_the_old_prices(sim):
+    call_command("sync_prices", offline=True, stdout=io.StringIO())
+    before = Price.objects.count()
+    sim.inject("price.list", "throttle", count=10, retry_after=0)
+
+    with pytest.raises(CommandError, match="Prices not synced; the old ones stay"):
+        call_command("sync_prices")
+
+    assert Price.objects.count() == before

@@ -156,3 +156,36 @@ def test_a_request_above_quota_is_approved_in_one_click_and_provisions(
     page.goto(workspace_url)
     expect(panel.locator(".badge").first).to_have_text("Running", timeout=30_000)
     expect(page.get_by_text("approved", exact=False).first).to_be_visible()
+
+
+def test_a_member_reads_the_spend_chart_and_its_numbers_match_the_page(
+    live_server, cast, browser_page
+):
+    from datetime import UTC, datetime, timedelta
+
+    from django.utils import timezone
+
+    from tests.test_spend import A100, price, run
+
+    price(A100, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    now = timezone.now()
+    run(cast, start=now - timedelta(hours=3), stop=now, name="chart-run")
+    page, base = browser_page, live_server.url
+    _log_in(page, base, "alice")
+
+    page.goto(f"{base}/teams/{cast.team.slug}/spend/")
+
+    expect(page.locator("#spend-chart")).to_have_attribute("data-ready", "3")
+    chart = page.evaluate(
+        "() => Chart.getChart('spend-chart').data.datasets"
+        ".map(d => d.data.reduce((a, b) => a + b, 0))"
+    )
+    data = page.evaluate(
+        "(url) => fetch(url).then(r => r.json())", f"/teams/{cast.team.slug}/spend/data/"
+    )
+    total = page.get_by_test_id("spend-total").inner_text()
+    assert total == f"${float(data['total']):,.2f}" and float(data["total"]) > 0
+    assert round(sum(chart), 2) == float(data["total"])
+    expect(page.get_by_role("table", name="Spend per day by workspace kind")).to_be_visible()
+    expect(page.get_by_role("link", name="chart-run")).to_be_visible()
+    _screenshot(page, "spend")

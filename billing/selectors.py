@@ -162,27 +162,34 @@ def spend_between(
 ) -> list[SpendLine]:
     """Spend per team, workspace, day and meter for the days ``first``..``last`` of each team:
     from DailySpend up to the day it is rolled through, computed live after that."""
-    rolled = rolled_through(team_ids=team_ids)
+    return spend_over(days={t: (first, last) for t in team_ids}, now=now, zones=zones)
+
+
+def spend_over(
+    *, days: dict[int, tuple[date, date]], now: datetime, zones: dict[int, ZoneInfo]
+) -> list[SpendLine]:
+    """Like spend_between, with each team's own days ``{team_id: (first, last)}``. Four
+    queries, whatever the number of teams."""
+    rolled = rolled_through(team_ids=list(days))
     lines = [
         SpendLine(**row)
-        for row in DailySpend.objects.filter(_rolled_filter(team_ids, rolled, first, last)).values(
+        for row in DailySpend.objects.filter(_rolled_filter(days, rolled)).values(
             "team_id", "workspace_id", "kind", "day", "meter", "hours", "cost"
         )
     ]
     windows = {}
-    for team in team_ids:
+    for team, (first, last) in days.items():
         live_first = max(first, rolled[team] + timedelta(days=1)) if team in rolled else first
-        if live_first <= last:
-            start = day_start(live_first, zones[team])
-            end = min(now, day_start(last + timedelta(days=1), zones[team]))
-            if start < end:
-                windows[team] = (start, end)
+        start = day_start(live_first, zones[team])
+        end = min(now, day_start(last + timedelta(days=1), zones[team]))
+        if start < end:
+            windows[team] = (start, end)
     return lines + live_spend(windows=windows, zones=zones)
 
 
-def _rolled_filter(team_ids, rolled: dict, first: date, last: date) -> Q:
+def _rolled_filter(days: dict, rolled: dict) -> Q:
     query = Q(pk__in=[])
-    for team in team_ids:
+    for team, (first, last) in days.items():
         if team in rolled and rolled[team] >= first:
             query |= Q(team_id=team, day__gte=first, day__lte=min(last, rolled[team]))
     return query
@@ -201,14 +208,13 @@ def team_spend(*, team_ids, now: datetime) -> dict[int, TeamSpend]:
     """Month-to-date spend and current burn rate per team: rollups plus live intervals."""
     team_ids = list(team_ids)
     zones = team_timezones(team_ids=team_ids)
+    months = {  # each team's month so far, in its own time zone
+        t: (month_bounds(now, zones[t])[0].date(), now.astimezone(zones[t]).date())
+        for t in team_ids
+    }
     spent: dict[int, Decimal] = defaultdict(Decimal)
-    for team in team_ids:  # months differ by time zone; usually one or two teams
-        start, _ = month_bounds(now, zones[team])
-        today = now.astimezone(zones[team]).date()
-        for line in spend_between(
-            team_ids=[team], first=start.date(), last=today, now=now, zones=zones
-        ):
-            spent[team] += metering.to_cents(line.cost)  # what the CSV charges, line by line
+    for line in spend_over(days=months, now=now, zones=zones):
+        spent[line.team_id] += metering.to_cents(line.cost)  # what the CSV charges, line by line
     burn = burn_rates(team_ids=team_ids, now=now)
     return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
 

@@ -161,3 +161,23 @@ def test_a_late_price_correction_is_seen_at_once_and_rolled_up_again(cast):
     assert compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 3), now)) == expected
     billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
     assert compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 3), now)) == expected
+
+
+def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
+    cast, django_assert_num_queries
+):
+    price(A100, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    in_zone(cast, "Europe/Berlin")
+    now = datetime(2026, 11, 5, tzinfo=UTC)
+    for team in (cast.team, cast.other_team):
+        run(cast, team=team, start=datetime(2026, 10, 31, 23, 30, tzinfo=UTC))
+    billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
+    with django_assert_num_queries(7):
+        one = team_spend(team_ids=[cast.team.pk], now=now)
+    with django_assert_num_queries(7):
+        both = team_spend(team_ids=[cast.team.pk, cast.other_team.pk], now=now)
+
+    assert both[cast.team.pk] == one[cast.team.pk]
+    # Berlin's November starts at 23:00 UTC on 31 Oct, so it holds all 96.5 h; UTC's, 96 h.
+    assert both[cast.team.pk].spent == Decimal("289.50")
+    assert both[cast.other_team.pk].spent == Decimal("288.00")

@@ -14,6 +14,7 @@ Stacks: ``embedded`` (SQLite + kombu filesystem broker, the default of ``make ru
 
 import argparse
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -74,7 +75,10 @@ def _post_request(client, team_id, offering) -> str:
     }
     response = client.post("/workspaces/new/", data)
     if response.status_code != 302:
-        raise RuntimeError(f"request refused: {response.status_code}")
+        errors = re.findall(
+            r'class="errorlist[^"]*"[^>]*>(.*?)</ul>', response.content.decode(), re.S
+        )
+        raise RuntimeError(f"request refused: {response.status_code} {errors}")
     return response["Location"].rstrip("/").rsplit("/", 1)[1].replace("-", "")[:12]
 
 
@@ -89,7 +93,7 @@ def _measure(sim, n: int) -> dict[str, list[float]]:
     client.force_login(get_user_model().objects.get(username="alice"))
     team = Team.objects.get(slug="vision-lab")
     # Room for every request, so each is provisioned at once rather than sent for approval.
-    Team.objects.filter(pk=team.pk).update(max_workspaces_per_user=10_000)
+    Team.objects.filter(pk=team.pk).update(max_workspaces_per_user=10_000, monthly_budget=None)
     GpuQuota.objects.filter(team=team, gpu_model="A100").update(gpus=10_000)
     offering = SizeOffering.objects.get(vm_size="Standard_NC24ads_A100_v4", region="eastus")
     _post_request(client, team.pk, offering)  # warm-up: worker imports, first connections

@@ -103,7 +103,8 @@ class UsageInterval(models.Model):
 
 class DailySpend(models.Model):
     """Cost per team, workspace, workspace kind and meter for one day in the team's time
-    zone (USD, to the micro-dollar). Rebuilt idempotently from UsageInterval and Price by
+    zone (USD, rounded to the cent as the chargeback CSV charges it, so sums in SQL equal the
+    CSV's). Rebuilt idempotently from UsageInterval and Price by
     billing.services.rollup_rebuild; the spend pages read these rows, not intervals."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
@@ -113,7 +114,9 @@ class DailySpend(models.Model):
     day = models.DateField()
     kind = models.CharField(max_length=16, help_text="Workspace kind: vm, mig or namespace")
     meter = models.CharField(max_length=8, choices=Meter.choices)
-    cost = models.DecimalField(max_digits=16, decimal_places=6, help_text="USD")
+    cost = models.DecimalField(
+        max_digits=14, decimal_places=2, help_text="USD, rounded to the cent as charged"
+    )
     hours = models.DecimalField(max_digits=10, decimal_places=4)
 
     class Meta:

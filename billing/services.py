@@ -10,6 +10,7 @@ from datetime import date, datetime, timedelta
 from django.db import transaction
 from django.db.models import Min
 
+from billing import metering
 from billing.models import DailySpend, Meter, Price, PriceKind, SpendRollup, UsageInterval
 from billing.selectors import day_start, live_spend, rolled_through, team_timezones
 
@@ -123,7 +124,7 @@ def _rebuild_days(team: int, first: date, last: date, zones: dict, now: datetime
             day=line.day,
             meter=line.meter,
             hours=round(line.hours, 4),
-            cost=round(line.cost, 6),
+            cost=metering.to_cents(line.cost),
         )
         for line in lines
     ]

@@ -68,15 +68,22 @@ def pieces(
     window: tuple[datetime, datetime],
     tz: ZoneInfo,
     share: tuple[int, int] = (1, 1),
+    midnights: list[datetime] | None = None,
 ) -> Iterator[Piece]:
     """The interval ``[started_at, ended_at)`` (open intervals end at ``window``'s end, which
     callers set to ``now`` at most) clipped to ``window``, cut at every local midnight in
-    ``tz`` and every price change, each piece priced at the price in effect at its start."""
+    ``tz`` and every price change, each piece priced at the price in effect at its start.
+    ``midnights`` (sorted, from local_midnights over the window) saves computing them per
+    interval when many share one window."""
     start, end = max(started_at, window[0]), min(ended_at or window[1], window[1])
     if start >= end:
         return
     cuts = {p.start for p in prices if start < p.start < end}
-    cuts.update(local_midnights(start, end, tz))
+    if midnights is None:
+        cuts.update(local_midnights(start, end, tz))
+    else:
+        lo, hi = bisect.bisect_right(midnights, start), bisect.bisect_left(midnights, end)
+        cuts.update(midnights[lo:hi])
     bounds = [start, *sorted(cuts), end]
     num, den = share
     for a, b in zip(bounds, bounds[1:], strict=False):

@@ -132,6 +132,51 @@ class DailySpend(models.Model):
         return f"{self.workspace_id} {self.day} {self.meter}: ${self.cost}"
 
 
+class DaySpend(models.Model):
+    """A team's DailySpend summed per day and workspace kind (USD, cents): the spend chart and
+    month totals read these few rows. Kept equal to the sum of the team's DailySpend rows up to
+    its rollup mark by billing.services (rebuilt with them, trimmed when the mark moves back)."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    day = models.DateField()
+    kind = models.CharField(max_length=16, help_text="Workspace kind: vm, mig or namespace")
+    cost = models.DecimalField(max_digits=14, decimal_places=2, help_text="USD")
+
+    class Meta:
+        ordering = ["day"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "day", "kind"], name="dayspend_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.team_id} {self.day} {self.kind}: ${self.cost}"
+
+
+class MonthSpend(models.Model):
+    """One workspace's DailySpend summed over a calendar month of its team's time zone, up to
+    the team's rollup mark (USD, cents; compute hours): the spend page's table by workspace
+    reads these rows. Maintained like DaySpend."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="+"
+    )
+    month = models.DateField(help_text="The month's first day")
+    kind = models.CharField(max_length=16)
+    hours = models.DecimalField(max_digits=12, decimal_places=4, help_text="Compute hours")
+    cost = models.DecimalField(max_digits=14, decimal_places=2, help_text="USD")
+
+    class Meta:
+        ordering = ["month"]
+        indexes = [models.Index(fields=["team", "month"])]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "month"], name="monthspend_unique")
+        ]
+
+    def __str__(self):
+        return f"{self.workspace_id} {self.month:%Y-%m}: ${self.cost}"
+
+
 class SpendRollup(models.Model):
     """How far a team's DailySpend rows are complete: every day up to ``rolled_through`` (its
     time zone). Later days are computed live from intervals; a late correction (a price

@@ -5,15 +5,16 @@ the team's, in its time zone (the idle policy's ``timezone``, UTC by default).""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from django.db.models import Q
+from django.db.models import Count, Q, Sum
 
 from billing import metering
-from billing.models import DailySpend, Price, SpendRollup, UsageInterval
+from billing.models import DailySpend, DaySpend, MonthSpend, Price, SpendRollup, UsageInterval
 
 CENT = metering.CENT
 _BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
@@ -61,7 +62,7 @@ class SpendLine:
 def price_book(intervals) -> dict[tuple, list[metering.PricePoint]]:
     """Price points (USD/hour) per (kind, sku, region, spot) for the given interval rows, in
     one query."""
-    keys = {(i["price_kind"], i["sku"], i["region"], i["spot"]) for i in intervals}
+    keys = {(i.price_kind, i.sku, i.region, i.spot) for i in intervals}
     if not keys:
         return {}
     rows = Price.objects.filter(
@@ -78,25 +79,33 @@ def price_book(intervals) -> dict[tuple, list[metering.PricePoint]]:
 def _points(book: dict, interval: dict) -> list[metering.PricePoint]:
     """The interval's price points; before the first (or with none) the price quoted when it
     opened applies, so spend never goes unpriced."""
-    key = (interval["price_kind"], interval["sku"], interval["region"], interval["spot"])
-    return [metering.PricePoint(_BEGINNING, interval["price_per_hour"]), *book.get(key, [])]
+    key = (interval.price_kind, interval.sku, interval.region, interval.spot)
+    return [metering.PricePoint(_BEGINNING, interval.price_per_hour), *book.get(key, [])]
 
 
-_INTERVAL_FIELDS = (
-    "team_id",
-    "workspace_id",
-    "workspace__kind",
-    "meter",
-    "price_kind",
-    "sku",
-    "region",
-    "spot",
-    "share_num",
-    "share_den",
-    "started_at",
-    "ended_at",
-    "price_per_hour",
-)
+class _Interval(NamedTuple):
+    """A UsageInterval row as the pricing loops read it (tuples: cheap for many rows)."""
+
+    team_id: int
+    workspace_id: object
+    kind: str  # the workspace's
+    meter: str
+    price_kind: str
+    sku: str
+    region: str
+    spot: bool
+    share_num: int
+    share_den: int
+    started_at: datetime
+    ended_at: datetime | None
+    price_per_hour: Decimal
+
+
+_INTERVAL_FIELDS = tuple(f if f != "kind" else "workspace__kind" for f in _Interval._fields)
+
+
+def _intervals(queryset) -> list[_Interval]:
+    return [_Interval._make(row) for row in queryset.values_list(*_INTERVAL_FIELDS)]
 
 
 def live_spend(
@@ -108,26 +117,28 @@ def live_spend(
         return []
     earliest = min(w[0] for w in windows.values())
     latest = max(w[1] for w in windows.values())
-    intervals = list(
+    intervals = _intervals(
         UsageInterval.objects.filter(
             Q(ended_at__isnull=True) | Q(ended_at__gt=earliest),
             team_id__in=list(windows),
             started_at__lt=latest,
-        ).values(*_INTERVAL_FIELDS)
+        )
     )
     book = price_book(intervals)
+    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     for i in intervals:
-        team = i["team_id"]
+        team = i.team_id
         for piece in metering.pieces(
-            started_at=i["started_at"],
-            ended_at=i["ended_at"],
+            started_at=i.started_at,
+            ended_at=i.ended_at,
             prices=_points(book, i),
             window=windows[team],
             tz=zones[team],
-            share=(i["share_num"], i["share_den"]),
+            share=(i.share_num, i.share_den),
+            midnights=midnights[team],
         ):
-            key = (team, i["workspace_id"], i["workspace__kind"], piece.day, i["meter"])
+            key = (team, i.workspace_id, i.kind, piece.day, i.meter)
             total = totals[key]
             total[0] += piece.hours
             total[1] += piece.cost
@@ -135,18 +146,35 @@ def live_spend(
 
 
 def burn_rates(*, team_ids, now: datetime) -> dict[int, Decimal]:
-    """USD/hour of every open interval at the price in effect now, per team."""
-    intervals = list(
-        UsageInterval.objects.filter(team_id__in=team_ids, ended_at__isnull=True).values(
-            *_INTERVAL_FIELDS
-        )
+    """USD/hour of every open interval at the price in effect now, per team. Open intervals
+    are counted per meter price in SQL, so the rows read do not grow with the fleet."""
+    groups = list(
+        UsageInterval.objects.filter(team_id__in=team_ids, ended_at__isnull=True)
+        .values(*_PRICE_FIELDS)
+        .annotate(count=Count("pk"))
+        .values_list(*_PRICE_FIELDS, "count")
     )
-    book = price_book(intervals)
+    keys = [_PriceKey._make(g[:-1]) for g in groups]
+    book = price_book(keys)
     rates: dict[int, Decimal] = defaultdict(Decimal)
-    for i in intervals:
-        point = metering.price_at(_points(book, i), now)
-        rates[i["team_id"]] += point.hourly * i["share_num"] / i["share_den"]
+    for key, group in zip(keys, groups, strict=True):
+        point = metering.price_at(_points(book, key), now)
+        rates[key.team_id] += point.hourly * key.share_num / key.share_den * group[-1]
     return rates
+
+
+class _PriceKey(NamedTuple):
+    team_id: int
+    price_kind: str
+    sku: str
+    region: str
+    spot: bool
+    share_num: int
+    share_den: int
+    price_per_hour: Decimal
+
+
+_PRICE_FIELDS = _PriceKey._fields
 
 
 def rolled_through(*, team_ids) -> dict[int, date]:
@@ -177,6 +205,11 @@ def spend_over(
             "team_id", "workspace_id", "kind", "day", "meter", "hours", "cost"
         )
     ]
+    return lines + live_spend(windows=_live_windows(days, rolled, now, zones), zones=zones)
+
+
+def _live_windows(days: dict, rolled: dict, now: datetime, zones: dict) -> dict:
+    """Each team's stretch of ``days`` after its rollup mark, up to now: priced live."""
     windows = {}
     for team, (first, last) in days.items():
         live_first = max(first, rolled[team] + timedelta(days=1)) if team in rolled else first
@@ -184,7 +217,7 @@ def spend_over(
         end = min(now, day_start(last + timedelta(days=1), zones[team]))
         if start < end:
             windows[team] = (start, end)
-    return lines + live_spend(windows=windows, zones=zones)
+    return windows
 
 
 def _rolled_filter(days: dict, rolled: dict) -> Q:
@@ -205,15 +238,24 @@ class TeamSpend:
 
 
 def team_spend(*, team_ids, now: datetime) -> dict[int, TeamSpend]:
-    """Month-to-date spend and current burn rate per team: rollups plus live intervals."""
+    """Month-to-date spend and current burn rate per team: rolled-up days summed in SQL plus
+    live intervals. Seven queries, whatever the number of teams or workspaces."""
     team_ids = list(team_ids)
     zones = team_timezones(team_ids=team_ids)
     months = {  # each team's month so far, in its own time zone
         t: (month_bounds(now, zones[t])[0].date(), now.astimezone(zones[t]).date())
         for t in team_ids
     }
+    rolled = rolled_through(team_ids=team_ids)
     spent: dict[int, Decimal] = defaultdict(Decimal)
-    for line in spend_over(days=months, now=now, zones=zones):
+    for team, cost in (
+        DaySpend.objects.filter(_rolled_filter(months, rolled))
+        .values("team_id")
+        .annotate(cost=Sum("cost"))
+        .values_list("team_id", "cost")
+    ):
+        spent[team] += cost
+    for line in live_spend(windows=_live_windows(months, rolled, now, zones), zones=zones):
         spent[line.team_id] += metering.to_cents(line.cost)  # what the CSV charges, line by line
     burn = burn_rates(team_ids=team_ids, now=now)
     return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
@@ -245,6 +287,7 @@ class WorkspaceSpend:
     kind: str
     hours: Decimal
     cost: Decimal
+    team: str = ""
 
 
 @dataclass(frozen=True)
@@ -273,32 +316,81 @@ FORECAST_METHOD = (
 
 
 def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMonth:
-    """The team's spend page for the calendar month starting ``month`` (its time zone)."""
+    """The team's spend page for the calendar month starting ``month`` (its time zone).
+    Rolled-up days are summed in SQL; a constant number of queries, whatever the number of
+    workspaces or days."""
     zones = team_timezones(team_ids=[team.pk])
     tz = zones[team.pk]
     start, end = month_bounds(day_start(month, tz), tz)
     current = start <= now < end
     last = (end - timedelta(hours=12)).date()
-    lines = spend_between(team_ids=[team.pk], first=month, last=last, now=now, zones=zones)
-    total = sum((metering.to_cents(ln.cost) for ln in lines), Decimal(0))
+    sums = _month_sums({team.pk: (month, last)}, now, zones)[team.pk]
+    total = sums.total
     burn = (
         burn_rates(team_ids=[team.pk], now=now).get(team.pk, Decimal(0)) if current else Decimal(0)
     )
     forecast = _forecast(total, burn, start, end, now) if current else None
-    workspaces = _by_workspace(lines)
+    workspaces = sorted(sums.by_workspace.items(), key=lambda kv: kv[1][2], reverse=True)
     return SpendMonth(
         first=month,
         last=last,
         current=current,
         total=total,
-        days=_by_day(lines, month, last),
-        workspaces=_named(workspaces[:top]),
+        days=_by_day(sums.by_day, month, last),
+        workspaces=_named([(pk, *row) for pk, row in workspaces[:top]]),
         more_workspaces=max(0, len(workspaces) - top),
         budget=team.monthly_budget,
         burn_per_hour=burn,
         forecast=forecast,
         runs_out=_runs_out(team.monthly_budget, total, forecast, start, end, now, tz),
     )
+
+
+@dataclass
+class _MonthSums:
+    """USD (cents) by (day, kind), and [kind, compute hours, USD] by workspace."""
+
+    by_day: dict = field(default_factory=lambda: defaultdict(Decimal))
+    by_workspace: dict = field(default_factory=lambda: defaultdict(lambda: [None, 0, 0]))
+
+    @property
+    def total(self) -> Decimal:
+        return sum(self.by_day.values(), Decimal(0))
+
+    def add(self, workspace_id, kind: str, day: date, hours, cost: Decimal) -> None:
+        self.by_day[(day, kind)] += cost
+        row = self.by_workspace[workspace_id]
+        row[0], row[1], row[2] = kind, row[1] + (hours or 0), row[2] + cost
+
+
+def _month_sums(months: dict[int, tuple[date, date]], now: datetime, zones) -> dict:
+    """Each team's spend over its month ``{team_id: (first, last)}`` as {team_id:
+    _MonthSums}: rolled days from the DaySpend and MonthSpend summaries (per team and month,
+    a row per day and kind and a row per workspace), the days after each team's rollup mark
+    priced live. Five queries, whatever the number of teams, workspaces or days."""
+    rolled = rolled_through(team_ids=list(months))
+    sums = {team: _MonthSums() for team in months}
+    day_rows = DaySpend.objects.filter(_rolled_filter(months, rolled))
+    for team, day, kind, cost in day_rows.values_list("team_id", "day", "kind", "cost"):
+        sums[team].by_day[(day, kind)] += cost
+    workspace_rows = MonthSpend.objects.filter(_rolled_months(months, rolled))
+    for team, workspace, kind, hours, cost in workspace_rows.values_list(
+        "team_id", "workspace_id", "kind", "hours", "cost"
+    ):
+        sums[team].by_workspace[workspace] = [kind, hours, cost]
+    for line in live_spend(windows=_live_windows(months, rolled, now, zones), zones=zones):
+        hours = line.hours if line.meter == "compute" else 0
+        cost = metering.to_cents(line.cost)
+        sums[line.team_id].add(line.workspace_id, line.kind, line.day, hours, cost)
+    return sums
+
+
+def _rolled_months(months: dict, rolled: dict) -> Q:
+    query = Q(pk__in=[])
+    for team, (first, _) in months.items():
+        if team in rolled and rolled[team] >= first:
+            query |= Q(team_id=team, month=first)
+    return query
 
 
 def _rate(total: Decimal, burn: Decimal, start: datetime, now: datetime) -> Decimal:
@@ -322,34 +414,25 @@ def _runs_out(budget, total, forecast, start, end, now, tz) -> date | None:
     return (now + timedelta(hours=float((budget - total) / rate))).astimezone(tz).date()
 
 
-def _by_day(lines, first: date, last: date) -> list:
+def _by_day(by_day: dict, first: date, last: date) -> list:
+    """[(day, {kind: USD})] for every day first..last, zero where nothing ran."""
     days = {
         first + timedelta(days=n): dict.fromkeys(KINDS, Decimal(0))
         for n in range((last - first).days + 1)
     }
-    for line in lines:
-        days[line.day][line.kind] += metering.to_cents(line.cost)
+    for (day, kind), cost in by_day.items():
+        days[day][kind] += cost
     return sorted(days.items())
 
 
-def _by_workspace(lines) -> list[tuple]:
-    """(workspace_id, kind, compute hours, USD) sorted by cost, highest first."""
-    totals: dict = defaultdict(lambda: [None, Decimal(0), Decimal(0)])
-    for line in lines:
-        row = totals[line.workspace_id]
-        row[0] = line.kind
-        row[1] += line.hours if line.meter == "compute" else 0
-        row[2] += metering.to_cents(line.cost)
-    return sorted(((pk, *row) for pk, row in totals.items()), key=lambda r: r[3], reverse=True)
-
-
 def _named(rows: list[tuple]) -> list[WorkspaceSpend]:
+    """WorkspaceSpend for (workspace_id, kind, hours, USD) rows, in their order. One query."""
     from workspaces.models import Workspace
 
     names = {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in=[r[0] for r in rows]).values(
-            "pk", "name", "owner__username", "vm_size"
+            "pk", "name", "owner__username", "vm_size", "team__name"
         )
     }
     return [
@@ -361,9 +444,73 @@ def _named(rows: list[tuple]) -> list[WorkspaceSpend]:
             kind,
             hours,
             cost,
+            names[pk]["team__name"],
         )
         for pk, kind, hours, cost in rows
     ]
+
+
+@dataclass(frozen=True)
+class TeamMonth:
+    """One team's month so far for the platform admin: USD ``spent``, ``budget`` (None: no
+    limit) and ``used_percent`` of it, ``burn_per_hour`` USD/hour, ``forecast`` USD at month
+    end, the local day the budget ``runs_out`` (None if it lasts)."""
+
+    team: object
+    spent: Decimal
+    budget: Decimal | None
+    used_percent: Decimal | None
+    burn_per_hour: Decimal
+    forecast: Decimal
+    runs_out: date | None
+
+
+@dataclass(frozen=True)
+class SpendOverview:
+    """All teams' months so far, their sums (USD) and the top workspaces across teams."""
+
+    teams: list[TeamMonth]
+    spent: Decimal
+    forecast: Decimal
+    workspaces: list[WorkspaceSpend]
+
+
+def spend_overview(*, teams, now: datetime, top: int = 20) -> SpendOverview:
+    """Month-to-date spend, budget use, burn, forecast and runway of every team (each in its
+    own time zone) and the ``top`` workspaces by cost. Ten queries, whatever the number of
+    teams or workspaces."""
+    teams = list(teams)
+    ids = [t.pk for t in teams]
+    zones = team_timezones(team_ids=ids)
+    months = {
+        t: (month_bounds(now, zones[t])[0].date(), now.astimezone(zones[t]).date()) for t in ids
+    }
+    sums = _month_sums(months, now, zones)
+    burn = burn_rates(team_ids=ids, now=now)
+    rows = [
+        _team_month(team, sums[team.pk].total, burn.get(team.pk, Decimal(0)), zones[team.pk], now)
+        for team in teams
+    ]
+    ranked = sorted(
+        ((pk, *row) for t in ids for pk, row in sums[t].by_workspace.items()),
+        key=lambda r: r[3],
+        reverse=True,
+    )
+    return SpendOverview(
+        teams=rows,
+        spent=sum((r.spent for r in rows), Decimal(0)),
+        forecast=sum((r.forecast for r in rows), Decimal(0)),
+        workspaces=_named(ranked[:top]),
+    )
+
+
+def _team_month(team, spent: Decimal, burn: Decimal, tz, now: datetime) -> TeamMonth:
+    start, end = month_bounds(now, tz)
+    forecast = _forecast(spent, burn, start, end, now)
+    budget = team.monthly_budget
+    used = (spent * 100 / budget).quantize(Decimal("0.1")) if budget else None
+    runs_out = _runs_out(budget, spent, forecast, start, end, now, tz)
+    return TeamMonth(team, spent, budget, used, burn, forecast, runs_out)
 
 
 def spend_export(*, teams, first: date, last: date, now: datetime) -> list[list[str]]:
@@ -399,15 +546,15 @@ def workspace_cost(*, workspace, now: datetime) -> WorkspaceCost:
     """The workspace's cost so far and now. Three queries."""
     tz = team_timezones(team_ids=[workspace.team_id])[workspace.team_id]
     month_start, _ = month_bounds(now, tz)
-    intervals = list(workspace.usage_intervals.values(*_INTERVAL_FIELDS))
+    intervals = _intervals(workspace.usage_intervals.all())
     book = price_book(intervals)
     total = month = per_hour = disk = Decimal(0)
     for i in intervals:
         points = _points(book, i)
-        share = (i["share_num"], i["share_den"])
+        share = (i.share_num, i.share_den)
         for piece in metering.pieces(
-            started_at=i["started_at"],
-            ended_at=i["ended_at"],
+            started_at=i.started_at,
+            ended_at=i.ended_at,
             prices=points,
             window=(_BEGINNING, now),
             tz=tz,
@@ -415,8 +562,8 @@ def workspace_cost(*, workspace, now: datetime) -> WorkspaceCost:
         ):
             total += piece.cost
             month += piece.cost if piece.start >= month_start else 0
-        if i["ended_at"] is None:
+        if i.ended_at is None:
             hourly = metering.price_at(points, now).hourly * share[0] / share[1]
             per_hour += hourly
-            disk += hourly if i["meter"] == "disk" else 0
+            disk += hourly if i.meter == "disk" else 0
     return WorkspaceCost(metering.to_cents(total), metering.to_cents(month), per_hour, disk)

@@ -8,10 +8,19 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 
 from django.db import transaction
-from django.db.models import Min
+from django.db.models import Min, Q, Sum
 
 from billing import metering
-from billing.models import DailySpend, Meter, Price, PriceKind, SpendRollup, UsageInterval
+from billing.models import (
+    DailySpend,
+    DaySpend,
+    Meter,
+    MonthSpend,
+    Price,
+    PriceKind,
+    SpendRollup,
+    UsageInterval,
+)
 from billing.selectors import day_start, live_spend, rolled_through, team_timezones
 
 # Every VM's OS disk: 128 GiB Premium SSD (cloud.azure_vm.VmSpec), billed as tier P10 LRS.
@@ -113,7 +122,19 @@ def _local_day(moment: datetime | None, tz) -> date | None:
     return moment.astimezone(tz).date() if moment else None
 
 
+ROLLUP_CHUNK_DAYS = 7  # days priced per transaction: bounds memory for teams with many workspaces
+
+
 def _rebuild_days(team: int, first: date, last: date, zones: dict, now: datetime) -> int:
+    written = 0
+    while first <= last:
+        chunk_last = min(last, first + timedelta(days=ROLLUP_CHUNK_DAYS - 1))
+        written += _rebuild_chunk(team, first, chunk_last, zones, now)
+        first = chunk_last + timedelta(days=1)
+    return written
+
+
+def _rebuild_chunk(team: int, first: date, last: date, zones: dict, now: datetime) -> int:
     window = (day_start(first, zones[team]), day_start(last + timedelta(days=1), zones[team]))
     lines = live_spend(windows={team: window}, zones=zones)
     rows = [
@@ -131,10 +152,36 @@ def _rebuild_days(team: int, first: date, last: date, zones: dict, now: datetime
     with transaction.atomic():
         DailySpend.objects.filter(team_id=team, day__gte=first, day__lte=last).delete()
         DailySpend.objects.bulk_create(rows, batch_size=2000)
+        _summarise(team, first, last)
         SpendRollup.objects.update_or_create(
             team_id=team, defaults={"rolled_through": last, "rebuilt_at": now}
         )
     return len(rows)
+
+
+def _summarise(team: int, first: date, mark: date) -> None:
+    """Keep DaySpend and MonthSpend equal to the sums of the team's DailySpend rows up to its
+    new rollup ``mark``, after the days from ``first`` on changed (or the mark moved back to
+    the day before ``first``). Call inside the transaction that moves the mark."""
+    DaySpend.objects.filter(team_id=team, day__gte=first).delete()
+    days = DailySpend.objects.filter(team_id=team, day__gte=first, day__lte=mark)
+    DaySpend.objects.bulk_create(
+        DaySpend(team_id=team, **row)
+        for row in days.values("day", "kind").annotate(cost=Sum("cost"))
+    )
+    month = first.replace(day=1)
+    MonthSpend.objects.filter(team_id=team, month__gte=month).delete()
+    while month <= mark:
+        following = (month + timedelta(days=32)).replace(day=1)
+        rows = DailySpend.objects.filter(
+            team_id=team, day__gte=month, day__lte=mark, day__lt=following
+        )
+        compute_hours = Sum("hours", filter=Q(meter=Meter.COMPUTE), default=0)
+        sums = rows.values("workspace_id", "kind").annotate(cost=Sum("cost"), hours=compute_hours)
+        MonthSpend.objects.bulk_create(
+            (MonthSpend(team_id=team, month=month, **row) for row in sums), batch_size=2000
+        )
+        month = following
 
 
 def rollup_invalidate(*, since: datetime) -> int:
@@ -145,7 +192,9 @@ def rollup_invalidate(*, since: datetime) -> int:
         zones = team_timezones(team_ids=[mark.team_id])
         day_before = since.astimezone(zones[mark.team_id]).date() - timedelta(days=1)
         if mark.rolled_through > day_before:
-            SpendRollup.objects.filter(pk=mark.pk).update(rolled_through=day_before)
+            with transaction.atomic():
+                SpendRollup.objects.filter(pk=mark.pk).update(rolled_through=day_before)
+                _summarise(mark.team_id, day_before + timedelta(days=1), day_before)
             moved += 1
     return moved
 

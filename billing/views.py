@@ -1,10 +1,12 @@
-"""The spend pages: a team's month (HTML, chart data as JSON, CSV export). Every query
-starts from the teams visible to the user; a stranger gets 404."""
+"""The spend pages: a team's month (HTML, chart data as JSON, CSV export), and all teams' for
+platform admins. Every team query starts from the teams visible to the user; a stranger gets
+404, and anyone but a platform admin gets 403 on the all-teams pages."""
 
 import io
 from datetime import date
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.utils import timezone
@@ -79,15 +81,52 @@ def team_spend_data(request, slug):
 def team_spend_csv(request, slug):
     """The team's spend for a period as chargeback CSV; 400 JSON for a bad period."""
     team = _team(request, slug)
+    return _csv(request, [team], team.slug)
+
+
+def _csv(request, teams, label: str) -> HttpResponse:
+    """Chargeback CSV of ``teams`` over the period in the query string (start, end)."""
     form = ExportForm(request.GET)
     if not form.is_valid():
         errors = [e for field in form.errors.values() for e in field]
         return JsonResponse({"error": " ".join(errors)}, status=400)
     start, end = form.cleaned_data["start"], form.cleaned_data["end"]
-    table = selectors.spend_export(teams=[team], first=start, last=end, now=timezone.now())
+    table = selectors.spend_export(teams=teams, first=start, last=end, now=timezone.now())
     stream = io.StringIO()
     csv_export.write(stream, table)
     response = HttpResponse(stream.getvalue(), content_type="text/csv; charset=utf-8")
-    name = f"spend-{team.slug}-{start:%Y%m%d}-{end:%Y%m%d}.csv"
+    name = f"spend-{label}-{start:%Y%m%d}-{end:%Y%m%d}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
+
+
+def _platform_admin(request) -> None:
+    if not request.user.has_perm("billing.view_all_spend"):
+        raise PermissionDenied("Only platform admins see all teams' spend.")
+
+
+@login_required
+@require_GET
+def platform_spend(request):
+    """Every team's month so far (spend, budget use, forecast, runway) and the top
+    workspaces across teams, for platform admins (403 for others)."""
+    _platform_admin(request)
+    now = timezone.now()
+    overview = selectors.spend_overview(teams=Team.objects.order_by("name"), now=now)
+    today = timezone.localdate(now)
+    context = {
+        "overview": overview,
+        "method": selectors.FORECAST_METHOD,
+        "first": today.replace(day=1),
+        "today": today,
+    }
+    return render(request, "billing/platform_spend.html", context)
+
+
+@login_required
+@require_GET
+def platform_spend_csv(request):
+    """Chargeback CSV for all teams: one row per team, workspace and day; 400 JSON for a bad
+    period, 403 for anyone but a platform admin."""
+    _platform_admin(request)
+    return _csv(request, list(Team.objects.order_by("name")), "all-teams")

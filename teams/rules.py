@@ -59,3 +59,5 @@ rules.add_perm("teams.set_quota", is_platform_admin)
 rules.add_perm("teams.decide_requests", is_platform_admin)
 # Read the audit log (platform admins: all rows; team admins: their teams' rows).
 rules.add_perm("teams.view_audit", is_platform_admin | is_a_team_admin)
+# All teams' spend, forecasts and the cross-team chargeback export.
+rules.add_perm("billing.view_all_spend", is_platform_admin)

@@ -36,5 +36,7 @@ urlpatterns = [
     path("teams/<slug:slug>/spend/", billing_views.team_spend, name="team-spend"),
     path("teams/<slug:slug>/spend/data/", billing_views.team_spend_data, name="team-spend-data"),
     path("teams/<slug:slug>/spend.csv", billing_views.team_spend_csv, name="team-spend-csv"),
+    path("spend/", billing_views.platform_spend, name="platform-spend"),
+    path("spend.csv", billing_views.platform_spend_csv, name="platform-spend-csv"),
     path("audit/", views.audit_log, name="audit"),
 ]

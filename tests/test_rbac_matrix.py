@@ -70,6 +70,10 @@ EXPECTED = {
     "team-spend-csv": Row(
         "GET", (_, 404, 200, 404, 200, 200), data={"start": "2026-11-01", "end": "2026-11-30"}
     ),
+    "platform-spend": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "platform-spend-csv": Row(
+        "GET", (_, 403, 403, 403, 403, 200), data={"start": "2026-11-01", "end": "2026-11-30"}
+    ),
     "audit": Row("GET", (_, 403, 403, 200, 200, 200)),
 }
 # Parameters other than ``pk``, by name: the cast's team, a decision and an action that

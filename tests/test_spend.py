@@ -8,7 +8,7 @@ import pytest
 
 from billing import services as billing
 from billing.models import DailySpend, Price, UsageInterval
-from billing.selectors import spend_between, team_spend, team_timezones
+from billing.selectors import spend_between, spend_month, team_spend, team_timezones
 from teams.models import IdlePolicy
 from tests.factories import WorkspaceFactory
 from workspaces import states
@@ -181,3 +181,43 @@ def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
     # Berlin's November starts at 23:00 UTC on 31 Oct, so it holds all 96.5 h; UTC's, 96 h.
     assert both[cast.team.pk].spent == Decimal("289.50")
     assert both[cast.other_team.pk].spent == Decimal("288.00")
+
+
+def test_the_spend_page_reads_the_same_from_its_summaries_as_live_through_a_correction(cast):
+    price(A100, "3.00", datetime(2026, 10, 1, tzinfo=UTC))
+    a = run(
+        cast,
+        start=datetime(2026, 10, 30, 22, 0, tzinfo=UTC),
+        stop=datetime(2026, 11, 2, 10, 0, tzinfo=UTC),
+    )
+    b = run(cast, start=datetime(2026, 11, 3, 8, 0, tzinfo=UTC))
+    now = datetime(2026, 11, 5, 12, 0, tzinfo=UTC)
+
+    def page(month=date(2026, 11, 1)):
+        m = spend_month(team=cast.team, month=month, now=now)
+        by_day = {day: kinds["vm"] for day, kinds in m.days if kinds["vm"]}
+        return m.total, by_day, {w.workspace_id: (w.hours, w.cost) for w in m.workspaces}
+
+    live = page()
+    billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
+    assert page() == live  # days 1-4 now come from the summaries, the 5th is live
+    assert live == (
+        Decimal("258.00"),
+        {
+            date(2026, 11, 1): Decimal("72.00"),  # a: 24 h x $3
+            date(2026, 11, 2): Decimal("30.00"),  # a: 10 h
+            date(2026, 11, 3): Decimal("48.00"),  # b: from 08:00, 16 h
+            date(2026, 11, 4): Decimal("72.00"),
+            date(2026, 11, 5): Decimal("36.00"),  # b: 12 h so far
+        },
+        {b.pk: (Decimal(52), Decimal("156.00")), a.pk: (Decimal(34), Decimal("102.00"))},
+    )
+    assert page(date(2026, 10, 1))[0] == Decimal("78.00")  # a: 26 h in October
+
+    price(A100, "2.00", datetime(2026, 11, 3, tzinfo=UTC))
+    billing.rollup_invalidate(since=datetime(2026, 11, 3, tzinfo=UTC))
+    corrected = page()
+    assert corrected[0] == Decimal("206.00")  # b's 52 h now at $2
+    assert corrected[2][b.pk] == (Decimal(52), Decimal("104.00"))
+    billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
+    assert page() == corrected

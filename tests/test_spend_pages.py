@@ -134,3 +134,53 @@ def test_a_workspace_page_shows_its_cost_and_a_stopped_vm_its_disk(client, cast,
     assert "$0.027 per hour for its OS disk, while stopped" in stopped
     # Running since 9 Nov: 36 h x ($3 + $0.027) = $108.972.
     assert "$108.97 this month" in live and "$3.027 per hour, of which $0.027" in live
+
+
+@time_machine.travel(NOW, tick=False)
+def test_the_platform_admin_sees_every_team_and_the_top_workspaces(client, cast, spending):
+    Team.objects.filter(pk=cast.team.pk).update(monthly_budget=Decimal("500"))
+    price("Standard_NC4as_T4_v3", "0.526", datetime(2026, 1, 1, tzinfo=UTC))
+    other = run(
+        cast,
+        team=cast.other_team,
+        start=datetime(2026, 11, 10, 2, tzinfo=UTC),
+        name="nlp-t4",
+        vm_size="Standard_NC4as_T4_v3",
+    )
+    client.force_login(cast.platform_admin)
+    team_total = client.get(reverse("team-spend-data", args=[cast.team.slug])).json()["total"]
+
+    body = client.get(reverse("platform-spend")).content.decode()
+
+    assert f"${Decimal(team_total):,.2f}" in body and "runs out 18 Nov" in body
+    # NLP: 10 h x ($0.526 + $0.027 disk) = $5.53, no budget.
+    assert "$5.53" in body and "no limit" in body
+    # Ranked by cost: train-run ($108.97) above nlp-t4 ($5.53), both teams in one table.
+    assert body.index("train-run") < body.index(other.name) < body.index("Chargeback export")
+
+
+@time_machine.travel(NOW, tick=False)
+def test_the_chargeback_csv_covers_all_teams_one_row_per_team_workspace_and_day(
+    client, cast, spending
+):
+    run(cast, team=cast.other_team, start=datetime(2026, 11, 10, 2, tzinfo=UTC), name="nlp-a100")
+    client.force_login(cast.platform_admin)
+
+    rows = csv_rows(
+        client.get(reverse("platform-spend-csv"), {"start": "2026-11-01", "end": "2026-11-10"})
+    )
+
+    assert {r["team"] for r in rows} == {"Vision Lab", "NLP"}
+    assert len({(r["day"], r["team"], r["workspace_id"]) for r in rows}) == len(rows)
+    nlp = [r for r in rows if r["team"] == "NLP"]
+    assert [(r["day"], r["compute_usd"]) for r in nlp] == [("2026-11-10", "30.00")]  # 10 h x $3
+
+
+def test_a_bad_chargeback_period_gets_a_clear_400(client, cast):
+    client.force_login(cast.platform_admin)
+
+    response = client.get(
+        reverse("platform-spend-csv"), {"start": "2026-11-30", "end": "2026-11-01"}
+    )
+
+    assert response.status_code == 400 and "ends before it starts" in response.json()["error"]

@@ -90,6 +90,55 @@ def price_in_effect(
     )
 
 
+@dataclass(frozen=True)
+class OfferingReprice:
+    """What offerings_reprice did: offerings whose price changed (``repriced``), and those
+    withdrawn for want of a price, as "Standard_X in region" (``withdrawn``)."""
+
+    repriced: int
+    withdrawn: list[str]
+
+
+def offerings_reprice(*, now: datetime) -> OfferingReprice:
+    """Set every SizeOffering's USD/hour, regular and Spot, to the Azure retail price in
+    effect ``now`` (the Price table). A size with no regular price in its region is no
+    longer offered: nobody could be told what it costs. Three queries plus one per change."""
+    from workspaces.models import SizeOffering
+
+    book = {
+        (p.sku, p.region, p.spot): p.unit_price
+        for p in Price.objects.filter(kind=PriceKind.VM, effective_start__lte=now).order_by(
+            "effective_start"
+        )
+    }  # later rows overwrite earlier ones: the price in effect
+    repriced, withdrawn = 0, []
+    for offering in SizeOffering.objects.all():
+        regular = book.get((offering.vm_size, offering.region, False))
+        spot = book.get((offering.vm_size, offering.region, True))
+        if regular is None:
+            if offering.offered:
+                withdrawn.append(str(offering))
+            SizeOffering.objects.filter(pk=offering.pk).update(offered=False)
+            continue
+        if (offering.price_per_hour, offering.spot_price_per_hour) != (regular, spot):
+            SizeOffering.objects.filter(pk=offering.pk).update(
+                price_per_hour=regular, spot_price_per_hour=spot
+            )
+            repriced += 1
+    return OfferingReprice(repriced, withdrawn)
+
+
+def offering_unpriced_reason(*, vm_size: str, region: str) -> str | None:
+    """Why the size cannot be offered in the region (no Azure retail price known), or None."""
+    if Price.objects.filter(kind=PriceKind.VM, sku=vm_size, region=region, spot=False).exists():
+        return None
+    return (
+        f"Azure publishes no Linux pay-as-you-go price for {vm_size} in {region} (Retail Prices "
+        "API), so its cost could not be shown or billed. Run manage.py sync_prices, or offer "
+        "it in another region."
+    )
+
+
 def rollup_rebuild(*, now: datetime, team_ids=None, since: date | None = None) -> int:
     """Rebuild each team's DailySpend for its complete days (up to yesterday in its time
     zone) from ``since``, or from the day after its rollup mark, or from its first usage;

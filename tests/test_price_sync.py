@@ -12,6 +12,7 @@ from django.core.management import CommandError, call_command
 from billing import services as billing
 from billing.models import Price, SpendRollup
 from cloud.prices import RetailPrice
+from tests.factories import OfferingFactory
 
 pytestmark = pytest.mark.django_db
 JAN = datetime(2026, 1, 1, tzinfo=UTC)
@@ -150,3 +151,40 @@ def test_a_throttled_then_failing_price_api_leaves_the_old_prices(sim):
         call_command("sync_prices")
 
     assert Price.objects.count() == before
+
+
+def test_sync_reprices_the_offerings_and_withdraws_a_size_azure_has_no_price_for():
+    from workspaces.models import SizeOffering
+
+    a100 = OfferingFactory(vm_size="Standard_NC24ads_A100_v4", region="eastus", price_per_hour=1)
+    nowhere = OfferingFactory(vm_size="Standard_NC24ads_A100_v4", region="antarctica")
+    out = io.StringIO()
+
+    call_command("sync_prices", offline=True, stdout=out)
+
+    a100.refresh_from_db()
+    assert (a100.price_per_hour, a100.spot_price_per_hour) == (Decimal("3.673"), Decimal("0.4444"))
+    assert not SizeOffering.objects.get(pk=nowhere.pk).offered
+    assert (
+        "No longer offered, Azure has no price for it: Standard_NC24ads_A100_v4 in antarctica"
+        in out.getvalue()
+    )
+
+
+def test_the_admin_is_told_why_a_size_without_a_price_cannot_be_offered(client, cast):
+    from django.urls import reverse
+
+    nowhere = OfferingFactory(
+        vm_size="Standard_NC24ads_A100_v4", region="antarctica", offered=False
+    )
+    client.force_login(cast.platform_admin)
+    url = reverse("admin:workspaces_sizeoffering_changelist")
+
+    response = client.post(url, {"action": "offer", "_selected_action": [nowhere.pk]}, follow=True)
+
+    nowhere.refresh_from_db()
+    assert not nowhere.offered
+    assert (
+        "Azure publishes no Linux pay-as-you-go price for Standard_NC24ads_A100_v4 in antarctica"
+        in response.content.decode()
+    )

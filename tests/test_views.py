@@ -1,11 +1,15 @@
 """Pages as the fixed cast sees them: visibility, form errors, htmx polling, health."""
 
 import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
 
 import pytest
+import time_machine
 from django.urls import reverse
 
-from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
+from teams.models import Team
+from tests.factories import SSH_KEY, MembershipFactory, OfferingFactory, WorkspaceFactory
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -211,3 +215,23 @@ def test_healthz_is_503_when_the_broker_is_down(client, settings):
         app.conf.broker_url = original
     assert response.status_code == 503
     assert response.json()["broker"]["ok"] is False and response.json()["database"]["ok"] is True
+
+
+@time_machine.travel(datetime(2026, 11, 10, 12, 0, tzinfo=UTC), tick=False)
+def test_the_size_table_shows_what_each_size_does_to_the_teams_budget(client, cast):
+    OfferingFactory()  # A100 at $3.673/hour
+    OfferingFactory(vm_size="Standard_NC4as_T4_v3", gpu_model="T4", price_per_hour=Decimal("0.526"))
+    Team.objects.filter(pk=cast.team.pk).update(monthly_budget=Decimal("100"))
+    Team.objects.filter(pk=cast.other_team.pk).update(monthly_budget=Decimal("1000"))
+    c = _client(client, cast.researcher)
+    MembershipFactory(team=cast.other_team, user=cast.researcher)
+
+    vision = c.get(reverse("workspaces:request"), {"team": cast.team.pk}, HTTP_HX_REQUEST="true")
+    nlp = c.get(reverse("workspaces:request"), {"team": cast.other_team.pk}, HTTP_HX_REQUEST="true")
+
+    # $100 with nothing burning: A100 for 27.2 h (to 11 Nov 15:13), T4 for 190 h (to 18 Nov).
+    rows = vision.content.decode()
+    assert "Team budget with it" in rows
+    assert rows.index("runs out 11 Nov") < rows.index("runs out 18 Nov")  # A100 row, then T4
+    # $1,000: the A100 for 272 h, to 21 Nov; the T4 lasts the month (1,901 h).
+    assert "runs out 21 Nov" in nlp.content.decode() and "lasts the month" in nlp.content.decode()

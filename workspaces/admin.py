@@ -1,9 +1,29 @@
 """Django admin: where the platform admin chooses which sizes and regions are offered."""
 
-from django.contrib import admin
+from django import forms
+from django.contrib import admin, messages
 
+from billing.services import offering_unpriced_reason
 from portal.admin_access import PlatformAdminAccess
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
+
+
+class SizeOfferingForm(forms.ModelForm):
+    """Refuses to offer a size that has no Azure price in its region, saying why."""
+
+    class Meta:
+        model = SizeOffering
+        fields = ["offered", "allow_region_fallback"]
+
+    def clean_offered(self):
+        offered = self.cleaned_data["offered"]
+        if offered and not self.instance.offered:
+            reason = offering_unpriced_reason(
+                vm_size=self.instance.vm_size, region=self.instance.region
+            )
+            if reason:
+                raise forms.ValidationError(reason)
+        return offered
 
 
 @admin.register(SizeOffering)
@@ -43,9 +63,19 @@ class SizeOfferingAdmin(PlatformAdminAccess, admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    form = SizeOfferingForm
+
+    def get_changelist_form(self, request, **kwargs):
+        return SizeOfferingForm
+
     @admin.action(description="Offer the selected sizes")
     def offer(self, request, queryset):
-        queryset.update(offered=True)
+        for offering in queryset:
+            reason = offering_unpriced_reason(vm_size=offering.vm_size, region=offering.region)
+            if reason:
+                self.message_user(request, f"{offering} not offered: {reason}", messages.ERROR)
+            else:
+                queryset.filter(pk=offering.pk).update(offered=True)
 
     @admin.action(description="Stop offering the selected sizes")
     def withdraw(self, request, queryset):

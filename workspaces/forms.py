@@ -5,6 +5,7 @@ import binascii
 import re
 
 from django import forms
+from django.urls import reverse
 
 from workspaces.models import SizeOffering
 
@@ -66,6 +67,16 @@ class WorkspaceRequestForm(forms.Form):
     def __init__(self, *args, teams, regions, offerings, **kwargs):
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams
+        # Another team has another budget: the size table's runway column follows the choice.
+        self.fields["team"].widget.attrs.update(
+            {
+                "hx-get": reverse("workspaces:request"),
+                "hx-target": "#size-table",
+                "hx-swap": "outerHTML",
+                "hx-trigger": "change",
+                "hx-include": "[name=region]",
+            }
+        )
         self.fields["region"].choices = [(r, r) for r in regions]
         self.fields["offering"].queryset = offerings
 

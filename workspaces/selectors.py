@@ -100,6 +100,15 @@ class Budget:
         end = self.runs_out(extra_per_hour)
         return end is None or end >= month_bounds(self.now)[1]
 
+    def runway_with(self, extra_per_hour: Decimal) -> str:
+        """What the budget does with ``extra_per_hour`` USD/hour more burning from now: ""
+        without a budget, else "lasts the month" or "runs out 24 Nov"."""
+        if self.budget is None:
+            return ""
+        if self.lasts_the_month(extra_per_hour):
+            return "lasts the month"
+        return f"runs out {self.runs_out(extra_per_hour):%-d %b}"
+
     def sentence(self) -> str:
         """ "$1,930 of the $5,000 November budget is left; at the current rate that lasts until
         24 Nov" (or that it lasts the month)."""

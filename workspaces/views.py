@@ -64,15 +64,27 @@ def workspace_request(request):
                 return redirect("workspaces:detail", pk=workspace.pk)
     else:
         form, region = _request_form(request)
+    quota = _quota_lines(request.user)
     context = {
         "form": form,
         "region": region,
-        "offerings": selectors.offering_list(region=region),
-        "quota": _quota_lines(request.user),
+        "offerings": _with_runway(request, quota, selectors.offering_list(region=region)),
+        "quota": quota,
     }
     if request.htmx and request.method == "GET":
         return render(request, "workspaces/_size_table.html", context)
     return render(request, "workspaces/request.html", context)
+
+
+def _with_runway(request, quota, offerings) -> list:
+    """The offerings, each with ``runway``: what the chosen team's budget does with it."""
+    asked = (request.POST or request.GET).get("team")
+    budgets = {str(team.pk): budget for team, _lines, budget in quota}
+    budget = budgets.get(asked) or next(iter(budgets.values()), None)
+    offerings = list(offerings)
+    for offering in offerings:
+        offering.runway = budget.runway_with(offering.price_per_hour) if budget else ""
+    return offerings
 
 
 def _quota_lines(user) -> list[tuple]:

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from billing.services import OS_DISK_TIER, prices_sync
+from billing.services import OS_DISK_TIER, offerings_reprice, prices_sync
 from cloud import prices
 from workspaces.catalog import read_catalog
 
@@ -30,11 +30,16 @@ class Command(BaseCommand):
             fetched = self._snapshot() if offline else self._api()
         except (prices.PriceFormatError, prices.PriceApiError, OSError) as exc:
             raise CommandError(f"Prices not synced; the old ones stay. {exc}") from exc
-        result = prices_sync(prices=fetched, source=source, now=timezone.now())
+        now = timezone.now()
+        result = prices_sync(prices=fetched, source=source, now=now)
+        offerings = offerings_reprice(now=now)
         self.stdout.write(
             f"{len(fetched)} prices from the {source}: {result.added} added, "
-            f"{result.unchanged} unchanged, in {time.monotonic() - started:.2f} s"
+            f"{result.unchanged} unchanged, {offerings.repriced} offerings repriced, "
+            f"in {time.monotonic() - started:.2f} s"
         )
+        for name in offerings.withdrawn:
+            self.stdout.write(f"No longer offered, Azure has no price for it: {name}")
 
     def _snapshot(self):
         page = json.loads(SNAPSHOT.read_text(), parse_float=Decimal)

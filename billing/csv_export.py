@@ -3,6 +3,7 @@ rows add up to the spend pages' totals. Cells are CSV-injection safe."""
 
 import csv
 from collections import defaultdict
+from collections.abc import Iterable, Iterator
 from decimal import Decimal
 
 from billing import metering
@@ -63,7 +64,16 @@ def rows(lines, workspaces: dict, teams: dict) -> list[list[str]]:
     return out
 
 
-def write(stream, table: list[list[str]]) -> None:
-    writer = csv.writer(stream)
-    writer.writerow(HEADER)
-    writer.writerows([[safe(cell) for cell in row] for row in table])
+class _Line:
+    """A file-like object that hands back what csv.writer writes, one row at a time."""
+
+    def write(self, text: str) -> str:
+        return text
+
+
+def lines(table: Iterable[list[str]]) -> Iterator[str]:
+    """The CSV text, header first, a row at a time (for a streaming response)."""
+    writer = csv.writer(_Line())
+    yield writer.writerow(HEADER)
+    for row in table:
+        yield writer.writerow([safe(cell) for cell in row])

@@ -5,6 +5,7 @@ the team's, in its time zone (the idle policy's ``timezone``, UTC by default).""
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
@@ -13,7 +14,7 @@ from zoneinfo import ZoneInfo
 
 from django.db.models import Count, Q, Sum
 
-from billing import metering
+from billing import csv_export, metering
 from billing.models import DailySpend, DaySpend, MonthSpend, Price, SpendRollup, UsageInterval
 
 CENT = metering.CENT
@@ -513,22 +514,34 @@ def _team_month(team, spent: Decimal, burn: Decimal, tz, now: datetime) -> TeamM
     return TeamMonth(team, spent, budget, used, burn, forecast, runs_out)
 
 
-def spend_export(*, teams, first: date, last: date, now: datetime) -> list[list[str]]:
+EXPORT_CHUNK_DAYS = 7
+
+
+def spend_export(*, teams, first: date, last: date, now: datetime) -> Iterator[list[str]]:
     """Chargeback rows (billing.csv_export.HEADER) for the teams over the days first..last of
-    each team's time zone. Queries: a constant few, whatever the number of rows."""
-    from billing import csv_export
+    each team's time zone, in day order. Made a week at a time, so a year of a large fleet
+    streams in bounded memory; a constant few queries per week."""
+    teams = list(teams)
+    names = {t.pk: t.name for t in teams}
+    zones = team_timezones(team_ids=list(names))
+    while first <= last:
+        week_last = min(last, first + timedelta(days=EXPORT_CHUNK_DAYS - 1))
+        lines = spend_between(
+            team_ids=list(names), first=first, last=week_last, now=now, zones=zones
+        )
+        yield from csv_export.rows(lines, _export_workspaces(lines), names)
+        first = week_last + timedelta(days=1)
+
+
+def _export_workspaces(lines) -> dict:
     from workspaces.models import Workspace
 
-    team_ids = [t.pk for t in teams]
-    zones = team_timezones(team_ids=team_ids)
-    lines = spend_between(team_ids=team_ids, first=first, last=last, now=now, zones=zones)
-    workspaces = {
+    return {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in={ln.workspace_id for ln in lines}).values(
             "pk", "name", "owner__username", "vm_size"
         )
     }
-    return csv_export.rows(lines, workspaces, {t.pk: t.name for t in teams})
 
 
 @dataclass(frozen=True)

@@ -2,12 +2,11 @@
 platform admins. Every team query starts from the teams visible to the user; a stranger gets
 404, and anyone but a platform admin gets 403 on the all-teams pages."""
 
-import io
 from datetime import date
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import Http404, HttpResponse, JsonResponse
+from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -84,7 +83,7 @@ def team_spend_csv(request, slug):
     return _csv(request, [team], team.slug)
 
 
-def _csv(request, teams, label: str) -> HttpResponse:
+def _csv(request, teams, label: str) -> StreamingHttpResponse:
     """Chargeback CSV of ``teams`` over the period in the query string (start, end)."""
     form = ExportForm(request.GET)
     if not form.is_valid():
@@ -92,9 +91,9 @@ def _csv(request, teams, label: str) -> HttpResponse:
         return JsonResponse({"error": " ".join(errors)}, status=400)
     start, end = form.cleaned_data["start"], form.cleaned_data["end"]
     table = selectors.spend_export(teams=teams, first=start, last=end, now=timezone.now())
-    stream = io.StringIO()
-    csv_export.write(stream, table)
-    response = HttpResponse(stream.getvalue(), content_type="text/csv; charset=utf-8")
+    response = StreamingHttpResponse(
+        csv_export.lines(table), content_type="text/csv; charset=utf-8"
+    )
     name = f"spend-{label}-{start:%Y%m%d}-{end:%Y%m%d}.csv"
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response

@@ -1,5 +1,6 @@
 """Business rules of teams: approvals of requests above quota, notices, the audit log, team
-membership, quotas and budgets, and teams' requests for a permanent increase.
+membership, quotas and budgets, teams' requests for a permanent increase, and budget alerts
+(with the stop at 100 %).
 
 Errors raised: DecisionError (a decision that cannot be taken; the message says why),
 MembershipError (a membership change that is refused; the message says why), PermissionError
@@ -635,7 +636,7 @@ class AlertCheck:
     stopped: list = field(default_factory=list)
 
 
-def thresholds_reached(*, spent: Decimal, budget: Decimal) -> list[int]:
+def _thresholds_reached(*, spent: Decimal, budget: Decimal) -> list[int]:
     """The ALERT_THRESHOLDS (percent) that ``spent`` (USD) has reached of ``budget`` (USD).
     Nothing spent reaches nothing, even of a $0 budget."""
     if spent <= 0:
@@ -661,7 +662,7 @@ def budget_alerts_check(*, now: datetime) -> AlertCheck:
     result = AlertCheck(evaluated=len(teams))
     due = {}
     for team in teams:
-        reached = thresholds_reached(spent=spend[team.pk].spent, budget=team.monthly_budget)
+        reached = _thresholds_reached(spent=spend[team.pk].spent, budget=team.monthly_budget)
         if missing := [t for t in reached if t not in sent[team.pk]]:
             due[team.pk] = missing
     recipients = _alert_recipients(team_ids=list(due))
@@ -788,7 +789,7 @@ def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datet
 def _budget_stop_late(teams, spend, sent, now: datetime) -> list:
     """Teams with stop_at_budget still at or over the budget after an earlier 100 % alert:
     stop what was provisioning or starting then and runs now. A workspace that began to run
-    after the alert (a platform admin approved it) is left alone. One query when none."""
+    after the alert (a platform admin approved it) is left alone. At most one query."""
     from workspaces.selectors import workspace_running_begun_by
 
     top = ALERT_THRESHOLDS[-1]

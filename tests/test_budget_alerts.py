@@ -358,6 +358,19 @@ def test_with_the_budget_used_up_a_new_request_waits_for_approval(cast):
 
 
 @pytest.mark.django_db
+def test_with_the_budget_used_up_a_stopped_workspace_cannot_start(cast):
+    _budget(cast.team, 1000)
+    _workspace(cast)
+    parked = _workspace(cast, path=[*RUN, Status.STOPPING, Status.STOPPED], name="parked")
+    parked.refresh_from_db()
+    with pytest.raises(services.WorkspaceActionError, match="has used up its \\$1,000"):
+        services.workspace_start(
+            user=cast.researcher, workspace=parked, now=NOV_1 + timedelta(hours=101)
+        )
+    assert Workspace.objects.get(pk=parked.pk).status == Status.STOPPED
+
+
+@pytest.mark.django_db
 def test_below_the_budget_a_cheap_request_goes_ahead(cast):
     _budget(cast.team, 100_000)
     _workspace(cast)

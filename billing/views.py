@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET
 from billing import csv_export, selectors
 from billing.forms import ExportForm, MonthForm
 from teams.models import Team
-from teams.selectors import team_get
+from teams.selectors import budget_alert_list, team_get
 
 
 def _team(request, slug: str) -> Team:
@@ -49,6 +49,7 @@ def team_spend(request, slug):
     export = ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
     context["method"] = selectors.FORECAST_METHOD
+    context["budget_alerts"] = budget_alert_list(team=team, month=month)
     return render(request, "billing/team_spend.html", context)
 
 

@@ -32,6 +32,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "billing.tasks.rollup_spend",
             "schedule": settings.SPEND_ROLLUP_SECONDS,
         },
+        "budget-alerts": {
+            "task": "teams.tasks.check_budget_alerts",
+            "schedule": settings.SPEND_ALERT_SECONDS,
+        },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,

@@ -191,6 +191,8 @@ TELEMETRY_RAW_HOURS = env.int("TELEMETRY_RAW_HOURS", default=48)
 # --- Spend -------------------------------------------------------------------------------
 # Seconds between rollups of complete days into DailySpend (Celery beat); today is live.
 SPEND_ROLLUP_SECONDS = env.float("SPEND_ROLLUP_SECONDS", default=900.0)
+# Seconds between checks of the teams' spend against 50/80/100 % of their budget (Celery beat).
+SPEND_ALERT_SECONDS = env.float("SPEND_ALERT_SECONDS", default=300.0)
 
 # --- Azure --------------------------------------------------------------------------------
 AZURE_SUBSCRIPTION_ID = env.str(

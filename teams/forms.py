@@ -74,6 +74,16 @@ class LimitsForm(forms.Form):
     max_workspaces_per_user = forms.IntegerField(
         label="Workspaces per member", min_value=0, max_value=1000
     )
+    stop_at_budget = forms.BooleanField(
+        label="Stop running workspaces at 100% of the budget",
+        required=False,
+        widget=forms.CheckboxInput(attrs={"aria-describedby": "stop-help"}),
+        help_text=(
+            "When the month's spend reaches the budget, every running workspace of the team is "
+            "stopped (deallocated, disks kept) and the team is told. Off: they keep running and "
+            "only new requests wait for approval."
+        ),
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -113,6 +123,7 @@ class LimitsForm(forms.Form):
         initial = {
             "monthly_budget": team.monthly_budget,
             "max_workspaces_per_user": team.max_workspaces_per_user,
+            "stop_at_budget": team.stop_at_budget,
         }
         for line in row.lines:
             initial[GPU_FIELD_PREFIX + line.gpu_model] = line.quota

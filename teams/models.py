@@ -31,6 +31,10 @@ class Team(models.Model):
     max_workspaces_per_user = models.PositiveSmallIntegerField(
         default=3, help_text="Workspaces one member may hold at once (not deleted or failed)"
     )
+    stop_at_budget = models.BooleanField(
+        default=False,
+        help_text="Stop its running workspaces when the month's spend reaches the budget",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -278,3 +282,35 @@ class IdlePolicy(models.Model):
 
     def __str__(self):
         return f"Idle policy of {self.team}"
+
+
+# Percent of the monthly budget at which the team's admins and the platform admins are told.
+ALERT_THRESHOLDS = (50, 80, 100)
+
+
+class BudgetAlert(models.Model):
+    """That ``team``'s month-to-date spend reached ``threshold`` percent of its budget in the
+    month starting ``month`` (the 1st, in the team's time zone): one row per team, month and
+    threshold, inserted before anyone is told, so the unique constraint lets only one worker
+    send it. ``spent`` and ``budget`` are USD when it was sent."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="budget_alerts")
+    month = models.DateField(help_text="1st of the team's month")
+    threshold = models.PositiveSmallIntegerField(help_text="Percent of the monthly budget")
+    spent = models.DecimalField(max_digits=14, decimal_places=2, help_text="USD")
+    budget = models.DecimalField(max_digits=12, decimal_places=2, help_text="USD")
+    sent_at = models.DateTimeField()
+    stopped = models.PositiveIntegerField(
+        default=0, help_text="Running workspaces stopped with it (stop at 100%)"
+    )
+
+    class Meta:
+        ordering = ["team", "month", "threshold"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["team", "month", "threshold"], name="budgetalert_unique_month_threshold"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.team}: {self.threshold}% of {self.month:%B %Y} budget"

@@ -1,6 +1,7 @@
 """Reads of teams, always scoped to the user asking."""
 
 from dataclasses import dataclass
+from datetime import date, datetime
 from decimal import Decimal
 from fractions import Fraction
 
@@ -8,6 +9,7 @@ from django.db.models import Count, Q, QuerySet, Sum
 
 from teams.models import (
     AuditEntry,
+    BudgetAlert,
     Decision,
     GpuQuota,
     Membership,
@@ -239,3 +241,32 @@ def audit_filter_choices(*, user) -> dict[str, list[str]]:
         "actors": sorted({a for a in qs.values_list("actor__username", flat=True).distinct() if a}),
         "actions": sorted(set(qs.values_list("action", flat=True).distinct())),
     }
+
+
+def team_months(*, team_ids, now: datetime) -> dict[int, date]:
+    """The 1st of each team's month at ``now``, in the team's time zone (its idle policy's,
+    UTC by default). One query."""
+    from billing.selectors import month_bounds, team_timezones
+
+    zones = team_timezones(team_ids=list(team_ids))
+    return {t: month_bounds(now, zone)[0].date() for t, zone in zones.items()}
+
+
+def budget_alerts_of(*, months: dict[int, date]) -> dict[int, dict[int, BudgetAlert]]:
+    """The budget alerts already recorded for each team's month ``{team_id: 1st of month}``,
+    as {team_id: {threshold percent: BudgetAlert}} (every team present). One query."""
+    query = Q(pk__in=[])
+    for team_id, month in months.items():
+        query |= Q(team_id=team_id, month=month)
+    alerts: dict[int, dict[int, BudgetAlert]] = {t: {} for t in months}
+    for alert in BudgetAlert.objects.filter(query) if months else []:
+        alerts[alert.team_id][alert.threshold] = alert
+    return alerts
+
+
+def budget_alert_list(*, team: Team, month: date | None = None, now: datetime | None = None):
+    """The team's budget alerts of the month starting ``month`` (or of its month at ``now``),
+    lowest threshold first: what its team page and spend page show."""
+    if month is None:
+        month = team_months(team_ids=[team.pk], now=now)[team.pk]
+    return list(BudgetAlert.objects.filter(team=team, month=month).order_by("threshold"))

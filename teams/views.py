@@ -65,6 +65,7 @@ def _page_context(request, team: Team, **forms) -> dict:
         "invite_form": forms.get("invite_form") or InviteForm(),
         "increase_form": forms.get("increase_form") or IncreaseForm(),
         "members_error": forms.get("members_error", ""),
+        "budget_alerts": selectors.budget_alert_list(team=team, now=timezone.now()),
     }
 
 
@@ -185,6 +186,7 @@ def team_quota(request, slug):
                 gpu_quotas=form.gpu_quotas(),
                 monthly_budget=form.cleaned_data["monthly_budget"],
                 max_workspaces_per_user=form.cleaned_data["max_workspaces_per_user"],
+                stop_at_budget=form.cleaned_data["stop_at_budget"],
                 now=timezone.now(),
             )
             messages.success(request, f"Limits of {team.name} saved.")

@@ -5,7 +5,7 @@ from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from django.db.models import QuerySet, Sum
+from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 
 from billing.selectors import budget_runs_out, month_bounds, team_spend
 from teams.selectors import team_visible_to
@@ -39,6 +39,31 @@ def workspace_stale_in_progress(*, older_than) -> list:
         Workspace.objects.filter(status__in=IN_PROGRESS, updated_at__lt=older_than).values_list(
             "pk", flat=True
         )
+    )
+
+
+def workspace_running_begun_by(*, cutoffs: dict[int, datetime]) -> list[dict]:
+    """Running workspaces of the teams in ``cutoffs`` ({team_id: aware datetime}) whose
+    current run began (their last move to provisioning or starting) at or before their
+    team's cutoff, or whose history does not say: [{"pk", "team_id", "name"}]. One query."""
+    if not cutoffs:
+        return []
+    began = (
+        WorkspaceEvent.objects.filter(
+            workspace=OuterRef("pk"), to_status__in=[Status.PROVISIONING, Status.STARTING]
+        )
+        .order_by("-at")
+        .values("at")[:1]
+    )
+    query = Q(pk__in=[])
+    for team_id, cutoff in cutoffs.items():
+        query |= Q(team_id=team_id) & (Q(run_began__lte=cutoff) | Q(run_began__isnull=True))
+    return list(
+        Workspace.objects.filter(status=Status.RUNNING, team_id__in=list(cutoffs))
+        .annotate(run_began=Subquery(began))
+        .filter(query)
+        .order_by("name")
+        .values("pk", "team_id", "name")
     )
 
 
@@ -102,19 +127,28 @@ class Budget:
 
     def runway_with(self, extra_per_hour: Decimal) -> str:
         """What the budget does with ``extra_per_hour`` USD/hour more burning from now: ""
-        without a budget, else "lasts the month" or "runs out 24 Nov"."""
+        without a budget, else "lasts the month", "runs out 24 Nov" or "used up already"."""
         if self.budget is None:
             return ""
+        if self.used_up:
+            return "used up already"
         if self.lasts_the_month(extra_per_hour):
             return "lasts the month"
         return f"runs out {self.runs_out(extra_per_hour):%-d %b}"
 
+    @property
+    def used_up(self) -> bool:
+        """Whether the month's spend has reached the budget (a budget of $0 from the start)."""
+        return self.budget is not None and self.spent >= self.budget
+
     def sentence(self) -> str:
         """ "$1,930 of the $5,000 November budget is left; at the current rate that lasts until
-        24 Nov" (or that it lasts the month)."""
+        24 Nov" (or that it lasts the month, or that it is used up)."""
         if self.budget is None:
             return "No monthly budget is set."
         month = self.now.strftime("%B")
+        if self.used_up:
+            return f"The ${self.budget:,.0f} {month} budget is used up: ${self.spent:,.2f} spent."
         text = f"${self.left:,.0f} of the ${self.budget:,.0f} {month} budget is left"
         end = self.runs_out()
         if self.lasts_the_month():
@@ -172,6 +206,11 @@ class QuotaCheck:
 
     @property
     def budget_reason(self) -> str:
+        if self.budget.used_up:
+            return (
+                f"{self.team_name} has used up its ${self.budget.budget:,.0f} "
+                f"{self.budget.now:%B} budget (${self.budget.spent:,.2f} spent)."
+            )
         if self.budget.lasts_the_month(self.price_per_hour):
             return ""
         end = self.budget.runs_out(self.price_per_hour)

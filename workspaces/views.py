@@ -49,7 +49,7 @@ def _request_form(request, data=None):
         initial=initial,
         teams=team_list_for_requests(user=request.user),
         regions=regions,
-        offerings=selectors.offering_list(),
+        offerings=selectors.offering_list(now=timezone.now()),
     )
     return form, chosen
 
@@ -67,7 +67,7 @@ def workspace_request(request):
     context = {
         "form": form,
         "region": region,
-        "offerings": selectors.offering_list(region=region),
+        "offerings": selectors.offering_list(region=region, now=timezone.now()),
         "quota": _quota_lines(request.user),
     }
     if request.htmx and request.method == "GET":
@@ -95,6 +95,7 @@ def _submit_request(request, form):
             request_key=data["request_key"],
             justification=data["justification"],
             now=timezone.now(),
+            spot=data["spot"],
         )
     except services.JustificationNeeded as exc:
         form.add_error("justification", str(exc))

@@ -84,6 +84,25 @@ class TestSpotLife:
         assert compute.spot and compute.price_per_hour == SPOT_PRICE
         assert not UsageInterval.objects.get(workspace=ws, meter="disk").spot
 
+    def test_region_fallback_takes_the_cheapest_region_with_a_spot_price_at_that_price(
+        self, cast, sim
+    ):
+        here = OfferingFactory(allow_region_fallback=True)
+        OfferingFactory(region="westus3", price_per_hour=Decimal("3.6730"))  # no Spot price
+        OfferingFactory(region="westus", price_per_hour=Decimal("4.7750"))
+        spot_price()
+        spot_price(Decimal("0.9550"), region="westus")
+        sim.set_quota("eastus", "standardNCADSA100v4Family", 0)
+
+        ws = reload(request(cast, offering=here))
+
+        assert (ws.status, ws.region, ws.price_per_hour) == (
+            Status.RUNNING,
+            "westus",
+            Decimal("0.9550"),
+        )
+        assert vm_of(sim, ws)["priority"] == "Spot"
+
     def test_an_eviction_stops_the_workspace_once_tells_the_owner_and_closes_the_meter(
         self, cast, sim
     ):

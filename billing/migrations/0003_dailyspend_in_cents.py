@@ -4,16 +4,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
+
     dependencies = [
-        ("billing", "0002_prices_meters_rollups"),
+        ('billing', '0002_prices_meters_rollups'),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name="dailyspend",
-            name="cost",
-            field=models.DecimalField(
-                decimal_places=2, help_text="USD, rounded to the cent as charged", max_digits=14
-            ),
+            model_name='dailyspend',
+            name='cost',
+            field=models.DecimalField(decimal_places=2, help_text='USD, rounded to the cent as charged', max_digits=14),
         ),
     ]

@@ -30,14 +30,15 @@ OS_DISK_TIER = "P10 LRS"
 def usage_meter(*, workspace_id, expected: str, to: str, now: datetime) -> None:
     """Open or close the workspace's meters for the change ``expected -> to`` (called inside
     workspaces.states.transition's transaction). Compute is billed while the VM is allocated
-    (states.BILLABLE); the OS disk from the first time the VM runs until it is deleted."""
+    (states.BILLABLE), on the Spot meter for a Spot VM; the OS disk from the first time the VM
+    runs until it is deleted."""
     from workspaces.models import Workspace
     from workspaces.states import BILLABLE, Status
 
     opens_compute = to in BILLABLE and expected not in BILLABLE
     closes_compute = expected in BILLABLE and to not in BILLABLE
     if opens_compute or to == Status.RUNNING:
-        ws = Workspace.objects.values("team_id", "vm_size", "region", "price_per_hour").get(
+        ws = Workspace.objects.values("team_id", "vm_size", "region", "price_per_hour", "spot").get(
             pk=workspace_id
         )
     if opens_compute:
@@ -62,6 +63,7 @@ def _open(workspace_id, ws: dict, meter, kind, sku: str, hourly, now: datetime) 
         price_kind=kind,
         sku=sku,
         region=ws["region"],
+        spot=meter == Meter.COMPUTE and ws["spot"],  # a Spot VM's disk is billed as any disk
         started_at=now,
         price_per_hour=round(hourly, 4),
     )

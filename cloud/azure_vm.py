@@ -19,6 +19,11 @@ from typing import Any
 
 from azure.core.exceptions import AzureError, ResourceNotFoundError
 from azure.core.polling import LROPoller
+from azure.mgmt.compute.models import (
+    BillingProfile,
+    VirtualMachineEvictionPolicyTypes,
+    VirtualMachinePriorityTypes,
+)
 from azure.mgmt.core.polling.arm_polling import ARMPolling
 
 from .clients import AzureSettings, compute_client, network_client
@@ -39,7 +44,9 @@ class VmNames:
 
 @dataclass(frozen=True)
 class VmSpec:
-    """What to create. custom_data is cloud-init text (sent base64-encoded); os_disk_gb in GiB."""
+    """What to create. custom_data is cloud-init text (sent base64-encoded); os_disk_gb in GiB.
+    spot: an Azure Spot VM (priority Spot), deallocated when Azure evicts it and never evicted
+    for price (max price -1: it pays up to the pay-as-you-go price)."""
 
     workspace_id: str
     location: str
@@ -50,11 +57,13 @@ class VmSpec:
     tags: dict[str, str]
     image: str = "microsoft-dsvm:ubuntu-hpc:2204:latest"  # publisher:offer:sku:version
     os_disk_gb: int = 128
+    spot: bool = False
 
 
 @dataclass(frozen=True)
 class VmState:
-    """A VM as Azure reports it. power_state is one of POWER_STATES."""
+    """A VM as Azure reports it. power_state is one of POWER_STATES; priority is Azure's
+    ("Regular", "Spot"; "Regular" when Azure leaves it out)."""
 
     name: str
     vm_id: str | None
@@ -63,6 +72,7 @@ class VmState:
     provisioning_state: str
     power_state: str
     private_ip: str | None
+    priority: str = "Regular"
 
 
 @dataclass(frozen=True)
@@ -225,6 +235,23 @@ def get(settings: AzureSettings, *, name: str) -> VmState | None:
     return _vm_state(vm, private_ip)
 
 
+def power_states(settings: AzureSettings) -> dict[str, str]:
+    """{VM name (lower case): power state} of every VM in the resource group, one of
+    POWER_STATES, from one paged ARM call for the whole subscription (VirtualMachines_ListAll
+    with statusOnly=true, which carries each VM's instance view).
+
+    Raises CloudError.
+    """
+    prefix = f"/subscriptions/{settings.subscription_id}/resourceGroups/{settings.resource_group}/"
+    with azure_errors():
+        vms = list(compute_client(settings).virtual_machines.list_all(status_only="true"))
+    return {
+        _text(vm.name).lower(): _power_state(vm.properties.instance_view if vm.properties else None)
+        for vm in vms
+        if _text(vm.id).lower().startswith(prefix.lower())
+    }
+
+
 def delete_leftovers(settings: AzureSettings, *, name: str) -> None:
     """Remove whatever a failed create left: the VM (also one in provisioningState
     Failed), then the NIC, then the OS disk, waiting for each.
@@ -363,23 +390,32 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
         "managedDisk": {"storageAccountType": "Premium_LRS"},
     }
     nic_ref = {"id": nic_id, "properties": {"primary": True, "deleteOption": "Detach"}}
-    return {
-        "location": spec.location,
-        "tags": dict(spec.tags),
-        "properties": {
-            "hardwareProfile": {"vmSize": spec.vm_size},
-            "storageProfile": {
-                "imageReference": {
-                    "publisher": publisher,
-                    "offer": offer,
-                    "sku": sku,
-                    "version": version,
-                },
-                "osDisk": os_disk,
+    properties = {
+        "hardwareProfile": {"vmSize": spec.vm_size},
+        "storageProfile": {
+            "imageReference": {
+                "publisher": publisher,
+                "offer": offer,
+                "sku": sku,
+                "version": version,
             },
-            "osProfile": _os_profile(names.vm, spec),
-            "networkProfile": {"networkInterfaces": [nic_ref]},
+            "osDisk": os_disk,
         },
+        "osProfile": _os_profile(names.vm, spec),
+        "networkProfile": {"networkInterfaces": [nic_ref]},
+    }
+    if spec.spot:
+        properties.update(_spot_properties())
+    return {"location": spec.location, "tags": dict(spec.tags), "properties": properties}
+
+
+def _spot_properties() -> dict[str, Any]:
+    # Deallocate keeps the OS disk, so an evicted workspace starts again like a stopped one;
+    # max price -1 means Azure evicts it only for capacity, never for price.
+    return {
+        "priority": VirtualMachinePriorityTypes.SPOT,
+        "evictionPolicy": VirtualMachineEvictionPolicyTypes.DEALLOCATE,
+        "billingProfile": BillingProfile(max_price=-1),
     }
 
 
@@ -463,6 +499,7 @@ def _vm_state(vm: Any, private_ip: str | None) -> VmState:
         provisioning_state=_text(props.provisioning_state if props else None) or "Unknown",
         power_state=_power_state(props.instance_view if props else None),
         private_ip=private_ip,
+        priority=_text(props.priority if props else None) or "Regular",
     )
 
 

@@ -25,6 +25,7 @@ FAULT_OPS = frozenset(
         "vm.create",
         "vm.update",
         "vm.get",
+        "vm.list",
         "vm.delete",
         "vm.start",
         "vm.deallocate",
@@ -257,6 +258,10 @@ def _vm_state(vm: VM) -> dict:
         "sshPublicKeys": [k.get("keyData") for k in ssh.get("publicKeys") or []],
         "nics": list(vm.nic_ids),
         "osDisk": vm.os_disk_name,
+        "priority": vm.properties.get("priority", "Regular"),
+        "evictionPolicy": vm.properties.get("evictionPolicy"),
+        "billingProfile": vm.properties.get("billingProfile"),
+        "evictedAt": iso(vm.evicted_at),
     }
 
 

@@ -40,8 +40,9 @@ class SimControl:
     def inject(self, op: str, kind: str, count: int = 1, retry_after: int = 0) -> dict:
         """Queue `count` faults of `kind` for `op` (e.g. "vm.create", "throttle").
 
-        Ops: vm.create, vm.update, vm.get, vm.delete, vm.start, vm.deallocate, vm.powerOff,
-        nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list, price.list
+        Ops: vm.create, vm.update, vm.get, vm.list, vm.delete, vm.start, vm.deallocate,
+        vm.powerOff, nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list,
+        price.list
         (the Retail Prices API: throttle, server_error, unavailable only). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
         authorization_failed (403, any op), sku_not_available, quota,
@@ -71,6 +72,15 @@ class SimControl:
         if retry_after is not None:
             body["retry_after"] = retry_after
         return self._call("POST", "/_sim/latency", body)
+
+    def evict(self, vm_name: str, resource_group: str | None = None) -> dict:
+        """Evict a running Spot VM as Azure does when it needs the capacity back: deallocated
+        (evictionPolicy Deallocate) or deleted (Delete). Returns {"vm", "id", "outcome"};
+        refused (409) for a VM that is not Spot or not allocated, 404 for no such VM."""
+        body: dict = {"vm": vm_name}
+        if resource_group is not None:
+            body["resource_group"] = resource_group
+        return self._call("POST", "/_sim/vms/evict", body)
 
     def set_prices(self, items: list, page_size: int | None = None) -> dict:
         """Replace the Retail Prices API's book with `items` (API item shape, served as given);

@@ -6,6 +6,7 @@ POST /_sim/capacity               {"location", "vm_size", "available"}  (free sl
 POST /_sim/quota                  {"location", "family", "limit"}      ("cores" = regional)
 POST /_sim/skus/restrict          {"location", "vm_size", "restricted"=true}
 POST /_sim/latency                {"seconds"?, "retry_after"?}
+POST /_sim/vms/evict              {"vm", "resource_group"?}            (evict a running Spot VM)
 GET  /_sim/state                  -> see Cloud.snapshot()
 GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
 POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet)
@@ -22,7 +23,7 @@ Price items are Retail Prices API items, stored and served as given (see prices.
 op "price.list" may be throttle, server_error or unavailable.
 """
 
-from . import prices
+from . import prices, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .errors import ArmError
@@ -114,6 +115,22 @@ def _latency(cloud: Cloud, body: dict) -> Response:
     return Response(200, {"seconds": cloud.latency, "retry_after": cloud.retry_after})
 
 
+def _evict(cloud: Cloud, body: dict) -> Response:
+    name, group = _field(body, "vm", str), _field(body, "resource_group", str, default=None)
+    found = [
+        vm
+        for vm in cloud.vms.values()
+        if vm.name.lower() == name.lower()
+        and (group is None or vm.resource_group.lower() == group.lower())
+    ]
+    if not found:
+        raise ArmError(404, "ResourceNotFound", f"No virtual machine named '{name}'.")
+    if len(found) > 1:
+        raise _bad(f"Several VMs are named '{name}'; say which 'resource_group'.")
+    outcome = spot.evict(cloud, found[0])
+    return Response(200, {"vm": found[0].name, "id": found[0].id, "outcome": outcome})
+
+
 def _profile(body: dict) -> str:
     profile = _field(body, "profile", str)
     if profile not in PROFILES:
@@ -181,6 +198,7 @@ ROUTES = {
     ("POST", "/_sim/quota"): _quota,
     ("POST", "/_sim/skus/restrict"): _restrict,
     ("POST", "/_sim/latency"): _latency,
+    ("POST", "/_sim/vms/evict"): _evict,
     ("GET", "/_sim/state"): _state,
     ("GET", "/_sim/requests"): _requests,
     ("POST", "/_sim/agents/profile"): _agent_profile,

@@ -81,6 +81,7 @@ class VM:
     wants_running: bool = True  # A PUT on a failed, unallocated VM retries the allocation.
     last_error: dict | None = None
     active_op: str | None = None
+    evicted_at: float | None = None  # Last Spot eviction (unix seconds), for /_sim/state.
 
 
 @dataclass

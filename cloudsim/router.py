@@ -3,7 +3,7 @@ match case-insensitively."""
 
 from collections.abc import Callable
 
-from . import disks, errors, locations, network, prices, vms
+from . import disks, errors, locations, network, prices, spot, vms
 from .cloud import Cloud
 from .protocol import Request, Response
 
@@ -23,6 +23,7 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     (COMPUTE, "virtualmachines", ("start",)): {"POST": vms.start_vm},
     (COMPUTE, "virtualmachines", ("deallocate",)): {"POST": vms.deallocate_vm},
     (COMPUTE, "virtualmachines", ("poweroff",)): {"POST": vms.power_off_vm},
+    (COMPUTE, "virtualmachines", ("simulateeviction",)): {"POST": spot.simulate_eviction},
     (COMPUTE, "disks", ()): {"GET": disks.get_disk, "DELETE": disks.delete_disk},
     (NETWORK, "networkinterfaces", ()): {
         "GET": network.get_nic,
@@ -48,12 +49,15 @@ def _match_resource(segs: list[str], low: list[str]) -> tuple[Methods, dict] | N
 
 
 def _match_provider(segs: list[str], low: list[str]) -> tuple[Methods, dict] | None:
-    # /subscriptions/{sub}/providers/{ns}/skus | /locations/{loc}/(usages|operations/{id})
+    # /subscriptions/{sub}/providers/{ns}/(skus|virtualMachines)
+    # | /locations/{loc}/(usages|operations/{id})
     if len(segs) < 5 or low[0] != "subscriptions" or low[2] != "providers":
         return None
     ns, rest, params = low[3], low[4:], {"sub": segs[1]}
     if ns == COMPUTE and rest == ["skus"]:
         return {"GET": locations.list_skus}, params
+    if ns == COMPUTE and rest == ["virtualmachines"]:
+        return {"GET": vms.list_vms}, params
     if len(rest) < 3 or rest[0] != "locations":
         return None
     params["loc"] = segs[5]

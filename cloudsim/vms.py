@@ -1,4 +1,5 @@
-"""Microsoft.Compute/virtualMachines: PUT, GET, instanceView, start/deallocate/powerOff, DELETE.
+"""Microsoft.Compute/virtualMachines: PUT, GET, list, instanceView, start/deallocate/powerOff,
+DELETE (Spot properties and evictions: spot.py).
 
 Power and provisioning states move through an LRO: the request sets the transitional state
 (Creating/Updating/Deleting, starting/deallocating/stopping) and the operation's completion
@@ -9,7 +10,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from . import disks, errors, faults, views
+from . import disks, errors, faults, spot, views
 from .cloud import Cloud
 from .errors import ArmError
 from .models import COMPUTE, VM, key_of, resource_id
@@ -82,6 +83,7 @@ def _parse_spec(body: dict) -> VmSpec:
     _require_objects(body["properties"])
     properties = copy.deepcopy(body["properties"])
     properties.pop("instanceView", None)  # Read-only: never taken from the client.
+    spot.check_spot(properties)
     os_profile = (
         properties.get("osProfile") if isinstance(properties.get("osProfile"), dict) else {}
     )
@@ -244,6 +246,22 @@ def get_vm(cloud: Cloud, req: Request) -> Response:
     return Response(200, views.vm_body(cloud, vm, expand))
 
 
+def list_vms(cloud: Cloud, req: Request) -> Response:
+    """GET /subscriptions/{sub}/providers/Microsoft.Compute/virtualMachines (VirtualMachines_
+    ListAll): {"value": [VirtualMachine]}, one page. ``statusOnly=true`` (or
+    ``$expand=instanceView``) adds each VM's properties.instanceView, its run-time status."""
+    faults.raise_injected(cloud, "vm.list", req.params["sub"])
+    status = req.query.get("statusonly", "").lower() == "true"
+    status = status or "instanceview" in req.query.get("$expand", "").lower()
+    sub = req.params["sub"].lower()
+    value = [
+        views.vm_body(cloud, vm, status)
+        for vm in cloud.vms.values()
+        if vm.subscription.lower() == sub
+    ]
+    return Response(200, {"value": value})
+
+
 def get_instance_view(cloud: Cloud, req: Request) -> Response:
     """GET .../instanceView: statuses with ProvisioningState/* and PowerState/* codes."""
     faults.raise_injected(cloud, "vm.get")
@@ -306,7 +324,7 @@ def power_off_vm(cloud: Cloud, req: Request) -> Response:
     return Response(202, None, lro_headers(req, op, cloud.retry_after))
 
 
-def _finish_delete(cloud: Cloud, vm: VM) -> None:
+def remove_vm(cloud: Cloud, vm: VM) -> None:
     """Remove the VM; free its NICs (deleting those marked Delete) and its disk likewise."""
     cloud.vms.pop(key_of(vm.id), None)
     for ref in dig(vm.properties, "networkProfile", "networkInterfaces") or []:
@@ -329,5 +347,5 @@ def delete_vm(cloud: Cloud, req: Request) -> Response:
     vm.provisioning = "Deleting"
     if vm.allocated:
         vm.power = "deallocating"
-    op = _start_op(cloud, vm, "Delete", None, lambda op: _finish_delete(cloud, vm), 204)
+    op = _start_op(cloud, vm, "Delete", None, lambda op: remove_vm(cloud, vm), 204)
     return Response(202, None, lro_headers(req, op, cloud.retry_after))

@@ -24,6 +24,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "workspaces.tasks.idle_sweep",
             "schedule": settings.IDLE_SWEEP_SECONDS,
         },
+        "spot-evictions": {
+            "task": "workspaces.tasks.detect_spot_evictions",
+            "schedule": settings.SPOT_EVICTION_CHECK_SECONDS,
+        },
         "downsample-telemetry": {
             "task": "workspaces.tasks.downsample_telemetry",
             "schedule": 3600.0,

@@ -228,6 +228,8 @@ AZURE_POLLING_INTERVAL = env.float(
 )
 # Seconds between Azure quota and SKU re-checks of a requested workspace that waits for them.
 AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
+# Seconds between checks of running Spot VMs' power states for evictions (Celery beat).
+SPOT_EVICTION_CHECK_SECONDS = env.float("SPOT_EVICTION_CHECK_SECONDS", default=60.0)
 # Seconds the approval queue keeps Azure's quota-left figures before asking ARM again.
 AZURE_HEADROOM_CACHE_SECONDS = env.int("AZURE_HEADROOM_CACHE_SECONDS", default=60)
 WORKSPACE_SSH_USER = env.str("WORKSPACE_SSH_USER", default="researcher")

@@ -221,3 +221,25 @@ def test_the_spend_page_reads_the_same_from_its_summaries_as_live_through_a_corr
     assert corrected[2][b.pk] == (Decimal(52), Decimal("104.00"))
     billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
     assert page() == corrected
+
+
+def test_a_spot_vm_is_billed_at_the_spot_price_including_a_mid_interval_change(cast):
+    price(A100, "3.6730", datetime(2026, 1, 1, tzinfo=UTC))  # pay-as-you-go: not this VM's
+    price(A100, "0.7346", datetime(2026, 1, 1, tzinfo=UTC), spot=True)
+    price(A100, "0.8125", datetime(2026, 11, 10, 12, 0, tzinfo=UTC), spot=True)
+    start, evicted = (
+        datetime(2026, 11, 10, 9, 30, tzinfo=UTC),
+        datetime(2026, 11, 10, 15, 45, tzinfo=UTC),
+    )
+    ws = run(cast, start=start, spot=True, price_per_hour=Decimal("0.7346"))
+    # Azure evicts it: running -> stopped in one step, which closes the compute meter.
+    states.transition(workspace_id=ws.pk, expected=Status.RUNNING, to=Status.STOPPED, now=evicted)
+    now = datetime(2026, 11, 11, tzinfo=UTC)
+
+    by_day = compute_by_day(lines_for(cast, date(2026, 11, 10), date(2026, 11, 10), now))
+
+    # 09:30-12:00 = 2.5 h x $0.7346 = $1.8365; 12:00-15:45 = 3.75 h x $0.8125 = $3.046875;
+    # together $4.883375 (at pay-as-you-go it would have been 6.25 h x $3.673 = $22.95625).
+    assert by_day == {date(2026, 11, 10): Decimal("4.883375")}
+    assert UsageInterval.objects.get(workspace=ws, meter="compute").spot is True
+    assert team_spend(team_ids=[cast.team.pk], now=now)[cast.team.pk].spent == Decimal("4.88")

@@ -8,6 +8,7 @@ from django import forms
 from django.urls import reverse
 
 from workspaces.models import SizeOffering
+from workspaces.services import spot_unavailable
 
 SSH_KEY_TYPES = (
     "ssh-ed25519",
@@ -51,6 +52,16 @@ class WorkspaceRequestForm(forms.Form):
         widget=forms.RadioSelect,
         error_messages={"invalid_choice": "That size is not offered in that region."},
     )
+    spot = forms.BooleanField(
+        required=False,
+        label="Spot VM",
+        widget=forms.CheckboxInput(attrs={"aria-describedby": "spot-help"}),
+        help_text=(
+            "Up to ~90% cheaper, at the Spot price shown. Azure can evict it when it needs the "
+            "capacity back: the VM is deallocated and keeps its disk, and you start it again "
+            "when Azure has room. Not for work that cannot be interrupted."
+        ),
+    )
     ssh_public_key = forms.CharField(
         label="SSH public key",
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -65,6 +76,7 @@ class WorkspaceRequestForm(forms.Form):
     request_key = forms.UUIDField(widget=forms.HiddenInput)
 
     def __init__(self, *args, teams, regions, offerings, **kwargs):
+        """``offerings`` carry ``spot_hourly`` (workspaces.selectors.offering_list with now)."""
         super().__init__(*args, **kwargs)
         self.fields["team"].queryset = teams
         # Another team has another budget: the size table's runway column follows the choice.
@@ -96,4 +108,6 @@ class WorkspaceRequestForm(forms.Form):
         offering, region = data.get("offering"), data.get("region")
         if offering and region and offering.region != region:
             self.add_error("offering", "That size is not offered in that region.")
+        elif offering and data.get("spot") and getattr(offering, "spot_hourly", None) is None:
+            self.add_error("spot", spot_unavailable(offering))
         return data

@@ -76,6 +76,11 @@ class Workspace(models.Model):
     price_per_hour = models.DecimalField(
         max_digits=10, decimal_places=4, help_text="USD/hour when requested"
     )
+    # An Azure Spot VM: cheaper (price_per_hour is the Spot price), but Azure may evict
+    # (deallocate) it when it needs the capacity back.
+    spot = models.BooleanField(default=False)
+    # When Azure last evicted it, while it is stopped because of that; cleared by Start.
+    evicted_at = models.DateTimeField(null=True, blank=True)
     gpu_model = models.CharField(max_length=16, blank=True)
     gpu_count = models.PositiveSmallIntegerField(
         default=0, help_text="Whole GPUs: a VM's, or a namespace's GPU quota"

@@ -67,12 +67,39 @@ def workspace_running_begun_by(*, cutoffs: dict[int, datetime]) -> list[dict]:
     )
 
 
-def offering_list(*, region: str | None = None) -> QuerySet[SizeOffering]:
-    """Sizes the platform admin offers, optionally in one region, cheapest GPU first."""
+def offering_list(*, region: str | None = None, now: datetime | None = None) -> QuerySet:
+    """Sizes the platform admin offers, optionally in one region, cheapest GPU first. With
+    ``now``, each carries ``spot_hourly``: the Azure Spot price in effect then (USD/hour,
+    Decimal; see _with_spot_price), None where there is none. One query."""
     qs = SizeOffering.objects.filter(offered=True)
     if region:
         qs = qs.filter(region=region)
+    if now is not None:
+        qs = _with_spot_price(qs, now)
     return qs.order_by("region", "gpu_model", "price_per_hour")
+
+
+def _with_spot_price(qs: QuerySet, now: datetime) -> QuerySet:
+    """``qs`` annotated with ``spot_hourly``: the hourly Spot price of the offering's size and
+    region in effect at ``now``, from billing's Price rows (Azure Retail Prices API, synced by
+    sync_prices). Azure sells no Spot VM of a size where it has no Spot price."""
+    from billing.models import Price, PriceKind
+
+    latest = Price.objects.filter(
+        kind=PriceKind.VM,
+        spot=True,
+        unit="1 Hour",
+        sku=OuterRef("vm_size"),
+        region=OuterRef("region"),
+        effective_start__lte=now,
+    ).order_by("-effective_start")
+    return qs.annotate(spot_hourly=Subquery(latest.values("unit_price")[:1]))
+
+
+def offering_spot_price(*, offering: SizeOffering, now: datetime) -> Decimal | None:
+    """The offering's Spot price in effect at ``now`` (USD/hour), or None if Azure has none."""
+    qs = _with_spot_price(SizeOffering.objects.filter(pk=offering.pk), now)
+    return qs.values_list("spot_hourly", flat=True).first()
 
 
 def offering_regions() -> list[str]:

@@ -72,17 +72,20 @@ def workspace_request(
     request_key: uuid.UUID,
     now: datetime,
     justification: str = "",
+    spot: bool = False,
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
     its provisioning. Above either, the workspace waits as ``pending_approval`` with a
-    QuotaRequest that a platform admin decides.
+    QuotaRequest that a platform admin decides. A ``spot`` workspace is an Azure Spot VM,
+    priced (and measured against the budget) at the Spot price in effect at ``now``.
 
     The quota is checked while holding the team row (``select_for_update``) in the transaction
     that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
     second submit of the same form returns the first workspace.
-    Raises WorkspaceActionError when the user is not in the team or the size is not offered,
-    and JustificationNeeded when the request is above quota and says no reason.
+    Raises WorkspaceActionError when the user is not in the team, the size is not offered or
+    has no Spot price there (for ``spot``), and JustificationNeeded when the request is above
+    quota and says no reason.
     """
     existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
     if existing:
@@ -91,7 +94,8 @@ def workspace_request(
         raise WorkspaceActionError("You are not a member of that team.")
     if not SizeOffering.objects.filter(pk=offering.pk, offered=True).exists():
         raise WorkspaceActionError(f"{offering.vm_size} in {offering.region} is not offered.")
-    ask = NewWorkspace(user, team, name, offering, ssh_public_key.strip(), request_key)
+    price = _request_price(offering, spot, now)
+    ask = NewWorkspace(user, team, name, offering, ssh_public_key.strip(), request_key, price, spot)
     try:
         with transaction.atomic():
             team = Team.objects.select_for_update().get(pk=team.pk)
@@ -100,7 +104,7 @@ def workspace_request(
                 user=user,
                 gpu_model=offering.gpu_model,
                 gpus=offering.gpu_count,
-                price_per_hour=offering.price_per_hour,
+                price_per_hour=price,
                 now=now,
             )
             if check.fits:
@@ -114,6 +118,25 @@ def workspace_request(
     return workspace
 
 
+def _request_price(offering: SizeOffering, spot: bool, now: datetime) -> Decimal:
+    """USD/hour the request is quoted at: the pay-as-you-go price, or for Spot the Spot price
+    in effect now. Raises WorkspaceActionError when the size has no Spot price there."""
+    if not spot:
+        return offering.price_per_hour
+    price = selectors.offering_spot_price(offering=offering, now=now)
+    if price is None:
+        raise WorkspaceActionError(spot_unavailable(offering))
+    return price.quantize(Decimal("0.0001"))
+
+
+def spot_unavailable(offering: SizeOffering) -> str:
+    """Why a size cannot be a Spot VM in its region, in words."""
+    return (
+        f"Azure has no Spot price for {offering.vm_size} in {offering.region}, so it cannot be "
+        "requested as a Spot VM. Untick Spot VM or choose a size with a Spot price."
+    )
+
+
 @dataclass(frozen=True)
 class NewWorkspace:
     user: object
@@ -122,6 +145,8 @@ class NewWorkspace:
     offering: SizeOffering
     ssh_public_key: str
     request_key: uuid.UUID
+    price_per_hour: Decimal  # USD/hour: the Spot price when spot
+    spot: bool = False
 
 
 class JustificationNeeded(WorkspaceActionError):
@@ -151,7 +176,8 @@ def _insert(ask: NewWorkspace, status: str, now: datetime) -> Workspace:
         status_changed_at=now,
         vm_size=offering.vm_size,
         region=offering.region,
-        price_per_hour=offering.price_per_hour,
+        price_per_hour=ask.price_per_hour,
+        spot=ask.spot,
         gpu_model=offering.gpu_model,
         gpu_count=offering.gpu_count,
         ssh_user=settings.WORKSPACE_SSH_USER,
@@ -164,7 +190,8 @@ def _insert(ask: NewWorkspace, status: str, now: datetime) -> Workspace:
         workspace=workspace,
         now=now,
         actor=ask.user,
-        reason=f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}",
+        reason=f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
+        + (" as a Spot VM" if ask.spot else ""),
     )
     return workspace
 
@@ -304,6 +331,7 @@ def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
         reason="Started by user",
         now=now,
         guard=lambda: _check_room_to_start(workspace, now),
+        evicted_at=None,
     )
 
 
@@ -416,7 +444,7 @@ def _provision_or_wait(workspace: Workspace, clock: Callable[[], datetime]) -> N
     another caller is already on it. Raises CloudError from the pre-check."""
     if not _claim_precheck(workspace, clock()):
         return Next.DONE
-    placement = _place(workspace)
+    placement = _place(workspace, clock())
     if placement.region is None:
         Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
             waiting_reason=placement.waiting, updated_at=clock()
@@ -555,10 +583,11 @@ class Placement:
     waiting: str = ""
 
 
-def _place(workspace: Workspace) -> Placement:
+def _place(workspace: Workspace, now: datetime) -> Placement:
     """The workspace's own region if Azure takes it there; else, where its offering allows
-    region fallback, the first other offered region of the same size (cheapest, then by name)
-    that passes the pre-check. Raises CloudError."""
+    region fallback, the first other offered region of the same size (cheapest, then by name;
+    for Spot, by Spot price among regions with one) that passes the pre-check.
+    Raises CloudError."""
     here = azure_precheck(region=workspace.region, vm_size=workspace.vm_size)
     if here.fits:
         return Placement(workspace.region, workspace.price_per_hour)
@@ -567,13 +596,27 @@ def _place(workspace: Workspace) -> Placement:
     ).first()
     tried = []
     if offering is not None and offering.allow_region_fallback:
-        others = SizeOffering.objects.filter(vm_size=workspace.vm_size, offered=True)
-        for other in others.exclude(region=workspace.region).order_by("price_per_hour", "region"):
+        for other, price in _fallbacks(workspace, now):
             if azure_precheck(region=other.region, vm_size=other.vm_size).fits:
-                return Placement(other.region, other.price_per_hour, here.problem)
+                return Placement(other.region, price, here.problem)
             tried.append(other.region)
     also = f" The other allowed regions ({', '.join(tried)}) have no room either." if tried else ""
     return Placement(None, None, here.problem, f"{here.problem}{also} {here.advice}")
+
+
+def _fallbacks(workspace: Workspace, now: datetime) -> list[tuple[SizeOffering, Decimal]]:
+    """Other offered regions of the workspace's size with the price it would pay there
+    (USD/hour; the Spot price for a Spot workspace, leaving out regions without one),
+    cheapest first, then by region name."""
+    others = selectors.offering_list(now=now).filter(vm_size=workspace.vm_size)
+    priced = [
+        (other, other.spot_hourly if workspace.spot else other.price_per_hour)
+        for other in others.exclude(region=workspace.region)
+    ]
+    priced = [
+        (other, price.quantize(Decimal("0.0001"))) for other, price in priced if price is not None
+    ]
+    return sorted(priced, key=lambda pair: (pair[1], pair[0].region))
 
 
 def _run_operation(workspace: Workspace, operation: str, clock) -> azure_vm.Progress:
@@ -685,6 +728,7 @@ def _vm_spec(workspace: Workspace, now: datetime) -> azure_vm.VmSpec:
         admin_username=workspace.ssh_user,
         ssh_public_key=workspace.ssh_public_key,
         custom_data=_cloud_init(workspace, now),
+        spot=workspace.spot,
         tags={
             "portal": "gpu-workspace-portal",
             "team": workspace.team.slug,

@@ -84,7 +84,8 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     # Failed straight from requested: Azure refused the pre-check itself (nothing was made).
     Status.REQUESTED: frozenset({Status.PROVISIONING, Status.DELETING, Status.FAILED}),
     Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED}),
-    Status.RUNNING: frozenset({Status.STOPPING, Status.DELETING}),
+    # Stopped straight from running: Azure deallocated a Spot VM itself (an eviction).
+    Status.RUNNING: frozenset({Status.STOPPING, Status.STOPPED, Status.DELETING}),
     # A failed deallocate leaves the VM running; a failed start leaves it deallocated.
     Status.STOPPING: frozenset({Status.STOPPED, Status.RUNNING, Status.FAILED}),
     Status.STOPPED: frozenset({Status.STARTING, Status.DELETING}),

@@ -1,5 +1,6 @@
 """Celery tasks: thin wrappers that pass ids to services."""
 
+import logging
 import time
 from datetime import timedelta
 
@@ -9,6 +10,8 @@ from django.utils import timezone
 
 from cloud.errors import CloudError
 from workspaces import services
+
+log = logging.getLogger(__name__)
 
 
 def retry_delay(*, attempt: int, retry_after: float | None) -> float:
@@ -61,6 +64,20 @@ def reconcile_workspaces() -> int:
     """Beat: re-queue workspaces whose operation task was lost. Returns how many."""
     stale = timedelta(seconds=settings.PORTAL_RECONCILE_INTERVAL * 2)
     return len(services.workspace_reconcile(now=timezone.now(), stale_after=stale))
+
+
+@shared_task
+def detect_spot_evictions() -> int:
+    """Beat, every SPOT_EVICTION_CHECK_SECONDS: running Spot workspaces whose VM Azure
+    evicted become stopped (see workspaces.evictions). Returns how many. Azure not answering
+    is logged; the next run asks again."""
+    from workspaces.evictions import workspace_evictions_detect
+
+    try:
+        return len(workspace_evictions_detect(now=timezone.now()).evicted)
+    except CloudError as exc:
+        log.warning("Spot eviction check: Azure did not answer (%s): %s", exc.code, exc.message)
+        return 0
 
 
 @shared_task

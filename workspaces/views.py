@@ -49,7 +49,7 @@ def _request_form(request, data=None):
         initial=initial,
         teams=team_list_for_requests(user=request.user),
         regions=regions,
-        offerings=selectors.offering_list(),
+        offerings=selectors.offering_list(now=timezone.now()),
     )
     return form, chosen
 
@@ -68,7 +68,9 @@ def workspace_request(request):
     context = {
         "form": form,
         "region": region,
-        "offerings": _with_runway(request, quota, selectors.offering_list(region=region)),
+        "offerings": _with_runway(
+            request, quota, selectors.offering_list(region=region, now=timezone.now())
+        ),
         "quota": quota,
     }
     if request.htmx and request.method == "GET":
@@ -107,6 +109,7 @@ def _submit_request(request, form):
             request_key=data["request_key"],
             justification=data["justification"],
             now=timezone.now(),
+            spot=data["spot"],
         )
     except services.JustificationNeeded as exc:
         form.add_error("justification", str(exc))

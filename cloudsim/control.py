@@ -42,8 +42,8 @@ class SimControl:
 
         Ops: vm.create, vm.update, vm.get, vm.delete, vm.start, vm.deallocate, vm.powerOff,
         nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list, price.list
-        (the Retail Prices API) and cost.query (the Cost Management Query API): these two take
-        throttle, server_error, unavailable only. Kinds:
+        (the Retail Prices API: throttle, server_error, unavailable only) and cost.query (the
+        Cost Management Query API: those and authorization_failed). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
         authorization_failed (403, any op), sku_not_available, quota,
         allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start).

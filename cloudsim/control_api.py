@@ -23,9 +23,9 @@ GET  /_sim/agents                 -> {"agents": [{"vm", "workspace", "profile", 
 
 Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
-op "price.list" may be throttle, server_error or unavailable, and so may those for "cost.query"
-(the Cost Management Query API, costs.py). Cost knobs: the actual cost of a tag value on each day
-becomes cost x multiplier + extra_per_day (USD, numbers or decimal strings).
+op "price.list" may be throttle, server_error or unavailable, and those for "cost.query" (the
+Cost Management Query API, costs.py) these or authorization_failed. Cost knobs: the actual cost
+of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbers or strings).
 """
 
 from decimal import Decimal, InvalidOperation

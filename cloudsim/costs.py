@@ -25,7 +25,7 @@ page; nextLink repeats the query with a $skiptoken (POST the same body again).
 Knobs (control_api.py): per tag value, a multiplier and an extra charge per day with usage,
 so tests can make Azure disagree with the portal. Faults for op "cost.query": throttle (429 with
 Cost Management's x-ms-ratelimit-microsoft.costmanagement-*-retry-after headers and no
-Retry-After), server_error (500), unavailable (503 + Retry-After).
+Retry-After), server_error (500), unavailable (503 + Retry-After), authorization_failed (403).
 """
 
 import base64
@@ -37,12 +37,13 @@ from collections import defaultdict
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 
+from . import errors
 from .cloud import Cloud
 from .errors import ArmError
 from .protocol import Request, Response, dig
 
 FAULT_OP = "cost.query"
-FAULT_KINDS = frozenset({"throttle", "server_error", "unavailable"})
+FAULT_KINDS = frozenset({"throttle", "server_error", "unavailable", "authorization_failed"})
 HOURS_PER_MONTH = Decimal(730)  # Azure prorates monthly meters over a 730-hour month.
 COST_NAMES = {"cost": "Cost", "pretaxcost": "PreTaxCost"}
 TYPES = frozenset({"actualcost", "amortizedcost", "usage"})
@@ -240,10 +241,12 @@ def _throttled(retry_after: int) -> ArmError:
     return ArmError(429, "429", "Too many requests. Please retry.", headers)
 
 
-def _raise_injected(cloud: Cloud) -> None:
+def _raise_injected(cloud: Cloud, subscription: str) -> None:
     fault = cloud.take_fault(FAULT_OP, FAULT_KINDS)
     if fault is None:
         return
+    if fault.kind == "authorization_failed":  # The identity lacks Cost Management Reader.
+        raise errors.authorization_failed(FAULT_OP, subscription)
     if fault.kind == "throttle":
         raise _throttled(fault.retry_after)
     if fault.kind == "unavailable":
@@ -284,7 +287,7 @@ def _rows(costs: dict, cost_name: str, tag: str | None) -> tuple[list, list]:
 
 def query_usage(cloud: Cloud, req: Request) -> Response:
     """POST .../providers/Microsoft.CostManagement/query: one page of daily costs."""
-    _raise_injected(cloud)
+    _raise_injected(cloud, req.params["sub"])
     first, last, cost_name, tag = parse_query(req.json())
     skip = _skip(req)
     costs = daily_costs(

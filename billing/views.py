@@ -37,7 +37,8 @@ def _month(request, now) -> tuple[date | None, MonthForm]:
 @login_required
 @require_GET
 def team_spend(request, slug):
-    """Month-to-date spend, budget, forecast, chart and the workspaces' table."""
+    """Month-to-date spend, budget, forecast, chart, the workspaces' table, and the estimate
+    against Azure's actual cost (Cost Management) where Azure has reported."""
     team, now = _team(request, slug), timezone.now()
     month, month_form = _month(request, now)
     if month is None:
@@ -48,6 +49,10 @@ def team_spend(request, slug):
     export = ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
     context["method"] = selectors.FORECAST_METHOD
+    # Azure counts UTC days: the month's days are compared as UTC days (see the selector).
+    context["reconciliation"] = selectors.cost_reconciliation(
+        team_ids=[team.pk], first=spend.first, last=spend.last, now=now
+    )
     return render(request, "billing/team_spend.html", context)
 
 

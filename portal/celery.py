@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -31,6 +32,10 @@ def _beat_schedule(sender, **kwargs):
         "rollup-spend": {
             "task": "billing.tasks.rollup_spend",
             "schedule": settings.SPEND_ROLLUP_SECONDS,
+        },
+        "sync-actual-costs": {
+            "task": "billing.tasks.sync_actual_costs",
+            "schedule": crontab(hour=settings.ACTUAL_COSTS_SYNC_HOUR, minute=20),  # UTC
         },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",

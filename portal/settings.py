@@ -191,6 +191,8 @@ TELEMETRY_RAW_HOURS = env.int("TELEMETRY_RAW_HOURS", default=48)
 # --- Spend -------------------------------------------------------------------------------
 # Seconds between rollups of complete days into DailySpend (Celery beat); today is live.
 SPEND_ROLLUP_SECONDS = env.float("SPEND_ROLLUP_SECONDS", default=900.0)
+# UTC hour of the nightly fetch of Azure's actual costs (Cost Management) for reconciliation.
+ACTUAL_COSTS_SYNC_HOUR = env.int("ACTUAL_COSTS_SYNC_HOUR", default=4)
 
 # --- Azure --------------------------------------------------------------------------------
 AZURE_SUBSCRIPTION_ID = env.str(

@@ -14,7 +14,6 @@ from urllib.parse import urlsplit
 
 from azure.core.credentials import AccessToken
 from azure.core.pipeline.policies import RetryPolicy, SansIOHTTPPolicy
-from azure.core.pipeline.policies._utils import parse_retry_after
 from azure.identity import DefaultAzureCredential
 from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.costmanagement import CostManagementClient
@@ -131,12 +130,11 @@ class CostRetryPolicy(RetryPolicy):
     def get_retry_after(self, response: Any) -> float | None:
         headers = response.http_response.headers
         waits = [super().get_retry_after(response)]
-        for name in COST_RETRY_AFTER_HEADERS:
-            value = headers.get(name)
+        for value in filter(None, (headers.get(name) for name in COST_RETRY_AFTER_HEADERS)):
             try:
-                waits.append(parse_retry_after(value) if value else None)
+                waits.append(max(float(value), 0.0))
             except ValueError:
-                waits.append(None)  # An unreadable header is no reason to fail the query.
+                continue  # An unreadable header is no reason to fail the query.
         known = [wait for wait in waits if wait is not None]
         return min(max(known), MAX_RETRY_WAIT) if known else None
 

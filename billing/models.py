@@ -190,3 +190,53 @@ class SpendRollup(models.Model):
 
     def __str__(self):
         return f"{self.team_id} rolled through {self.rolled_through}"
+
+
+class ActualCost(models.Model):
+    """What Azure charged (Cost Management, ActualCost) for the resources tagged with one
+    ``workspace`` tag value on one UTC day. ``workspace_tag`` is "" for resources without the
+    tag; ``workspace`` and ``team`` are the portal's workspace of that tag value, when there is
+    one. Replaced day by day by billing.services.actual_costs_sync; never edited by hand."""
+
+    team = models.ForeignKey(
+        "teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    workspace = models.ForeignKey(
+        "workspaces.Workspace",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="actual_costs",
+    )
+    workspace_tag = models.CharField(max_length=256, blank=True, help_text="'' = untagged")
+    day = models.DateField(help_text="UTC day (Azure's UsageDate)")
+    cost = models.DecimalField(max_digits=18, decimal_places=8, help_text="USD, as Azure wrote it")
+    currency = models.CharField(max_length=3, default="USD")
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["day", "workspace_tag"]
+        indexes = [models.Index(fields=["team", "day"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace_tag", "day"], name="actualcost_unique_tag_day"
+            )
+        ]
+
+    def __str__(self):
+        return f"{self.workspace_tag or 'untagged'} {self.day}: {self.cost} {self.currency}"
+
+
+class ActualCostDay(models.Model):
+    """A UTC day whose Azure actual costs were last fetched at ``fetched_at``. A day fetched
+    after it ended is complete enough to reconcile (Azure may still add late charges for up to
+    48 hours; the nightly sync fetches the last days again)."""
+
+    day = models.DateField(primary_key=True)
+    fetched_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["day"]
+
+    def __str__(self):
+        return f"{self.day} fetched at {self.fetched_at:%Y-%m-%d %H:%M}"

@@ -15,7 +15,16 @@ from zoneinfo import ZoneInfo
 from django.db.models import Count, Q, Sum
 
 from billing import csv_export, metering
-from billing.models import DailySpend, DaySpend, MonthSpend, Price, SpendRollup, UsageInterval
+from billing.models import (
+    ActualCost,
+    ActualCostDay,
+    DailySpend,
+    DaySpend,
+    MonthSpend,
+    Price,
+    SpendRollup,
+    UsageInterval,
+)
 
 CENT = metering.CENT
 _BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
@@ -580,3 +589,160 @@ def workspace_cost(*, workspace, now: datetime) -> WorkspaceCost:
             per_hour += hourly
             disk += hourly if i.meter == "disk" else 0
     return WorkspaceCost(metering.to_cents(total), metering.to_cents(month), per_hour, disk)
+
+
+# --- reconciliation with Azure's actual cost ---------------------------------------------------
+
+RECONCILE_TOLERANCE_PERCENT = Decimal("2")
+
+
+@dataclass(frozen=True)
+class CostComparison:
+    """The portal's ``estimate`` and Azure's ``actual`` cost over the same UTC days (USD, to
+    the cent); ``difference`` = actual - estimate (USD); ``percent`` = difference as a percent
+    of the estimate, to 0.1 (None when the estimate is 0); ``flagged`` when |difference| is
+    more than RECONCILE_TOLERANCE_PERCENT of the estimate (any difference when it is 0)."""
+
+    estimate: Decimal
+    actual: Decimal
+    difference: Decimal
+    percent: Decimal | None
+    flagged: bool
+
+
+def cost_comparison(*, estimate: Decimal, actual: Decimal) -> CostComparison:
+    """Compare two USD amounts rounded to the cent (see CostComparison)."""
+    estimate, actual = metering.to_cents(estimate), metering.to_cents(actual)
+    difference = actual - estimate
+    if estimate == 0:
+        return CostComparison(estimate, actual, difference, None, difference != 0)
+    ratio = difference * 100 / estimate
+    flagged = abs(ratio) > RECONCILE_TOLERANCE_PERCENT
+    return CostComparison(estimate, actual, difference, ratio.quantize(Decimal("0.1")), flagged)
+
+
+@dataclass(frozen=True)
+class WorkspaceReconciliation:
+    workspace_id: object
+    name: str
+    comparison: CostComparison
+
+
+@dataclass(frozen=True)
+class TeamReconciliation:
+    team_id: int
+    name: str
+    comparison: CostComparison
+    workspaces: list[WorkspaceReconciliation]
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """The portal's estimate against Azure's actual cost (Cost Management) per team and per
+    workspace, over ``days``: the UTC days from ``first`` to ``last`` whose Azure costs were
+    fetched after the day ended (``fetched_at``: the latest such fetch). ``unattributed``: USD
+    Azure charged on those days to resources without a portal workspace's tag (None unless
+    asked for). Empty ``days``: Azure's costs are not in yet."""
+
+    first: date
+    last: date
+    days: list[date]
+    fetched_at: datetime | None
+    teams: list[TeamReconciliation]
+    unattributed: Decimal | None
+    tolerance: Decimal = RECONCILE_TOLERANCE_PERCENT
+
+    @property
+    def available(self) -> bool:
+        return bool(self.days)
+
+
+def reconciled_days(*, first: date, last: date) -> tuple[list[date], datetime | None]:
+    """UTC days first..last fetched from Azure after they ended, and the latest such fetch."""
+    fetched = ActualCostDay.objects.filter(day__gte=first, day__lte=last)
+    done = [(f.day, f.fetched_at) for f in fetched if f.fetched_at >= _utc_midnight_after(f.day)]
+    return [day for day, _ in done], max((at for _, at in done), default=None)
+
+
+def _utc_midnight_after(day: date) -> datetime:
+    return datetime.combine(day + timedelta(days=1), time(), tzinfo=UTC)
+
+
+def cost_reconciliation(
+    *, team_ids, first: date, last: date, now: datetime, include_unattributed: bool = False
+) -> Reconciliation:
+    """The teams' estimate against Azure's actual cost over the UTC days first..last that
+    Azure has reported (see Reconciliation).
+
+    Azure's days are UTC days, while the spend pages and DailySpend use the team's time zone;
+    so the estimate here is computed live from UsageInterval and Price over the same UTC days,
+    not read from the rollups, and for a team outside UTC it differs from the page's month
+    total by the hours at either end. Azure attributes cost by each resource's ``workspace``
+    tag; what it could not attribute is ``unattributed`` (with include_unattributed).
+    Six queries at most, whatever the number of teams and workspaces.
+    """
+    team_ids = list(team_ids)
+    days, fetched_at = reconciled_days(first=first, last=last)
+    if not days or not team_ids:
+        return Reconciliation(first, last, days, fetched_at, [], None)
+    estimates = _estimates(team_ids, days, now)
+    actuals, unattributed = _actuals(team_ids, days, include_unattributed)
+    teams = _reconciled_teams(team_ids, estimates, actuals)
+    return Reconciliation(first, last, days, fetched_at, teams, unattributed)
+
+
+def _estimates(team_ids, days: list[date], now: datetime) -> dict[tuple, Decimal]:
+    """USD estimated per (team, workspace) over the UTC days, unrounded. Two queries."""
+    window = (day_start(min(days), UTC_ZONE), min(now, _utc_midnight_after(max(days))))
+    lines = live_spend(
+        windows={t: window for t in team_ids}, zones=dict.fromkeys(team_ids, UTC_ZONE)
+    )
+    wanted, totals = set(days), defaultdict(Decimal)
+    for line in lines:
+        if line.day in wanted:  # A day Azure has not reported is left out on both sides.
+            totals[(line.team_id, line.workspace_id)] += line.cost
+    return totals
+
+
+def _actuals(team_ids, days: list[date], unattributed: bool) -> tuple[dict, Decimal | None]:
+    """USD Azure charged per (team, workspace) over the days, and what it charged to no portal
+    workspace (when asked). One query."""
+    scope = Q(team_id__in=team_ids) | (Q(team__isnull=True) if unattributed else Q(pk__in=[]))
+    rows = ActualCost.objects.filter(scope, day__in=days).values_list(
+        "team_id", "workspace_id", "cost"
+    )
+    totals, loose = defaultdict(Decimal), Decimal(0)
+    for team, workspace, cost in rows:
+        if team is None:
+            loose += cost
+        else:
+            totals[(team, workspace)] += cost
+    return totals, (metering.to_cents(loose) if unattributed else None)
+
+
+def _reconciled_teams(team_ids, estimates: dict, actuals: dict) -> list[TeamReconciliation]:
+    """Per team (by name) and its workspaces (the costliest first). Two queries."""
+    from teams.models import Team
+    from workspaces.models import Workspace
+
+    keys = set(estimates) | set(actuals)
+    names = dict(Workspace.objects.filter(pk__in={w for _, w in keys}).values_list("pk", "name"))
+    zero = Decimal(0)
+    teams = []
+    for team in Team.objects.filter(pk__in=team_ids).order_by("name").values("pk", "name"):
+        mine = [key for key in keys if key[0] == team["pk"]]
+        rows = [
+            WorkspaceReconciliation(
+                key[1],
+                names.get(key[1], "(workspace removed)"),
+                cost_comparison(estimate=estimates.get(key, zero), actual=actuals.get(key, zero)),
+            )
+            for key in mine
+        ]
+        rows.sort(key=lambda r: (-max(r.comparison.estimate, r.comparison.actual), r.name))
+        total = cost_comparison(
+            estimate=sum((estimates.get(key, zero) for key in mine), zero),
+            actual=sum((actuals.get(key, zero) for key in mine), zero),
+        )
+        teams.append(TeamReconciliation(team["pk"], team["name"], total, rows))
+    return teams

@@ -1,17 +1,22 @@
 """Billing's writes: meters opened and closed on state changes, prices synced with their
-effective dates, and the daily rollups rebuilt. Money in USD (Decimal)."""
+effective dates, the daily rollups rebuilt, and Azure's actual costs fetched. Money in USD
+(Decimal)."""
 
 from __future__ import annotations
 
+import uuid
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
+from decimal import Decimal
 
 from django.db import transaction
 from django.db.models import Min, Q, Sum
 
 from billing import metering
 from billing.models import (
+    ActualCost,
+    ActualCostDay,
     DailySpend,
     DaySpend,
     Meter,
@@ -316,3 +321,96 @@ def _row_for(p, rows: list[Price], source: str, now: datetime) -> Price | None:
         source=source,
         synced_at=now,
     )
+
+
+# Complete UTC days fetched again by every sync: Azure's cost data lags up to 24-48 hours.
+ACTUAL_COST_DAYS = 3
+CURRENCY = "USD"
+
+
+@dataclass(frozen=True)
+class ActualCostSync:
+    """What a sync stored: Azure's actual costs of the UTC days ``first``..``last``, in
+    ``rows`` rows; ``total`` USD, of which ``unattributed`` USD carried no workspace tag of the
+    portal (untagged resources, or a tag value that names no workspace)."""
+
+    first: date
+    last: date
+    rows: int
+    total: Decimal
+    unattributed: Decimal
+
+
+def actual_costs_window(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> tuple[date, date]:
+    """The UTC days a sync fetches: the month to date, and at least the ``days`` complete
+    days before today."""
+    if days < 1:
+        raise ValueError("fetch at least one complete day")
+    today = now.astimezone(UTC).date()
+    return min(today.replace(day=1), today - timedelta(days=days)), today
+
+
+def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualCostSync:
+    """Fetch Azure's actual cost per workspace tag and UTC day (cloud.costs, Cost Management)
+    for actual_costs_window() and replace the stored rows of those days in one transaction;
+    each day is marked fetched at ``now``. Idempotent: a second sync stores the same rows.
+
+    Raises CloudError (Azure refused, throttled past retries, unreachable), CostFormatError
+    (malformed answer) or ValueError (a currency other than USD, days < 1); then nothing
+    stored changes.
+    """
+    from cloud.costs import fetch_actual_costs
+    from workspaces.services import azure_settings
+
+    first, last = actual_costs_window(now=now, days=days)
+    rows = _actual_cost_rows(fetch_actual_costs(azure_settings(), first=first, last=last), now)
+    span = [first + timedelta(days=n) for n in range((last - first).days + 1)]
+    with transaction.atomic():
+        ActualCost.objects.filter(day__gte=first, day__lte=last).delete()
+        ActualCost.objects.bulk_create(rows, batch_size=2000)
+        ActualCostDay.objects.filter(day__gte=first, day__lte=last).delete()
+        ActualCostDay.objects.bulk_create([ActualCostDay(day=d, fetched_at=now) for d in span])
+    total = sum((r.cost for r in rows), Decimal(0))
+    unattributed = sum((r.cost for r in rows if r.workspace_id is None), Decimal(0))
+    return ActualCostSync(first, last, len(rows), total, unattributed)
+
+
+def _actual_cost_rows(costs, now: datetime) -> list[ActualCost]:
+    """One ActualCost per (tag, day), Azure's split rows summed, linked to the workspace
+    (and its team) the tag names. Raises ValueError for a currency other than USD."""
+    totals: dict[tuple[str, date], Decimal] = defaultdict(Decimal)
+    for cost in costs:
+        if cost.currency != CURRENCY:
+            raise ValueError(f"Azure reports {cost.currency}, not {CURRENCY}; nothing stored")
+        totals[(cost.workspace_tag, cost.day)] += cost.cost
+    owners = _workspaces_by_tag({tag for tag, _ in totals})
+    return [
+        ActualCost(
+            workspace_tag=tag,
+            day=day,
+            cost=amount,
+            currency=CURRENCY,
+            fetched_at=now,
+            workspace_id=owners.get(tag, (None, None))[0],
+            team_id=owners.get(tag, (None, None))[1],
+        )
+        for (tag, day), amount in totals.items()
+    ]
+
+
+def _workspaces_by_tag(tags) -> dict[str, tuple]:
+    """{tag value: (workspace id, team id)} for the values that name a portal workspace (the
+    portal tags each workspace's resources with its id)."""
+    from workspaces.models import Workspace
+
+    ids = {}
+    for tag in tags:
+        try:
+            ids[tag] = uuid.UUID(tag)
+        except ValueError:
+            continue  # Untagged (""), or a tag someone else set: not ours.
+    found = {
+        w["pk"]: (w["pk"], w["team_id"])
+        for w in Workspace.objects.filter(pk__in=ids.values()).values("pk", "team_id")
+    }
+    return {tag: found[pk] for tag, pk in ids.items() if pk in found}

@@ -2,7 +2,7 @@
 platform admins. Every team query starts from the teams visible to the user; a stranger gets
 404, and anyone but a platform admin gets 403 on the all-teams pages."""
 
-from datetime import date
+from datetime import UTC, date
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -38,7 +38,8 @@ def _month(request, now) -> tuple[date | None, MonthForm]:
 @login_required
 @require_GET
 def team_spend(request, slug):
-    """Month-to-date spend, budget, forecast, chart and the workspaces' table."""
+    """Month-to-date spend, budget, forecast, chart, the workspaces' table, and the estimate
+    against Azure's actual cost (Cost Management) where Azure has reported."""
     team, now = _team(request, slug), timezone.now()
     month, month_form = _month(request, now)
     if month is None:
@@ -50,6 +51,10 @@ def team_spend(request, slug):
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
     context["method"] = selectors.FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
+    # Azure counts UTC days: the month's days are compared as UTC days (see the selector).
+    context["reconciliation"] = selectors.cost_reconciliation(
+        team_ids=[team.pk], first=spend.first, last=spend.last, now=now
+    )
     return render(request, "billing/team_spend.html", context)
 
 
@@ -114,7 +119,15 @@ def platform_spend(request):
     now = timezone.now()
     overview = selectors.spend_overview(teams=Team.objects.order_by("name"), now=now)
     today = timezone.localdate(now)
+    utc_today = now.astimezone(UTC).date()
     context = {
+        "reconciliation": selectors.cost_reconciliation(
+            team_ids=[row.team.pk for row in overview.teams],
+            first=utc_today.replace(day=1),
+            last=utc_today,
+            now=now,
+            include_unattributed=True,
+        ),
         "overview": overview,
         "method": selectors.FORECAST_METHOD,
         "first": today.replace(day=1),

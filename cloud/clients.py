@@ -13,13 +13,21 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from azure.core.credentials import AccessToken
-from azure.core.pipeline.policies import SansIOHTTPPolicy
+from azure.core.pipeline.policies import RetryPolicy, SansIOHTTPPolicy
 from azure.identity import DefaultAzureCredential
 from azure.mgmt.compute import ComputeManagementClient
+from azure.mgmt.costmanagement import CostManagementClient
 from azure.mgmt.network import NetworkManagementClient
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CREDENTIAL_MODES = ("default", "emulator")
+# Cost Management throttles per query-processing budget, entity and tenant, and says how long to
+# wait in its own headers, not always in Retry-After; the longest wait is the one that counts.
+COST_RETRY_AFTER_HEADERS = tuple(
+    f"x-ms-ratelimit-microsoft.costmanagement-{bucket}-retry-after"
+    for bucket in ("qpu", "entity", "tenant", "client")
+)
+MAX_RETRY_WAIT = 60.0  # Seconds; a longer wait asked for is cut to this, so a sync cannot hang.
 
 
 @dataclass(frozen=True)
@@ -109,3 +117,45 @@ def network_client(settings: AzureSettings) -> NetworkManagementClient:
     """The cached NetworkManagementClient for these settings. Raises ValueError (see above)."""
     kwargs = _client_kwargs(settings)
     return NetworkManagementClient(subscription_id=settings.subscription_id, **kwargs)
+
+
+class CostRetryPolicy(RetryPolicy):
+    """azure-core's retry policy for Cost Management queries.
+
+    A query is a POST that only reads, so a 429 is retried like a GET's, waiting the longest of
+    Retry-After and the x-ms-ratelimit-microsoft.costmanagement-*-retry-after headers (seconds),
+    at most MAX_RETRY_WAIT; without any, azure-core's exponential back-off applies.
+    """
+
+    def get_retry_after(self, response: Any) -> float | None:
+        headers = response.http_response.headers
+        waits = [super().get_retry_after(response)]
+        for value in filter(None, (headers.get(name) for name in COST_RETRY_AFTER_HEADERS)):
+            try:
+                waits.append(max(float(value), 0.0))
+            except ValueError:
+                continue  # An unreadable header is no reason to fail the query.
+        known = [wait for wait in waits if wait is not None]
+        return min(max(known), MAX_RETRY_WAIT) if known else None
+
+    def is_retry(self, settings: dict[str, Any], response: Any) -> bool:
+        if response.http_response.status_code == 429 and settings["total"]:
+            return True
+        return super().is_retry(settings, response)
+
+
+@functools.lru_cache(maxsize=16)
+def cost_client(settings: AzureSettings) -> CostManagementClient:
+    """The cached CostManagementClient for these settings (retries: CostRetryPolicy).
+
+    Raises ValueError (see _client_kwargs)."""
+    kwargs = _client_kwargs(settings)
+    kwargs["retry_policy"] = CostRetryPolicy(
+        retry_total=settings.retry_total,
+        retry_connect=settings.retry_total,
+        retry_read=settings.retry_total,
+        retry_status=settings.retry_total,
+        retry_backoff_factor=settings.retry_backoff,
+        retry_backoff_max=MAX_RETRY_WAIT,
+    )
+    return CostManagementClient(**kwargs)

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import deque
 
-from . import errors
+from . import errors, ledger
 from .agents import AgentBook
 from .models import VM, Disk, Fault, Nic, Operation, iso, key_of
 from .skus import Catalog, SizeInfo, normalize_location
@@ -19,6 +19,7 @@ DEFAULT_CAPACITY = 10  # VMs of one size per location.
 DEFAULT_FAMILY_LIMIT = 96  # vCPUs per quota family per location.
 DEFAULT_REGIONAL_LIMIT = 350  # "cores": Total Regional vCPUs per location.
 DEFAULT_PRICE_PAGE_SIZE = 100  # Items per Retail Prices page, as the real API's default.
+DEFAULT_COST_PAGE_SIZE = 1000  # Rows per Cost Management query page.
 
 FAULT_OPS = frozenset(
     {
@@ -37,6 +38,7 @@ FAULT_OPS = frozenset(
         "usage.list",
         "sku.list",
         "price.list",
+        "cost.query",
     }
 )
 SYNC_KINDS = frozenset(
@@ -92,6 +94,10 @@ class Cloud:
             self.requests: list[dict] = []
             self.prices: list = copy.deepcopy(self._default_prices)  # Retail Prices API items.
             self.price_page_size = DEFAULT_PRICE_PAGE_SIZE
+            self.usages: list[ledger.Usage] = []  # What Azure would bill, oldest first.
+            self.open_usages: dict[tuple, tuple] = {}  # (kind, key) -> (Usage, signature).
+            self.cost_skew: dict[str, dict] = {}  # Tag value ("*": all) -> multiplier, extra.
+            self.cost_page_size = DEFAULT_COST_PAGE_SIZE
             self.agents.reset()
 
     # --- operations -------------------------------------------------------------------------
@@ -125,6 +131,11 @@ class Cloud:
         for op in sorted((op for op in due if op.end <= now), key=lambda o: o.end):
             op.status = "Failed" if op.error else "Succeeded"
             op.apply(op)
+            self.meter(op.end)  # Billing changes when the operation did, not when we noticed.
+
+    def meter(self, now: float | None = None) -> None:
+        """Bring the billing ledger up to date with the resources at `now` (ledger.meter)."""
+        ledger.meter(self, time.time() if now is None else now)
 
     def busy_with(self, active_op: str | None) -> Operation | None:
         """The operation if it is still InProgress, else None."""

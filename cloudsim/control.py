@@ -42,8 +42,8 @@ class SimControl:
 
         Ops: vm.create, vm.update, vm.get, vm.list, vm.delete, vm.start, vm.deallocate,
         vm.powerOff, nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list,
-        price.list
-        (the Retail Prices API: throttle, server_error, unavailable only). Kinds:
+        price.list (the Retail Prices API: throttle, server_error, unavailable only) and
+        cost.query (the Cost Management Query API: those and authorization_failed). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
         authorization_failed (403, any op), sku_not_available, quota,
         allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start).
@@ -98,6 +98,32 @@ class SimControl:
     def prices(self) -> dict:
         """The book: {"items": [...], "page_size"}."""
         return self._call("GET", "/_sim/prices")
+
+    def skew_costs(
+        self,
+        *,
+        tag: str | None = None,
+        multiplier: str | float | None = None,
+        extra_per_day: str | float | None = None,
+        page_size: int | None = None,
+    ) -> dict:
+        """Make the Cost Management Query API disagree with the ledger: the actual cost of
+        workspace tag value `tag` ("" for untagged; None for every value without a knob of its
+        own) on each day becomes cost x multiplier + extra_per_day (USD). page_size: rows per
+        query page. Returns GET costs()."""
+        body: dict = {} if tag is None else {"tag": tag}
+        for name, value in (("multiplier", multiplier), ("extra_per_day", extra_per_day)):
+            if value is not None:
+                body[name] = str(value)
+        if page_size is not None:
+            body["page_size"] = page_size
+        return self._call("POST", "/_sim/costs", body)
+
+    def costs(self) -> dict:
+        """{"usages": [{"kind", "resourceId", "sku", "spot", "location", "tags", "start",
+        "end"}], "skew": {tag: {"multiplier", "extra_per_day"}}, "page_size"}: what the
+        emulator bills (unix seconds) and the knobs."""
+        return self._call("GET", "/_sim/costs")
 
     def state(self) -> dict:
         """{"virtualMachines", "networkInterfaces", "disks", "operations", "faults", ...}."""

@@ -14,16 +14,24 @@ POST /_sim/agents/default         {"profile"}                          (VMs with
 POST /_sim/prices                 {"items": [...], "page_size"?}       (replace the price book)
 POST /_sim/prices/add             {"items": [...]}                     (append, e.g. a price change)
 GET  /_sim/prices                 -> {"items": [...], "page_size"}
+POST /_sim/costs                  {"tag"?, "multiplier"?, "extra_per_day"?, "page_size"?}
+                                  (skew Azure's actual cost of one workspace tag value, "" for
+                                  untagged, or of every value without the tag; rows per page)
+GET  /_sim/costs                  -> {"usages": [...], "skew": {...}, "page_size"}
 GET  /_sim/agents                 -> {"agents": [{"vm", "workspace", "profile", "active", "posts",
                                       "accepted", "failures", "last_status", "last_error",
                                       "last_post_at"}]}                 (never a token)
 
 Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
-op "price.list" may be throttle, server_error or unavailable.
+op "price.list" may be throttle, server_error or unavailable, and those for "cost.query" (the
+Cost Management Query API, costs.py) these or authorization_failed. Cost knobs: the actual cost
+of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbers or strings).
 """
 
-from . import prices, spot
+from decimal import Decimal, InvalidOperation
+
+from . import costs, prices, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .errors import ArmError
@@ -67,8 +75,9 @@ def _faults(cloud: Cloud, body: dict) -> Response:
         raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(SYNC_KINDS | ASYNC_KINDS))}.")
     if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
-    if op == prices.FAULT_OP and kind not in prices.FAULT_KINDS:
-        raise _bad(f"Op '{op}' takes only {', '.join(sorted(prices.FAULT_KINDS))}.")
+    for module in (prices, costs):
+        if op == module.FAULT_OP and kind not in module.FAULT_KINDS:
+            raise _bad(f"Op '{op}' takes only {', '.join(sorted(module.FAULT_KINDS))}.")
     if count < 1 or retry_after < 0:
         raise _bad("'count' must be at least 1 and 'retry_after' not negative.")
     cloud.add_fault(op, kind, count, retry_after)
@@ -183,6 +192,40 @@ def _get_prices(cloud: Cloud, body: dict) -> Response:
     return Response(200, {"items": cloud.prices, "page_size": cloud.price_page_size})
 
 
+def _money(body: dict, name: str, default: Decimal) -> Decimal:
+    value = _field(body, name, (int, float, str), default=None)
+    if value is None:
+        return default
+    try:
+        number = Decimal(str(value))
+    except InvalidOperation:
+        raise _bad(f"'{name}' is not a number.") from None
+    if not number.is_finite():
+        raise _bad(f"'{name}' is not a number.")
+    return number
+
+
+def _set_costs(cloud: Cloud, body: dict) -> Response:
+    tag = _field(body, "tag", str, default="*")
+    page_size = _field(body, "page_size", int, default=cloud.cost_page_size)
+    if page_size < 1:
+        raise _bad("'page_size' must be at least 1.")
+    knob = dict(cloud.cost_skew.get(tag, {}))
+    knob["multiplier"] = _money(body, "multiplier", knob.get("multiplier", Decimal(1)))
+    knob["extra_per_day"] = _money(body, "extra_per_day", knob.get("extra_per_day", Decimal(0)))
+    cloud.cost_skew[tag], cloud.cost_page_size = knob, page_size
+    return _get_costs(cloud, body)
+
+
+def _get_costs(cloud: Cloud, body: dict) -> Response:
+    skew = {
+        tag: {name: str(value) for name, value in knob.items()}
+        for tag, knob in cloud.cost_skew.items()
+    }
+    usages = [usage.state() for usage in cloud.usages]
+    return Response(200, {"usages": usages, "skew": skew, "page_size": cloud.cost_page_size})
+
+
 def _state(cloud: Cloud, body: dict) -> Response:
     return Response(200, cloud.snapshot())
 
@@ -207,6 +250,8 @@ ROUTES = {
     ("POST", "/_sim/prices"): _set_prices,
     ("POST", "/_sim/prices/add"): _add_prices,
     ("GET", "/_sim/prices"): _get_prices,
+    ("POST", "/_sim/costs"): _set_costs,
+    ("GET", "/_sim/costs"): _get_costs,
 }
 
 
@@ -218,4 +263,7 @@ def handle(cloud: Cloud, req: Request) -> Response:
     body = req.json()
     with cloud.lock:
         cloud.advance()
-        return action(cloud, body)
+        try:
+            return action(cloud, body)
+        finally:
+            cloud.meter()

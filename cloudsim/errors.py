@@ -44,6 +44,7 @@ ACTIONS = {
     "operation.get": "Microsoft.Compute/locations/operations/read",
     "usage.list": "Microsoft.Compute/locations/usages/read",
     "sku.list": "Microsoft.Compute/skus/read",
+    "cost.query": "Microsoft.CostManagement/query/action",
 }
 
 

@@ -3,7 +3,7 @@ match case-insensitively."""
 
 from collections.abc import Callable
 
-from . import disks, errors, locations, network, prices, spot, vms
+from . import costs, disks, errors, locations, network, prices, spot, vms
 from .cloud import Cloud
 from .protocol import Request, Response
 
@@ -11,6 +11,7 @@ Handler = Callable[[Cloud, Request], Response]
 Methods = dict[str, Handler]
 
 COMPUTE, NETWORK = "microsoft.compute", "microsoft.network"
+COST_QUERY = ["providers", "microsoft.costmanagement", "query"]
 
 # (provider, resource type, segments after the name) -> {HTTP method: handler}
 RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
@@ -75,6 +76,17 @@ def _match_provider(segs: list[str], low: list[str]) -> tuple[Methods, dict] | N
     return None
 
 
+def _match_cost_query(segs: list[str], low: list[str]) -> tuple[Methods, dict] | None:
+    # /subscriptions/{sub}[/resourceGroups/{rg}]/providers/Microsoft.CostManagement/query
+    if len(segs) < 5 or low[0] != "subscriptions" or low[-3:] != COST_QUERY:
+        return None
+    if len(segs) == 5:
+        return {"POST": costs.query_usage}, {"sub": segs[1]}
+    if len(segs) == 7 and low[2] == "resourcegroups":
+        return {"POST": costs.query_usage}, {"sub": segs[1], "rg": segs[3]}
+    return None
+
+
 def needs_api_version(path: str) -> bool:
     """False for the non-ARM paths of UNVERSIONED_ROUTES."""
     return path.rstrip("/").lower() not in UNVERSIONED_ROUTES
@@ -87,6 +99,7 @@ def resolve(method: str, path: str) -> tuple[Handler, dict]:
     low = [s.lower() for s in segs]
     unversioned = UNVERSIONED_ROUTES.get("/" + "/".join(low))
     found = (unversioned, {}) if unversioned else None
+    found = found or _match_cost_query(segs, low)
     found = found or _match_resource(segs, low) or _match_provider(segs, low)
     if found is None:
         raise errors.invalid_resource_type(path)

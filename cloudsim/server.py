@@ -49,7 +49,10 @@ class App:
         req.params = params
         with self.cloud.lock:
             self.cloud.advance()
-            return handler(self.cloud, req)
+            try:
+                return handler(self.cloud, req)
+            finally:
+                self.cloud.meter()  # What the request changed is billed from now.
 
     @staticmethod
     def _guard(action: Callable[[], Response]) -> Response:

@@ -3,6 +3,7 @@
 import os
 
 from celery import Celery
+from celery.schedules import crontab
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -39,6 +40,10 @@ def _beat_schedule(sender, **kwargs):
         "budget-alerts": {
             "task": "teams.tasks.check_budget_alerts",
             "schedule": settings.SPEND_ALERT_SECONDS,
+        },
+        "sync-actual-costs": {
+            "task": "billing.tasks.sync_actual_costs",
+            "schedule": crontab(hour=settings.ACTUAL_COSTS_SYNC_HOUR, minute=20),  # UTC
         },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",

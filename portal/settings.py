@@ -193,6 +193,8 @@ TELEMETRY_RAW_HOURS = env.int("TELEMETRY_RAW_HOURS", default=48)
 SPEND_ROLLUP_SECONDS = env.float("SPEND_ROLLUP_SECONDS", default=900.0)
 # Seconds between checks of the teams' spend against 50/80/100 % of their budget (Celery beat).
 SPEND_ALERT_SECONDS = env.float("SPEND_ALERT_SECONDS", default=300.0)
+# UTC hour of the nightly fetch of Azure's actual costs (Cost Management) for reconciliation.
+ACTUAL_COSTS_SYNC_HOUR = env.int("ACTUAL_COSTS_SYNC_HOUR", default=4)
 
 # --- Azure --------------------------------------------------------------------------------
 AZURE_SUBSCRIPTION_ID = env.str(

@@ -239,9 +239,9 @@ def main() -> None:
     from django.core.management import call_command
 
     now = datetime.now(UTC)
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
     if not args.reuse:
-        call_command("migrate", verbosity=0)
-        call_command("collectstatic", interactive=False, verbosity=0)
         with open(os.devnull, "w") as quiet:
             call_command("seed_demo", stdout=quiet)
         team, owners, offerings = _fixtures()

@@ -137,22 +137,42 @@ def live_spend(
     book = price_book(intervals)
     midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    points: dict[tuple, list[metering.PricePoint]] = {}
     for i in intervals:
-        team = i.team_id
+        team, window = i.team_id, windows[i.team_id]
+        key = (i.price_kind, i.sku, i.region, i.spot, i.price_per_hour)
+        if key not in points:
+            points[key] = _points(book, i)
+        for day, hours, cost in _priced(i, points[key], window, zones[team], midnights[team]):
+            total = totals[(team, i.workspace_id, i.kind, day, i.meter)]
+            total[0] += hours
+            total[1] += cost
+    return [SpendLine(*key, hours, cost) for key, (hours, cost) in totals.items()]
+
+
+def _priced(i: _Interval, prices, window, tz, midnights) -> list[tuple]:
+    """[(local day, hours, USD)] of the interval within the window. Most intervals of a live
+    window (today so far) cross no midnight and no price change: priced in one step."""
+    start, end = max(i.started_at, window[0]), min(i.ended_at or window[1], window[1])
+    if start >= end:
+        return []
+    if not midnights and not any(start < p.start < end for p in prices):
+        point = metering.price_at(prices, start)
+        hours = metering.hours_between(start, end)
+        cost = hours * point.hourly * i.share_num / i.share_den if point else Decimal(0)
+        return [(start.astimezone(tz).date(), hours, cost)]
+    return [
+        (piece.day, piece.hours, piece.cost)
         for piece in metering.pieces(
             started_at=i.started_at,
             ended_at=i.ended_at,
-            prices=_points(book, i),
-            window=windows[team],
-            tz=zones[team],
+            prices=prices,
+            window=window,
+            tz=tz,
             share=(i.share_num, i.share_den),
-            midnights=midnights[team],
-        ):
-            key = (team, i.workspace_id, i.kind, piece.day, i.meter)
-            total = totals[key]
-            total[0] += piece.hours
-            total[1] += piece.cost
-    return [SpendLine(*key, hours, cost) for key, (hours, cost) in totals.items()]
+            midnights=midnights,
+        )
+    ]
 
 
 def burn_rates(*, team_ids, now: datetime) -> dict[int, Decimal]:

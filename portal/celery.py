@@ -4,8 +4,12 @@ import os
 
 from celery import Celery
 from celery.schedules import crontab
+from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+# filesystem:// (the embedded default) through our transport: kombu's lets a worker read a
+# message file before it is written. Other schemes (redis://) are untouched.
+TRANSPORT_ALIASES["filesystem"] = "portal.kombu_filesystem:Transport"
 
 app = Celery("portal")
 app.config_from_object("django.conf:settings", namespace="CELERY")

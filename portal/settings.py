@@ -136,8 +136,6 @@ if CELERY_BROKER_URL.startswith("filesystem://"):
     # kombu's filesystem transport fails on a missing folder; web, worker and tests all need it.
     for _sub in ("out", "processed", "control"):
         (_broker_dir / _sub).mkdir(parents=True, exist_ok=True)
-    # kombu's own transport lets a worker read a message file before it is written.
-    CELERY_BROKER_TRANSPORT = "portal.kombu_filesystem:Transport"
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "out"),
         "data_folder_out": str(_broker_dir / "out"),

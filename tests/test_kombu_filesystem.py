@@ -46,10 +46,10 @@ def test_a_reader_racing_the_writer_gets_every_message_whole(tmp_path):
     assert sorted(m["n"] for m in received) == list(range(sent))
 
 
-def test_the_embedded_default_uses_it(settings):
+def test_filesystem_urls_use_it_and_redis_urls_do_not():
     from portal.celery import app
 
-    with app.connection_for_write() as conn:
-        assert isinstance(conn.transport, Transport) == settings.CELERY_BROKER_URL.startswith(
-            "filesystem://"
-        )
+    with app.connection_for_write("filesystem://") as conn:
+        assert isinstance(conn.transport, Transport)
+    with app.connection_for_write("redis://127.0.0.1:6379/0") as conn:
+        assert not isinstance(conn.transport, Transport)

@@ -12,6 +12,7 @@ from collections import deque
 
 from . import errors, ledger
 from .agents import AgentBook
+from .kube import KubeClusters
 from .models import VM, Disk, Fault, Nic, Operation, iso, key_of
 from .skus import Catalog, SizeInfo, normalize_location
 
@@ -99,6 +100,7 @@ class Cloud:
             self.cost_skew: dict[str, dict] = {}  # Tag value ("*": all) -> multiplier, extra.
             self.cost_page_size = DEFAULT_COST_PAGE_SIZE
             self.agents.reset()
+            self.kube = KubeClusters()  # Kubernetes API state of each managed cluster.
 
     # --- operations -------------------------------------------------------------------------
 

@@ -53,3 +53,9 @@ class KubeClusters:
         cluster = self.clusters.get(key)
         if cluster is not None:
             cluster["pools"].pop(pool_name, None)
+
+
+def server_path(subscription: str, resource_group: str, cluster: str) -> str:
+    """Path prefix of a managed cluster's simulated API server, as the kubeconfig from
+    listClusterUserCredential names it: ``/k8s/<sub>/<rg>/<cluster>`` (lower case)."""
+    return f"/k8s/{subscription}/{resource_group}/{cluster}".lower()

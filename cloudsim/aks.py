@@ -112,9 +112,9 @@ def check_pool_name(name: str) -> None:
 
 
 def _int_field(props: dict, name: str, default: int | None) -> int | None:
-    value = props.get(name, default)
-    if value is None:
-        return None
+    value = props.get(name)
+    if value is None:  # Absent or null: AKS fills in the default.
+        return default
     if isinstance(value, bool) or not isinstance(value, int):
         raise errors.invalid_parameter(f"'{name}' must be an integer.", f"properties.{name}")
     if not 0 <= value <= MAX_COUNT:

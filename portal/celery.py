@@ -33,6 +33,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "workspaces.tasks.idle_sweep",
             "schedule": settings.IDLE_SWEEP_SECONDS,
         },
+        "namespace-activity": {
+            "task": "workspaces.tasks.namespace_activity",
+            "schedule": settings.AGENT_INTERVAL_SECONDS,
+        },
         "spot-evictions": {
             "task": "workspaces.tasks.detect_spot_evictions",
             "schedule": settings.SPOT_EVICTION_CHECK_SECONDS,

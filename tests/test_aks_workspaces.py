@@ -112,7 +112,8 @@ def test_node_pool_is_created_in_azure_with_mig_profile_taints_and_price(cast, c
     assert pool.status == PoolStatus.READY and not pool.operation_token
     assert pool.price_per_hour == Decimal("3.6730") and pool.gpus_per_node == 1
     assert pool.mig.name == "1g.10gb" and pool.capacity.total == 7
-    azure = {p["name"]: p for p in sim.state()["agentPools"]}["mig1g"]
+    (azure_cluster,) = sim.state()["managedClusters"]
+    azure = {p["name"]: p for p in azure_cluster["agentPools"]}["mig1g"]
     assert azure["gpuInstanceProfile"] == "MIG1g" and azure["vmSize"] == pool.vm_size
     assert azure["nodeTaints"] == ["sku=gpu:NoSchedule"]
 

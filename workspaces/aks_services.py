@@ -347,6 +347,9 @@ FINISHED = {
 
 def _finish(workspace: Workspace, now: datetime) -> None:
     operation, done = states.OPERATION[workspace.status]
+    if workspace.kind == Kind.NAMESPACE and operation == "create":
+        # Its agent row holds the idle evidence workspaces.kube_activity stores.
+        telemetry.agent_token_issue(workspace_id=workspace.pk, now=now)
     reason = FINISHED[(workspace.kind, operation)].format(
         profile=workspace.mig_profile, gpus=workspace.gpu_count
     )

@@ -104,3 +104,12 @@ def downsample_telemetry() -> int:
     from workspaces.telemetry import telemetry_downsample
 
     return telemetry_downsample(now=timezone.now())
+
+
+@shared_task
+def namespace_activity() -> int:
+    """Beat, every AGENT_INTERVAL_SECONDS: the idle evidence of running namespace workspaces
+    (running pods requesting GPUs; see workspaces.kube_activity). Returns samples stored."""
+    from workspaces.kube_activity import namespace_activity_scan
+
+    return namespace_activity_scan(now=timezone.now())

@@ -15,6 +15,7 @@ from . import control_api, errors, prices, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
+from .kube import api as kube_api
 from .protocol import Request, Response, error_response
 from .skus import load_catalog
 
@@ -30,14 +31,19 @@ class App:
         self.cloud = cloud
 
     def handle(self, req: Request, arrival: float | None = None) -> Response:
-        """Answer one request; never raises. ARM and Retail Prices requests are logged."""
+        """Answer one request; never raises. ARM, Retail Prices and Kubernetes API requests
+        are logged; /k8s/... is a simulated cluster's API server (cloudsim.kube.api), answered
+        with Kubernetes Status bodies, not ARM's."""
         if req.path == "/_sim" or req.path.startswith("/_sim/"):
             return self._guard(lambda: control_api.handle(self.cloud, req))
         entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
         with self.cloud.lock:
             entry["status"] = None  # Logged on arrival so the log keeps arrival order.
             self.cloud.requests.append(entry)
-        response = self._guard(lambda: self._arm(req))
+        if req.path.startswith("/k8s/"):
+            response = kube_api.handle(self.cloud, req)
+        else:
+            response = self._guard(lambda: self._arm(req))
         with self.cloud.lock:
             entry["status"] = response.status
         return response

@@ -40,6 +40,19 @@ NOT_ALLOWED = KubeError(
 )
 
 
+VERSION = {
+    "major": "1",
+    "minor": "31",
+    "gitVersion": KUBELET_VERSION,
+    "gitCommit": "5864a4677267e6adeae276ad85882a8714d69d9d",
+    "gitTreeState": "clean",
+    "buildDate": "2024-10-22T20:28:14Z",
+    "goVersion": "go1.22.8",
+    "compiler": "gc",
+    "platform": "linux/amd64",
+}
+
+
 @dataclass
 class Target:
     res: Resource
@@ -103,12 +116,7 @@ def _body(req: Request):
 
 def dispatch(cluster: Cluster, req: Request, rest: str, now: float, latency: float):
     if rest.strip("/") == "version":
-        return 200, {
-            "major": "1",
-            "minor": "31",
-            "gitVersion": KUBELET_VERSION,
-            "platform": "linux/amd64",
-        }
+        return 200, VERSION
     target = parse(rest)
     if req.query.get("watch") in ("true", "1"):
         raise bad_request("watch is not supported by the emulator; list with resourceVersion")

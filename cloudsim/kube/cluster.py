@@ -90,6 +90,7 @@ class Cluster(Store):
         for field in ("resourceVersion", "deletionTimestamp", "creationTimestamp"):
             meta.pop(field, None)
         meta["uid"] = str(uuid.uuid4())
+        obj["apiVersion"], obj["kind"] = res.api_version, res.kind
         PREPARE.get(plural, _no_prepare)(self, obj, now)
         if plural in GENERATION_KINDS:
             meta["generation"] = 1

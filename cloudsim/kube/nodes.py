@@ -9,6 +9,7 @@ kubelet's 100 MiB eviction threshold.
 """
 
 import hashlib
+import uuid
 
 MIG_PER_GPU = {"MIG1g": 7, "MIG2g": 3, "MIG3g": 2, "MIG4g": 1, "MIG7g": 1}
 MIG_NAMES = {
@@ -85,6 +86,7 @@ def allocatable(shape) -> dict[str, str]:
 def node_object(cluster_key: str, shape, index: int) -> dict:
     """The Node as `kubectl get node -o json` shows it (no uid/resourceVersion yet)."""
     name = node_name(cluster_key, shape.name, index)
+    digest = hashlib.sha256(f"{cluster_key}/{name}".encode()).hexdigest()
     labels = {
         "agentpool": shape.name,
         "kubernetes.azure.com/agentpool": shape.name,
@@ -112,6 +114,11 @@ def node_object(cluster_key: str, shape, index: int) -> dict:
             {"type": "Hostname", "address": name},
         ],
         "nodeInfo": {
+            "machineID": digest[:32],
+            "systemUUID": str(uuid.UUID(digest[:32])),
+            "bootID": digest[32:64],
+            "kernelVersion": "5.15.0-1074-azure",
+            "kubeProxyVersion": KUBELET_VERSION,
             "kubeletVersion": KUBELET_VERSION,
             "osImage": "Ubuntu 22.04.5 LTS",
             "operatingSystem": "linux",

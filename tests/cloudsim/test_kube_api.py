@@ -146,7 +146,11 @@ def test_delete_answers_status_or_the_object(kube):
         "team-a", client.V1ConfigMap(metadata=client.V1ObjectMeta(name="m"))
     )
     status = kube.core.delete_namespaced_config_map("m", "team-a")
-    assert (status.status, status.details.name, status.details.kind) == ("Success", "m", "configmaps")
+    assert (status.status, status.details.name, status.details.kind) == (
+        "Success",
+        "m",
+        "configmaps",
+    )
     kube.core.create_namespaced_pod("team-a", kube.pod("p"))
     assert kube.core.delete_namespaced_pod("p", "team-a").metadata.name == "p"
     with pytest.raises(ApiException) as caught:
@@ -159,7 +163,9 @@ def test_nodes_come_from_the_pools(kube):
     mig = [n for n in nodes.values() if n.metadata.labels["agentpool"] == "mig1g"]
     assert len(nodes) == 3 and len(mig) == 1
     node = mig[0]
-    assert node.metadata.name.startswith("aks-mig1g-") and node.metadata.name.endswith("-vmss000000")
+    assert node.metadata.name.startswith("aks-mig1g-") and node.metadata.name.endswith(
+        "-vmss000000"
+    )
     assert node.metadata.labels["kubernetes.azure.com/agentpool"] == "mig1g"
     assert node.metadata.labels["node.kubernetes.io/instance-type"] == "Standard_NC24ads_A100_v4"
     assert node.status.allocatable["nvidia.com/mig-1g.10gb"] == "7"

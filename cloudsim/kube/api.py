@@ -247,6 +247,9 @@ def _keep_immutable(cluster: Cluster, res: Resource, current: dict, body: dict) 
             spec.setdefault(field, old_spec.get(field))
     elif plural == "namespaces":
         body["spec"] = old_spec
+        body["metadata"].setdefault("labels", {})["kubernetes.io/metadata.name"] = current[
+            "metadata"
+        ]["name"]
     elif plural == "persistentvolumeclaims":
         for field in ("volumeName", "storageClassName", "volumeMode", "accessModes"):
             spec.setdefault(field, old_spec.get(field))

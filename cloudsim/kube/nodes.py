@@ -83,6 +83,21 @@ def allocatable(shape) -> dict[str, str]:
     return found
 
 
+def _node_info(digest: str) -> dict:
+    return {
+        "machineID": digest[:32],
+        "systemUUID": str(uuid.UUID(digest[:32])),
+        "bootID": digest[32:64],
+        "kernelVersion": "5.15.0-1074-azure",
+        "kubeProxyVersion": KUBELET_VERSION,
+        "kubeletVersion": KUBELET_VERSION,
+        "osImage": "Ubuntu 22.04.5 LTS",
+        "operatingSystem": "linux",
+        "architecture": "amd64",
+        "containerRuntimeVersion": "containerd://1.7.22-1",
+    }
+
+
 def node_object(cluster_key: str, shape, index: int) -> dict:
     """The Node as `kubectl get node -o json` shows it (no uid/resourceVersion yet)."""
     name = node_name(cluster_key, shape.name, index)
@@ -110,21 +125,10 @@ def node_object(cluster_key: str, shape, index: int) -> dict:
         "allocatable": allocatable(shape),
         "conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}],
         "addresses": [
-            {"type": "InternalIP", "address": f"10.224.0.{4 + index % 250}"},
+            {"type": "InternalIP", "address": f"10.224.{int(digest[:2], 16)}.{4 + index % 250}"},
             {"type": "Hostname", "address": name},
         ],
-        "nodeInfo": {
-            "machineID": digest[:32],
-            "systemUUID": str(uuid.UUID(digest[:32])),
-            "bootID": digest[32:64],
-            "kernelVersion": "5.15.0-1074-azure",
-            "kubeProxyVersion": KUBELET_VERSION,
-            "kubeletVersion": KUBELET_VERSION,
-            "osImage": "Ubuntu 22.04.5 LTS",
-            "operatingSystem": "linux",
-            "architecture": "amd64",
-            "containerRuntimeVersion": "containerd://1.7.22-1",
-        },
+        "nodeInfo": _node_info(digest),
     }
     metadata = {"name": name, "labels": labels, "annotations": {}}
     return {"metadata": metadata, "spec": spec, "status": status}

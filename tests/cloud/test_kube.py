@@ -373,3 +373,37 @@ def test_dns_label_trims_to_max_len_without_a_trailing_dash():
 def test_dns_label_refuses_text_with_nothing_usable(text):
     with pytest.raises(ValueError, match="no letters or digits"):
         kube.dns_label(text)
+
+
+def test_an_unreachable_server_is_a_transient_cloud_error():
+    settings = AzureSettings(
+        SUBSCRIPTION, RESOURCE_GROUP, SUBNET_ID, credential="emulator", retry_total=0
+    )
+    api = kube.kube_api(settings, "http://127.0.0.1:9/k8s/nowhere", None)
+    with pytest.raises(CloudError) as caught:
+        kube.namespace_phase(api, name="vision-ns")
+    assert caught.value.transient and caught.value.status is None
+
+
+def test_the_entra_token_is_fetched_again_before_it_expires():
+    import time_machine
+    from azure.core.credentials import AccessToken
+
+    class Credential:  # Stands in for DefaultAzureCredential: counts the tokens it hands out.
+        def __init__(self):
+            self.scopes = []
+
+        def get_token(self, *scopes, **kwargs):
+            self.scopes.append(scopes)
+            return AccessToken(f"token-{len(self.scopes)}", int(time.time()) + 3600)
+
+    credential, config = Credential(), client.Configuration(host="https://aks.example")
+    config.api_key, config.api_key_prefix = {"BearerToken": ""}, {"BearerToken": "Bearer"}
+    config.refresh_api_key_hook = kube._TokenHook(credential)
+    with time_machine.travel(1_800_000_000, tick=False) as clock:
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+        clock.shift(3000)
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+        clock.shift(400)  # Within TOKEN_MARGIN of expiry.
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-2"
+    assert credential.scopes == [(kube.AKS_SERVER_SCOPE,)] * 2

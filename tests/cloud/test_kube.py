@@ -407,3 +407,28 @@ def test_the_entra_token_is_fetched_again_before_it_expires():
         clock.shift(400)  # Within TOKEN_MARGIN of expiry.
         assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-2"
     assert credential.scopes == [(kube.AKS_SERVER_SCOPE,)] * 2
+
+
+def test_a_pod_refused_by_the_team_quota_is_absent_with_failed_create(api):
+    spec = mig_spec()
+    kube.mig_ensure(api, spec)
+    running(api)
+    kube.mig_scale(api, namespace=spec.namespace, name=spec.name, replicas=0)
+    core = client.CoreV1Api(api)
+    hard = {"requests.nvidia.com/mig-1g.10gb": "0"}
+    core.create_namespaced_resource_quota(
+        spec.namespace, {"metadata": {"name": "team"}, "spec": {"hard": hard}}
+    )
+    kube.mig_scale(api, namespace=spec.namespace, name=spec.name, replicas=1)
+    state = kube.mig_state(api, namespace=spec.namespace, name=spec.name)
+    assert (state.phase, state.reason) == ("Absent", "FailedCreate")
+    assert state.message == (
+        f"create Pod {spec.name}-0 in StatefulSet {spec.name} failed error: pods "
+        f'"{spec.name}-0" is forbidden: exceeded quota: team, requested: '
+        "requests.nvidia.com/mig-1g.10gb=1, used: requests.nvidia.com/mig-1g.10gb=0, "
+        "limited: requests.nvidia.com/mig-1g.10gb=0"
+    )
+    core.patch_namespaced_resource_quota(
+        "team", spec.namespace, {"spec": {"hard": {"requests.nvidia.com/mig-1g.10gb": "1"}}}
+    )
+    assert running(api).phase == "Running"

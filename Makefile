@@ -12,6 +12,9 @@ run: export AGENT_INTERVAL_SECONDS ?= 5
 run: export IDLE_SWEEP_SECONDS ?= 5
 run: export IDLE_TIME_SCALE ?= 0.1
 run: export CLOUDSIM_AGENT_PROFILE ?= idle
+# The demo's AKS cluster exists in the emulator from start-up; seed_demo registers it and asks
+# the worker to create its MIG and GPU node pools.
+run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-portal/research-aks
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 

@@ -34,24 +34,24 @@ OS_DISK_TIER = "P10 LRS"
 
 def usage_meter(*, workspace_id, expected: str, to: str, now: datetime) -> None:
     """Open or close the workspace's meters for the change ``expected -> to`` (called inside
-    workspaces.states.transition's transaction). Compute is billed while the VM is allocated
-    (states.BILLABLE), on the Spot meter for a Spot VM; the OS disk from the first time the VM
-    runs until it is deleted."""
+    workspaces.states.transition's transaction). A VM's compute is billed while it is
+    allocated (states.BILLABLE), on the Spot meter for a Spot VM; its OS disk from the first
+    time the VM runs until it is deleted. A MIG slice or a namespace is billed its share of
+    its node pool's VM price while running (states.BILLABLE_ON_AKS; share from
+    workspaces.aks_services.billing_share), with no disk of its own."""
     from workspaces.models import Workspace
-    from workspaces.states import BILLABLE, Status
+    from workspaces.states import BILLABLE, BILLABLE_ON_AKS, Status
 
-    opens_compute = to in BILLABLE and expected not in BILLABLE
-    closes_compute = expected in BILLABLE and to not in BILLABLE
-    if opens_compute or to == Status.RUNNING:
-        ws = Workspace.objects.values("team_id", "vm_size", "region", "price_per_hour", "spot").get(
-            pk=workspace_id
-        )
-    if opens_compute:
-        _open(
-            workspace_id, ws, Meter.COMPUTE, PriceKind.VM, ws["vm_size"], ws["price_per_hour"], now
-        )
-    elif closes_compute:
+    ws = Workspace.objects.values(
+        "team_id", "kind", "vm_size", "region", "price_per_hour", "spot", "node_pool_id"
+    ).get(pk=workspace_id)
+    billable = BILLABLE if ws["kind"] == "vm" else BILLABLE_ON_AKS
+    if to in billable and expected not in billable:
+        _open_compute(workspace_id, ws, now)
+    elif expected in billable and to not in billable:
         _close(workspace_id, Meter.COMPUTE, now)
+    if ws["kind"] != "vm":
+        return
     if to == Status.RUNNING and not _is_open(workspace_id, Meter.DISK):
         disk = price_in_effect(kind=PriceKind.DISK, sku=OS_DISK_TIER, region=ws["region"], at=now)
         hourly = disk.hourly if disk else 0
@@ -60,8 +60,22 @@ def usage_meter(*, workspace_id, expected: str, to: str, now: datetime) -> None:
         _close(workspace_id, Meter.DISK, now)
 
 
-def _open(workspace_id, ws: dict, meter, kind, sku: str, hourly, now: datetime) -> None:
+def _open_compute(workspace_id, ws: dict, now: datetime) -> None:
+    if ws["kind"] == "vm":
+        hourly, share = ws["price_per_hour"], (1, 1)
+    else:
+        from workspaces.aks_services import billing_share
+        from workspaces.models import Workspace
+
+        workspace = Workspace.objects.select_related("node_pool").get(pk=workspace_id)
+        hourly, share = workspace.node_pool.price_per_hour, billing_share(workspace)
+    _open(workspace_id, ws, Meter.COMPUTE, PriceKind.VM, ws["vm_size"], hourly, now, share)
+
+
+def _open(workspace_id, ws: dict, meter, kind, sku: str, hourly, now, share=(1, 1)) -> None:
     UsageInterval.objects.create(
+        share_num=share[0],
+        share_den=share[1],
         workspace_id=workspace_id,
         team_id=ws["team_id"],
         meter=meter,

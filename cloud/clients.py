@@ -16,6 +16,7 @@ from azure.core.credentials import AccessToken
 from azure.core.pipeline.policies import RetryPolicy, SansIOHTTPPolicy
 from azure.identity import DefaultAzureCredential
 from azure.mgmt.compute import ComputeManagementClient
+from azure.mgmt.containerservice import ContainerServiceClient
 from azure.mgmt.costmanagement import CostManagementClient
 from azure.mgmt.network import NetworkManagementClient
 
@@ -117,6 +118,15 @@ def network_client(settings: AzureSettings) -> NetworkManagementClient:
     """The cached NetworkManagementClient for these settings. Raises ValueError (see above)."""
     kwargs = _client_kwargs(settings)
     return NetworkManagementClient(subscription_id=settings.subscription_id, **kwargs)
+
+
+@functools.lru_cache(maxsize=16)
+def container_client(settings: AzureSettings) -> ContainerServiceClient:
+    """The cached ContainerServiceClient (AKS, api-version 2026-08-01) for these settings; for a
+    cluster in another subscription pass dataclasses.replace(settings, subscription_id=...).
+    Raises ValueError (see _client_kwargs)."""
+    kwargs = _client_kwargs(settings)
+    return ContainerServiceClient(subscription_id=settings.subscription_id, **kwargs)
 
 
 class CostRetryPolicy(RetryPolicy):

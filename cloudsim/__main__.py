@@ -5,6 +5,7 @@ import logging
 import os
 import sys
 
+from . import aks
 from .agent_protocol import PROFILES
 from .server import make_server
 from .skus import DEFAULT_CATALOG
@@ -41,7 +42,23 @@ def _parser() -> argparse.ArgumentParser:
         default=env.get("CLOUDSIM_AGENTS", "1") != "0",
         help="do not play the VMs' telemetry agents (env CLOUDSIM_AGENTS=0)",
     )
+    parser.add_argument(
+        "--aks-cluster",
+        default=env.get("CLOUDSIM_AKS_CLUSTER", ""),
+        metavar="SUB/RG/NAME[/LOCATION]",
+        help="create this AKS managed cluster at startup (location default eastus)",
+    )
     return parser
+
+
+def _aks_cluster(parser: argparse.ArgumentParser, value: str) -> list[str] | None:
+    """["sub", "rg", "name", "location"] from SUB/RG/NAME[/LOCATION], None when unset."""
+    if not value:
+        return None
+    parts = value.strip("/").split("/")
+    if len(parts) not in (3, 4) or not all(p.strip() for p in parts):
+        parser.error("CLOUDSIM_AKS_CLUSTER / --aks-cluster must be SUB/RG/NAME[/LOCATION]")
+    return parts if len(parts) == 4 else [*parts, "eastus"]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -50,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.agent_profile not in PROFILES:  # argparse checks choices on the command line only.
         parser.error(f"CLOUDSIM_AGENT_PROFILE must be one of {', '.join(PROFILES)}")
+    cluster = _aks_cluster(parser, args.aks_cluster)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
     sim = make_server(
         args.host,
@@ -60,6 +78,10 @@ def main(argv: list[str] | None = None) -> int:
         agents=args.agents,
         agent_profile=args.agent_profile,
     )
+    if cluster is not None:
+        with sim.state.lock:
+            aks.create_cluster_now(sim.state, *cluster)
+        logging.getLogger("cloudsim").info("AKS cluster %s created", "/".join(cluster))
     logging.getLogger("cloudsim").info(
         "cloudsim listening on %s (latency %.2fs, Retry-After %ss, agents %s)",
         sim.url,

@@ -13,7 +13,7 @@ from collections import deque
 from . import errors, ledger
 from .agents import AgentBook
 from .kube import KubeClusters
-from .models import VM, Disk, Fault, Nic, Operation, iso, key_of
+from .models import VM, AgentPool, Disk, Fault, ManagedCluster, Nic, Operation, iso, key_of
 from .skus import Catalog, SizeInfo, normalize_location
 
 DEFAULT_CAPACITY = 10  # VMs of one size per location.
@@ -40,6 +40,12 @@ FAULT_OPS = frozenset(
         "sku.list",
         "price.list",
         "cost.query",
+        "aks.cluster.get",
+        "aks.pool.create",
+        "aks.pool.delete",
+        "aks.pool.get",
+        "aks.pool.list",
+        "aks.credentials",
     }
 )
 SYNC_KINDS = frozenset(
@@ -87,6 +93,8 @@ class Cloud:
             self.vms: dict[str, VM] = {}
             self.nics: dict[str, Nic] = {}
             self.disks: dict[str, Disk] = {}
+            self.clusters: dict[str, ManagedCluster] = {}  # AKS managed clusters by id key.
+            self.pools: dict[str, AgentPool] = {}  # Their agent pools by id key.
             self.operations: dict[str, Operation] = {}
             self.faults: dict[str, deque[Fault]] = {}
             self.capacity: dict[tuple[str, str], int] = {}  # Total slots; default 10.
@@ -164,12 +172,18 @@ class Cloud:
         return self.capacity.get((normalize_location(location), size.lower()), DEFAULT_CAPACITY)
 
     def allocated_count(self, location: str, size: str) -> int:
-        """VMs of the size holding a capacity slot in the location (deallocated ones do not)."""
+        """VMs and AKS nodes of the size holding a capacity slot in the location (deallocated
+        VMs and pools whose allocation failed do not)."""
         loc, wanted = normalize_location(location), size.lower()
-        return sum(
+        vms = sum(
             1
             for vm in self.vms.values()
             if vm.allocated and vm.location == loc and vm.size.lower() == wanted
+        )
+        return vms + sum(
+            pool.count
+            for pool in self.pools.values()
+            if pool.allocated and pool.location == loc and pool.vm_size.lower() == wanted
         )
 
     def free_capacity(self, location: str, size: str) -> int:
@@ -186,26 +200,42 @@ class Cloud:
         default = DEFAULT_REGIONAL_LIMIT if family == "cores" else DEFAULT_FAMILY_LIMIT
         return self.quotas.get((normalize_location(location), family.lower()), default)
 
-    def usage(self, location: str, family: str, exclude: VM | None = None) -> int:
-        """vCPUs of every VM not yet deleted (allocated or not) in the family, or all ("cores")."""
-        total = 0
+    def usage(self, location: str, family: str, exclude=None) -> int:
+        """vCPUs in the family, or in all ("cores"), of every VM not yet deleted (allocated or
+        not) and every allocated AKS node; `exclude`: a VM or AgentPool left out."""
+        loc, total = normalize_location(location), 0
         for vm in self.vms.values():
             info = self.catalog.get(vm.location, vm.size)
-            if vm is exclude or vm.location != normalize_location(location) or info is None:
+            if vm is exclude or vm.location != loc or info is None:
                 continue
             if family == "cores" or info.family.lower() == family.lower():
                 total += info.vcpus
+        for pool in self.pools.values():
+            if pool is exclude or not pool.allocated or pool.location != loc:
+                continue
+            if family == "cores" or pool.family.lower() == family.lower():
+                total += pool.vcpus * pool.count
         return total
 
-    def check_quota(self, subscription: str, location: str, size: SizeInfo, exclude=None) -> None:
-        """Raise 409 OperationNotAllowed if `size` would exceed its family or regional quota."""
+    def quota_shortfall(self, location: str, size: SizeInfo, count: int = 1, exclude=None):
+        """(family, limit, used, needed) of the first quota `count` more of `size` would
+        exceed (its family, then "cores"), or None when they fit."""
+        needed = size.vcpus * count
         for family in (size.family, "cores"):
             limit = self.quota_limit(location, family)
             used = self.usage(location, family, exclude)
-            if used + size.vcpus > limit:
-                raise errors.quota_exceeded(
-                    subscription, family, normalize_location(location), limit, used, size.vcpus
-                )
+            if used + needed > limit:
+                return family, limit, used, needed
+        return None
+
+    def check_quota(self, subscription: str, location: str, size: SizeInfo, exclude=None) -> None:
+        """Raise 409 OperationNotAllowed if `size` would exceed its family or regional quota."""
+        shortfall = self.quota_shortfall(location, size, 1, exclude)
+        if shortfall is not None:
+            family, limit, used, needed = shortfall
+            raise errors.quota_exceeded(
+                subscription, family, normalize_location(location), limit, used, needed
+            )
 
     def offered(self, location: str, size: str) -> SizeInfo | None:
         """The size if the location offers it and it is not restricted, else None."""
@@ -244,6 +274,7 @@ class Cloud:
                     {"id": d.id, "name": d.name, "diskState": self.disk_state(d)}
                     for d in self.disks.values()
                 ],
+                "managedClusters": [self._cluster_state(c) for c in self.clusters.values()],
                 "operations": [_op_state(op) for op in self.operations.values()],
                 "faults": {
                     op: [{"kind": f.kind, "retry_after": f.retry_after} for f in queue]
@@ -253,6 +284,37 @@ class Cloud:
                 "latency": self.latency,
                 "retryAfter": self.retry_after,
             }
+
+    def cluster_pools(self, cluster: ManagedCluster) -> list[AgentPool]:
+        """The cluster's agent pools, in creation order."""
+        prefix = key_of(cluster.id) + "/agentpools/"
+        return [pool for key, pool in self.pools.items() if key.startswith(prefix)]
+
+    def _cluster_state(self, cluster: ManagedCluster) -> dict:
+        return {
+            "id": cluster.id,
+            "name": cluster.name,
+            "location": cluster.location,
+            "provisioningState": cluster.provisioning,
+            "agentPools": [_pool_state(p) for p in self.cluster_pools(cluster)],
+        }
+
+
+def _pool_state(pool: AgentPool) -> dict:
+    return {
+        "name": pool.name,
+        "vmSize": pool.vm_size,
+        "count": pool.count,
+        "enableAutoScaling": pool.enable_auto_scaling,
+        "minCount": pool.min_count,
+        "maxCount": pool.max_count,
+        "mode": pool.mode,
+        "gpuInstanceProfile": pool.gpu_instance_profile,
+        "nodeTaints": list(pool.node_taints),
+        "nodeLabels": dict(pool.node_labels),
+        "provisioningState": pool.provisioning,
+        "error": pool.last_error,
+    }
 
 
 def _vm_state(vm: VM) -> dict:

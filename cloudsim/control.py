@@ -42,11 +42,14 @@ class SimControl:
 
         Ops: vm.create, vm.update, vm.get, vm.list, vm.delete, vm.start, vm.deallocate,
         vm.powerOff, nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list,
+        aks.cluster.get, aks.pool.create, aks.pool.delete, aks.pool.get, aks.pool.list,
+        aks.credentials,
         price.list (the Retail Prices API: throttle, server_error, unavailable only) and
         cost.query (the Cost Management Query API: those and authorization_failed). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
         authorization_failed (403, any op), sku_not_available, quota,
-        allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start).
+        allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start
+        and aks.pool.create, whose allocation failure ends the pool's operation Failed).
         """
         body = {"op": op, "kind": kind, "count": count, "retry_after": retry_after}
         return self._call("POST", "/_sim/faults", body)
@@ -81,6 +84,16 @@ class SimControl:
         if resource_group is not None:
             body["resource_group"] = resource_group
         return self._call("POST", "/_sim/vms/evict", body)
+
+    def create_aks_cluster(
+        self, subscription: str, resource_group: str, name: str, location: str = "eastus"
+    ) -> dict:
+        """An AKS managed cluster that exists at once (Succeeded, System pool "nodepool1" of one
+        Standard_D4ds_v5 node), as a portal admin would register it. Returns the ManagedCluster
+        body; 409 if it exists."""
+        body = {"subscription": subscription, "resource_group": resource_group, "name": name}
+        body["location"] = location
+        return self._call("POST", "/_sim/aks/clusters", body)
 
     def set_prices(self, items: list, page_size: int | None = None) -> dict:
         """Replace the Retail Prices API's book with `items` (API item shape, served as given);

@@ -7,6 +7,9 @@ POST /_sim/quota                  {"location", "family", "limit"}      ("cores" 
 POST /_sim/skus/restrict          {"location", "vm_size", "restricted"=true}
 POST /_sim/latency                {"seconds"?, "retry_after"?}
 POST /_sim/vms/evict              {"vm", "resource_group"?}            (evict a running Spot VM)
+POST /_sim/aks/clusters           {"subscription", "resource_group", "name", "location"="eastus"}
+                                  (an AKS cluster that already exists: Succeeded, with a System
+                                  pool "nodepool1" of one Standard_D4ds_v5) -> the ManagedCluster
 GET  /_sim/state                  -> see Cloud.snapshot()
 GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
 POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet)
@@ -41,7 +44,7 @@ of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbe
 import time
 from decimal import Decimal, InvalidOperation
 
-from . import costs, prices, spot
+from . import aks, costs, prices, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .errors import ArmError
@@ -49,7 +52,8 @@ from .kube import control as kube_control
 from .protocol import Request, Response
 from .skus import normalize_location
 
-SIZED_OPS = frozenset({"vm.create", "vm.update", "vm.start"})  # Ops with a VM size at hand.
+# Ops with a VM size at hand.
+SIZED_OPS = frozenset({"vm.create", "vm.update", "vm.start", "aks.pool.create"})
 
 
 def _bad(message: str) -> ArmError:
@@ -149,6 +153,14 @@ def _evict(cloud: Cloud, body: dict) -> Response:
         raise _bad(f"Several VMs are named '{name}'; say which 'resource_group'.")
     outcome = spot.evict(cloud, found[0])
     return Response(200, {"vm": found[0].name, "id": found[0].id, "outcome": outcome})
+
+
+def _aks_cluster(cloud: Cloud, body: dict) -> Response:
+    names = [_field(body, key, str) for key in ("subscription", "resource_group", "name")]
+    location = _field(body, "location", str, default="eastus")
+    if not all(n.strip() and "/" not in n for n in names) or not location.strip():
+        raise _bad("'subscription', 'resource_group', 'name' and 'location' must be plain names.")
+    return Response(201, aks.create_cluster_now(cloud, *names, location))
 
 
 def _profile(body: dict) -> str:
@@ -265,6 +277,7 @@ ROUTES = {
     ("POST", "/_sim/skus/restrict"): _restrict,
     ("POST", "/_sim/latency"): _latency,
     ("POST", "/_sim/vms/evict"): _evict,
+    ("POST", "/_sim/aks/clusters"): _aks_cluster,
     ("GET", "/_sim/state"): _state,
     ("GET", "/_sim/requests"): _requests,
     ("POST", "/_sim/agents/profile"): _agent_profile,

@@ -10,7 +10,9 @@ import urllib.parse
 ALLOCATION_GUIDANCE = "Read more about improving likelihood of allocation success at http://aka.ms/allocation-guidance"
 QUOTA_BLADE = "https://aka.ms/ProdportalCRP/#blade/Microsoft_Azure_Capacity/UsageAndQuota.ReactView"
 
-# Azure compute names its throttling buckets per operation group.
+_AKS = "Microsoft.ContainerService/managedClusters"
+
+# Azure compute names its throttling buckets per operation group (AKS: per action).
 THROTTLE_GROUPS = {
     "vm.create": "Microsoft.Compute/PutVM3Min",
     "vm.update": "Microsoft.Compute/PutVM3Min",
@@ -26,6 +28,12 @@ THROTTLE_GROUPS = {
     "operation.get": "Microsoft.Compute/GetOperation3Min",
     "usage.list": "Microsoft.Compute/GetSubscriptionInfo3Min",
     "sku.list": "Microsoft.Compute/GetSubscriptionInfo3Min",
+    "aks.cluster.get": f"{_AKS}/read",
+    "aks.pool.create": f"{_AKS}/agentPools/write",
+    "aks.pool.delete": f"{_AKS}/agentPools/delete",
+    "aks.pool.get": f"{_AKS}/agentPools/read",
+    "aks.pool.list": f"{_AKS}/agentPools/read",
+    "aks.credentials": f"{_AKS}/listClusterUserCredential/action",
 }
 
 # The RBAC action each op needs, for AuthorizationFailed messages.
@@ -45,6 +53,12 @@ ACTIONS = {
     "usage.list": "Microsoft.Compute/locations/usages/read",
     "sku.list": "Microsoft.Compute/skus/read",
     "cost.query": "Microsoft.CostManagement/query/action",
+    "aks.cluster.get": f"{_AKS}/read",
+    "aks.pool.create": f"{_AKS}/agentPools/write",
+    "aks.pool.delete": f"{_AKS}/agentPools/delete",
+    "aks.pool.get": f"{_AKS}/agentPools/read",
+    "aks.pool.list": f"{_AKS}/agentPools/read",
+    "aks.credentials": f"{_AKS}/listClusterUserCredential/action",
 }
 
 
@@ -209,3 +223,57 @@ def invalid_resource_type(path: str) -> ArmError:
 def method_not_allowed(method: str, path: str) -> ArmError:
     message = f"The requested method '{method}' is not allowed on '{path}'."
     return ArmError(405, "MethodNotAllowed", message)
+
+
+# --- AKS (Microsoft.ContainerService): the codes and texts AKS answers with -------------------
+
+AKS_NAMING = "https://aka.ms/aks-naming-rules"
+AKS_PENDING = "https://aka.ms/aks-pending-operation"
+AKS_SKUS = "https://aka.ms/aks/quotas-skus-regions"
+
+
+def aks_pool_name_invalid() -> ArmError:
+    """400 InvalidParameter for a pool name that is not 1-12 lowercase alphanumerics starting
+    with a letter (AKS's wording, target agentPoolProfile.name)."""
+    message = (
+        "The value of parameter agentPoolProfile.name is invalid. "
+        f"Please see {AKS_NAMING} for more details."
+    )
+    return ArmError(400, "InvalidParameter", message, target="agentPoolProfile.name")
+
+
+def aks_busy(name: str, state: str, agentpool: bool = True) -> ArmError:
+    """409 OperationNotAllowed: another operation on the pool (or, agentpool=False, on the
+    cluster `name`) is running."""
+    kind = "agentpool operation" if agentpool else "operation"
+    message = (
+        f"Operation is not allowed: Another {kind} ({name} - {state}) is in "
+        "progress, please wait for it to finish before starting a new operation. "
+        f"See {AKS_PENDING} for more details"
+    )
+    return ArmError(409, "OperationNotAllowed", message)
+
+
+def aks_size_not_allowed(pool: str, location: str) -> ArmError:
+    """400 BadRequest: the pool's VM size is not offered to the subscription in the location."""
+    message = (
+        f"The VM size of AgentPoolProfile:{pool} is not allowed in your subscription in "
+        f"location '{location}'.  For more details, please visit {AKS_SKUS}"
+    )
+    return ArmError(400, "BadRequest", message)
+
+
+def aks_insufficient_quota(family: str, location: str, needed: int, remaining: int) -> ArmError:
+    """400 ErrCode_InsufficientVCPUQuota: the pool's nodes need more vCPUs than the family (or
+    "cores", Total Regional) has left."""
+    message = (
+        f"Insufficient vcpu quota requested {needed}, remaining {max(remaining, 0)} for family "
+        f"{family} for region {location}."
+    )
+    return ArmError(400, "ErrCode_InsufficientVCPUQuota", message)
+
+
+def aks_property_change(name: str) -> ArmError:
+    """400 PropertyChangeNotAllowed: vmSize and gpuInstanceProfile are fixed at pool creation."""
+    message = f"Changing property '{name}' is not allowed."
+    return ArmError(400, "PropertyChangeNotAllowed", message, target=name)

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 
 COMPUTE = "Microsoft.Compute"
 NETWORK = "Microsoft.Network"
+CONTAINER_SERVICE = "Microsoft.ContainerService"
 
 
 def resource_id(sub: str, rg: str, provider_type: str, name: str) -> str:
@@ -106,3 +107,53 @@ class Operation:
 class Fault:
     kind: str
     retry_after: int = 0
+
+
+@dataclass
+class ManagedCluster:
+    """A Microsoft.ContainerService managed cluster (its agent pools live in Cloud.pools)."""
+
+    id: str
+    name: str
+    subscription: str
+    resource_group: str
+    location: str
+    tags: dict
+    kubernetes_version: str
+    dns_prefix: str
+    fqdn: str
+    aad: bool = True  # Entra ID integration: user kubeconfigs default to kubelogin exec.
+    provisioning: str = "Creating"
+    power: str = "Running"
+    active_op: str | None = None
+    created: float = field(default_factory=time.time)
+
+
+@dataclass
+class AgentPool:
+    """An AKS agent pool: `count` nodes of `vm_size`, each holding a capacity slot and `vcpus`
+    of quota family `family` while allocated (from create until deleted or failed)."""
+
+    id: str
+    name: str
+    cluster_id: str
+    subscription: str
+    location: str
+    vm_size: str
+    vcpus: int
+    family: str
+    count: int
+    mode: str = "User"
+    enable_auto_scaling: bool = False
+    min_count: int | None = None
+    max_count: int | None = None
+    node_taints: list = field(default_factory=list)
+    node_labels: dict = field(default_factory=dict)
+    gpu_instance_profile: str | None = None
+    orchestrator_version: str = ""
+    provisioning: str = "Creating"
+    power: str = "Running"
+    allocated: bool = True
+    active_op: str | None = None
+    last_error: dict | None = None
+    etag: str = field(default_factory=lambda: str(uuid.uuid4()))

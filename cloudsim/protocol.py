@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors
-from .models import NETWORK, Operation
+from .models import CONTAINER_SERVICE, NETWORK, Operation
 
 
 @dataclass
@@ -68,11 +68,11 @@ def dig(value: Any, *path: str | int) -> Any:
 def operation_url(req: Request, op: Operation, monitor: bool = False) -> str:
     """Absolute status URL: .../providers/{rp}/locations/{loc}/operations/{id}?api-version=...
 
-    The monitor form (the Location header) is `operationResults` for the network RP and
-    `operations/...&monitor=true` for compute, as Azure does."""
+    The monitor form (the Location header) is `operationResults` for the network and container
+    service RPs and `operations/...&monitor=true` for compute, as Azure does."""
     base = f"{req.base_url}/subscriptions/{op.subscription}/providers/{op.provider}"
     api = urllib.parse.quote(req.api_version or "2024-07-01", safe="")
-    if monitor and op.provider == NETWORK:
+    if monitor and op.provider in (NETWORK, CONTAINER_SERVICE):
         return f"{base}/locations/{op.location}/operationResults/{op.id}?api-version={api}"
     extra = "monitor=true&" if monitor else ""
     return f"{base}/locations/{op.location}/operations/{op.id}?{extra}api-version={api}"

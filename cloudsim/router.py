@@ -1,9 +1,13 @@
 """Maps ARM paths (and the Retail Prices API's) to handlers. Provider, type and keyword segments
-match case-insensitively."""
+match case-insensitively.
+
+A resource route is keyed by (provider, type, segments after the name); a child resource such as
+an AKS agent pool has CHILD ("*") where its own name goes, e.g. ("agentpools", CHILD), and that
+name reaches the handler as params["child"]."""
 
 from collections.abc import Callable
 
-from . import costs, disks, errors, locations, network, prices, spot, vms
+from . import aks, costs, disks, errors, locations, network, prices, spot, vms
 from .cloud import Cloud
 from .protocol import Request, Response
 
@@ -11,6 +15,8 @@ Handler = Callable[[Cloud, Request], Response]
 Methods = dict[str, Handler]
 
 COMPUTE, NETWORK = "microsoft.compute", "microsoft.network"
+CONTAINER = "microsoft.containerservice"
+CHILD = "*"  # Stands for a child resource's name in a route key.
 COST_QUERY = ["providers", "microsoft.costmanagement", "query"]
 
 # (provider, resource type, segments after the name) -> {HTTP method: handler}
@@ -31,6 +37,22 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
         "PUT": network.put_nic,
         "DELETE": network.delete_nic,
     },
+    (CONTAINER, "managedclusters", ()): {
+        "GET": aks.get_cluster,
+        "PUT": aks.put_cluster,
+        "DELETE": aks.delete_cluster,
+    },
+    (CONTAINER, "managedclusters", ("listclusterusercredential",)): {"POST": aks.user_credentials},
+    (CONTAINER, "managedclusters", ("agentpools",)): {"GET": aks.list_pools},
+    (CONTAINER, "managedclusters", ("agentpools", CHILD)): {
+        "GET": aks.get_pool,
+        "PUT": aks.put_pool,
+        "DELETE": aks.delete_pool,
+    },
+}
+# (provider, type) -> methods on the collection in a resource group.
+GROUP_COLLECTION_ROUTES: dict[tuple[str, str], Methods] = {
+    (CONTAINER, "managedclusters"): {"GET": aks.list_clusters},
 }
 OPERATION_ROUTE: Methods = {"GET": locations.get_operation}
 # Paths outside ARM: no api-version required (the Retail Prices API defaults one).
@@ -43,10 +65,22 @@ def _match_resource(segs: list[str], low: list[str]) -> tuple[Methods, dict] | N
         return None
     if low[4] != "providers":
         return None
+    params = {"sub": segs[1], "rg": segs[3], "name": segs[7]}
     methods = RESOURCE_ROUTES.get((low[5], low[6], tuple(low[8:])))
+    if methods is None and len(segs) >= 10:
+        child_key = (low[5], low[6], (low[8], CHILD, *low[10:]))
+        methods, params["child"] = RESOURCE_ROUTES.get(child_key), segs[9]
     if methods is None:
         return None
-    return methods, {"sub": segs[1], "rg": segs[3], "name": segs[7]}
+    return methods, params
+
+
+def _match_group_collection(segs: list[str], low: list[str]) -> tuple[Methods, dict] | None:
+    # /subscriptions/{sub}/resourceGroups/{rg}/providers/{ns}/{type}
+    if len(segs) != 7 or low[0] != "subscriptions" or low[2] != "resourcegroups":
+        return None
+    methods = GROUP_COLLECTION_ROUTES.get((low[5], low[6])) if low[4] == "providers" else None
+    return (methods, {"sub": segs[1], "rg": segs[3]}) if methods else None
 
 
 def _match_provider(segs: list[str], low: list[str]) -> tuple[Methods, dict] | None:
@@ -65,7 +99,7 @@ def _match_provider(segs: list[str], low: list[str]) -> tuple[Methods, dict] | N
     if ns == COMPUTE and rest[2:] == ["usages"]:
         return {"GET": locations.list_usages}, params
     if (
-        ns in (COMPUTE, NETWORK)
+        ns in (COMPUTE, NETWORK, CONTAINER)
         and len(rest) == 4
         and rest[2] in ("operations", "operationresults")
     ):
@@ -101,6 +135,7 @@ def resolve(method: str, path: str) -> tuple[Handler, dict]:
     found = (unversioned, {}) if unversioned else None
     found = found or _match_cost_query(segs, low)
     found = found or _match_resource(segs, low) or _match_provider(segs, low)
+    found = found or _match_group_collection(segs, low)
     if found is None:
         raise errors.invalid_resource_type(path)
     methods, params = found

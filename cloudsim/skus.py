@@ -34,13 +34,15 @@ GPU_COUNT_FIXES = {"standard_nd96isr_h100_v5": 8}
 
 @dataclass(frozen=True)
 class SizeInfo:
-    """One VM size: name as Azure spells it, vcpus (count), memory_gb (GiB), gpus (count)."""
+    """One VM size: name as Azure spells it, vcpus (count), memory_gb (GiB), gpus (count);
+    gpu_model as the catalog's AcceleratorName spells it ("A100-80GB", "H100", "T4"; "" if none)."""
 
     name: str
     vcpus: int
     memory_gb: float
     gpus: int
     family: str
+    gpu_model: str = ""
 
 
 def family_for(size: str) -> str | None:
@@ -105,6 +107,7 @@ def _size_from_row(row: dict[str, str]) -> SizeInfo | None:
         memory_gb=float(row["MemoryGiB"]),
         gpus=gpus,
         family=family,
+        gpu_model=(row.get("AcceleratorName") or "").strip(),
     )
 
 

@@ -25,6 +25,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "workspaces.tasks.reconcile_workspaces",
             "schedule": settings.PORTAL_RECONCILE_INTERVAL,
         },
+        "reconcile-node-pools": {
+            "task": "clusters.tasks.reconcile_pools",
+            "schedule": settings.PORTAL_RECONCILE_INTERVAL,
+        },
         "idle-sweep": {
             "task": "workspaces.tasks.idle_sweep",
             "schedule": settings.IDLE_SWEEP_SECONDS,

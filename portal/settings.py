@@ -34,6 +34,7 @@ INSTALLED_APPS = [
     "teams",
     "workspaces",
     "billing",
+    "clusters",
 ]
 
 MIDDLEWARE = [
@@ -230,6 +231,8 @@ AZURE_POLLING_INTERVAL = env.float(
 )
 # Seconds between Azure quota and SKU re-checks of a requested workspace that waits for them.
 AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
+# Seconds between looks at a MIG pod waiting for a free slice (it starts by itself once bound).
+KUBE_PENDING_RETRY_SECONDS = env.float("KUBE_PENDING_RETRY_SECONDS", default=15.0)
 # Seconds between checks of running Spot VMs' power states for evictions (Celery beat).
 SPOT_EVICTION_CHECK_SECONDS = env.float("SPOT_EVICTION_CHECK_SECONDS", default=60.0)
 # Seconds the approval queue keeps Azure's quota-left figures before asking ARM again.

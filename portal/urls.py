@@ -12,6 +12,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
+    path("clusters/", include("clusters.urls")),
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("teams.urls")),
     path("admin/", admin.site.urls),

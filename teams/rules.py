@@ -61,3 +61,5 @@ rules.add_perm("teams.decide_requests", is_platform_admin)
 rules.add_perm("teams.view_audit", is_platform_admin | is_a_team_admin)
 # All teams' spend, forecasts and the cross-team chargeback export.
 rules.add_perm("billing.view_all_spend", is_platform_admin)
+# Register AKS clusters, map teams to them, create, adopt and delete node pools.
+rules.add_perm("clusters.manage_clusters", is_platform_admin)

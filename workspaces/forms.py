@@ -39,6 +39,16 @@ def validate_ssh_public_key(value: str) -> str:
     return " ".join(parts[:3])
 
 
+def clean_workspace_name(value: str) -> str:
+    """A workspace name as a DNS-1123 label of at most 40 characters (lower-cased)."""
+    name = value.strip().lower()
+    if not NAME_RE.match(name):
+        raise forms.ValidationError(
+            "Use 1–40 lower-case letters, digits and hyphens, not starting or ending with one."
+        )
+    return name
+
+
 class WorkspaceRequestForm(forms.Form):
     team = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(
@@ -93,12 +103,7 @@ class WorkspaceRequestForm(forms.Form):
         self.fields["offering"].queryset = offerings
 
     def clean_name(self):
-        name = self.cleaned_data["name"].strip().lower()
-        if not NAME_RE.match(name):
-            raise forms.ValidationError(
-                "Use 1–40 lower-case letters, digits and hyphens, not starting or ending with one."
-            )
-        return name
+        return clean_workspace_name(self.cleaned_data["name"])
 
     def clean_ssh_public_key(self):
         return validate_ssh_public_key(self.cleaned_data["ssh_public_key"])
@@ -111,3 +116,106 @@ class WorkspaceRequestForm(forms.Form):
         elif offering and data.get("spot") and getattr(offering, "spot_hourly", None) is None:
             self.add_error("spot", spot_unavailable(offering))
         return data
+
+
+class _AksRequestForm(forms.Form):
+    """Fields shared by the MIG slice and namespace request forms; ``team`` re-renders the
+    choices of the chosen team (htmx)."""
+
+    team = forms.ModelChoiceField(queryset=None, empty_label=None)
+    name = forms.CharField(
+        max_length=40,
+        help_text="Lower-case letters, digits and hyphens, e.g. llm-finetune.",
+    )
+    justification = forms.CharField(
+        required=False,
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        help_text="Needed only above your team's quota: why you need it, for the platform admin.",
+    )
+    request_key = forms.UUIDField(widget=forms.HiddenInput)
+
+    def __init__(self, *args, teams, url_name: str, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams
+        self.fields["team"].widget.attrs.update(
+            {
+                "hx-get": reverse(url_name),
+                "hx-target": "#choices",
+                "hx-select": "#choices",
+                "hx-swap": "outerHTML",
+                "hx-trigger": "change",
+            }
+        )
+
+    def clean_name(self):
+        return clean_workspace_name(self.cleaned_data["name"])
+
+
+class MigRequestForm(_AksRequestForm):
+    profile = forms.ChoiceField(
+        label="MIG profile",
+        widget=forms.RadioSelect,
+        error_messages={
+            "invalid_choice": "No node pool offers that MIG profile to your team.",
+            "required": "Choose a MIG profile.",
+        },
+    )
+    image = forms.CharField(
+        max_length=200,
+        required=False,
+        help_text="Container image; JupyterLab with PyTorch by default.",
+    )
+    field_order = ["team", "name", "profile", "image", "justification"]
+
+    def __init__(self, *args, choices, **kwargs):
+        """``choices``: clusters.selectors.MigChoice of the chosen team."""
+        super().__init__(*args, url_name="workspaces:request-mig", **kwargs)
+        self.choices = choices
+        self.fields["profile"].choices = [
+            (f"{c.gpu_model}|{c.profile}", f"{c.gpu_model} {c.profile}") for c in choices
+        ]
+
+    def clean_image(self):
+        image = self.cleaned_data["image"].strip()
+        if image and not IMAGE_RE.match(image):
+            raise forms.ValidationError(
+                "An image reference looks like registry/name:tag, e.g. "
+                "quay.io/jupyter/pytorch-notebook:cuda12-latest."
+            )
+        return image
+
+
+# registry/path[:tag][@sha256:digest], as the OCI distribution spec names them (simplified).
+IMAGE_RE = re.compile(
+    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
+    r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$"
+)
+
+
+class NamespaceRequestForm(_AksRequestForm):
+    pool = forms.ChoiceField(
+        label="GPUs of",
+        widget=forms.RadioSelect,
+        error_messages={
+            "invalid_choice": "That node pool does not serve namespaces to your team.",
+            "required": "Choose the GPUs the namespace takes.",
+        },
+    )
+    gpus = forms.IntegerField(
+        label="GPUs",
+        min_value=1,
+        max_value=64,
+        help_text="The namespace's GPU quota (requests.nvidia.com/gpu).",
+    )
+    field_order = ["team", "name", "pool", "gpus", "justification"]
+
+    def __init__(self, *args, pools, **kwargs):
+        """``pools``: clusters.selectors.PoolRow of the chosen team's namespace pools."""
+        super().__init__(*args, url_name="workspaces:request-namespace", **kwargs)
+        self.pools = pools
+        self.fields["pool"].choices = [(str(r.pool.pk), r.pool.name) for r in pools]
+
+    def clean_pool(self):
+        chosen = self.cleaned_data["pool"]
+        return next(r.pool for r in self.pools if str(r.pool.pk) == chosen)

@@ -89,6 +89,17 @@ class Workspace(models.Model):
     gpu_slices = models.PositiveSmallIntegerField(
         default=0, help_text="MIG compute slices, in sevenths of a GPU (see workspaces.gpus)"
     )
+    # MIG slice and namespace workspaces: the AKS node pool they run on (a namespace: whose GPU
+    # model and price it takes) and their Kubernetes namespace.
+    node_pool = models.ForeignKey(
+        "clusters.NodePool",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="workspaces",
+    )
+    namespace = models.CharField(max_length=63, blank=True)
+    image = models.CharField(max_length=200, blank=True, help_text="MIG slice: container image")
     ssh_user = models.CharField(max_length=32)
     ssh_public_key = models.TextField()
     private_ip = models.GenericIPAddressField(null=True, blank=True)
@@ -139,6 +150,10 @@ class Workspace(models.Model):
     @property
     def short_id(self) -> str:
         return self.id.hex[:12]
+
+    @property
+    def on_aks(self) -> bool:
+        return self.kind in (Kind.MIG, Kind.NAMESPACE)
 
     @property
     def ssh_command(self) -> str:

@@ -90,21 +90,69 @@ def workspace_request(
     existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
     if existing:
         return existing
-    if membership_role(user=user, team=team) is None:
-        raise WorkspaceActionError("You are not a member of that team.")
+    check_member(user=user, team=team)
     if not SizeOffering.objects.filter(pk=offering.pk, offered=True).exists():
         raise WorkspaceActionError(f"{offering.vm_size} in {offering.region} is not offered.")
     price = _request_price(offering, spot, now)
-    ask = NewWorkspace(user, team, name, offering, ssh_public_key.strip(), request_key, price, spot)
+    fields = {
+        "kind": Kind.VM,
+        "name": name,
+        "vm_size": offering.vm_size,
+        "region": offering.region,
+        "price_per_hour": price,
+        "spot": spot,
+        "gpu_model": offering.gpu_model,
+        "gpu_count": offering.gpu_count,
+        "ssh_user": settings.WORKSPACE_SSH_USER,
+        "ssh_public_key": ssh_public_key.strip(),
+    }
+    reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
+    ask = Ask(
+        user,
+        team,
+        request_key,
+        fields,
+        offering.gpu_count,
+        reason + (" as a Spot VM" if spot else ""),
+    )
+    return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def check_member(*, user, team: Team) -> None:
+    """Raises WorkspaceActionError unless ``user`` is a member of ``team``."""
+    if membership_role(user=user, team=team) is None:
+        raise WorkspaceActionError("You are not a member of that team.")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A workspace a user asks for: its model ``fields`` (kind, name, sizes, price_per_hour in
+    USD/hour, ...), the GPUs it holds against the team's quota (``gpus``: int or Fraction) and
+    the history line of its creation."""
+
+    user: object
+    team: Team
+    request_key: uuid.UUID
+    fields: dict
+    gpus: object
+    reason: str
+
+
+def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspace:
+    """Insert the workspace asked for and, inside the team's GPU quota, the per-member cap and
+    the monthly budget, queue its provisioning; above any of them it waits as
+    ``pending_approval`` with a QuotaRequest. The quota is checked while holding the team row
+    (``select_for_update``) in the transaction that inserts, so concurrent requests cannot
+    overshoot it. Idempotent on ``request_key``. Raises JustificationNeeded."""
     try:
         with transaction.atomic():
-            team = Team.objects.select_for_update().get(pk=team.pk)
+            team = Team.objects.select_for_update().get(pk=ask.team.pk)
             check = selectors.quota_check(
                 team=team,
-                user=user,
-                gpu_model=offering.gpu_model,
-                gpus=offering.gpu_count,
-                price_per_hour=price,
+                user=ask.user,
+                gpu_model=ask.fields["gpu_model"],
+                gpus=ask.gpus,
+                price_per_hour=ask.fields["price_per_hour"],
                 now=now,
             )
             if check.fits:
@@ -114,7 +162,7 @@ def workspace_request(
                 workspace = _insert_pending(ask, check, justification, now)
     except IntegrityError:
         # The same request_key won a race with this one: the double click made one workspace.
-        return Workspace.objects.get(request_key=request_key, owner=user)
+        return Workspace.objects.get(request_key=ask.request_key, owner=ask.user)
     return workspace
 
 
@@ -137,23 +185,11 @@ def spot_unavailable(offering: SizeOffering) -> str:
     )
 
 
-@dataclass(frozen=True)
-class NewWorkspace:
-    user: object
-    team: Team
-    name: str
-    offering: SizeOffering
-    ssh_public_key: str
-    request_key: uuid.UUID
-    price_per_hour: Decimal  # USD/hour: the Spot price when spot
-    spot: bool = False
-
-
 class JustificationNeeded(WorkspaceActionError):
     """Above quota without a reason; the message says what is over."""
 
 
-def _insert_pending(ask: NewWorkspace, check, justification: str, now: datetime) -> Workspace:
+def _insert_pending(ask: Ask, check, justification: str, now: datetime) -> Workspace:
     from teams.services import quota_request_open
 
     if not justification.strip():
@@ -165,34 +201,18 @@ def _insert_pending(ask: NewWorkspace, check, justification: str, now: datetime)
     return workspace
 
 
-def _insert(ask: NewWorkspace, status: str, now: datetime) -> Workspace:
-    offering = ask.offering
+def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
     workspace = Workspace.objects.create(
         team=ask.team,
         owner=ask.user,
-        kind=Kind.VM,
-        name=ask.name,
         status=status,
         status_changed_at=now,
-        vm_size=offering.vm_size,
-        region=offering.region,
-        price_per_hour=ask.price_per_hour,
-        spot=ask.spot,
-        gpu_model=offering.gpu_model,
-        gpu_count=offering.gpu_count,
-        ssh_user=settings.WORKSPACE_SSH_USER,
-        ssh_public_key=ask.ssh_public_key,
         request_key=ask.request_key,
         created_at=now,
         updated_at=now,
+        **ask.fields,
     )
-    states.record_creation(
-        workspace=workspace,
-        now=now,
-        actor=ask.user,
-        reason=f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
-        + (" as a Spot VM" if ask.spot else ""),
-    )
+    states.record_creation(workspace=workspace, now=now, actor=ask.user, reason=ask.reason)
     return workspace
 
 
@@ -391,6 +411,8 @@ class Next(Enum):
     DONE = "done"
     POLL = "poll"
     WAIT = "wait"
+    # A MIG pod waits for a free slice: look again in KUBE_PENDING_RETRY_SECONDS.
+    PENDING = "pending"
 
 
 def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
@@ -413,6 +435,8 @@ def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
         return Next.DONE
+    if workspace.on_aks:
+        return _advance_on_aks(workspace, clock)
     try:
         if workspace.status == Status.REQUESTED:
             waiting = _provision_or_wait(workspace, clock)
@@ -436,6 +460,18 @@ def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
         return Next.POLL
     _finish(workspace, operation, done, progress.state, clock())
     return Next.DONE
+
+
+def _advance_on_aks(workspace: Workspace, clock: Callable[[], datetime]) -> Next:
+    from workspaces import aks_services
+
+    try:
+        return aks_services.advance(workspace, clock)
+    except CloudError as exc:
+        if exc.transient:
+            raise
+        workspace_operation_failed(workspace_id=workspace.pk, error=exc, now=clock())
+        return Next.DONE
 
 
 def _provision_or_wait(workspace: Workspace, clock: Callable[[], datetime]) -> Next | None:
@@ -675,21 +711,30 @@ def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime
         return
     if workspace is None or workspace.status not in FAILED_TO:
         return
-    name = azure_vm.vm_names(workspace.pk).vm
     if workspace.status == Status.PROVISIONING:
-        azure_vm.delete_leftovers(azure_settings(), name=name)
+        _clean_up_failed_create(workspace)
+    service = "Kubernetes" if workspace.on_aks else "Azure"
     states.transition(
         workspace_id=workspace.pk,
         expected=workspace.status,
         to=FAILED_TO[workspace.status],
         now=now,
-        reason=f"Azure refused the {OPERATION[workspace.status][0]}: {error.code}",
+        reason=f"{service} refused the {OPERATION[workspace.status][0]}: {error.code}",
         detail={"code": error.code, "message": error.message, "status": error.status},
         operation="",
         operation_token="",
         error_code=error.code,
         error_message=error.message,
     )
+
+
+def _clean_up_failed_create(workspace: Workspace) -> None:
+    if workspace.on_aks:
+        from workspaces.aks_services import clean_up_failed_create
+
+        clean_up_failed_create(workspace)
+    else:
+        azure_vm.delete_leftovers(azure_settings(), name=azure_vm.vm_names(workspace.pk).vm)
 
 
 def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> None:

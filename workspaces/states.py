@@ -64,6 +64,9 @@ HOLDS_GPUS = frozenset(
 HELD = frozenset(set(Status) - {Status.DELETED, Status.FAILED})
 # Compute is allocated, so the VM's hourly price accrues.
 BILLABLE = frozenset({Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STARTING})
+# A MIG slice or namespace on AKS costs its share of the nodes only while its pod holds the slice
+# or its GPU quota is set: from running until stopped (a pod waiting for a slice costs nothing).
+BILLABLE_ON_AKS = frozenset({Status.RUNNING, Status.STOPPING})
 # A worker owes the workspace an Azure operation; see OPERATION.
 IN_PROGRESS = frozenset(
     {Status.REQUESTED, Status.PROVISIONING, Status.STOPPING, Status.STARTING, Status.DELETING}

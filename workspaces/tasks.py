@@ -44,6 +44,10 @@ def advance_workspace(self, workspace_id: str) -> None:
         advance_workspace.apply_async(
             args=[workspace_id], countdown=settings.AZURE_PRECHECK_RETRY_SECONDS
         )
+    elif step is services.Next.PENDING and not self.request.is_eager:
+        advance_workspace.apply_async(
+            args=[workspace_id], countdown=settings.KUBE_PENDING_RETRY_SECONDS
+        )
 
 
 def _advance_once(task, workspace_id: str) -> services.Next:

@@ -10,14 +10,17 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from billing.selectors import workspace_cost
+from cloud.errors import CloudError
+from clusters import selectors as cluster_selectors
 from teams.selectors import team_list_for_requests
-from workspaces import selectors, services
-from workspaces.forms import WorkspaceRequestForm
+from workspaces import aks_services, selectors, services
+from workspaces.forms import MigRequestForm, NamespaceRequestForm, WorkspaceRequestForm
 from workspaces.states import STEADY, Status
 
 HTMX_STOP_POLLING = 286
@@ -116,6 +119,106 @@ def _submit_request(request, form):
     except services.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None
+
+
+def _aks_team(request):
+    """The user's teams, and the one the form is for: the team asked for (POST or htmx GET),
+    else the first."""
+    teams = team_list_for_requests(user=request.user)
+    asked = (request.POST or request.GET).get("team", "")
+    team = teams.filter(pk=asked).first() if asked.isdigit() else None
+    return teams, team or teams.first()
+
+
+def _aks_form_kwargs(request, teams, team) -> dict:
+    return {
+        "data": request.POST if request.method == "POST" else None,
+        "initial": {"request_key": uuid.uuid4(), "team": team},
+        "teams": teams,
+    }
+
+
+@login_required
+def workspace_request_mig(request):
+    """Request a MIG slice: the profiles the team's node pools serve, with free instances
+    and price per hour."""
+    teams, team = _aks_team(request)
+    choices = cluster_selectors.mig_choices(team=team) if team else []
+    form = MigRequestForm(choices=choices, **_aks_form_kwargs(request, teams, team))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        gpu_model, profile = data["profile"].split("|", 1)
+        workspace = _submit_aks(
+            request,
+            form,
+            aks_services.workspace_request_mig,
+            profile=profile,
+            gpu_model=gpu_model,
+            image=data["image"],
+        )
+        if workspace is not None:
+            return redirect("workspaces:detail", pk=workspace.pk)
+    context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": "mig"}
+    return render(request, "workspaces/request_mig.html", context)
+
+
+@login_required
+def workspace_request_namespace(request):
+    """Request an AKS namespace with a GPU quota on one of the team's whole-GPU pools."""
+    teams, team = _aks_team(request)
+    pools = cluster_selectors.namespace_pools(team=team) if team else []
+    form = NamespaceRequestForm(pools=pools, **_aks_form_kwargs(request, teams, team))
+    if request.method == "POST" and form.is_valid():
+        data = form.cleaned_data
+        workspace = _submit_aks(
+            request,
+            form,
+            aks_services.workspace_request_namespace,
+            pool=data["pool"],
+            gpus=data["gpus"],
+        )
+        if workspace is not None:
+            return redirect("workspaces:detail", pk=workspace.pk)
+    context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": "ns"}
+    return render(request, "workspaces/request_namespace.html", context)
+
+
+def _submit_aks(request, form, request_service, **kwargs):
+    data = form.cleaned_data
+    try:
+        return request_service(
+            user=request.user,
+            team=data["team"],
+            name=data["name"],
+            request_key=data["request_key"],
+            justification=data["justification"],
+            now=timezone.now(),
+            **kwargs,
+        )
+    except services.JustificationNeeded as exc:
+        form.add_error("justification", str(exc))
+    except services.WorkspaceActionError as exc:
+        form.add_error(None, str(exc))
+    return None
+
+
+@login_required
+@require_GET
+def workspace_kubeconfig(request, pk):
+    """The cluster's user kubeconfig of a MIG or namespace workspace, as a download (Entra
+    ID login through kubelogin; it holds no secret). 404 for a VM; 502 when Azure refuses."""
+    workspace = get_object_or_404(
+        selectors.workspace_visible_to(user=request.user).filter(node_pool__isnull=False), pk=pk
+    )
+    try:
+        body = aks_services.kubeconfig(workspace=workspace)
+    except CloudError as exc:
+        messages.error(request, f"Azure did not give the kubeconfig: {exc.code}: {exc.message}")
+        return redirect("workspaces:detail", pk=workspace.pk)
+    response = HttpResponse(body, content_type="application/yaml")
+    filename = f"kubeconfig-{workspace.node_pool.cluster.name}-{workspace.namespace}.yaml"
+    response["Content-Disposition"] = f'attachment; filename="{filename}"'
+    return response
 
 
 @login_required

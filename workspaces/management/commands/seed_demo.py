@@ -1,9 +1,11 @@
 from decimal import Decimal
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
+from django.utils import timezone
 
 from teams.models import GpuQuota, Membership, Role, Team
 
@@ -20,6 +22,19 @@ DEMO_QUOTAS = {
     "NLP Group": {"A100": 8, "H100": 2, "T4": 4, "A10": 0},
 }
 PLATFORM_ADMIN = "pat"
+# The demo AKS cluster (cloudsim creates it at start-up from CLOUDSIM_AKS_CLUSTER, see the
+# Makefile) and its GPU node pools: name -> (VM size, GPU instance profile, nodes).
+DEMO_CLUSTER = "research-aks"
+DEMO_POOLS = {
+    "mig1g": ("Standard_NC24ads_A100_v4", "MIG1g", 2),
+    "mig3g": ("Standard_NC24ads_A100_v4", "MIG3g", 1),
+    "a100": ("Standard_NC96ads_A100_v4", "", 1),
+}
+# Entra ID group object ids of the demo teams (made up; the emulator checks none).
+DEMO_GROUPS = {
+    "Vision Lab": "0f6d3b2a-8c4e-4f1a-9b7d-2e5c6a7b8c01",
+    "NLP Group": "1a7e4c3b-9d5f-4a2b-8c6e-3f4d5b6c7d02",
+}
 
 
 class Command(BaseCommand):
@@ -45,12 +60,54 @@ class Command(BaseCommand):
             for username, role in members.items():
                 user = self._user(users, username, staff=False)
                 Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
-        self._user(users, PLATFORM_ADMIN, staff=True)
+        admin = self._user(users, PLATFORM_ADMIN, staff=True)
+        self._cluster(admin)
         self.stdout.write(
             "Demo logins (password "
             f"{DEMO_PASSWORD}): alice, bob (researchers), victor, nora (team admins), "
             f"{PLATFORM_ADMIN} (platform admin)"
         )
+
+    def _cluster(self, admin):
+        """The demo cluster, its teams and pools. The emulator starts empty each time, so
+        every pool's create is sent again (an idempotent PUT) for the worker to carry out."""
+        from clusters.models import AksCluster, ClusterTeam, NodePool
+        from clusters.services import PoolRequest, pool_create, pool_resend_create
+
+        now = timezone.now()
+        cluster, _ = AksCluster.objects.get_or_create(
+            subscription_id=settings.AZURE_SUBSCRIPTION_ID,
+            resource_group=settings.AZURE_RESOURCE_GROUP,
+            name=DEMO_CLUSTER,
+            defaults={
+                "location": "eastus",
+                "kubernetes_version": "1.33.2",
+                "registered_by": admin,
+                "registered_at": now,
+            },
+        )
+        for team in Team.objects.filter(name__in=DEMO_GROUPS):
+            ClusterTeam.objects.get_or_create(
+                cluster=cluster,
+                team=team,
+                defaults={
+                    "group_object_id": DEMO_GROUPS[team.name],
+                    "namespace": f"team-{team.slug}",
+                },
+            )
+        for name, (vm_size, profile, nodes) in DEMO_POOLS.items():
+            pool = NodePool.objects.filter(cluster=cluster, name=name).first()
+            if pool is None:
+                ask = PoolRequest(
+                    name=name,
+                    vm_size=vm_size,
+                    gpu_instance_profile=profile,
+                    node_count=nodes,
+                    taints=("sku=gpu:NoSchedule",),
+                )
+                pool_create(actor=admin, cluster=cluster, ask=ask, now=now)
+            else:
+                pool_resend_create(pool=pool, now=now)
 
     def _user(self, users, username, *, staff):
         user, created = users.get_or_create(

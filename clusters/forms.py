@@ -1,0 +1,91 @@
+"""Platform admin forms: register a cluster, give a team access, ask for a node pool."""
+
+from django import forms
+
+from clusters import mig
+from clusters.services import PoolRequest
+
+
+class ClusterRegisterForm(forms.Form):
+    subscription_id = forms.UUIDField(label="Subscription ID")
+    resource_group = forms.RegexField(
+        regex=r"^[-\w._()]{1,90}$",
+        max_length=90,
+        error_messages={"invalid": "A resource group name is 1-90 letters, digits, - _ . ( )."},
+    )
+    name = forms.RegexField(
+        label="Cluster name",
+        regex=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,61}[A-Za-z0-9]?$",
+        max_length=63,
+        error_messages={"invalid": "An AKS cluster name is 1-63 letters, digits, - and _."},
+    )
+
+
+class ClusterTeamForm(forms.Form):
+    team = forms.ModelChoiceField(queryset=None)
+    group_object_id = forms.UUIDField(
+        label="Entra ID group object id",
+        help_text="Members of this group get the edit role in the team's namespaces.",
+    )
+    namespace = forms.CharField(
+        required=False,
+        max_length=63,
+        help_text="For the team's MIG slice pods; default team-<slug>.",
+    )
+
+    def __init__(self, *args, teams, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["team"].queryset = teams
+
+
+class NodePoolForm(forms.Form):
+    name = forms.CharField(max_length=12, help_text="1-12 lower-case letters and digits.")
+    vm_size = forms.ChoiceField(label="VM size")
+    gpu_instance_profile = forms.ChoiceField(
+        label="GPU instance profile",
+        required=False,
+        choices=[("", "None (whole GPUs, for namespaces)")]
+        + [(p, p) for p in mig.INSTANCE_PROFILES],
+        help_text="MIG1g..MIG7g split each A100/H100 into MIG instances of one profile.",
+    )
+    node_count = forms.IntegerField(min_value=0, max_value=100, initial=1)
+    autoscale = forms.BooleanField(required=False, label="Autoscale between")
+    min_count = forms.IntegerField(min_value=0, max_value=100, required=False)
+    max_count = forms.IntegerField(min_value=1, max_value=100, required=False)
+    taints = forms.CharField(
+        required=False,
+        help_text="Comma-separated, e.g. sku=gpu:NoSchedule",
+    )
+    labels = forms.CharField(required=False, help_text="Comma-separated key=value pairs.")
+
+    def __init__(self, *args, sizes, **kwargs):
+        """``sizes``: (vm_size, label) of the GPU sizes priced in the cluster's region."""
+        super().__init__(*args, **kwargs)
+        self.fields["vm_size"].choices = sizes
+
+    def clean_labels(self):
+        pairs = []
+        for item in _items(self.cleaned_data["labels"]):
+            key, sep, value = item.partition("=")
+            if not sep:
+                raise forms.ValidationError(f"Labels are key=value; not {item!r}.")
+            pairs.append((key.strip(), value.strip()))
+        return tuple(pairs)
+
+    def request(self) -> PoolRequest:
+        data = self.cleaned_data
+        autoscale = data["autoscale"]
+        return PoolRequest(
+            name=data["name"].strip(),
+            vm_size=data["vm_size"],
+            gpu_instance_profile=data["gpu_instance_profile"],
+            node_count=data["node_count"],
+            min_count=data["min_count"] if autoscale else None,
+            max_count=data["max_count"] if autoscale else None,
+            taints=tuple(_items(data["taints"])),
+            labels=data["labels"],
+        )
+
+
+def _items(text: str) -> list[str]:
+    return [item.strip() for item in text.split(",") if item.strip()]

@@ -1,0 +1,137 @@
+"""Reads for clusters and node pools: capacity, and what a team may request on them.
+
+Capacity here is the portal's own count (workspaces placed on each pool), read in one query
+whatever the number of pools; the worker asks Kubernetes itself before saying a slice is free.
+"""
+
+from dataclasses import dataclass
+from decimal import Decimal
+from fractions import Fraction
+
+from django.db.models import Count, Q, Sum
+
+from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
+from workspaces.gpus import SLICES_PER_GPU
+from workspaces.models import Kind
+from workspaces.states import HOLDS_GPUS, Status
+
+# A MIG pod holds its slice from the moment it is bound: running, or on its way down.
+SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
+# On its way to a slice: created or started, not bound yet (possibly waiting for a free one).
+SLICE_WAITING = frozenset({Status.REQUESTED, Status.PROVISIONING, Status.STARTING})
+
+
+@dataclass(frozen=True)
+class PoolRow:
+    """One pool's capacity: ``unit`` is its MIG profile ("1g.10gb") or "gpu"; ``total``
+    instances (or GPUs) its nodes have, ``used`` held by workspaces, ``waiting`` workspaces
+    waiting for one."""
+
+    pool: NodePool
+    unit: str
+    total: int
+    used: int
+    waiting: int
+
+    @property
+    def free(self) -> int:
+        return max(0, self.total - self.used)
+
+    @property
+    def used_percent(self) -> int:
+        return round(100 * self.used / self.total) if self.total else 0
+
+
+def pool_capacity(*, cluster: AksCluster | None = None, cluster_ids=None) -> list[PoolRow]:
+    """Every pool that is not deleted (of ``cluster``, or of ``cluster_ids``), with its
+    capacity, in one query (ordered by cluster and name). MIG pools count their MIG
+    workspaces' slices; whole-GPU pools count the GPU quota of the namespace workspaces on
+    them."""
+    pools = NodePool.objects.exclude(status=PoolStatus.DELETED).select_related("cluster")
+    if cluster is not None:
+        pools = pools.filter(cluster=cluster)
+    if cluster_ids is not None:
+        pools = pools.filter(cluster_id__in=cluster_ids)
+    mig = Q(workspaces__kind=Kind.MIG)
+    pools = pools.annotate(
+        mig_bound=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_BOUND)),
+        mig_waiting=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_WAITING)),
+        ns_gpus=Sum(
+            "workspaces__gpu_count",
+            filter=Q(workspaces__kind=Kind.NAMESPACE, workspaces__status__in=HOLDS_GPUS),
+        ),
+    )
+    return [_row(pool) for pool in pools]
+
+
+def _row(pool: NodePool) -> PoolRow:
+    capacity = pool.capacity
+    if pool.gpu_instance_profile:
+        return PoolRow(pool, capacity.unit, capacity.total, pool.mig_bound, pool.mig_waiting)
+    return PoolRow(pool, capacity.unit, capacity.total, pool.ns_gpus or 0, 0)
+
+
+def team_clusters(*, team) -> list[ClusterTeam]:
+    """The clusters ``team`` may run MIG slices and namespaces on, with its namespace."""
+    return list(ClusterTeam.objects.filter(team=team).select_related("cluster"))
+
+
+@dataclass(frozen=True)
+class MigChoice:
+    """A MIG profile a team can ask for, on the pool with the most free instances.
+    price_per_hour: USD, the slice's share of the node price (slices / 7 per GPU)."""
+
+    profile: str
+    gpu_model: str
+    slices: int
+    pool: NodePool
+    free: int
+    total: int
+    price_per_hour: Decimal
+
+    @property
+    def gpu_share(self) -> Fraction:
+        return Fraction(self.slices, SLICES_PER_GPU)
+
+
+def mig_share(pool: NodePool, slices: int) -> tuple[int, int]:
+    """The fraction of a node's price a MIG instance of ``slices`` sevenths costs:
+    slices / (7 x GPUs per node), as (numerator, denominator)."""
+    return slices, SLICES_PER_GPU * pool.gpus_per_node
+
+
+def mig_choices(*, team) -> list[MigChoice]:
+    """MIG profiles served by ready pools on the team's clusters, one per profile and GPU
+    model (the pool with most free instances), smallest first. One query."""
+    clusters = ClusterTeam.objects.filter(team=team).values("cluster_id")
+    best: dict[tuple[str, str], MigChoice] = {}
+    for row in pool_capacity(cluster_ids=clusters):
+        pool = row.pool
+        if pool.status != PoolStatus.READY or not pool.gpu_instance_profile:
+            continue
+        profile = pool.mig
+        num, den = mig_share(pool, profile.slices)
+        choice = MigChoice(
+            profile.name,
+            pool.gpu_model,
+            profile.slices,
+            pool,
+            row.free,
+            row.total,
+            (pool.price_per_hour * num / den).quantize(Decimal("0.0001")),
+        )
+        key = (profile.name, pool.gpu_model)
+        if key not in best or choice.free > best[key].free:
+            best[key] = choice
+    return sorted(best.values(), key=lambda c: (c.slices, c.profile, c.gpu_model))
+
+
+def namespace_pools(*, team) -> list[PoolRow]:
+    """Ready whole-GPU pools on the team's clusters a namespace can take GPUs of (one
+    query)."""
+    clusters = ClusterTeam.objects.filter(team=team).values("cluster_id")
+    return [
+        row
+        for row in pool_capacity(cluster_ids=clusters)
+        if row.pool.status == PoolStatus.READY and not row.pool.gpu_instance_profile
+    ]

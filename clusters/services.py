@@ -1,0 +1,381 @@
+"""Business rules for AKS clusters and their GPU node pools (platform admins only).
+
+A cluster is registered after Azure confirms it exists (managedClusters GET). Node pools are
+created through ``cloud.aks`` as long-running operations whose continuation token is saved
+before waiting, so a worker that dies is resumed by the next one, never restarted blind; or
+adopted when they already exist in Azure. Errors raised: ClusterError (message shown as is).
+"""
+
+import contextlib
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, transaction
+
+from cloud import aks
+from cloud.errors import CloudError
+from clusters import mig
+from clusters.models import POOL_IN_PROGRESS, AksCluster, ClusterTeam, NodePool, PoolStatus
+from teams.services import audit_record
+from workspaces.models import SizeOffering
+from workspaces.services import Next, azure_settings
+from workspaces.states import HELD
+
+POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
+TAINT = re.compile(r"^[A-Za-z0-9./_-]+(=[A-Za-z0-9._-]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$")
+LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
+LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$")
+
+
+class ClusterError(Exception):
+    """What the platform admin asked cannot be done; the message says why, in words."""
+
+
+def cluster_ref(cluster: AksCluster) -> aks.ClusterRef:
+    return aks.ClusterRef(cluster.subscription_id, cluster.resource_group, cluster.name)
+
+
+def _azure(action: str, call: Callable):
+    """Run a cloud call, turning Azure's refusal into a ClusterError that quotes it."""
+    try:
+        return call()
+    except CloudError as exc:
+        raise ClusterError(f"Azure refused to {action}: {exc.code}: {exc.message}") from exc
+
+
+def cluster_register(
+    *, actor, subscription_id: str, resource_group: str, name: str, now: datetime
+) -> AksCluster:
+    """Register an existing AKS cluster after Azure confirms it (one managedClusters GET);
+    its location and Kubernetes version are Azure's. Raises ClusterError when Azure has no
+    such cluster, refuses to say, or it is registered already."""
+    ref = aks.ClusterRef(subscription_id.strip(), resource_group.strip(), name.strip())
+    state = _azure("read the cluster", lambda: aks.cluster_get(azure_settings(), ref))
+    if state is None:
+        raise ClusterError(
+            f"Azure has no AKS cluster {ref.name} in resource group {ref.resource_group} "
+            f"of subscription {ref.subscription_id}."
+        )
+    try:
+        with transaction.atomic():
+            cluster = AksCluster.objects.create(
+                subscription_id=ref.subscription_id,
+                resource_group=ref.resource_group,
+                name=ref.name,
+                location=state.location,
+                kubernetes_version=state.kubernetes_version,
+                registered_by=actor,
+                registered_at=now,
+            )
+    except IntegrityError as exc:
+        raise ClusterError(f"{ref.name} is registered already.") from exc
+    after = {"cluster": ref.name, "location": state.location}
+    audit_record(
+        actor=actor,
+        team=None,
+        action="cluster.register",
+        obj=cluster,
+        before={},
+        after=after,
+        now=now,
+    )
+    return cluster
+
+
+def cluster_team_set(
+    *, actor, cluster: AksCluster, team, group_object_id, namespace: str = "", now: datetime
+) -> ClusterTeam:
+    """Give ``team`` the cluster: its Entra ID group (``edit`` in its namespace workspaces)
+    and the namespace its MIG slice pods run in (default ``team-<slug>``). Idempotent."""
+    from cloud.kube import dns_label
+
+    try:
+        namespace = dns_label(namespace or f"team-{team.slug}")
+    except ValueError as exc:
+        raise ClusterError(str(exc)) from exc
+    link, _ = ClusterTeam.objects.update_or_create(
+        cluster=cluster,
+        team=team,
+        defaults={"group_object_id": group_object_id, "namespace": namespace},
+    )
+    after = {"cluster": cluster.name, "group": str(group_object_id), "namespace": namespace}
+    audit_record(
+        actor=actor, team=team, action="cluster.team", obj=link, before={}, after=after, now=now
+    )
+    return link
+
+
+@dataclass(frozen=True)
+class PoolRequest:
+    """A node pool a platform admin asks for; counts are nodes, taints "key=value:Effect"."""
+
+    name: str
+    vm_size: str
+    gpu_instance_profile: str = ""
+    node_count: int = 1
+    min_count: int | None = None
+    max_count: int | None = None
+    taints: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
+    """Why AKS (or the portal) would refuse this pool, in words; "" when it is fine. Checks
+    the pool name rules, that the size has a price in the cluster's region (the catalog), that
+    a MIG profile is asked only of an A100/H100 size, the counts, taints and labels."""
+    if not POOL_NAME.match(ask.name):
+        return "A node pool name is 1-12 lower-case letters and digits, starting with a letter."
+    offering = SizeOffering.objects.filter(vm_size=ask.vm_size, region=cluster.location).first()
+    if offering is None:
+        return f"{ask.vm_size} has no Azure price in {cluster.location}, so it cannot be billed."
+    if ask.gpu_instance_profile and not mig.supports_mig(
+        offering.gpu_model, offering.gpu_memory_gib
+    ):
+        return f"{ask.vm_size} ({offering.gpu_summary}) has no MIG mode; only A100 and H100 do."
+    if (ask.min_count is None) != (ask.max_count is None):
+        return "Autoscaling needs both a minimum and a maximum node count."
+    if ask.min_count is not None and not ask.min_count <= ask.node_count <= ask.max_count:
+        return "The node count must lie between the autoscaling minimum and maximum."
+    bad = [t for t in ask.taints if not TAINT.match(t)]
+    if bad:
+        return f"Taints look like key=value:NoSchedule; not {bad[0]!r}."
+    bad = [k for k, v in ask.labels if not (LABEL_KEY.match(k) and LABEL_VALUE.match(v))]
+    if bad:
+        return f"{bad[0]!r} is not a valid Kubernetes label."
+    return ""
+
+
+def pool_create(*, actor, cluster: AksCluster, ask: PoolRequest, now: datetime) -> NodePool:
+    """Record a new node pool as creating and queue its creation in Azure (agentPools PUT).
+    Raises ClusterError (see pool_problem, or the name is taken in the portal)."""
+    problem = pool_problem(cluster=cluster, ask=ask)
+    if problem:
+        raise ClusterError(problem)
+    offering = SizeOffering.objects.get(vm_size=ask.vm_size, region=cluster.location)
+    try:
+        with transaction.atomic():
+            pool = _insert_pool(cluster, ask, offering, PoolStatus.CREATING, now)
+            _queue_pool(pool.pk)
+    except IntegrityError as exc:
+        raise ClusterError(f"{cluster.name} already has a node pool named {ask.name}.") from exc
+    audit_record(
+        actor=actor,
+        team=None,
+        action="pool.create",
+        obj=pool,
+        before={},
+        after={
+            "pool": pool.name,
+            "vm_size": pool.vm_size,
+            "gpu_instance_profile": pool.gpu_instance_profile,
+            "nodes": pool.node_count,
+        },
+        now=now,
+    )
+    return pool
+
+
+def _insert_pool(cluster, ask: PoolRequest, offering, status: str, now) -> NodePool:
+    return NodePool.objects.create(
+        cluster=cluster,
+        name=ask.name,
+        vm_size=offering.vm_size,
+        gpu_model=offering.gpu_model,
+        gpus_per_node=offering.gpu_count,
+        gpu_memory_gib=offering.gpu_memory_gib,
+        gpu_instance_profile=ask.gpu_instance_profile,
+        node_count=ask.node_count,
+        min_count=ask.min_count,
+        max_count=ask.max_count,
+        taints=list(ask.taints),
+        labels=dict(ask.labels),
+        price_per_hour=offering.price_per_hour,
+        status=status,
+        adopted=status == PoolStatus.READY,
+        created_at=now,
+        updated_at=now,
+    )
+
+
+def _queue_pool(pool_id: int) -> None:
+    from clusters.tasks import advance_pool
+
+    transaction.on_commit(lambda: advance_pool.delay(pool_id))
+
+
+def pools_adoptable(*, cluster: AksCluster) -> list[aks.PoolState]:
+    """GPU agent pools Azure has in the cluster that the portal does not know yet (one
+    agentPools list call). Raises ClusterError when Azure refuses."""
+    known = set(cluster.pools.exclude(status=PoolStatus.DELETED).values_list("name", flat=True))
+    pools = _azure(
+        "list the node pools", lambda: aks.pools_list(azure_settings(), cluster_ref(cluster))
+    )
+    gpu_sizes = set(
+        SizeOffering.objects.filter(region=cluster.location).values_list("vm_size", flat=True)
+    )
+    return [p for p in pools if p.name not in known and p.vm_size in gpu_sizes]
+
+
+def pool_adopt(*, actor, cluster: AksCluster, name: str, now: datetime) -> NodePool:
+    """Take an existing GPU agent pool into the portal as it is in Azure (ready at once).
+    Raises ClusterError when Azure has no such GPU pool or the portal knows it already."""
+    found = {p.name: p for p in pools_adoptable(cluster=cluster)}.get(name)
+    if found is None:
+        raise ClusterError(f"{cluster.name} has no GPU node pool {name} left to adopt.")
+    ask = PoolRequest(
+        name=found.name,
+        vm_size=found.vm_size,
+        gpu_instance_profile=found.gpu_instance_profile,
+        node_count=found.count,
+        min_count=found.min_count,
+        max_count=found.max_count,
+        taints=tuple(found.taints),
+        labels=tuple(found.labels),
+    )
+    offering = SizeOffering.objects.get(vm_size=found.vm_size, region=cluster.location)
+    try:
+        pool = _insert_pool(cluster, ask, offering, PoolStatus.READY, now)
+    except IntegrityError as exc:
+        raise ClusterError(f"{cluster.name} already has a node pool named {name}.") from exc
+    audit_record(
+        actor=actor,
+        team=None,
+        action="pool.adopt",
+        obj=pool,
+        before={},
+        after={"pool": pool.name, "vm_size": pool.vm_size},
+        now=now,
+    )
+    return pool
+
+
+def pool_delete(*, actor, pool: NodePool, now: datetime) -> None:
+    """Delete the pool in Azure (queued). Refused while a workspace not deleted runs on it, or
+    while an operation is in flight. Raises ClusterError."""
+    if pool.workspaces.filter(status__in=HELD).exists():
+        raise ClusterError(f"Workspaces still use {pool.name}: delete them first.")
+    if not _pool_transition(pool, (PoolStatus.READY, PoolStatus.FAILED), PoolStatus.DELETING, now):
+        raise ClusterError(f"{pool.name} is busy; try again when it is ready.")
+    audit_record(
+        actor=actor,
+        team=None,
+        action="pool.delete",
+        obj=pool,
+        before={"pool": pool.name},
+        after={},
+        now=now,
+    )
+
+
+def _pool_transition(pool: NodePool, expected, to: str, now: datetime, **fields) -> bool:
+    """Compare-and-set the pool's status; queue its operation when it now owes one."""
+    with transaction.atomic():
+        moved = NodePool.objects.filter(pk=pool.pk, status__in=expected).update(
+            status=to, updated_at=now, **fields
+        )
+        if moved and to in POOL_IN_PROGRESS:
+            _queue_pool(pool.pk)
+    return bool(moved)
+
+
+def pool_advance(*, pool_id: int, clock: Callable[[], datetime]) -> Next:
+    """Move the pool's Azure operation (create or delete) one step on: start it and save its
+    continuation token, or poll it once from the saved token. Returns Next.POLL while Azure
+    works, Next.DONE otherwise. A permanent refusal marks the pool failed with Azure's code
+    and message (a failed create is also deleted in Azure, so nothing half-made is billed).
+    Raises CloudError for transient errors (the task retries)."""
+    pool = NodePool.objects.select_related("cluster").filter(pk=pool_id).first()
+    if pool is None or pool.status not in POOL_IN_PROGRESS:
+        return Next.DONE
+    operation = "create" if pool.status == PoolStatus.CREATING else "delete"
+    try:
+        progress = _pool_operation(pool, operation)
+    except CloudError as exc:
+        if exc.transient:
+            raise
+        _pool_failed(pool, operation, exc, clock())
+        return Next.DONE
+    if not progress.done:
+        NodePool.objects.filter(pk=pool.pk, status=pool.status).update(updated_at=clock())
+        return Next.POLL
+    done = {"operation_token": "", "error_code": "", "error_message": ""}
+    if progress.pool is not None:
+        done["node_count"] = progress.pool.count
+    to = PoolStatus.READY if operation == "create" else PoolStatus.DELETED
+    _pool_transition(pool, (pool.status,), to, clock(), **done)
+    return Next.DONE
+
+
+def _pool_operation(pool: NodePool, operation: str) -> aks.PoolProgress:
+    settings, ref = azure_settings(), cluster_ref(pool.cluster)
+    token = pool.operation_token
+    if not token:
+        spec = _pool_spec(pool) if operation == "create" else None
+        token = aks.pool_begin(settings, ref, operation, name=pool.name, spec=spec)
+        # Saved before polling: the worker that takes over after a crash resumes from it.
+        NodePool.objects.filter(pk=pool.pk, status=pool.status).update(operation_token=token)
+    return aks.pool_poll(settings, ref, operation, name=pool.name, token=token)
+
+
+def _pool_spec(pool: NodePool) -> aks.PoolSpec:
+    return aks.PoolSpec(
+        name=pool.name,
+        vm_size=pool.vm_size,
+        gpu_instance_profile=pool.gpu_instance_profile,
+        count=pool.node_count,
+        min_count=pool.min_count,
+        max_count=pool.max_count,
+        taints=tuple(pool.taints),
+        labels=tuple(sorted(pool.labels.items())),
+    )
+
+
+def pool_operation_failed(*, pool_id: int, error: CloudError, now: datetime) -> None:
+    """Record that Azure kept refusing the pool's operation (retries spent): failed, with
+    Azure's code and message."""
+    pool = NodePool.objects.select_related("cluster").filter(pk=pool_id).first()
+    if pool is not None and pool.status in POOL_IN_PROGRESS:
+        operation = "create" if pool.status == PoolStatus.CREATING else "delete"
+        _pool_failed(pool, operation, error, now)
+
+
+def _pool_failed(pool: NodePool, operation: str, error: CloudError, now: datetime) -> None:
+    if operation == "create":
+        # Best effort: a pool left Failed in Azure would still bill its nodes.
+        with contextlib.suppress(CloudError):
+            aks.pool_begin(azure_settings(), cluster_ref(pool.cluster), "delete", name=pool.name)
+    _pool_transition(
+        pool,
+        (pool.status,),
+        PoolStatus.FAILED,
+        now,
+        operation_token="",
+        error_code=error.code,
+        error_message=error.message,
+    )
+
+
+def pool_reconcile(*, stale_before: datetime) -> list[int]:
+    """Queue the operation again for pools in progress not looked after since
+    ``stale_before`` (a lost task); returns their ids."""
+    from clusters.tasks import advance_pool
+
+    ids = list(
+        NodePool.objects.filter(
+            status__in=POOL_IN_PROGRESS, updated_at__lt=stale_before
+        ).values_list("pk", flat=True)
+    )
+    for pool_id in ids:
+        advance_pool.delay(pool_id)
+    return ids
+
+
+def pool_resend_create(*, pool: NodePool, now: datetime) -> bool:
+    """Send a ready or failed pool's create again (an idempotent agentPools PUT: Azure keeps
+    what matches and completes what is missing), e.g. after a demo emulator restarted empty.
+    False when the pool was busy or deleted."""
+    return _pool_transition(
+        pool, (PoolStatus.READY, PoolStatus.FAILED), PoolStatus.CREATING, now, operation_token=""
+    )

@@ -1,0 +1,315 @@
+"""MIG slice and AKS namespace workspaces through services and tasks, with the real
+azure-mgmt-containerservice and kubernetes clients talking to the emulator. Celery runs
+eagerly; Azure and Kubernetes are the only things faked."""
+
+import uuid
+from datetime import timedelta
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from billing.models import UsageInterval
+from clusters import services as cluster_services
+from clusters.models import NodePool, PoolStatus
+from teams.models import GpuQuota
+from tests.factories import OfferingFactory
+from workspaces import aks_services, services
+from workspaces.models import Kind, Workspace
+from workspaces.states import Status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+GROUP = uuid.UUID("6f1c2a7e-1111-4222-8333-944455556666")
+
+
+@pytest.fixture
+def cluster(cast, sim):
+    sim.create_aks_cluster(
+        settings.AZURE_SUBSCRIPTION_ID, settings.AZURE_RESOURCE_GROUP, "research-aks"
+    )
+    cluster = cluster_services.cluster_register(
+        actor=cast.platform_admin,
+        subscription_id=settings.AZURE_SUBSCRIPTION_ID,
+        resource_group=settings.AZURE_RESOURCE_GROUP,
+        name="research-aks",
+        now=timezone.now(),
+    )
+    cluster_services.cluster_team_set(
+        actor=cast.platform_admin,
+        cluster=cluster,
+        team=cast.team,
+        group_object_id=GROUP,
+        now=timezone.now(),
+    )
+    return cluster
+
+
+def make_pool(cast, cluster, name="mig1g", profile="MIG1g", nodes=1, **offering):
+    offering = OfferingFactory(**offering)
+    ask = cluster_services.PoolRequest(
+        name=name,
+        vm_size=offering.vm_size,
+        gpu_instance_profile=profile,
+        node_count=nodes,
+        taints=("sku=gpu:NoSchedule",),
+    )
+    pool = cluster_services.pool_create(
+        actor=cast.platform_admin, cluster=cluster, ask=ask, now=timezone.now()
+    )
+    pool.refresh_from_db()
+    return pool
+
+
+def four_gpu_offering() -> dict:
+    return {
+        "vm_size": "Standard_NC96ads_A100_v4",
+        "gpu_count": 4,
+        "vcpus": 96,
+        "memory_gib": Decimal("880"),
+        "price_per_hour": Decimal("14.6920"),
+    }
+
+
+def request_mig(cast, user=None, profile="1g.10gb", **kwargs):
+    return aks_services.workspace_request_mig(
+        user=user or cast.researcher,
+        team=cast.team,
+        name=kwargs.pop("name", "notebook"),
+        profile=profile,
+        gpu_model="A100",
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+        **kwargs,
+    )
+
+
+def request_namespace(cast, pool, gpus=2, **kwargs):
+    return aks_services.workspace_request_namespace(
+        user=kwargs.pop("user", cast.researcher),
+        team=cast.team,
+        name=kwargs.pop("name", "training"),
+        pool=pool,
+        gpus=gpus,
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+        **kwargs,
+    )
+
+
+def statuses(ws):
+    return [e.to_status for e in ws.events.order_by("at", "id")]
+
+
+def kube(sim):
+    return sim.state()["kubernetes"]
+
+
+def test_node_pool_is_created_in_azure_with_mig_profile_taints_and_price(cast, cluster, sim):
+    pool = make_pool(cast, cluster)
+    assert pool.status == PoolStatus.READY and not pool.operation_token
+    assert pool.price_per_hour == Decimal("3.6730") and pool.gpus_per_node == 1
+    assert pool.mig.name == "1g.10gb" and pool.capacity.total == 7
+    azure = {p["name"]: p for p in sim.state()["agentPools"]}["mig1g"]
+    assert azure["gpuInstanceProfile"] == "MIG1g" and azure["vmSize"] == pool.vm_size
+    assert azure["nodeTaints"] == ["sku=gpu:NoSchedule"]
+
+
+def test_pool_with_a_profile_on_a_gpu_without_mig_is_refused_with_the_reason(cast, cluster):
+    OfferingFactory(vm_size="Standard_NC4as_T4_v3", gpu_model="T4", gpu_memory_gib=16)
+    ask = cluster_services.PoolRequest(
+        name="t4mig", vm_size="Standard_NC4as_T4_v3", gpu_instance_profile="MIG1g"
+    )
+    with pytest.raises(cluster_services.ClusterError, match="has no MIG mode"):
+        cluster_services.pool_create(
+            actor=cast.platform_admin, cluster=cluster, ask=ask, now=timezone.now()
+        )
+    assert not NodePool.objects.exists()
+
+
+def test_registering_a_cluster_azure_does_not_have_says_so(cast, sim):
+    with pytest.raises(cluster_services.ClusterError, match="Azure has no AKS cluster nope"):
+        cluster_services.cluster_register(
+            actor=cast.platform_admin,
+            subscription_id=settings.AZURE_SUBSCRIPTION_ID,
+            resource_group=settings.AZURE_RESOURCE_GROUP,
+            name="nope",
+            now=timezone.now(),
+        )
+
+
+def test_mig_slice_runs_as_a_pinned_pod_with_home_and_service(cast, cluster, sim):
+    pool = make_pool(cast, cluster)
+    ws = Workspace.objects.get(pk=request_mig(cast).pk)
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    assert statuses(ws) == [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING]
+    assert ws.kind == Kind.MIG and ws.gpu_slices == 1 and ws.node_pool == pool
+    # 1/7 of the node's price.
+    assert ws.price_per_hour == (Decimal("3.6730") / 7).quantize(Decimal("0.0001"))
+    pods = [p for p in kube(sim)["pods"] if p["namespace"] == "team-vision"]
+    assert [(p["name"], p["phase"]) for p in pods] == [(f"ws-{ws.short_id}-0", "Running")]
+    assert pods[0]["node"].startswith("aks-mig1g-")
+
+
+def test_stop_scales_to_zero_keeping_home_then_start_and_delete(cast, cluster, sim):
+    make_pool(cast, cluster)
+    ws = request_mig(cast)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.STOPPED
+    state = kube(sim)
+    assert not [p for p in state["pods"] if p["namespace"] == "team-vision"]
+    assert f"ws-{ws.short_id}-home" in {c["name"] for c in state["persistentvolumeclaims"]}
+    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.RUNNING
+    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED
+    state = kube(sim)
+    names = {
+        o["name"] for kind in ("pods", "services", "persistentvolumeclaims") for o in state[kind]
+    }
+    assert not {n for n in names if n.startswith(f"ws-{ws.short_id}")}
+
+
+def test_without_a_free_slice_it_waits_and_starts_when_one_frees_up(cast, cluster, sim):
+    make_pool(cast, cluster, name="mig7g", profile="MIG7g")  # one instance per node
+    GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=4)
+    first = request_mig(cast, profile="7g.80gb", name="first")
+    second = Workspace.objects.get(pk=request_mig(cast, profile="7g.80gb", name="second").pk)
+    assert second.status == Status.PROVISIONING
+    assert second.waiting_reason.startswith(
+        "Waiting for a free 7g.80gb slice (0 of 1 free on pool mig7g)"
+    )
+    services.workspace_delete(user=cast.researcher, workspace=first, now=timezone.now())
+    services.workspace_advance(workspace_id=second.pk, clock=timezone.now)
+    second.refresh_from_db()
+    assert second.status == Status.RUNNING and not second.waiting_reason
+
+
+def test_a_profile_no_pool_offers_is_refused(cast, cluster):
+    make_pool(cast, cluster)
+    with pytest.raises(services.WorkspaceActionError, match="No node pool offers A100 3g.40gb"):
+        request_mig(cast, profile="3g.40gb")
+    assert not Workspace.objects.exists()
+
+
+def test_slices_count_as_sevenths_against_the_team_quota(cast, cluster):
+    make_pool(cast, cluster, nodes=2)
+    GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=1)
+    for n in range(7):
+        assert request_mig(cast, name=f"s{n}").status == Status.RUNNING
+    with pytest.raises(services.JustificationNeeded):
+        request_mig(cast, name="eighth")
+    from workspaces.selectors import team_gpu_usage
+
+    assert team_gpu_usage(team_ids=[cast.team.pk])[cast.team.pk]["A100"] == Fraction(1)
+
+
+def test_namespace_gets_quota_rolebinding_and_network_policy(cast, cluster, sim):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    ws = Workspace.objects.get(pk=request_namespace(cast, pool).pk)
+    assert ws.status == Status.RUNNING, ws.error_message
+    assert ws.namespace == "vision-training"
+    assert ws.price_per_hour == Decimal("7.3460")  # 2 of the node's 4 GPUs
+    state = kube(sim)
+    quota = next(q for q in state["resourcequotas"] if q["namespace"] == "vision-training")
+    assert quota["hard"]["requests.nvidia.com/gpu"] == "2"
+    binding = next(b for b in state["rolebindings"] if b["namespace"] == "vision-training")
+    assert binding["roleRef"]["name"] == "edit"
+    assert binding["subjects"] == [
+        {"kind": "Group", "name": str(GROUP), "apiGroup": "rbac.authorization.k8s.io"}
+    ]
+    assert any(p["namespace"] == "vision-training" for p in state["networkpolicies"])
+
+
+def test_namespace_stop_sets_gpu_quota_to_zero_and_start_restores_it(cast, cluster, sim):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    ws = request_namespace(cast, pool)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.STOPPED
+
+    def gpu_quota():
+        quotas = kube(sim)["resourcequotas"]
+        return next(q for q in quotas if q["namespace"] == ws.namespace)["hard"][
+            "requests.nvidia.com/gpu"
+        ]
+
+    assert gpu_quota() == "0"
+    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.RUNNING and gpu_quota() == "2"
+    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    services.workspace_advance(workspace_id=ws.pk, clock=timezone.now)
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED
+    assert ws.namespace not in {n["name"] for n in kube(sim)["namespaces"]}
+
+
+def test_namespace_above_the_team_quota_goes_to_approval(cast, cluster):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    with pytest.raises(services.JustificationNeeded, match="A100"):
+        request_namespace(cast, pool, gpus=5)
+    ws = request_namespace(cast, pool, gpus=5, justification="Big sweep")
+    assert ws.status == Status.PENDING_APPROVAL
+
+
+def test_mig_and_namespace_are_billed_their_share_of_the_node(cast, cluster):
+    mig_pool = make_pool(cast, cluster)
+    ws = request_mig(cast)
+    interval = UsageInterval.objects.get(workspace=ws)
+    assert (interval.share_num, interval.share_den) == (1, 7)
+    assert interval.sku == mig_pool.vm_size and interval.price_per_hour == Decimal("3.6730")
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    ns = request_namespace(cast, pool, gpus=3)
+    interval = UsageInterval.objects.get(workspace=ns)
+    assert (interval.share_num, interval.share_den) == (3, 4)
+    services.workspace_stop(user=cast.researcher, workspace=ns, now=timezone.now())
+    assert UsageInterval.objects.get(workspace=ns).ended_at is not None
+
+
+def test_name_that_is_not_a_dns_label_is_normalised(cast, cluster):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    assert aks_services.namespace_name(team=cast.team, name="Big_Run.2") == "vision-big-run-2"
+    ws = request_namespace(cast, pool, name="x" * 40, gpus=1)
+    assert len(ws.namespace) <= 63 and ws.namespace.startswith("vision-x")
+
+
+def test_a_namespace_someone_else_made_is_a_failure_naming_the_owner(cast, cluster, sim):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    sim.kube_create_namespace("research-aks", "vision-training", labels={"owner": "ops"})
+    ws = Workspace.objects.get(pk=request_namespace(cast, pool).pk)
+    assert ws.status == Status.FAILED
+    assert ws.error_code == "AlreadyExists" and "vision-training" in ws.error_message
+
+
+def test_pool_create_resumes_from_its_token_after_a_crash(cast, cluster, sim, settings):
+    offering = OfferingFactory()
+    ask = cluster_services.PoolRequest(
+        name="mig1g", vm_size=offering.vm_size, gpu_instance_profile="MIG1g"
+    )
+    from clusters import tasks
+
+    # The worker dies right after saving the token: the task that takes over only polls.
+    real = tasks.advance_pool.delay
+    tasks.advance_pool.delay = lambda pool_id: None
+    try:
+        pool = cluster_services.pool_create(
+            actor=cast.platform_admin, cluster=cluster, ask=ask, now=timezone.now()
+        )
+        token = cluster_services._pool_operation(pool, "create")
+    finally:
+        tasks.advance_pool.delay = real
+    del token
+    pool.refresh_from_db()
+    assert pool.operation_token and pool.status == PoolStatus.CREATING
+    before = len([r for r in sim.requests() if r["method"] == "PUT"])
+    cluster_services.pool_reconcile(stale_before=timezone.now() + timedelta(seconds=1))
+    pool.refresh_from_db()
+    assert pool.status == PoolStatus.READY
+    puts = [r for r in sim.requests() if r["method"] == "PUT"]
+    assert len(puts) == before == 1

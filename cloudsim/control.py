@@ -179,6 +179,12 @@ class SimControl:
         body = {"subscription": subscription, "resource_group": resource_group, "name": name}
         return self._call("POST", "/_sim/k8s/clusters", {**body, "pools": list(pools)})
 
+    def kube_create_namespace(self, cluster: str, name: str, labels: dict | None = None) -> dict:
+        """Create a namespace in the managed cluster named `cluster`, as someone outside the
+        portal would (no portal labels unless given)."""
+        body = {"cluster": cluster, "name": name, "labels": labels or {}}
+        return self._call("POST", "/_sim/k8s/namespaces", body)
+
     def k8s_drop_pool(self, subscription: str, resource_group: str, name: str, pool: str) -> dict:
         """Remove a pool's nodes; their pods go back to Pending."""
         body = {"subscription": subscription, "resource_group": resource_group, "name": name}

@@ -33,6 +33,7 @@ POST /_sim/k8s/clusters           {"subscription", "resource_group", "name", "po
                                    "gpu_instance_profile"="", "taints"=[], "labels"={}}]}
                                   -> {"key", "server"}  (the AKS side does this for real clusters)
 POST /_sim/k8s/pools/drop         {"subscription", "resource_group", "name", "pool"}
+POST /_sim/k8s/namespaces         {"cluster", "name", "labels"={}}   (made outside the portal)
 
 Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
@@ -257,6 +258,10 @@ def _k8s_cluster(cloud: Cloud, body: dict) -> Response:
     return Response(200, kube_control.ensure(cloud, body))
 
 
+def _k8s_namespace(cloud: Cloud, body: dict) -> Response:
+    return Response(201, kube_control.create_namespace(cloud, body, time.time()))
+
+
 def _k8s_drop_pool(cloud: Cloud, body: dict) -> Response:
     return Response(200, kube_control.drop_pool(cloud, body))
 
@@ -291,6 +296,7 @@ ROUTES = {
     ("GET", "/_sim/k8s"): _k8s_state,
     ("POST", "/_sim/k8s/clusters"): _k8s_cluster,
     ("POST", "/_sim/k8s/pools/drop"): _k8s_drop_pool,
+    ("POST", "/_sim/k8s/namespaces"): _k8s_namespace,
 }
 
 

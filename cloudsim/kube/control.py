@@ -4,6 +4,7 @@ from ..errors import ArmError
 from . import PoolShape, server_path
 from .admission import pod_requests
 from .quantity import render
+from .store import KubeError
 
 _POOL_FIELDS = {
     "name": str,
@@ -123,3 +124,71 @@ def _pod_state(pod: dict) -> dict:
         "message": scheduled.get("message", ""),
         "requests": {k: render(v) for k, v in pod_requests(pod).items()},
     }
+
+
+def _entry(cluster, obj: dict) -> dict:
+    meta = obj["metadata"]
+    found = {"cluster": cluster.name, "name": meta["name"], "labels": meta.get("labels") or {}}
+    if meta.get("namespace"):
+        found["namespace"] = meta["namespace"]
+    return found
+
+
+SNAPSHOT_FIELDS = {
+    "namespaces": lambda o: {"phase": o["status"].get("phase")},
+    "pods": _pod_state,
+    "services": lambda o: {
+        "clusterIP": o["spec"].get("clusterIP"),
+        "ports": o["spec"].get("ports"),
+    },
+    "persistentvolumeclaims": lambda o: {
+        "phase": o["status"].get("phase"),
+        "storage": o["spec"]["resources"]["requests"]["storage"],
+        "terminating": bool(o["metadata"].get("deletionTimestamp")),
+    },
+    "resourcequotas": lambda o: {"hard": o["status"]["hard"], "used": o["status"]["used"]},
+    "limitranges": lambda o: {"limits": o["spec"].get("limits")},
+    "rolebindings": lambda o: {"roleRef": o.get("roleRef"), "subjects": o.get("subjects")},
+    "networkpolicies": lambda o: {"spec": o.get("spec")},
+    "secrets": lambda o: {"type": o.get("type"), "keys": sorted(o.get("data") or {})},
+    "deployments": lambda o: {"replicas": o["spec"].get("replicas"), **_ready(o)},
+    "statefulsets": lambda o: {"replicas": o["spec"].get("replicas"), **_ready(o)},
+    "nodes": lambda o: {
+        "pool": o["metadata"]["labels"]["agentpool"],
+        "allocatable": o["status"]["allocatable"],
+    },
+}
+
+
+def _ready(obj: dict) -> dict:
+    return {"readyReplicas": (obj.get("status") or {}).get("readyReplicas", 0)}
+
+
+def snapshot(cloud, now: float) -> dict:
+    """The "kubernetes" part of /_sim/state: objects of every cluster by resource plural, each
+    {"cluster", "namespace"?, "name", "labels", ...what a test looks at}; secrets show their
+    keys, never values."""
+    found: dict[str, list] = {plural: [] for plural in SNAPSHOT_FIELDS}
+    for cluster in cloud.kube.clusters.values():
+        cluster.reconcile(now, cloud.latency)
+        for plural, fields in SNAPSHOT_FIELDS.items():
+            for obj in cluster.items(plural):
+                found[plural].append({**_entry(cluster, obj), **fields(obj)})
+    return found
+
+
+def create_namespace(cloud, body: dict, now: float) -> dict:
+    """POST /_sim/k8s/namespaces {"cluster", "name", "labels"={}}: a namespace made by
+    someone outside the portal (cluster: the managed cluster's name)."""
+    name, labels = _text(body, "name"), body.get("labels", {})
+    if not isinstance(labels, dict) or not all(isinstance(v, str) for v in labels.values()):
+        raise _bad("'labels' must be an object of strings.")
+    wanted = _text(body, "cluster").lower()
+    clusters = [c for c in cloud.kube.clusters.values() if c.name.lower() == wanted]
+    if len(clusters) != 1:
+        raise ArmError(404, "NotFound", f"No single simulated cluster named '{wanted}'.")
+    try:
+        made = clusters[0].create("namespaces", {"metadata": {"name": name, "labels": labels}}, now)
+    except KubeError as err:
+        raise ArmError(err.code, err.reason, err.message) from None
+    return {"cluster": clusters[0].name, "name": made["metadata"]["name"]}

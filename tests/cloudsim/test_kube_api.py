@@ -220,3 +220,21 @@ def test_namespace_delete_is_terminating_then_gone_with_its_objects(kube, sim):
         kube.core.read_namespace("team-a")
     assert caught.value.status == 404
     assert kube.core.list_pod_for_all_namespaces().items == []
+
+
+def test_sim_state_shows_the_clusters_objects_and_namespaces_can_be_made_outside(kube, sim):
+    made = kube.control.kube_create_namespace("aks-gpu", "ops-tools", labels={"owner": "ops"})
+    assert made == {"cluster": "aks-gpu", "name": "ops-tools"}
+    kube.core.create_namespaced_pod("ops-tools", kube.pod("p"))
+    state = kube.control.state()["kubernetes"]
+    namespace = next(n for n in state["namespaces"] if n["name"] == "ops-tools")
+    assert namespace["labels"]["owner"] == "ops" and namespace["phase"] == "Active"
+    (pod,) = state["pods"]
+    assert (pod["cluster"], pod["namespace"], pod["name"], pod["phase"]) == (
+        "aks-gpu",
+        "ops-tools",
+        "p",
+        "Running",
+    )
+    with pytest.raises(Exception, match="already exists"):
+        kube.control.kube_create_namespace("aks-gpu", "ops-tools")

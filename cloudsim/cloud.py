@@ -13,6 +13,7 @@ from collections import deque
 from . import errors, ledger
 from .agents import AgentBook
 from .kube import KubeClusters
+from .kube import control as kube_control
 from .models import VM, AgentPool, Disk, Fault, ManagedCluster, Nic, Operation, iso, key_of
 from .skus import Catalog, SizeInfo, normalize_location
 
@@ -275,6 +276,7 @@ class Cloud:
                     for d in self.disks.values()
                 ],
                 "managedClusters": [self._cluster_state(c) for c in self.clusters.values()],
+                "kubernetes": kube_control.snapshot(self, time.time()),
                 "operations": [_op_state(op) for op in self.operations.values()],
                 "faults": {
                     op: [{"kind": f.kind, "retry_after": f.retry_after} for f in queue]

@@ -165,6 +165,31 @@ class SimControl:
         "failures", "last_status", "last_error", "last_post_at"}], by VM name."""
         return self._call("GET", "/_sim/agents")["agents"]
 
+    def k8s_state(self) -> list[dict]:
+        """Simulated clusters: [{"key", "name", "server", "resourceVersion", "pools",
+        "namespaces", "nodes", "pods": [{"namespace", "name", "phase", "node", "ready",
+        "reason", "message", "requests"}]}]."""
+        return self._call("GET", "/_sim/k8s")["clusters"]
+
+    def k8s_cluster(
+        self, subscription: str, resource_group: str, name: str, pools: list[dict] = ()
+    ) -> dict:
+        """Make a simulated cluster and pools exist (as the AKS side does); pools are
+        PoolShape fields as dicts. Returns {"key", "server"} (server: the API path prefix)."""
+        body = {"subscription": subscription, "resource_group": resource_group, "name": name}
+        return self._call("POST", "/_sim/k8s/clusters", {**body, "pools": list(pools)})
+
+    def kube_create_namespace(self, cluster: str, name: str, labels: dict | None = None) -> dict:
+        """Create a namespace in the managed cluster named `cluster`, as someone outside the
+        portal would (no portal labels unless given)."""
+        body = {"cluster": cluster, "name": name, "labels": labels or {}}
+        return self._call("POST", "/_sim/k8s/namespaces", body)
+
+    def k8s_drop_pool(self, subscription: str, resource_group: str, name: str, pool: str) -> dict:
+        """Remove a pool's nodes; their pods go back to Pending."""
+        body = {"subscription": subscription, "resource_group": resource_group, "name": name}
+        return self._call("POST", "/_sim/k8s/pools/drop", {**body, "pool": pool})
+
 
 def _json_or_text(raw: bytes) -> dict:
     try:

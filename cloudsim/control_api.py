@@ -24,6 +24,16 @@ GET  /_sim/costs                  -> {"usages": [...], "skew": {...}, "page_size
 GET  /_sim/agents                 -> {"agents": [{"vm", "workspace", "profile", "active", "posts",
                                       "accepted", "failures", "last_status", "last_error",
                                       "last_post_at"}]}                 (never a token)
+GET  /_sim/k8s                    -> {"clusters": [{"key", "name", "server", "resourceVersion",
+                                      "pools", "namespaces", "nodes": [{"name", "pool",
+                                      "allocatable"}], "pods": [{"namespace", "name", "phase",
+                                      "node", "ready", "reason", "message", "requests"}]}]}
+POST /_sim/k8s/clusters           {"subscription", "resource_group", "name", "pools"=[{"name",
+                                   "vm_size", "count", "vcpus", "memory_gb", "gpus", "gpu_model",
+                                   "gpu_instance_profile"="", "taints"=[], "labels"={}}]}
+                                  -> {"key", "server"}  (the AKS side does this for real clusters)
+POST /_sim/k8s/pools/drop         {"subscription", "resource_group", "name", "pool"}
+POST /_sim/k8s/namespaces         {"cluster", "name", "labels"={}}   (made outside the portal)
 
 Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
@@ -32,12 +42,14 @@ Cost Management Query API, costs.py) these or authorization_failed. Cost knobs: 
 of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbers or strings).
 """
 
+import time
 from decimal import Decimal, InvalidOperation
 
 from . import aks, costs, prices, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .errors import ArmError
+from .kube import control as kube_control
 from .protocol import Request, Response
 from .skus import normalize_location
 
@@ -238,6 +250,22 @@ def _get_costs(cloud: Cloud, body: dict) -> Response:
     return Response(200, {"usages": usages, "skew": skew, "page_size": cloud.cost_page_size})
 
 
+def _k8s_state(cloud: Cloud, body: dict) -> Response:
+    return Response(200, kube_control.state(cloud, time.time()))
+
+
+def _k8s_cluster(cloud: Cloud, body: dict) -> Response:
+    return Response(200, kube_control.ensure(cloud, body))
+
+
+def _k8s_namespace(cloud: Cloud, body: dict) -> Response:
+    return Response(201, kube_control.create_namespace(cloud, body, time.time()))
+
+
+def _k8s_drop_pool(cloud: Cloud, body: dict) -> Response:
+    return Response(200, kube_control.drop_pool(cloud, body))
+
+
 def _state(cloud: Cloud, body: dict) -> Response:
     return Response(200, cloud.snapshot())
 
@@ -265,6 +293,10 @@ ROUTES = {
     ("GET", "/_sim/prices"): _get_prices,
     ("POST", "/_sim/costs"): _set_costs,
     ("GET", "/_sim/costs"): _get_costs,
+    ("GET", "/_sim/k8s"): _k8s_state,
+    ("POST", "/_sim/k8s/clusters"): _k8s_cluster,
+    ("POST", "/_sim/k8s/pools/drop"): _k8s_drop_pool,
+    ("POST", "/_sim/k8s/namespaces"): _k8s_namespace,
 }
 
 

@@ -15,6 +15,7 @@ from . import control_api, errors, prices, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
+from .kube import api as kube_api
 from .protocol import Request, Response, error_response
 from .skus import load_catalog
 
@@ -30,14 +31,19 @@ class App:
         self.cloud = cloud
 
     def handle(self, req: Request, arrival: float | None = None) -> Response:
-        """Answer one request; never raises. ARM and Retail Prices requests are logged."""
+        """Answer one request; never raises. ARM, Retail Prices and Kubernetes API requests
+        are logged; /k8s/... is a simulated cluster's API server (cloudsim.kube.api), answered
+        with Kubernetes Status bodies, not ARM's."""
         if req.path == "/_sim" or req.path.startswith("/_sim/"):
             return self._guard(lambda: control_api.handle(self.cloud, req))
         entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
         with self.cloud.lock:
             entry["status"] = None  # Logged on arrival so the log keeps arrival order.
             self.cloud.requests.append(entry)
-        response = self._guard(lambda: self._arm(req))
+        if req.path.startswith("/k8s/"):
+            response = kube_api.handle(self.cloud, req)
+        else:
+            response = self._guard(lambda: self._arm(req))
         with self.cloud.lock:
             entry["status"] = response.status
         return response
@@ -80,6 +86,9 @@ class _HttpServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"  # Keep-alive, as the Azure SDK's requests session expects.
+    # Headers and body go out as two writes; with Nagle on, the body waits for the client's
+    # delayed ACK (~40 ms per response on Linux).
+    disable_nagle_algorithm = True
     server_version = "cloudsim/1.0"
     server: _HttpServer
 

@@ -199,3 +199,82 @@ def finish(sim):
 @pytest.fixture
 def ctl(sim) -> SimControl:
     return SimControl(sim.url)
+
+
+# --- the Kubernetes API of a simulated AKS cluster ------------------------------------------
+
+KUBE_SUB, KUBE_RG, KUBE_CLUSTER = "00000000-0000-0000-0000-0000000000aa", "rg-aks", "aks-gpu"
+SYSTEM_POOL = {
+    "name": "system",
+    "vm_size": "Standard_D4s_v5",
+    "count": 2,
+    "vcpus": 4,
+    "memory_gb": 16,
+    "gpus": 0,
+    "gpu_model": "",
+}
+MIG_POOL = {
+    "name": "mig1g",
+    "vm_size": "Standard_NC24ads_A100_v4",
+    "count": 1,
+    "vcpus": 24,
+    "memory_gb": 220,
+    "gpus": 1,
+    "gpu_model": "A100-80GB",
+    "gpu_instance_profile": "MIG1g",
+    "taints": ["sku=gpu:NoSchedule"],
+}
+
+
+@dataclass
+class Kube:
+    """The real kubernetes client on the emulator's cluster "aks-gpu" (pools: system x2 and
+    mig1g x1, an A100 80GB split in 7 1g.10gb slices, tainted sku=gpu:NoSchedule)."""
+
+    url: str  # The API server's URL (emulator URL + server_path).
+    api: object
+    core: object
+    apps: object
+    control: SimControl
+
+    def pod(self, name: str, resources: dict | None = None, pool: str | None = "mig1g", **spec):
+        """A V1Pod asking for `resources` (limits; default one 1g.10gb slice) on `pool`."""
+        from kubernetes import client
+
+        limits = {"nvidia.com/mig-1g.10gb": "1"} if resources is None else resources
+        tolerations = [client.V1Toleration(key="sku", operator="Equal", value="gpu")]
+        container = client.V1Container(
+            name="main", image="busybox", resources=client.V1ResourceRequirements(limits=limits)
+        )
+        return client.V1Pod(
+            metadata=client.V1ObjectMeta(name=name, labels={"app": name}),
+            spec=client.V1PodSpec(
+                containers=[container],
+                node_selector={"agentpool": pool} if pool else None,
+                tolerations=tolerations,
+                **spec,
+            ),
+        )
+
+    def namespace(self, name: str) -> None:
+        from kubernetes import client
+
+        self.core.create_namespace(client.V1Namespace(metadata=client.V1ObjectMeta(name=name)))
+
+
+@pytest.fixture
+def kube(sim) -> Kube:
+    from kubernetes import client
+
+    sim.state.latency = 0.0  # Pods start and namespaces go on the next request.
+    control = SimControl(sim.url)
+    server = control.k8s_cluster(KUBE_SUB, KUBE_RG, KUBE_CLUSTER, [SYSTEM_POOL, MIG_POOL])
+    config = client.Configuration(host=sim.url + server["server"])
+    config.api_key, config.api_key_prefix = {"BearerToken": "t"}, {"BearerToken": "Bearer"}
+    api = client.ApiClient(config)
+    return Kube(config.host, api, client.CoreV1Api(api), client.AppsV1Api(api), control)
+
+
+def kube_error(exc) -> tuple[int, dict]:
+    """(HTTP status, Status body) of a kubernetes ApiException."""
+    return exc.status, json.loads(exc.body)

@@ -1,0 +1,434 @@
+"""cloud.kube end to end: the real kubernetes client against the emulator's API server."""
+
+import time
+
+import pytest
+from kubernetes import client
+
+from cloud import kube
+from cloud.clients import AzureSettings
+from cloud.errors import CloudError
+
+from .support import RESOURCE_GROUP, SUBNET_ID, SUBSCRIPTION, WORKSPACE_ID
+
+CLUSTER = "aks-gpu"
+MIG_POOL = {
+    "name": "mig1g",
+    "vm_size": "Standard_NC24ads_A100_v4",
+    "count": 1,
+    "vcpus": 24,
+    "memory_gb": 220,
+    "gpus": 1,
+    "gpu_model": "A100-80GB",
+    "gpu_instance_profile": "MIG1g",
+    "taints": ["sku=gpu:NoSchedule"],
+}
+GPU_POOL = {
+    "name": "a100",
+    "vm_size": "Standard_NC48ads_A100_v4",
+    "count": 1,
+    "vcpus": 48,
+    "memory_gb": 440,
+    "gpus": 2,
+    "gpu_model": "A100-80GB",
+}
+OTHER_WORKSPACE = "9d8c7b6a-5f4e-4d3c-8b2a-1f0e9d8c7b6a"
+
+
+@pytest.fixture
+def api(emulator, control):
+    settings = AzureSettings(
+        subscription_id=SUBSCRIPTION,
+        resource_group=RESOURCE_GROUP,
+        subnet_id=SUBNET_ID,
+        endpoint=emulator.url,
+        credential="emulator",
+        retry_total=1,
+        retry_backoff=0.01,
+    )
+    server = control.k8s_cluster(SUBSCRIPTION, RESOURCE_GROUP, CLUSTER, [MIG_POOL, GPU_POOL])
+    return kube.kube_api(settings, emulator.url + server["server"], None)
+
+
+def mig_spec(name: str = "ws-0123456789ab", workspace: str = WORKSPACE_ID) -> kube.MigSpec:
+    return kube.MigSpec(
+        workspace_id=workspace,
+        namespace="team-vision",
+        name=name,
+        image="quay.io/jupyter/base-notebook:latest",
+        mig_profile="1g.10gb",
+        pool_name="mig1g",
+        tolerations=("sku=gpu:NoSchedule",),
+        home_gib=20,
+        env=(("PORTAL_URL", "http://portal"),),
+        agent_token="s3cret-token",
+        labels=(("team", "vision"), ("owner", "alice")),
+    )
+
+
+def ns_spec(**changes) -> kube.NamespaceSpec:
+    values = dict(
+        workspace_id=WORKSPACE_ID,
+        name="vision-ns",
+        group_object_id="11111111-2222-3333-4444-555555555555",
+        gpus=2,
+        mig=(("1g.10gb", 7),),
+        cpu="16",
+        memory="64Gi",
+        labels=(("team", "vision"),),
+    )
+    return kube.NamespaceSpec(**{**values, **changes})
+
+
+def until(check, timeout: float = 3.0):
+    """check()'s first truthy value, polling (the emulator starts pods after its latency)."""
+    deadline = time.monotonic() + timeout
+    while not (value := check()):
+        assert time.monotonic() < deadline, "condition not reached"
+        time.sleep(0.02)
+    return value
+
+
+def running(api, name="ws-0123456789ab") -> kube.PodState:
+    return until(lambda: (s := kube.mig_state(api, namespace="team-vision", name=name)).ready and s)
+
+
+# --- MIG ------------------------------------------------------------------------------------
+
+
+def test_mig_ensure_runs_a_pod_on_a_slice_with_its_objects(api):
+    kube.mig_ensure(api, mig_spec())
+    state = running(api)
+    assert state == kube.PodState(
+        "Running", "", "", True, "ws-0123456789ab.team-vision.svc.cluster.local", 8888
+    )
+    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    pod = core.read_namespaced_pod("ws-0123456789ab-0", "team-vision")
+    container = pod.spec.containers[0]
+    assert container.resources.limits == {"nvidia.com/mig-1g.10gb": "1"}
+    assert pod.spec.node_selector == {"agentpool": "mig1g"}
+    assert pod.spec.node_name.startswith("aks-mig1g-")
+    assert "s3cret-token" not in str(pod.to_dict())
+    token_env = next(e for e in container.env if e.value_from)
+    assert token_env.value_from.secret_key_ref.name == "ws-0123456789ab-agent"
+    secret = core.read_namespaced_secret("ws-0123456789ab-agent", "team-vision")
+    assert secret.data == {"token": "czNjcmV0LXRva2Vu"}
+    pvc = core.read_namespaced_persistent_volume_claim("ws-0123456789ab-home", "team-vision")
+    assert pvc.spec.resources.requests == {"storage": "20Gi"} and pvc.status.phase == "Bound"
+    assert pod.spec.volumes[0].persistent_volume_claim.claim_name == pvc.metadata.name
+    service = core.read_namespaced_service("ws-0123456789ab", "team-vision")
+    assert service.spec.cluster_ip and service.spec.ports[0].port == 8888
+    sts = apps.read_namespaced_stateful_set("ws-0123456789ab", "team-vision")
+    assert sts.metadata.labels[kube.WORKSPACE_LABEL] == WORKSPACE_ID
+    assert sts.metadata.labels["owner"] == "alice"
+    ns = core.read_namespace("team-vision")
+    assert ns.metadata.labels[kube.MANAGED_BY_LABEL] == kube.MANAGED_BY
+
+
+def test_scale_to_zero_keeps_the_pvc_and_scale_to_one_comes_back(api):
+    kube.mig_ensure(api, mig_spec())
+    running(api)
+    kube.mig_scale(api, namespace="team-vision", name="ws-0123456789ab", replicas=0)
+    state = kube.mig_state(api, namespace="team-vision", name="ws-0123456789ab")
+    assert (state.phase, state.ready) == ("Absent", False)
+    core = client.CoreV1Api(api)
+    assert core.read_namespaced_persistent_volume_claim("ws-0123456789ab-home", "team-vision")
+    kube.mig_scale(api, namespace="team-vision", name="ws-0123456789ab", replicas=1)
+    assert running(api).phase == "Running"
+
+
+def test_mig_delete_removes_everything_pvc_included(api):
+    kube.mig_ensure(api, mig_spec())
+    running(api)
+    until(lambda: kube.mig_delete(api, namespace="team-vision", name="ws-0123456789ab"))
+    core = client.CoreV1Api(api)
+    assert core.list_namespaced_persistent_volume_claim("team-vision").items == []
+    assert core.list_namespaced_pod("team-vision").items == []
+    assert core.list_namespaced_service("team-vision").items == []
+    assert core.list_namespaced_secret("team-vision").items == []
+    assert kube.mig_delete(api, namespace="team-vision", name="ws-0123456789ab") is True
+
+
+def test_a_second_ensure_completes_a_partial_create(api):
+    spec = mig_spec()
+    kube.mig_ensure(api, spec)
+    apps = client.AppsV1Api(api)
+    apps.delete_namespaced_stateful_set(spec.name, spec.namespace)
+    client.CoreV1Api(api).delete_namespaced_service(spec.name, spec.namespace)
+    kube.mig_ensure(api, spec)
+    assert apps.read_namespaced_stateful_set(spec.name, spec.namespace).spec.replicas == 1
+    assert running(api).phase == "Running"
+
+
+def test_a_name_held_by_another_workspace_is_already_exists_naming_the_owner(api):
+    kube.mig_ensure(api, mig_spec(workspace=OTHER_WORKSPACE))
+    with pytest.raises(CloudError) as caught:
+        kube.mig_ensure(api, mig_spec())
+    assert (caught.value.code, caught.value.status) == ("AlreadyExists", 409)
+    assert caught.value.message == (
+        f"Secret ws-0123456789ab-agent already exists and belongs to workspace {OTHER_WORKSPACE}"
+    )
+
+
+def test_a_namespace_made_outside_the_portal_is_not_taken_over(api):
+    core = client.CoreV1Api(api)
+    core.create_namespace({"metadata": {"name": "team-vision"}})
+    with pytest.raises(CloudError) as caught:
+        kube.mig_ensure(api, mig_spec())
+    assert caught.value.message == (
+        "Namespace team-vision already exists and belongs to someone outside the portal"
+    )
+
+
+def test_no_free_slice_is_pending_with_the_schedulers_message_then_runs(api):
+    for index in range(7):
+        kube.mig_ensure(api, mig_spec(name=f"ws-00000000000{index}"))
+    kube.mig_ensure(api, mig_spec(name="ws-waiting"))
+    state = until(
+        lambda: (s := kube.mig_state(api, namespace="team-vision", name="ws-waiting")).reason and s
+    )
+    assert (state.phase, state.reason) == ("Pending", "Unschedulable")
+    assert "Insufficient nvidia.com/mig-1g.10gb" in state.message
+    assert state.message.startswith("0/2 nodes are available: ")
+    kube.mig_scale(api, namespace="team-vision", name="ws-000000000003", replicas=0)
+    assert running(api, "ws-waiting").phase == "Running"
+
+
+def test_bad_specs_are_refused_before_anything_is_made(api):
+    with pytest.raises(ValueError, match="MIG profile"):
+        kube.mig_ensure(api, kube.MigSpec(**{**mig_spec().__dict__, "mig_profile": "huge"}))
+    with pytest.raises(ValueError, match="key=value:Effect"):
+        kube.mig_ensure(api, kube.MigSpec(**{**mig_spec().__dict__, "tolerations": ("sku",)}))
+    assert client.CoreV1Api(api).list_namespace(label_selector="team").items == []
+
+
+def test_scaling_a_missing_workspace_is_not_found(api):
+    with pytest.raises(CloudError) as caught:
+        kube.mig_scale(api, namespace="team-vision", name="ws-nothing", replicas=1)
+    assert (caught.value.code, caught.value.status, caught.value.transient) == (
+        "NotFound",
+        404,
+        False,
+    )
+
+
+# --- namespaces -----------------------------------------------------------------------------
+
+
+def test_namespace_ensure_makes_the_quota_binding_and_policy(api):
+    kube.namespace_ensure(api, ns_spec())
+    kube.namespace_ensure(api, ns_spec())  # Idempotent.
+    core = client.CoreV1Api(api)
+    quota = core.read_namespaced_resource_quota("portal-quota", "vision-ns")
+    assert quota.spec.hard == {
+        "requests.nvidia.com/gpu": "2",
+        "requests.nvidia.com/mig-1g.10gb": "7",
+        "requests.cpu": "16",
+        "requests.memory": "64Gi",
+    }
+    binding = client.RbacAuthorizationV1Api(api).read_namespaced_role_binding(
+        "team-edit", "vision-ns"
+    )
+    assert (binding.role_ref.kind, binding.role_ref.name) == ("ClusterRole", "edit")
+    assert [(s.kind, s.name) for s in binding.subjects] == [
+        ("Group", "11111111-2222-3333-4444-555555555555")
+    ]
+    policy = client.NetworkingV1Api(api).read_namespaced_network_policy(
+        "deny-other-namespaces", "vision-ns"
+    )
+    assert policy.spec.policy_types == ["Ingress"] and policy.spec.pod_selector.to_dict() == {
+        "match_expressions": None,
+        "match_labels": None,
+    }
+    (rule,) = policy.spec.ingress
+    assert [peer.namespace_selector for peer in rule._from] == [None]
+    limits = core.read_namespaced_limit_range("portal-defaults", "vision-ns").spec.limits[0]
+    assert limits.default_request == {"cpu": "500m", "memory": "1Gi"}
+    assert kube.namespace_phase(api, name="vision-ns") == "Active"
+
+
+def gpu_deployment(api, name: str, replicas: int, gpus: int = 1) -> None:
+    container = {
+        "name": "train",
+        "image": "pytorch",
+        "resources": {"limits": {"nvidia.com/gpu": str(gpus)}},
+    }
+    body = {
+        "metadata": {"name": name},
+        "spec": {
+            "replicas": replicas,
+            "selector": {"matchLabels": {"app": name}},
+            "template": {
+                "metadata": {"labels": {"app": name}},
+                "spec": {"containers": [container]},
+            },
+        },
+    }
+    client.AppsV1Api(api).create_namespaced_deployment("vision-ns", body)
+
+
+def test_stop_then_start_restores_quota_and_replicas(api):
+    kube.namespace_ensure(api, ns_spec())
+    gpu_deployment(api, "train", replicas=2)
+    until(lambda: kube.namespace_gpu_pods(api, name="vision-ns") == 2)
+    kube.namespace_stop(api, name="vision-ns")
+    kube.namespace_stop(api, name="vision-ns")  # A second run keeps what the first remembered.
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    stopped = apps.read_namespaced_deployment("train", "vision-ns")
+    assert stopped.spec.replicas == 0
+    assert stopped.metadata.annotations[kube.REPLICAS_ANNOTATION] == "2"
+    hard = core.read_namespaced_resource_quota("portal-quota", "vision-ns").spec.hard
+    assert hard["requests.nvidia.com/gpu"] == "0" and hard["requests.nvidia.com/mig-1g.10gb"] == "0"
+    assert hard["requests.cpu"] == "16"
+    assert kube.namespace_gpu_pods(api, name="vision-ns") == 0
+    kube.namespace_start(api, ns_spec())
+    started = apps.read_namespaced_deployment("train", "vision-ns")
+    assert started.spec.replicas == 2
+    assert kube.REPLICAS_ANNOTATION not in (started.metadata.annotations or {})
+    assert core.read_namespaced_resource_quota("portal-quota", "vision-ns").spec.hard == (
+        kube._hard(ns_spec())
+    )
+    until(lambda: kube.namespace_gpu_pods(api, name="vision-ns") == 2)
+
+
+def test_a_pod_over_the_namespace_quota_is_forbidden_with_the_servers_message(api):
+    kube.namespace_ensure(api, ns_spec(gpus=0))
+    pod = {
+        "metadata": {"name": "greedy"},
+        "spec": {
+            "containers": [
+                {"name": "c", "image": "x", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+            ]
+        },
+    }
+    with pytest.raises(CloudError) as caught, kube._errors():
+        client.CoreV1Api(api).create_namespaced_pod("vision-ns", pod)
+    assert (caught.value.code, caught.value.status) == ("Forbidden", 403)
+    assert caught.value.message == (
+        'pods "greedy" is forbidden: exceeded quota: portal-quota, requested: '
+        "requests.nvidia.com/gpu=1, used: requests.nvidia.com/gpu=0, "
+        "limited: requests.nvidia.com/gpu=0"
+    )
+
+
+def test_namespace_delete_is_false_while_terminating_then_true(api, emulator):
+    kube.namespace_ensure(api, ns_spec())
+    emulator.state.latency = 0.3
+    try:
+        assert kube.namespace_delete(api, name="vision-ns") is False
+        assert kube.namespace_phase(api, name="vision-ns") == "Terminating"
+        until(lambda: kube.namespace_delete(api, name="vision-ns"))
+    finally:
+        emulator.state.latency = 0.05
+    assert kube.namespace_phase(api, name="vision-ns") == "Absent"
+
+
+def test_a_namespace_of_another_workspace_is_refused(api):
+    kube.namespace_ensure(api, ns_spec(workspace_id=OTHER_WORKSPACE))
+    with pytest.raises(CloudError, match=f"belongs to workspace {OTHER_WORKSPACE}"):
+        kube.namespace_ensure(api, ns_spec())
+
+
+# --- capacity and names ---------------------------------------------------------------------
+
+
+def test_pool_capacity_counts_slices_and_gpus_in_two_calls(api, control):
+    kube.mig_ensure(api, mig_spec())
+    running(api)
+    kube.namespace_ensure(api, ns_spec())
+    gpu_deployment(api, "train", replicas=1, gpus=2)
+    until(lambda: kube.namespace_gpu_pods(api, name="vision-ns") == 1)
+    before = len(control.requests())
+    assert kube.pool_capacity(api) == [
+        kube.PoolCapacity("a100", "nvidia.com/gpu", 2, 2),
+        kube.PoolCapacity("mig1g", "nvidia.com/mig-1g.10gb", 7, 1),
+    ]
+    assert [r["method"] for r in control.requests()[before:]] == ["GET", "GET"]
+
+
+def test_emulator_credential_is_for_loopback_servers_only():
+    settings = AzureSettings(SUBSCRIPTION, RESOURCE_GROUP, SUBNET_ID, credential="emulator")
+    with pytest.raises(ValueError, match="loopback"):
+        kube.kube_api(settings, "https://aks-gpu-dns.hcp.eastus.azmk8s.io:443", None)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("Vision Lab", "vision-lab"),
+        ("  --Équipe_Été--  ", "equipe-ete"),
+        ("team.nlp/2024", "team-nlp-2024"),
+        ("a" * 70, "a" * 63),
+    ],
+)
+def test_dns_label(text, expected):
+    assert kube.dns_label(text) == expected
+
+
+def test_dns_label_trims_to_max_len_without_a_trailing_dash():
+    assert kube.dns_label("abc def", max_len=4) == "abc"
+
+
+@pytest.mark.parametrize("text", ["", "---", "日本語"])
+def test_dns_label_refuses_text_with_nothing_usable(text):
+    with pytest.raises(ValueError, match="no letters or digits"):
+        kube.dns_label(text)
+
+
+def test_an_unreachable_server_is_a_transient_cloud_error():
+    settings = AzureSettings(
+        SUBSCRIPTION, RESOURCE_GROUP, SUBNET_ID, credential="emulator", retry_total=0
+    )
+    api = kube.kube_api(settings, "http://127.0.0.1:9/k8s/nowhere", None)
+    with pytest.raises(CloudError) as caught:
+        kube.namespace_phase(api, name="vision-ns")
+    assert caught.value.transient and caught.value.status is None
+
+
+def test_the_entra_token_is_fetched_again_before_it_expires():
+    import time_machine
+    from azure.core.credentials import AccessToken
+
+    class Credential:  # Stands in for DefaultAzureCredential: counts the tokens it hands out.
+        def __init__(self):
+            self.scopes = []
+
+        def get_token(self, *scopes, **kwargs):
+            self.scopes.append(scopes)
+            return AccessToken(f"token-{len(self.scopes)}", int(time.time()) + 3600)
+
+    credential, config = Credential(), client.Configuration(host="https://aks.example")
+    config.api_key, config.api_key_prefix = {"BearerToken": ""}, {"BearerToken": "Bearer"}
+    config.refresh_api_key_hook = kube._TokenHook(credential)
+    with time_machine.travel(1_800_000_000, tick=False) as clock:
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+        clock.shift(3000)
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-1"
+        clock.shift(400)  # Within TOKEN_MARGIN of expiry.
+        assert config.auth_settings()["BearerToken"]["value"] == "Bearer token-2"
+    assert credential.scopes == [(kube.AKS_SERVER_SCOPE,)] * 2
+
+
+def test_a_pod_refused_by_the_team_quota_is_absent_with_failed_create(api):
+    spec = mig_spec()
+    kube.mig_ensure(api, spec)
+    running(api)
+    kube.mig_scale(api, namespace=spec.namespace, name=spec.name, replicas=0)
+    core = client.CoreV1Api(api)
+    hard = {"requests.nvidia.com/mig-1g.10gb": "0"}
+    core.create_namespaced_resource_quota(
+        spec.namespace, {"metadata": {"name": "team"}, "spec": {"hard": hard}}
+    )
+    kube.mig_scale(api, namespace=spec.namespace, name=spec.name, replicas=1)
+    state = kube.mig_state(api, namespace=spec.namespace, name=spec.name)
+    assert (state.phase, state.reason) == ("Absent", "FailedCreate")
+    assert state.message == (
+        f"create Pod {spec.name}-0 in StatefulSet {spec.name} failed error: pods "
+        f'"{spec.name}-0" is forbidden: exceeded quota: team, requested: '
+        "requests.nvidia.com/mig-1g.10gb=1, used: requests.nvidia.com/mig-1g.10gb=0, "
+        "limited: requests.nvidia.com/mig-1g.10gb=0"
+    )
+    core.patch_namespaced_resource_quota(
+        "team", spec.namespace, {"spec": {"hard": {"requests.nvidia.com/mig-1g.10gb": "1"}}}
+    )
+    assert running(api).phase == "Running"

@@ -2,6 +2,7 @@
 azure-mgmt-containerservice and kubernetes clients talking to the emulator. Celery runs
 eagerly; Azure and Kubernetes are the only things faked."""
 
+import time
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -30,6 +31,8 @@ def cluster(cast, sim):
     sim.create_aks_cluster(
         settings.AZURE_SUBSCRIPTION_ID, settings.AZURE_RESOURCE_GROUP, "research-aks"
     )
+    # Room for a few A100 pools (Azure's default family quota here is 96 vCPUs).
+    sim.set_quota("eastus", "standardNCADSA100v4Family", 1000)
     cluster = cluster_services.cluster_register(
         actor=cast.platform_admin,
         subscription_id=settings.AZURE_SUBSCRIPTION_ID,
@@ -74,7 +77,8 @@ def four_gpu_offering() -> dict:
 
 
 def request_mig(cast, user=None, profile="1g.10gb", **kwargs):
-    return aks_services.workspace_request_mig(
+    """The workspace as the request left it, reloaded (eager tasks moved it on)."""
+    ws = aks_services.workspace_request_mig(
         user=user or cast.researcher,
         team=cast.team,
         name=kwargs.pop("name", "notebook"),
@@ -84,10 +88,11 @@ def request_mig(cast, user=None, profile="1g.10gb", **kwargs):
         now=timezone.now(),
         **kwargs,
     )
+    return Workspace.objects.get(pk=ws.pk)
 
 
 def request_namespace(cast, pool, gpus=2, **kwargs):
-    return aks_services.workspace_request_namespace(
+    ws = aks_services.workspace_request_namespace(
         user=kwargs.pop("user", cast.researcher),
         team=cast.team,
         name=kwargs.pop("name", "training"),
@@ -97,6 +102,7 @@ def request_namespace(cast, pool, gpus=2, **kwargs):
         now=timezone.now(),
         **kwargs,
     )
+    return Workspace.objects.get(pk=ws.pk)
 
 
 def statuses(ws):
@@ -186,8 +192,13 @@ def test_without_a_free_slice_it_waits_and_starts_when_one_frees_up(cast, cluste
         "Waiting for a free 7g.80gb slice (0 of 1 free on pool mig7g)"
     )
     services.workspace_delete(user=cast.researcher, workspace=first, now=timezone.now())
-    services.workspace_advance(workspace_id=second.pk, clock=timezone.now)
-    second.refresh_from_db()
+    # What the waiting task does every KUBE_PENDING_RETRY_SECONDS (the pod starts once bound).
+    for _ in range(40):
+        services.workspace_advance(workspace_id=second.pk, clock=timezone.now)
+        second.refresh_from_db()
+        if second.status == Status.RUNNING:
+            break
+        time.sleep(0.05)
     assert second.status == Status.RUNNING and not second.waiting_reason
 
 
@@ -201,6 +212,8 @@ def test_a_profile_no_pool_offers_is_refused(cast, cluster):
 def test_slices_count_as_sevenths_against_the_team_quota(cast, cluster):
     make_pool(cast, cluster, nodes=2)
     GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=1)
+    cast.team.max_workspaces_per_user = 10
+    cast.team.save()
     for n in range(7):
         assert request_mig(cast, name=f"s{n}").status == Status.RUNNING
     with pytest.raises(services.JustificationNeeded):

@@ -51,7 +51,7 @@ def cluster_register(
     """Register an existing AKS cluster after Azure confirms it (one managedClusters GET);
     its location and Kubernetes version are Azure's. Raises ClusterError when Azure has no
     such cluster, refuses to say, or it is registered already."""
-    ref = aks.ClusterRef(subscription_id.strip(), resource_group.strip(), name.strip())
+    ref = aks.ClusterRef(str(subscription_id).strip(), resource_group.strip(), name.strip())
     state = _azure("read the cluster", lambda: aks.cluster_get(azure_settings(), ref))
     if state is None:
         raise ClusterError(

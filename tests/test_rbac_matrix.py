@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 
 import pytest
+from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from clusters.models import AksCluster, NodePool, PoolStatus
 from teams.models import Membership, Notice, QuotaRequest, TeamQuotaIncrease
-from tests.factories import UserFactory, WorkspaceFactory
+from tests.factories import OfferingFactory, UserFactory, WorkspaceFactory
+from workspaces.models import Kind
 from workspaces.states import Status
 
 ROLES = ("anonymous", "outsider", "researcher", "other_team_admin", "team_admin", "platform_admin")
@@ -75,10 +78,41 @@ EXPECTED = {
         "GET", (_, 403, 403, 403, 403, 200), data={"start": "2026-11-01", "end": "2026-11-30"}
     ),
     "audit": Row("GET", (_, 403, 403, 200, 200, 200)),
+    "workspaces:request-mig": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "workspaces:request-namespace": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "workspaces:kubeconfig": Row("GET", (_, 404, 200, 404, 200, 200), pk="mig_workspace"),
+    # AKS clusters belong to no team: platform admins only.
+    "clusters:list": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "clusters:detail": Row("GET", (_, 403, 403, 403, 403, 200), pk="cluster"),
+    "clusters:team": Row(
+        "POST",
+        (_, 403, 403, 403, 403, 302),
+        pk="cluster",
+        data={"team": "{team}", "group_object_id": "6f1c2a7e-1111-4222-8333-944455556666"},
+    ),
+    "clusters:pool-create": Row(
+        "POST",
+        (_, 403, 403, 403, 403, 302),
+        pk="cluster",
+        data={
+            "name": "mig2g",
+            "vm_size": "Standard_NC24ads_A100_v4",
+            "node_count": "1",
+            "gpu_instance_profile": "MIG2g",
+        },
+    ),
+    "clusters:pools-adoptable": Row("GET", (_, 403, 403, 403, 403, 200), pk="cluster"),
+    "clusters:pool-adopt": Row("POST", (_, 403, 403, 403, 403, 302), pk="cluster"),
+    "clusters:pool-delete": Row("POST", (_, 403, 403, 403, 403, 302), pk="cluster"),
 }
 # Parameters other than ``pk``, by name: the cast's team, a decision and an action that
 # change nothing in Azure.
-PARAMS = {"slug": lambda objects: objects["team"].slug, "decision": "reject", "action": "retry"}
+PARAMS = {
+    "slug": lambda objects: objects["team"].slug,
+    "decision": "reject",
+    "action": "retry",
+    "pool_pk": lambda objects: objects["pool"].pk,
+}
 
 
 def _walk(patterns, prefix="", namespace=""):
@@ -107,7 +141,20 @@ def objects(cast, sim):
     )
     now = timezone.now()
     UserFactory(username="dave")
+    cluster, pool = _cluster_and_pool(cast, sim, now)
     return {
+        "cluster": cluster,
+        "pool": pool,
+        "mig_workspace": WorkspaceFactory(
+            team=cast.team,
+            owner=cast.researcher,
+            status=Status.RUNNING,
+            kind=Kind.MIG,
+            node_pool=pool,
+            namespace="team-vision",
+            mig_profile="1g.10gb",
+            gpu_slices=1,
+        ),
         "team": cast.team,
         "workspace": workspace,
         "quota_request": QuotaRequest.objects.create(
@@ -133,6 +180,34 @@ def objects(cast, sim):
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }
+
+
+def _cluster_and_pool(cast, sim, now):
+    """A registered cluster (it exists in the emulator) with one ready MIG pool."""
+    sim.create_aks_cluster(settings.AZURE_SUBSCRIPTION_ID, settings.AZURE_RESOURCE_GROUP, "aks")
+    cluster = AksCluster.objects.create(
+        subscription_id=settings.AZURE_SUBSCRIPTION_ID,
+        resource_group=settings.AZURE_RESOURCE_GROUP,
+        name="aks",
+        location="eastus",
+        registered_at=now,
+    )
+    offering = OfferingFactory()
+    pool = NodePool.objects.create(
+        cluster=cluster,
+        name="mig1g",
+        vm_size=offering.vm_size,
+        gpu_model="A100",
+        gpus_per_node=1,
+        gpu_memory_gib=80,
+        gpu_instance_profile="MIG1g",
+        node_count=1,
+        price_per_hour=offering.price_per_hour,
+        status=PoolStatus.READY,
+        created_at=now,
+        updated_at=now,
+    )
+    return cluster, pool
 
 
 def _url(name, params, row, objects) -> str:
@@ -164,7 +239,8 @@ def test_rbac_matrix(client, cast, objects, name, role):
     if role != "anonymous":
         client.force_login(getattr(cast, role))
     send = client.post if row.method == "POST" else client.get
-    response = send(url, row.data) if row.data else send(url)
+    data = {k: v.format(team=objects["team"].pk) for k, v in row.data.items()}
+    response = send(url, data) if data else send(url)
     expected = row.statuses[ROLES.index(role)]
     if expected == LOGIN:
         assert response.status_code == 302, f"{row.method} {url} as {role}"

@@ -188,8 +188,9 @@ def poll(settings: AzureSettings, operation: str, *, name: str, token: str) -> P
     """Ask Azure once how the operation behind ``token`` (from begin()) is doing; GETs only.
 
     When it is done, returns get() (None for delete, which then also deletes the NIC and OS
-    disk, waiting). A worker calls this again later rather than sleeping between polls, so
-    long operations (VM creates take minutes) hold no worker.
+    disk, waiting; a finished create first tags the OS disk as the VM, one PATCH). A worker
+    calls this again later rather than sleeping between polls, so long operations (VM creates
+    take minutes) hold no worker.
 
     Raises ValueError for an unknown operation or a malformed token; CloudError when polling
     fails (transient: poll again with the same token) or the operation ended Failed
@@ -205,7 +206,19 @@ def poll(settings: AzureSettings, operation: str, *, name: str, token: str) -> P
     if operation == "delete":
         _delete_all(settings, _names(name), include_vm=False)
         return Progress(done=True)
+    if operation == "create":
+        _tag_os_disk(settings, _names(name))
     return Progress(done=True, state=get(settings, name=name))
+
+
+def _tag_os_disk(settings: AzureSettings, names: VmNames) -> None:
+    """Give the OS disk its VM's tags: Azure does not copy them to a disk the VM creates, so
+    without this Cost Management reports the disk's cost under no workspace. A PATCH of the
+    same tags is harmless, so a resumed poll may send it again."""
+    compute = compute_client(settings)
+    with azure_errors():
+        tags = compute.virtual_machines.get(settings.resource_group, names.vm).tags or {}
+        compute.disks.begin_update(settings.resource_group, names.os_disk, {"tags": tags}).result()
 
 
 def _resumed(settings, operation, name, token, polling) -> LROPoller:

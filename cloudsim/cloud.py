@@ -35,6 +35,7 @@ FAULT_OPS = frozenset(
         "vm.powerOff",
         "nic.create",
         "nic.delete",
+        "disk.update",
         "disk.delete",
         "operation.get",
         "usage.list",

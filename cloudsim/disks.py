@@ -97,3 +97,19 @@ def delete_disk(cloud: Cloud, req: Request) -> Response:
         done_status=204,
     )
     return Response(202, None, lro_headers(req, op, cloud.retry_after))
+
+
+def patch_disk(cloud: Cloud, req: Request) -> Response:
+    """PATCH (Disks_Update): replaces the disk's tags with the body's ``tags``, answered at
+    once with 200 and the disk, as Azure does for a tags-only update; 404 when absent, 400
+    InvalidRequestContent for tags that are not an object of strings."""
+    faults.raise_injected(cloud, "disk.update")
+    disk = cloud.disk(_disk_id(req))
+    if disk is None:
+        raise errors.not_found(views.DISK_TYPE, req.params["name"], req.params["rg"])
+    tags = req.json().get("tags")
+    if tags is not None:
+        if not isinstance(tags, dict) or not all(isinstance(v, str) for v in tags.values()):
+            raise errors.invalid_content("tags must be an object of strings")
+        disk.tags = dict(tags)
+    return Response(200, views.disk_body(cloud, disk))

@@ -57,6 +57,8 @@ class Disk:
     managed_by: str | None  # VM id while attached.
     created: float = field(default_factory=time.time)
     unique_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    # Azure gives an OS disk none of its VM's tags; only a PATCH on the disk sets them.
+    tags: dict = field(default_factory=dict)
 
 
 @dataclass

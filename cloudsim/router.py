@@ -31,7 +31,11 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     (COMPUTE, "virtualmachines", ("deallocate",)): {"POST": vms.deallocate_vm},
     (COMPUTE, "virtualmachines", ("poweroff",)): {"POST": vms.power_off_vm},
     (COMPUTE, "virtualmachines", ("simulateeviction",)): {"POST": spot.simulate_eviction},
-    (COMPUTE, "disks", ()): {"GET": disks.get_disk, "DELETE": disks.delete_disk},
+    (COMPUTE, "disks", ()): {
+        "GET": disks.get_disk,
+        "PATCH": disks.patch_disk,
+        "DELETE": disks.delete_disk,
+    },
     (NETWORK, "networkinterfaces", ()): {
         "GET": network.get_nic,
         "PUT": network.put_nic,

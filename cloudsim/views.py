@@ -130,6 +130,8 @@ def disk_body(cloud: Cloud, disk: Disk) -> dict:
     }
     body = {"id": disk.id, "name": disk.name, "type": DISK_TYPE, "location": disk.location}
     body["sku"] = {"name": disk.storage_type, "tier": tier}
+    if disk.tags:
+        body["tags"] = dict(disk.tags)
     if disk.managed_by:
         body["managedBy"] = disk.managed_by
     body["properties"] = props

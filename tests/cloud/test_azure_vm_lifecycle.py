@@ -112,9 +112,20 @@ def test_resume_from_a_saved_token_only_polls(azure, control, spec):
     again = resume(azure, "create", name=name, token=token)  # a second crash-and-retry
 
     later = control.requests()[sent_by_begin:]
-    assert later and {r["method"] for r in later} == {"GET"}
+    # Polls, and once done the tags onto the OS disk (a PATCH each time, harmless): no create.
+    assert later and {r["method"] for r in later} == {"GET", "PATCH"}
+    assert {r["path"].rsplit("/", 2)[-2] for r in later if r["method"] == "PATCH"} == {"disks"}
     assert len(arm_requests(control, "PUT", "/virtualMachines/")) == 1
     assert state.power_state == again.power_state == "running"
+
+
+def test_a_created_vms_os_disk_carries_the_vms_tags(azure, control, spec):
+    name = create(azure, spec).name
+    (disk,) = [d for d in control.state()["disks"] if d["name"] == f"{name}-osdisk"]
+    costs = control.costs()
+    disk_usage = [u for u in costs["usages"] if u["kind"] == "disk"]
+    assert disk_usage and disk_usage[0]["tags"]["workspace"] == spec.workspace_id
+    assert disk["name"] and spec.tags["workspace"] == spec.workspace_id
 
 
 def test_deallocate_keeps_the_disk_and_start_brings_the_vm_back(azure, control, spec):

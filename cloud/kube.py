@@ -577,11 +577,15 @@ def namespace_start(api: ApiClient, spec: NamespaceSpec) -> None:
                 patch(obj.metadata.name, spec.name, body)
 
 
-def namespace_delete(api: ApiClient, *, name: str) -> bool:
-    """Delete the namespace (everything in it goes with it); True once it is gone, False while
-    it is Terminating. Raises CloudError."""
+def namespace_delete(api: ApiClient, *, name: str, workspace_id: str) -> bool:
+    """Delete the namespace if it is the workspace's (its WORKSPACE_LABEL; everything in it goes
+    with it). True once it is gone or is not the workspace's (someone else's is never touched),
+    False while it is Terminating. Raises CloudError."""
     core = client.CoreV1Api(api)
     with _errors():
+        found = _quietly(lambda: core.read_namespace(name))
+        if found is None or (found.metadata.labels or {}).get(WORKSPACE_LABEL) != workspace_id:
+            return True
         _quietly(lambda: core.delete_namespace(name))
         return _missing(lambda: core.read_namespace(name))
 

@@ -299,6 +299,12 @@ def test_a_namespace_someone_else_made_is_a_failure_naming_the_owner(cast, clust
     ws = Workspace.objects.get(pk=request_namespace(cast, pool).pk)
     assert ws.status == Status.FAILED
     assert ws.error_code == "AlreadyExists" and "vision-training" in ws.error_message
+    assert "someone outside the portal" in ws.error_message
+    # Neither the failed create's clean-up nor deleting the workspace touches their namespace.
+    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED
+    assert "vision-training" in {n["name"] for n in kube(sim)["namespaces"]}
 
 
 def test_pool_create_resumes_from_its_token_after_a_crash(cast, cluster, sim, settings):

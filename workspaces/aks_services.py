@@ -246,7 +246,7 @@ def _send(api, workspace: Workspace, operation: str, now: datetime) -> None:
     elif operation == "deallocate":
         kube.namespace_stop(api, name=ns)
     else:
-        kube.namespace_delete(api, name=ns)
+        kube.namespace_delete(api, name=ns, workspace_id=str(workspace.pk))
 
 
 def _look_mig(api, workspace: Workspace, operation: str) -> Step:
@@ -267,7 +267,9 @@ def _look_mig(api, workspace: Workspace, operation: str) -> Step:
 
 def _look_namespace(api, workspace: Workspace, operation: str) -> Step:
     if operation == "delete":
-        return Step(kube.namespace_delete(api, name=workspace.namespace))
+        return Step(
+            kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
+        )
     return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
 
 
@@ -374,7 +376,7 @@ def clean_up_failed_create(workspace: Workspace) -> None:
     if workspace.kind == Kind.MIG:
         kube.mig_delete(api, namespace=workspace.namespace, name=kube_name(workspace))
     else:
-        kube.namespace_delete(api, name=workspace.namespace)
+        kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
 
 
 def kubeconfig(*, workspace: Workspace) -> bytes:

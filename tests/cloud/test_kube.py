@@ -311,13 +311,20 @@ def test_a_pod_over_the_namespace_quota_is_forbidden_with_the_servers_message(ap
     )
 
 
+def test_namespace_delete_never_touches_a_namespace_that_is_not_the_workspaces(api):
+    kube.namespace_ensure(api, ns_spec())
+    other = "00000000-0000-4000-8000-000000000000"
+    assert kube.namespace_delete(api, name="vision-ns", workspace_id=other) is True
+    assert kube.namespace_phase(api, name="vision-ns") == "Active"
+
+
 def test_namespace_delete_is_false_while_terminating_then_true(api, emulator):
     kube.namespace_ensure(api, ns_spec())
     emulator.state.latency = 0.3
     try:
-        assert kube.namespace_delete(api, name="vision-ns") is False
+        assert kube.namespace_delete(api, name="vision-ns", workspace_id=WORKSPACE_ID) is False
         assert kube.namespace_phase(api, name="vision-ns") == "Terminating"
-        until(lambda: kube.namespace_delete(api, name="vision-ns"))
+        until(lambda: kube.namespace_delete(api, name="vision-ns", workspace_id=WORKSPACE_ID))
     finally:
         emulator.state.latency = 0.05
     assert kube.namespace_phase(api, name="vision-ns") == "Absent"

@@ -308,7 +308,8 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
         env=(
             ("GPU_PORTAL_URL", settings.PORTAL_URL),
             ("GPU_PORTAL_WORKSPACE", str(workspace.pk)),
-            ("GPU_PORTAL_INTERVAL_SECONDS", str(int(settings.AGENT_INTERVAL_SECONDS))),
+            # "%g": a demo's 0.5 s must not become "0", which the agent refuses.
+            ("GPU_PORTAL_INTERVAL_SECONDS", f"{settings.AGENT_INTERVAL_SECONDS:g}"),
         ),
         agent_token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
         labels=(("team", workspace.team.slug), ("owner", _label(workspace.owner.username))),

@@ -2,7 +2,8 @@
 
 ``render`` writes a cloud-config as JSON: the agent's config, the agent program itself
 (gzip + base64) and a systemd unit that keeps it running; ``agent_config`` reads the config
-back out of such a document. Standard library only.
+back out of such a document; ``agent_source`` and ``nvml_requirement`` give a MIG pod the same
+program and NVML pin. Standard library only.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def render(*, portal_url: str, workspace: str, token: str, interval_seconds: flo
             {"path": UNIT_PATH, "permissions": "0644", "content": UNIT},
         ],
         "runcmd": [
-            ["python3", "-m", "pip", "install", "--target", AGENT_LIB_DIR, _nvml_requirement()],
+            ["python3", "-m", "pip", "install", "--target", AGENT_LIB_DIR, nvml_requirement()],
             ["systemctl", "daemon-reload"],
             ["systemctl", "enable", "--now", UNIT_NAME],
         ],
@@ -86,13 +87,20 @@ def render(*, portal_url: str, workspace: str, token: str, interval_seconds: flo
     return _HEADER + json.dumps(document)
 
 
+def agent_source() -> str:
+    """The agent's program (agent/gpu_portal_agent.py) as text, as a MIG pod's ConfigMap
+    carries it. Raises OSError when the file cannot be read."""
+    return _AGENT_SOURCE.read_text(encoding="utf-8")
+
+
+def nvml_requirement() -> str:
+    """The pip requirement the agent needs for NVML: "nvidia-ml-py==<the pinned version>"."""
+    return f"nvidia-ml-py=={NVIDIA_ML_PY_VERSION}"
+
+
 def _packed_agent() -> str:
     # mtime=0 keeps the output a function of the source alone, so equal inputs render equally.
     return base64.b64encode(gzip.compress(_AGENT_SOURCE.read_bytes(), mtime=0)).decode("ascii")
-
-
-def _nvml_requirement() -> str:
-    return f"nvidia-ml-py=={NVIDIA_ML_PY_VERSION}"
 
 
 def agent_config(custom_data: str) -> dict | None:

@@ -3,12 +3,14 @@
 ``interval_seconds`` and posts them to the portal as heartbeats (docs/agent-protocol.md).
 
     python3 gpu_portal_agent.py --config /etc/gpu-portal-agent/config.json
+    GPU_PORTAL_URL=... GPU_PORTAL_WORKSPACE=... PORTAL_AGENT_TOKEN=... python3 gpu_portal_agent.py
     python3 gpu_portal_agent.py --once      # print one sample as JSON and exit
 
-It is shipped to each VM as this one file, so it needs only the standard library and, when
-installed, nvidia-ml-py (``pynvml``); without it, or without a driver, it reports NVML as
-unavailable and keeps going. It runs on the VM image's python3, so it avoids anything newer
-than Python 3.8.
+It is shipped as this one file, to each VM by cloud-init (config in config.json) and to each
+MIG-slice pod in a ConfigMap (config in the pod's environment), so it needs only the standard
+library and, when installed, nvidia-ml-py (``pynvml``); without it, or without a driver, it
+reports NVML as unavailable and keeps going. It runs on the image's python3, so it avoids
+anything newer than Python 3.8.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import http.client
 import itertools
 import json
 import math
+import os
 import re
 import struct
 import sys
@@ -44,6 +47,15 @@ MAX_BACKOFF_SECONDS = 300.0
 MAX_RETRY_AFTER_SECONDS = 3600.0  # a bigger Retry-After is taken as a server mistake
 MAX_REPLY_BYTES = 64 * 1024
 MIB = 1024 * 1024
+
+ENV_URL, ENV_WORKSPACE = "GPU_PORTAL_URL", "GPU_PORTAL_WORKSPACE"
+ENV_TOKEN, ENV_INTERVAL = "PORTAL_AGENT_TOKEN", "GPU_PORTAL_INTERVAL_SECONDS"
+_ENV_NAMES = {
+    "portal_url": ENV_URL,
+    "workspace": ENV_WORKSPACE,
+    "token": ENV_TOKEN,
+    "interval_seconds": ENV_INTERVAL,
+}
 
 EXIT_CONFIG = 2
 EXIT_GONE = 3  # the systemd unit's RestartPreventExitStatus: a deleted workspace stays stopped
@@ -489,15 +501,57 @@ def load_config(path: str) -> dict:
     ValueError; the messages never quote the token."""
     with open(path) as handle:
         config = json.load(handle)
+    return _checked(config)
+
+
+def config_from_env(environ) -> dict | None:
+    """The config a pod's environment gives (docs/agent-protocol.md §1): GPU_PORTAL_URL,
+    GPU_PORTAL_WORKSPACE, PORTAL_AGENT_TOKEN, GPU_PORTAL_INTERVAL_SECONDS (seconds, default
+    30) and, when set, JUPYTER_TOKEN (the local Jupyter server's token). None when none of
+    the three required variables is set; once one is, all are checked as load_config checks
+    the file. Raises ValueError, never quoting the token."""
+    if not _names_portal(environ):
+        return None
+    config = {
+        "portal_url": environ.get(ENV_URL, ""),
+        "workspace": environ.get(ENV_WORKSPACE, ""),
+        "token": environ.get(ENV_TOKEN, ""),
+    }
+    interval = environ.get(ENV_INTERVAL, "").strip()
+    if interval:
+        try:
+            config["interval_seconds"] = float(interval)
+        except ValueError:
+            raise ValueError(f"{ENV_INTERVAL} must be a positive number") from None
+    if environ.get("JUPYTER_TOKEN"):
+        config["jupyter_token"] = environ["JUPYTER_TOKEN"]
+    return _checked(config, names=_ENV_NAMES)
+
+
+def _names_portal(environ) -> bool:
+    return any(name in environ for name in (ENV_URL, ENV_WORKSPACE, ENV_TOKEN))
+
+
+def _checked(config, names=None) -> dict:
+    """config itself once it has the keys and types the protocol wants; ValueError else.
+    names: what to call each key in messages (the environment variable for a pod)."""
+    names = names or {}
     if not isinstance(config, dict):
         raise ValueError("the config is not a JSON object")
     for key in ("portal_url", "workspace", "token"):
         if not isinstance(config.get(key), str) or not config[key]:
-            raise ValueError(f"the config needs a non-empty string {key!r}")
+            raise ValueError(f"the config needs a non-empty string {names.get(key, key)!r}")
     _register_secret(config["token"])
+    _register_secret(config.get("jupyter_token") or "")
     interval = config.get("interval_seconds", 30)
-    if isinstance(interval, bool) or not isinstance(interval, (int, float)) or interval <= 0:
-        raise ValueError("interval_seconds must be a positive number")
+    if (
+        isinstance(interval, bool)
+        or not isinstance(interval, (int, float))
+        or not math.isfinite(interval)
+        or interval <= 0
+    ):
+        what = names.get("interval_seconds", "interval_seconds")
+        raise ValueError(f"{what} must be a positive number")
     return config
 
 
@@ -522,7 +576,11 @@ def run(sender: Sender, take_sample, *, clock=time.monotonic, sleep=time.sleep, 
 
 def _parse_args(argv):
     parser = argparse.ArgumentParser(description="GPU portal telemetry agent")
-    parser.add_argument("--config", default=DEFAULT_CONFIG_PATH, help="path of config.json")
+    parser.add_argument(
+        "--config",
+        help=f"path of config.json (default: the environment's {ENV_URL}, {ENV_WORKSPACE} and "
+        f"{ENV_TOKEN} when set, else {DEFAULT_CONFIG_PATH})",
+    )
     parser.add_argument("--once", action="store_true", help="print one sample as JSON and exit")
     return parser.parse_args(argv)
 
@@ -531,14 +589,19 @@ def _now() -> datetime:
     return datetime.now(timezone.utc)  # noqa: UP017 - runs on Python 3.8
 
 
-def main(argv=None) -> int:
-    """Runs the agent; returns the process's exit status (EXIT_GONE after a 410)."""
+def main(argv=None, environ=None) -> int:
+    """Runs the agent; returns the process's exit status (EXIT_GONE after a 410). Without
+    --config the config comes from ``environ`` (default os.environ) when it names the portal
+    (a pod), else from DEFAULT_CONFIG_PATH (a VM)."""
     args = _parse_args(argv)
     if args.once:
         print(json.dumps(sample(_now()), indent=2))
         return 0
+    environ = os.environ if environ is None else environ
+    from_env = args.config is None and _names_portal(environ)
+    where = "from the environment" if from_env else (args.config or DEFAULT_CONFIG_PATH)
     try:
-        config = load_config(args.config)
+        config = config_from_env(environ) if from_env else load_config(where)
         sender = Sender(
             config["portal_url"],
             config["workspace"],
@@ -546,7 +609,7 @@ def main(argv=None) -> int:
             interval_seconds=config.get("interval_seconds", 30),
         )
     except (OSError, ValueError) as exc:
-        log(f"cannot use the config {args.config}: {exc}")
+        log(f"cannot use the config {where}: {exc}")
         return EXIT_CONFIG
     cpu = CpuMeter()
     jupyter_url = config.get("jupyter_url") or JUPYTER_URL

@@ -13,7 +13,10 @@ A MIG workspace is a one-replica StatefulSet ``<name>`` (pod ``<name>-0``) reque
 ``nvidia.com/mig-<profile>: 1``, pinned to its node pool (nodeSelector ``agentpool``,
 tolerations of the pool's taints), with PVC ``<name>-home`` on /home, Service ``<name>``
 (JupyterLab, port 8888) and Secret ``<name>-agent`` (the telemetry agent's token, handed to
-the pod as env PORTAL_AGENT_TOKEN from a secretKeyRef, never in the pod spec).
+the pod as env PORTAL_AGENT_TOKEN from a secretKeyRef, never in the pod spec). Given the agent's
+program, ConfigMap ``<name>-agent-code`` holds it, mounted read-only at AGENT_DIR, and the
+container's command starts it in the background before the image's own start command
+(docs/agent-protocol.md §1b), so it reads the pod's MIG device.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import hashlib
 import json
 import os
 import re
+import shlex
 import tempfile
 import threading
 import time
@@ -55,6 +59,12 @@ GPU = "nvidia.com/gpu"
 MIG_PREFIX = "nvidia.com/mig-"
 JUPYTER_PORT = 8888
 AGENT_TOKEN_ENV = "PORTAL_AGENT_TOKEN"
+AGENT_DIR = "/opt/gpu-portal-agent"  # The ConfigMap's mount: the agent's program, read-only.
+AGENT_FILE = "gpu_portal_agent.py"
+AGENT_LIB_DIR = "/tmp/gpu-portal-agent-lib"  # pip --target: writable whatever the image's user.
+AGENT_EXIT_GONE = 3  # The agent's exit status after a 410: the workspace is gone, no restart.
+AGENT_RESTART_SECONDS = 10
+DEFAULT_START_COMMAND = ("start-notebook.py",)  # The Jupyter Docker Stacks images' CMD.
 TOKEN_MARGIN = 300  # Seconds before expiry an Entra ID token is replaced.
 RETRY_STATUSES = (429, 500, 502, 503, 504)
 MIG_PROFILE = re.compile(r"^[1-7]g\.[0-9]+gb$")
@@ -221,7 +231,11 @@ class MigSpec:
     """One MIG-slice workspace. namespace: the team's (created if missing, labelled ours);
     name: "ws-<12 hex>"; mig_profile: "1g.10gb"; tolerations: the pool's taints
     "key=value:Effect"; home_gib: PVC size in GiB; env: plain settings for the telemetry
-    agent; agent_token: stored in Secret "<name>-agent"; labels: e.g. team, owner."""
+    agent; agent_token: stored in Secret "<name>-agent"; labels: e.g. team, owner;
+    agent_script: the agent's program (agent/gpu_portal_agent.py), "" to run none;
+    agent_requirement: a pip requirement installed for it when the image lacks pynvml
+    ("nvidia-ml-py==13.615.71"; "" installs nothing); start_command: the image's own start
+    command, which the agent's launcher execs (the container's args)."""
 
     workspace_id: str
     namespace: str
@@ -234,6 +248,9 @@ class MigSpec:
     env: tuple[tuple[str, str], ...] = ()
     agent_token: str = ""
     labels: tuple[tuple[str, str], ...] = ()
+    agent_script: str = ""
+    agent_requirement: str = ""
+    start_command: tuple[str, ...] = DEFAULT_START_COMMAND
 
 
 @dataclass(frozen=True)
@@ -271,6 +288,37 @@ def _check_mig(spec: MigSpec) -> None:
         raise ValueError(f"MIG profile {spec.mig_profile!r} is not like '1g.10gb'")
     if spec.home_gib < 1:
         raise ValueError("home_gib must be at least 1")
+    if spec.agent_script and not spec.start_command:
+        raise ValueError("start_command is needed to start the image after the agent")
+
+
+def _agent_launcher(requirement: str) -> str:
+    """sh -c text: in the background, pynvml installed if missing, then the agent, restarted
+    as systemd restarts it on a VM (not after a 410); then exec of "$@" (the image's start
+    command), which keeps the container's lifetime the user's process's."""
+    agent = f"{AGENT_DIR}/{AGENT_FILE}"
+    install = (
+        f"python3 -c 'import pynvml' 2>/dev/null || python3 -m pip install --quiet "
+        f"--target {AGENT_LIB_DIR} {shlex.quote(requirement)}; "
+        if requirement
+        else ""
+    )
+    return (
+        f"( {install}while :; do "
+        f"PYTHONPATH={AGENT_LIB_DIR}${{PYTHONPATH:+:$PYTHONPATH}} python3 {agent}; "
+        f"[ $? -eq {AGENT_EXIT_GONE} ] && break; sleep {AGENT_RESTART_SECONDS}; done ) & "
+        'exec "$@"'
+    )
+
+
+def _with_agent(spec: MigSpec, container: dict, pod_spec: dict) -> None:
+    """Mount the agent's ConfigMap and start it before the image's command (in place)."""
+    container["command"] = ["/bin/sh", "-c", _agent_launcher(spec.agent_requirement), "launch"]
+    container["args"] = list(spec.start_command)
+    mount = {"name": "agent", "mountPath": AGENT_DIR, "readOnly": True}
+    container["volumeMounts"].append(mount)
+    config_map = {"name": f"{spec.name}-agent-code", "defaultMode": 0o444}
+    pod_spec["volumes"].append({"name": "agent", "configMap": config_map})
 
 
 def _statefulset(spec: MigSpec, labels: dict) -> dict:
@@ -292,6 +340,8 @@ def _statefulset(spec: MigSpec, labels: dict) -> dict:
         "containers": [container],
         "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": f"{spec.name}-home"}}],
     }
+    if spec.agent_script:
+        _with_agent(spec, container, pod_spec)
     selector = {INSTANCE_LABEL: spec.name}
     return {
         "metadata": _meta(spec.name, labels, spec.namespace),
@@ -317,8 +367,12 @@ def _mig_objects(spec: MigSpec, labels: dict) -> list[tuple[str, str, str, dict]
         "selector": {INSTANCE_LABEL: name},
         "ports": [{"name": "http", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}],
     }
+    code = {"metadata": _meta(f"{name}-agent-code", labels, ns)}
+    code["data"] = {AGENT_FILE: spec.agent_script}
+    agent_code = [("ConfigMap", "config_map", f"{name}-agent-code", code)]
     return [
         ("Secret", "secret", f"{name}-agent", secret),
+        *(agent_code if spec.agent_script else []),
         ("PersistentVolumeClaim", "persistent_volume_claim", f"{name}-home", {
             "metadata": _meta(f"{name}-home", labels, ns), "spec": pvc_spec}),
         ("Service", "service", name, {"metadata": _meta(name, labels, ns), "spec": service_spec}),
@@ -422,8 +476,9 @@ def mig_state(api: ApiClient, *, namespace: str, name: str) -> PodState:
 
 
 def mig_delete(api: ApiClient, *, namespace: str, name: str) -> bool:
-    """Delete the StatefulSet (its pod goes with it), Service, Secret and PVC; True once all of
-    them and the pod are gone (the PVC outlives its pod), else call again. Raises CloudError."""
+    """Delete the StatefulSet (its pod goes with it), Service, Secret, the agent's ConfigMap
+    and PVC; True once all of them and the pod are gone (the PVC outlives its pod), else call
+    again. Raises CloudError."""
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     background = client.V1DeleteOptions(propagation_policy="Background")
     parts = [
@@ -433,6 +488,8 @@ def mig_delete(api: ApiClient, *, namespace: str, name: str) -> bool:
          lambda: core.read_namespaced_service(name, namespace)),
         (lambda: core.delete_namespaced_secret(f"{name}-agent", namespace),
          lambda: core.read_namespaced_secret(f"{name}-agent", namespace)),
+        (lambda: core.delete_namespaced_config_map(f"{name}-agent-code", namespace),
+         lambda: core.read_namespaced_config_map(f"{name}-agent-code", namespace)),
         (lambda: core.delete_namespaced_persistent_volume_claim(f"{name}-home", namespace),
          lambda: core.read_namespaced_persistent_volume_claim(f"{name}-home", namespace)),
     ]  # fmt: skip

@@ -114,24 +114,36 @@ def gpu_model(size: str) -> GpuModel:
 
 
 def make_sample(
-    profile: str, rng: random.Random, gpu: GpuModel, count: int, seq: int, spike_every: int
+    profile: str,
+    rng: random.Random,
+    gpu: GpuModel,
+    count: int,
+    seq: int,
+    spike_every: int,
+    mig_profile: str | None = None,
 ) -> dict:
     """One sample for a profile other than "silent"; seq numbers the VM's samples from 1.
 
     busy: 80-98 % on every GPU, 1 ssh session, cpu 40-70 %; idle: 0 %, ~0.5 GiB used, cpu 0-3 %;
-    spiky: idle, but every spike_every-th sample has every GPU at 100 %."""
+    spiky: idle, but every spike_every-th sample has every GPU at 100 %.
+    mig_profile ("1g.10gb"): the agent of a MIG pod, which sees one MIG device of `gpu` and
+    no utilisation (NVML has no counter per MIG device), and whose user works in Jupyter (a
+    busy kernel, not an ssh session)."""
     spike = profile == "spiky" and seq % spike_every == 0
     level = "busy" if profile == "busy" else ("spike" if spike else "idle")
     busy = level == "busy"
-    gpus = [_gpu_entry(i, gpu, level, rng) for i in range(min(max(count, 1), MAX_GPUS))]
+    if mig_profile is not None:
+        gpus = [_mig_entry(gpu, mig_profile, level, rng)]
+    else:
+        gpus = [_gpu_entry(i, gpu, level, rng) for i in range(min(max(count, 1), MAX_GPUS))]
     return {
         # Microseconds: with the sub-second intervals of tests and demos, whole seconds would
         # repeat, and the portal drops a sample not newer than the last one it took.
         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "nvml": "ok" if gpu.name else NVML_MISSING,
         "gpus": gpus if gpu.name else [],
-        "ssh_sessions": 1 if busy else 0,
-        "jupyter_busy_kernels": 0,
+        "ssh_sessions": 1 if busy and mig_profile is None else 0,
+        "jupyter_busy_kernels": 1 if busy and mig_profile is not None else 0,
         "cpu_percent": round(rng.uniform(40, 70) if busy else rng.uniform(0, 3), 1),
     }
 
@@ -153,3 +165,17 @@ def _gpu_entry(index: int, gpu: GpuModel, level: str, rng: random.Random) -> dic
         "processes": processes,
         "mig_profile": None,
     }
+
+
+def mig_memory_mib(profile: str) -> int:
+    """What NVML reports as a MIG device's memory: a little under its name's GB ("1g.10gb":
+    9728 MiB; "1g.5gb": 4864 MiB, as nvidia-smi shows them on A100s)."""
+    match = re.fullmatch(r"\d+g\.(\d+)gb", profile)
+    return int(match.group(1)) * 1024 * 95 // 100 if match else 0
+
+
+def _mig_entry(gpu: GpuModel, profile: str, level: str, rng: random.Random) -> dict:
+    """The one `gpus` entry of a pod holding a MIG device of `gpu`."""
+    device = GpuModel(f"{gpu.name} MIG {profile}", mig_memory_mib(profile))
+    entry = _gpu_entry(0, device, level, rng)
+    return {**entry, "util_percent": None, "mig_profile": profile}

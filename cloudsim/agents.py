@@ -1,4 +1,5 @@
-"""The emulator plays the telemetry agent (docs/agent-protocol.md) of every running VM.
+"""The emulator plays the telemetry agent (docs/agent-protocol.md) of every running VM and of
+every running pod that runs one (a MIG workspace's).
 
 AgentBook is the state: per-VM profiles and stats, set and shown by the /_sim/agents control
 API. It lives on the Cloud (`cloud.agents`) and, like the rest of the Cloud, is guarded by
@@ -7,7 +8,10 @@ due and builds their samples under the lock, then posts each one from its own sh
 thread, outside the lock, so a slow or absent portal never holds up ARM requests or other VMs.
 
 A VM plays its agent while its power state is "running" (PowerState/running) and its customData
-holds an agent config. VMs are addressed by name, as the control API addresses them.
+holds an agent config. A pod plays it while its phase is Running and a container's environment
+names the portal (GPU_PORTAL_URL, GPU_PORTAL_WORKSPACE, PORTAL_AGENT_TOKEN; cloudsim.kube.
+pod_agents); it reports the pod's one MIG device. Agents are addressed by name, as the control
+API addresses them: the VM's, or the pod's StatefulSet's ("ws-<12 hex>").
 """
 
 import http.client
@@ -25,12 +29,14 @@ from .agent_protocol import (
     AGENT_VERSION,
     DEFAULT_SPIKE_EVERY,
     AgentConfig,
+    GpuModel,
     agent_config,
     check_profile,
     gpu_model,
     make_sample,
 )
-from .models import VM, iso
+from .kube.pod_agents import pod_agents
+from .models import iso
 
 if TYPE_CHECKING:
     from .cloud import Cloud
@@ -62,6 +68,41 @@ class AgentState:
     last_status: int | None = None  # None: no HTTP answer (see last_error).
     last_error: str | None = None
     last_post_at: float | None = None  # Unix seconds.
+
+
+@dataclass(frozen=True)
+class Host:
+    """Where an agent runs, as this tick sees it: a VM or a pod. gpu: the GPU model; count:
+    whole GPUs; mig_profile: the one MIG device a pod holds, else None."""
+
+    name: str
+    config: AgentConfig | None
+    running: bool
+    gpu: GpuModel
+    count: int
+    mig_profile: str | None = None
+
+
+NO_GPU = GpuModel(None, 0)  # A container without a GPU: NVML's library is not even mounted.
+
+
+def hosts(cloud: "Cloud") -> dict[str, Host]:
+    """Every VM, and every pod whose container runs the agent, by lower-case name (a VM wins
+    a name both have). The caller holds cloud.lock."""
+    found: dict[str, Host] = {}
+    for vm in cloud.vms.values():
+        size = cloud.catalog.get(vm.location, vm.size)
+        running = vm.power == "running"
+        config = agent_config(vm.custom_data)
+        gpus = size.gpus if size else 1
+        found[vm.name.lower()] = Host(vm.name, config, running, gpu_model(vm.size), gpus)
+    for cluster in cloud.kube.clusters.values():
+        for pod in pod_agents(cluster):
+            has_gpu = pod.mig_profile is not None or pod.gpus > 0
+            gpu = gpu_model(pod.vm_size) if has_gpu and pod.vm_size else NO_GPU
+            host = Host(pod.name, pod.config, pod.running, gpu, pod.gpus, pod.mig_profile)
+            found.setdefault(pod.name.lower(), host)
+    return found
 
 
 @dataclass(frozen=True)
@@ -117,24 +158,26 @@ class AgentBook:
     def due_jobs(self, cloud: "Cloud", now: float) -> list[Job]:
         """Build the heartbeats due at `now` (monotonic seconds) and mark them in flight."""
         jobs = []
-        for vm in cloud.vms.values():
-            config = agent_config(vm.custom_data)
-            state = self.states.get(vm.name.lower())
-            if config is None or vm.power != "running":
-                if state is not None:
-                    state.next_due = None  # A restarted agent posts as soon as it boots.
+        found = hosts(cloud)
+        for key, state in self.states.items():
+            host = found.get(key)
+            if host is None or host.config is None or not host.running:
+                state.next_due = None  # A restarted agent posts as soon as it boots.
+        for key, host in found.items():
+            if host.config is None or not host.running:
                 continue
+            state = self.states.get(key)
             if state is None:
-                state = self.states[vm.name.lower()] = AgentState(vm.name, random.Random(vm.name))
-            job = self._job_for(cloud, vm, state, config, now)
+                state = self.states[key] = AgentState(host.name, random.Random(host.name))
+            job = self._job_for(key, host, state, host.config, now)
             if job is not None:
                 jobs.append(job)
         return jobs
 
-    def _job_for(self, cloud: "Cloud", vm: VM, state: AgentState, config: AgentConfig, now: float):
+    def _job_for(self, key: str, host: Host, state: AgentState, config: AgentConfig, now: float):
         if state.config != config:  # Re-created with a new token or interval: start afresh.
             state.config, state.next_due, state.reply_interval = config, None, None
-        profile = self.profile_of(vm.name)
+        profile = self.profile_of(host.name)
         if state.in_flight or profile == "silent" or state.stopped == config:
             return None
         if state.next_due is not None and now < state.next_due:
@@ -142,13 +185,12 @@ class AgentBook:
         state.samples += 1
         state.next_due = now + (state.reply_interval or config.interval)
         state.in_flight = True
-        size = cloud.catalog.get(vm.location, vm.size)
-        every = self.spike_every.get(vm.name.lower(), DEFAULT_SPIKE_EVERY)
+        every = self.spike_every.get(key, DEFAULT_SPIKE_EVERY)
         sample = make_sample(
-            profile, state.rng, gpu_model(vm.size), size.gpus if size else 1, state.samples, every
+            profile, state.rng, host.gpu, host.count, state.samples, every, host.mig_profile
         )
         body = {"agent_version": AGENT_VERSION, "samples": [sample]}
-        return Job(vm.name.lower(), config, body, self.generation)
+        return Job(key, config, body, self.generation)
 
     def record(self, job: Job, outcome: Outcome, now: float) -> None:
         """Account for a finished POST; now is time.monotonic() seconds."""
@@ -173,18 +215,19 @@ class AgentBook:
             state.next_due = max(state.next_due, now + min(outcome.retry_after, MAX_RETRY_AFTER))
 
     def listing(self, cloud: "Cloud") -> list[dict]:
-        """/_sim/agents rows: VMs with an agent config, and VMs that have had one since reset."""
-        vms = {vm.name.lower(): vm for vm in cloud.vms.values()}
-        keys = {k for k, vm in vms.items() if agent_config(vm.custom_data)} | set(self.states)
-        return [self._row(vms.get(key), self.states.get(key)) for key in sorted(keys)]
+        """/_sim/agents rows: VMs and pods with an agent config, and those that have had one
+        since reset."""
+        found = hosts(cloud)
+        keys = {k for k, host in found.items() if host.config} | set(self.states)
+        return [self._row(found.get(key), self.states.get(key)) for key in sorted(keys)]
 
-    def _row(self, vm: VM | None, state: AgentState | None) -> dict:
+    def _row(self, host: Host | None, state: AgentState | None) -> dict:
         """One listing row. Never the token."""
-        name = vm.name if vm is not None else state.vm
-        config = agent_config(vm.custom_data) if vm is not None else state.config
+        name = host.name if host is not None else state.vm
+        config = host.config if host is not None else state.config
         profile = self.profile_of(name)
         stopped = state is not None and config is not None and state.stopped == config
-        running = vm is not None and vm.power == "running"
+        running = host is not None and host.running
         stats = state or _NO_STATS
         return {
             "vm": name,
@@ -258,9 +301,10 @@ def _retry_after(headers) -> float | None:
 
 
 class AgentPlayer:
-    """The thread that plays every running VM's agent; start() and stop() are idempotent.
+    """The thread that plays every running VM's and pod's agent; start() and stop() are
+    idempotent.
 
-    tick: seconds between looks at the VMs (the finest heartbeat interval it can keep)."""
+    tick: seconds between looks at the VMs and pods (the finest heartbeat interval it can keep)."""
 
     def __init__(self, cloud: "Cloud", tick: float = 0.05):
         self.cloud = cloud
@@ -295,7 +339,10 @@ class AgentPlayer:
     def tick_once(self) -> int:
         """Start the heartbeats due now; returns how many."""
         with self.cloud.lock:
-            self.cloud.advance()  # Operations that ended meanwhile decide who is running.
+            # Operations that ended meanwhile decide which VMs run. Pods are taken as the last
+            # Kubernetes request left them: running the controllers here would make what a
+            # test's next request sees depend on this thread's timing.
+            self.cloud.advance()
             jobs = self.cloud.agents.due_jobs(self.cloud, time.monotonic())
         for job in jobs:
             name = f"cloudsim-agent-{job.key}"

@@ -147,7 +147,8 @@ class SimControl:
         return self._call("GET", "/_sim/requests")["requests"]
 
     def set_agent_profile(self, vm_name: str, profile: str, spike_every: int | None = None) -> dict:
-        """GPU-use profile of one VM's emulated agent, also for a VM not created yet.
+        """GPU-use profile of one VM's emulated agent, also for a VM not created yet; a
+        pod's agent is named by its StatefulSet ("ws-<12 hex>").
 
         Profiles: busy, idle, spiky (idle but 100 % every `spike_every` samples, default 10),
         silent (posts nothing)."""

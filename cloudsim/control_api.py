@@ -12,7 +12,8 @@ POST /_sim/aks/clusters           {"subscription", "resource_group", "name", "lo
                                   pool "nodepool1" of one Standard_D4ds_v5) -> the ManagedCluster
 GET  /_sim/state                  -> see Cloud.snapshot()
 GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
-POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet)
+POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet;
+                                  "vm" may name a pod's StatefulSet, e.g. "ws-<12 hex>")
 POST /_sim/agents/default         {"profile"}                          (VMs without their own)
 POST /_sim/prices                 {"items": [...], "page_size"?}       (replace the price book)
 POST /_sim/prices/add             {"items": [...]}                     (append, e.g. a price change)
@@ -23,7 +24,7 @@ POST /_sim/costs                  {"tag"?, "multiplier"?, "extra_per_day"?, "pag
 GET  /_sim/costs                  -> {"usages": [...], "skew": {...}, "page_size"}
 GET  /_sim/agents                 -> {"agents": [{"vm", "workspace", "profile", "active", "posts",
                                       "accepted", "failures", "last_status", "last_error",
-                                      "last_post_at"}]}                 (never a token)
+                                      "last_post_at"}]}   (VMs and pods; never a token)
 GET  /_sim/k8s                    -> {"clusters": [{"key", "name", "server", "resourceVersion",
                                       "pools", "namespaces", "nodes": [{"name", "pool",
                                       "allocatable"}], "pods": [{"namespace", "name", "phase",

@@ -18,7 +18,7 @@ from clusters.models import NodePool, PoolStatus
 from teams.models import GpuQuota
 from tests.factories import OfferingFactory
 from workspaces import aks_services, services
-from workspaces.models import Kind, Workspace
+from workspaces.models import Kind, Workspace, WorkspaceAgent
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -158,6 +158,33 @@ def test_mig_slice_runs_as_a_pinned_pod_with_home_and_service(cast, cluster, sim
     pods = [p for p in kube(sim)["pods"] if p["namespace"] == "team-vision"]
     assert [(p["name"], p["phase"]) for p in pods] == [(f"ws-{ws.short_id}-0", "Running")]
     assert pods[0]["node"].startswith("aks-mig1g-")
+
+
+def test_the_emulator_plays_the_agent_in_a_mig_pod_and_the_portal_stores_its_heartbeats(
+    cast, cluster, sim, settings, live_server
+):
+    settings.PORTAL_URL = live_server.url
+    settings.AGENT_INTERVAL_SECONDS = 0.2
+    make_pool(cast, cluster)
+    ws = request_mig(cast)
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    sim.set_agent_profile(f"ws-{ws.short_id}", "idle")  # Addressed by its StatefulSet's name.
+    deadline = time.monotonic() + 15
+    # The first sample may predate the profile (busy: a busy kernel); wait for an idle one.
+    while (agent := WorkspaceAgent.objects.get(pk=ws.pk)).last_at is None or agent.interactive:
+        assert time.monotonic() < deadline, sim.agents()
+        time.sleep(0.1)
+    assert agent.nvml == "ok"
+    assert agent.gpus == [{"name": "1g.10gb", "util": None, "mem_used": agent.gpus[0]["mem_used"],
+                           "mem_total": 9728}]  # fmt: skip
+    row = next(a for a in sim.agents() if a["workspace"] == str(ws.pk))
+    assert (row["vm"], row["profile"], row["last_status"]) == (
+        f"ws-{ws.short_id}", "idle", 202)  # fmt: skip
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    posts = next(a for a in sim.agents() if a["workspace"] == str(ws.pk))["posts"]
+    time.sleep(1)  # 5 intervals: a post under way at the stop may still land, no more.
+    row = next(a for a in sim.agents() if a["workspace"] == str(ws.pk))
+    assert not row["active"] and row["posts"] <= posts + 1
 
 
 def test_stop_scales_to_zero_keeping_home_then_start_and_delete(cast, cluster, sim):

@@ -16,6 +16,7 @@ from fractions import Fraction
 from django.conf import settings
 from django.core.cache import cache
 
+from agent import cloud_init
 from cloud import aks, kube
 from clusters import selectors as cluster_selectors
 from clusters.models import ClusterTeam, NodePool, PoolStatus
@@ -309,10 +310,14 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
         env=(
             ("GPU_PORTAL_URL", settings.PORTAL_URL),
             ("GPU_PORTAL_WORKSPACE", str(workspace.pk)),
-            ("GPU_PORTAL_INTERVAL_SECONDS", str(int(settings.AGENT_INTERVAL_SECONDS))),
+            # "%g": a demo's 0.5 s must not become "0", which the agent refuses.
+            ("GPU_PORTAL_INTERVAL_SECONDS", f"{settings.AGENT_INTERVAL_SECONDS:g}"),
         ),
         agent_token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
         labels=(("team", workspace.team.slug), ("owner", _label(workspace.owner.username))),
+        # The agent runs in the pod on its MIG device, as cloud-init runs it on a VM.
+        agent_script=cloud_init.agent_source(),
+        agent_requirement=cloud_init.nvml_requirement(),
     )
 
 

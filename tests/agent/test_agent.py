@@ -666,3 +666,69 @@ def test_once_runs_as_a_lone_file_without_nvidia_ml_py(tmp_path):
     assert printed["gpus"] == []
     assert printed["at"].endswith("Z")
     assert 0 <= printed["cpu_percent"] <= 100
+
+
+# --- configuration from a pod's environment --------------------------------------------------
+
+
+def pod_env(url, **extra):
+    env = {"GPU_PORTAL_URL": url, "GPU_PORTAL_WORKSPACE": WORKSPACE, "PORTAL_AGENT_TOKEN": TOKEN}
+    return {**env, "GPU_PORTAL_INTERVAL_SECONDS": "0.01", **extra}
+
+
+def test_without_config_the_pods_environment_configures_the_agent(server, capsys, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    server.default = (410, {}, {"error": "workspace deleted"})
+    env = pod_env(server.url, JUPYTER_TOKEN="jup-token")
+    monkeypatch.setattr(agent, "JUPYTER_URL", f"{server.url}/api/kernels")
+    assert agent.main([], environ=env) == agent.EXIT_GONE
+    kernels, heartbeat = server.requests
+    assert kernels["headers"]["Authorization"] == "token jup-token"
+    assert heartbeat["path"] == f"/api/workspaces/{WORKSPACE}/heartbeat/"
+    assert heartbeat["headers"]["Authorization"] == f"Bearer {TOKEN}"
+    err = capsys.readouterr().err
+    assert "posting every 0.01 s" in err and TOKEN not in err and "jup-token" not in err
+
+
+def test_the_interval_from_the_environment_defaults_to_30_seconds():
+    env = pod_env("http://portal")
+    del env["GPU_PORTAL_INTERVAL_SECONDS"]
+    config = agent.config_from_env(env)
+    assert config == {"portal_url": "http://portal", "workspace": WORKSPACE, "token": TOKEN}
+    assert agent.Sender(**config).interval_seconds == 30
+
+
+def test_an_environment_without_the_portal_leaves_the_config_file(tmp_path, server):
+    server.default = (410, {}, {"error": "workspace deleted"})
+    config = write_config(tmp_path, server.url, jupyter_url=refused_url("/api/kernels"))
+    jupyter_only = {"HOME": "/home/jovyan", "JUPYTER_TOKEN": "x"}
+    assert agent.config_from_env(jupyter_only) is None
+    assert (
+        agent.main(["--config", config], environ=pod_env("http://127.0.0.1:9")) == agent.EXIT_GONE
+    )
+    assert len(server.requests) == 1  # --config wins over the environment
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        ({"PORTAL_AGENT_TOKEN": None}, "PORTAL_AGENT_TOKEN"),
+        ({"GPU_PORTAL_WORKSPACE": ""}, "GPU_PORTAL_WORKSPACE"),
+        ({"GPU_PORTAL_URL": None}, "GPU_PORTAL_URL"),
+        ({"GPU_PORTAL_INTERVAL_SECONDS": "soon"}, "GPU_PORTAL_INTERVAL_SECONDS"),
+        ({"GPU_PORTAL_INTERVAL_SECONDS": "0"}, "GPU_PORTAL_INTERVAL_SECONDS"),
+        ({"GPU_PORTAL_INTERVAL_SECONDS": "inf"}, "GPU_PORTAL_INTERVAL_SECONDS"),
+    ],
+)
+def test_main_refuses_an_incomplete_environment_naming_the_variable(capsys, change, named):
+    env = {k: v for k, v in {**pod_env("http://127.0.0.1:9"), **change}.items() if v is not None}
+    assert agent.main([], environ=env) == agent.EXIT_CONFIG
+    err = capsys.readouterr().err
+    assert "cannot use the config from the environment" in err and named in err
+    assert TOKEN not in err
+
+
+def test_without_config_or_environment_the_default_file_is_read(capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(agent, "DEFAULT_CONFIG_PATH", str(tmp_path / "missing.json"))
+    assert agent.main([], environ={}) == agent.EXIT_CONFIG
+    assert f"cannot use the config {tmp_path / 'missing.json'}" in capsys.readouterr().err

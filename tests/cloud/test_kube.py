@@ -1,10 +1,18 @@
 """cloud.kube end to end: the real kubernetes client against the emulator's API server."""
 
+import base64
+import json
+import subprocess
+import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 from kubernetes import client
 
+from agent import cloud_init
 from cloud import kube
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
@@ -125,6 +133,105 @@ def test_mig_ensure_runs_a_pod_on_a_slice_with_its_objects(api):
     assert ns.metadata.labels[kube.MANAGED_BY_LABEL] == kube.MANAGED_BY
 
 
+def test_without_an_agent_script_the_image_runs_its_own_command(api):
+    kube.mig_ensure(api, mig_spec())
+    core = client.CoreV1Api(api)
+    container = core.read_namespaced_pod("ws-0123456789ab-0", "team-vision").spec.containers[0]
+    assert (container.command, container.args) == (None, None)
+    assert core.list_namespaced_config_map("team-vision").items == []
+
+
+def agent_spec(url: str = "http://portal", **changes) -> kube.MigSpec:
+    env = (
+        ("GPU_PORTAL_URL", url),
+        ("GPU_PORTAL_WORKSPACE", WORKSPACE_ID),
+        ("GPU_PORTAL_INTERVAL_SECONDS", "0.05"),
+    )
+    values = {"env": env, "agent_script": cloud_init.agent_source(), **changes}
+    return kube.MigSpec(**{**mig_spec().__dict__, **values})
+
+
+def test_the_agent_code_is_mounted_read_only_and_started_before_the_image(api):
+    kube.mig_ensure(api, agent_spec())
+    kube.mig_ensure(api, agent_spec())  # Idempotent: the ConfigMap is ours.
+    core = client.CoreV1Api(api)
+    code = core.read_namespaced_config_map("ws-0123456789ab-agent-code", "team-vision")
+    assert code.data == {"gpu_portal_agent.py": cloud_init.agent_source()}
+    assert code.metadata.labels[kube.WORKSPACE_LABEL] == WORKSPACE_ID
+    running(api)
+    pod = core.read_namespaced_pod("ws-0123456789ab-0", "team-vision")
+    container = pod.spec.containers[0]
+    assert container.command[:2] == ["/bin/sh", "-c"]
+    assert "python3 /opt/gpu-portal-agent/gpu_portal_agent.py" in container.command[2]
+    assert container.args == ["start-notebook.py"]
+    mount = next(m for m in container.volume_mounts if m.mount_path == "/opt/gpu-portal-agent")
+    volume = next(v for v in pod.spec.volumes if v.name == mount.name)
+    assert mount.read_only and volume.config_map.name == "ws-0123456789ab-agent-code"
+    assert container.resources.limits == {"nvidia.com/mig-1g.10gb": "1"}  # Its MIG device.
+
+
+class GonePortal:
+    """Answers every heartbeat 410 (so the agent exits), recording what came."""
+
+    def __init__(self):
+        self.beats: list[dict] = []
+        portal = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                beat = {"path": self.path, "headers": dict(self.headers), "body": body}
+                portal.beats.append(beat)
+                self.send_response(410)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"{}")
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        threading.Thread(target=self.httpd.serve_forever, args=(0.05,), daemon=True).start()
+
+
+def test_the_pods_command_runs_the_agent_from_its_environment_then_the_image(
+    api, control, tmp_path
+):
+    portal = GonePortal()
+    control.set_agent_profile("ws-0123456789ab", "silent")  # Only the real agent posts here.
+    kube.mig_ensure(api, agent_spec(portal.url, start_command=("echo", "notebook started")))
+    core = client.CoreV1Api(api)
+    pod = core.read_namespaced_pod("ws-0123456789ab-0", "team-vision")
+    container = pod.spec.containers[0]
+    # What the kubelet would do: the ConfigMap's files at the mount, env with the Secret's token.
+    code = core.read_namespaced_config_map("ws-0123456789ab-agent-code", "team-vision")
+    for name, text in code.data.items():
+        (tmp_path / name).write_text(text)
+    secret = core.read_namespaced_secret("ws-0123456789ab-agent", "team-vision")
+    env = {e.name: e.value for e in container.env if e.value is not None}
+    env[kube.AGENT_TOKEN_ENV] = base64.b64decode(secret.data["token"]).decode()
+    command = [part.replace("/opt/gpu-portal-agent", str(tmp_path)) for part in container.command]
+    done = subprocess.run(
+        [*command, *container.args],
+        env={**env, "PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and done.stdout == "notebook started\n", done.stderr
+    portal.httpd.shutdown()
+    (beat,) = portal.beats  # 410: the agent stops and is not restarted.
+    assert beat["path"] == f"/api/workspaces/{WORKSPACE_ID}/heartbeat/"
+    assert beat["headers"]["Authorization"] == "Bearer s3cret-token"
+    assert json.loads(beat["body"])["samples"][0]["nvml"].startswith("unavailable: ")
+
+
+def test_an_agent_without_a_start_command_is_refused(api):
+    with pytest.raises(ValueError, match="start_command"):
+        kube.mig_ensure(api, agent_spec(start_command=()))
+
+
 def test_scale_to_zero_keeps_the_pvc_and_scale_to_one_comes_back(api):
     kube.mig_ensure(api, mig_spec())
     running(api)
@@ -138,7 +245,7 @@ def test_scale_to_zero_keeps_the_pvc_and_scale_to_one_comes_back(api):
 
 
 def test_mig_delete_removes_everything_pvc_included(api):
-    kube.mig_ensure(api, mig_spec())
+    kube.mig_ensure(api, agent_spec())
     running(api)
     until(lambda: kube.mig_delete(api, namespace="team-vision", name="ws-0123456789ab"))
     core = client.CoreV1Api(api)
@@ -146,6 +253,7 @@ def test_mig_delete_removes_everything_pvc_included(api):
     assert core.list_namespaced_pod("team-vision").items == []
     assert core.list_namespaced_service("team-vision").items == []
     assert core.list_namespaced_secret("team-vision").items == []
+    assert core.list_namespaced_config_map("team-vision").items == []
     assert kube.mig_delete(api, namespace="team-vision", name="ws-0123456789ab") is True
 
 

@@ -1,7 +1,8 @@
-"""The emulator plays each running VM's telemetry agent (docs/agent-protocol.md).
+"""The emulator plays each running VM's and MIG pod's telemetry agent (docs/agent-protocol.md).
 
 A tiny fake portal on 127.0.0.1 records the heartbeats; VMs carry the agent config in their
-customData exactly as the portal writes it. Plain HTTP, no database.
+customData exactly as the portal writes it, pods their environment as cloud.kube gives it.
+Plain HTTP, no database.
 """
 
 import base64
@@ -466,3 +467,116 @@ def test_answers_to_posts_from_before_a_reset_are_ignored():
     book.record(job, Outcome(202), 0)
 
     assert state.posts == 0 and state.in_flight
+
+
+# --- agents in pods (a MIG workspace's StatefulSet) -----------------------------------------
+
+POD_NAME = "ws-0123456789ab"
+
+
+def agent_env(portal_url: str, workspace: str, secret: str = f"{POD_NAME}-agent") -> list[dict]:
+    """The env cloud.kube gives a MIG pod: plain settings, the token from a secretKeyRef."""
+    token = {"secretKeyRef": {"name": secret, "key": "token"}}
+    return [
+        {"name": "GPU_PORTAL_URL", "value": portal_url},
+        {"name": "GPU_PORTAL_WORKSPACE", "value": workspace},
+        {"name": "GPU_PORTAL_INTERVAL_SECONDS", "value": str(INTERVAL)},
+        {"name": "PORTAL_AGENT_TOKEN", "valueFrom": token},
+    ]
+
+
+def mig_statefulset(kube, env: list[dict], name: str = POD_NAME, token: str | None = TOKEN):
+    """A one-replica StatefulSet on a 1g.10gb slice in namespace team-a, with Secret
+    "<name>-agent" holding `token` (None: no Secret); returns once its pod is Running."""
+    if token is not None:
+        secret = {"metadata": {"name": f"{name}-agent"}, "stringData": {"token": token}}
+        kube.core.create_namespaced_secret("team-a", secret)
+    pod = kube.api.sanitize_for_serialization(kube.pod(name))
+    pod["spec"]["containers"][0]["env"] = env
+    template = {"metadata": {"labels": {"app": name}}, "spec": pod["spec"]}
+    body = {
+        "metadata": {"name": name},
+        "spec": {"replicas": 1, "serviceName": name, "template": template,
+                 "selector": {"matchLabels": {"app": name}}},
+    }  # fmt: skip
+    kube.apps.create_namespaced_stateful_set("team-a", body)
+    wait_running(kube, f"{name}-0")
+
+
+def wait_running(kube, pod: str, timeout: float = 1.5) -> None:
+    """Poll the pod (each request runs the cluster's controllers) until it is Running."""
+    deadline = time.time() + timeout
+    while kube.core.read_namespaced_pod(pod, "team-a").status.phase != "Running":
+        assert time.time() < deadline, f"{pod} is not Running"
+        time.sleep(0.02)
+
+
+@pytest.fixture
+def team_a(kube):
+    kube.namespace("team-a")
+    return kube
+
+
+def test_a_mig_pods_agent_posts_its_slice_with_the_token_from_its_secret(team_a, portal, workspace):
+    mig_statefulset(team_a, agent_env(portal.url, workspace))
+
+    beats = portal.wait_for(workspace, 2)
+
+    assert beats[0]["path"] == f"/api/workspaces/{workspace}/heartbeat/"
+    assert beats[0]["auth"] == f"Bearer {TOKEN}"
+    sample = beats[0]["body"]["samples"][0]
+    assert sample["nvml"] == "ok"
+    assert sample["gpus"] == [
+        {"index": 0, "name": "NVIDIA A100 80GB PCIe MIG 1g.10gb", "util_percent": None,
+         "mem_used_mib": sample["gpus"][0]["mem_used_mib"], "mem_total_mib": 9728,
+         "processes": 1, "mig_profile": "1g.10gb"},
+    ]  # fmt: skip
+    assert sample["gpus"][0]["mem_used_mib"] > 5000  # Busy: most of the slice's memory.
+    assert (sample["jupyter_busy_kernels"], sample["ssh_sessions"]) == (1, 0)
+
+
+def test_a_pods_profile_is_set_by_its_statefulsets_name(team_a, ctl, portal, workspace):
+    ctl.set_agent_profile(POD_NAME, "idle")
+    mig_statefulset(team_a, agent_env(portal.url, workspace))
+
+    portal.wait_for(workspace, 2)
+
+    for sample in portal.samples(workspace):
+        (gpu,) = sample["gpus"]
+        assert gpu["mem_used_mib"] < 1024 and gpu["processes"] == 0
+        assert sample["jupyter_busy_kernels"] == 0 and sample["cpu_percent"] <= 3
+    row = wait_posts(ctl, POD_NAME, 2)
+    assert row["workspace"] == workspace and row["profile"] == "idle" and row["active"]
+    assert TOKEN not in json.dumps(ctl.agents())
+
+
+def test_a_pod_scaled_to_zero_stops_posting_and_posts_again_once_back(
+    team_a, ctl, portal, workspace
+):
+    mig_statefulset(team_a, agent_env(portal.url, workspace))
+    wait_posts(ctl, POD_NAME, 2)
+
+    team_a.apps.patch_namespaced_stateful_set_scale(POD_NAME, "team-a", {"spec": {"replicas": 0}})
+    assert team_a.core.list_namespaced_pod("team-a").items == []  # The controller has run.
+    time.sleep(2 * INTERVAL)
+    settled = len(portal.for_workspace(workspace))
+    time.sleep(4 * INTERVAL)
+
+    assert len(portal.for_workspace(workspace)) == settled
+    assert agent_row(ctl, POD_NAME)["active"] is False
+    team_a.apps.patch_namespaced_stateful_set_scale(POD_NAME, "team-a", {"spec": {"replicas": 1}})
+    wait_running(team_a, f"{POD_NAME}-0")
+    portal.wait_for(workspace, settled + 2)
+
+
+def test_a_pod_whose_agent_could_not_start_posts_nothing(team_a, ctl, portal, workspace):
+    mig_statefulset(team_a, agent_env(portal.url, workspace, secret="absent"), name="ws-nosecret")
+    mig_statefulset(team_a, agent_env(portal.url, workspace)[:3], name="ws-notoken", token=None)
+    env = agent_env(portal.url, workspace, secret="ws-badinterval-agent")
+    env[2]["value"] = "soon"
+    mig_statefulset(team_a, env, name="ws-badinterval")
+    mig_statefulset(team_a, [], name="ws-plain")
+
+    time.sleep(3 * INTERVAL)
+
+    assert portal.for_workspace(workspace) == [] and ctl.agents() == []

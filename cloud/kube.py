@@ -251,6 +251,11 @@ class MigSpec:
     agent_script: str = ""
     agent_requirement: str = ""
     start_command: tuple[str, ...] = DEFAULT_START_COMMAND
+    # The team's Entra ID group: the edit role in the team namespace, to port-forward to the pod.
+    group_object_id: str = ""
+    # JupyterLab's login token (Secret key "jupyter-token", env JUPYTER_TOKEN): the user logs in
+    # with it and the agent counts busy kernels with it.
+    jupyter_token: str = ""
 
 
 @dataclass(frozen=True)
@@ -321,6 +326,23 @@ def _with_agent(spec: MigSpec, container: dict, pod_spec: dict) -> None:
     pod_spec["volumes"].append({"name": "agent", "configMap": config_map})
 
 
+def _jupyter_env(spec: MigSpec) -> list[dict]:
+    if not spec.jupyter_token:
+        return []
+    ref = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "jupyter-token"}}
+    return [{"name": "JUPYTER_TOKEN", "valueFrom": ref}]
+
+
+def _team_binding(spec: MigSpec, labels: dict) -> dict:
+    return {
+        "metadata": _meta(ROLE_BINDING_NAME, labels, spec.namespace),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [
+            {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": spec.group_object_id}
+        ],
+    }
+
+
 def _statefulset(spec: MigSpec, labels: dict) -> dict:
     resource = {f"{MIG_PREFIX}{spec.mig_profile}": "1"}
     token = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "token"}}
@@ -330,7 +352,7 @@ def _statefulset(spec: MigSpec, labels: dict) -> dict:
         "image": spec.image,
         "ports": [{"name": "http", "containerPort": JUPYTER_PORT}],
         "resources": {"requests": resource, "limits": resource},
-        "env": [*env, {"name": AGENT_TOKEN_ENV, "valueFrom": token}],
+        "env": [*env, {"name": AGENT_TOKEN_ENV, "valueFrom": token}, *_jupyter_env(spec)],
         "volumeMounts": [{"name": "home", "mountPath": "/home"}],
     }
     pod_spec = {
@@ -359,6 +381,8 @@ def _mig_objects(spec: MigSpec, labels: dict) -> list[tuple[str, str, str, dict]
     ns, name = spec.namespace, spec.name
     secret = {"metadata": _meta(f"{name}-agent", labels, ns), "type": "Opaque"}
     secret["stringData"] = {"token": spec.agent_token}
+    if spec.jupyter_token:
+        secret["stringData"]["jupyter-token"] = spec.jupyter_token
     pvc_spec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": f"{spec.home_gib}Gi"}},
@@ -399,6 +423,15 @@ def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
             lambda: core.read_namespace(ns),
             lambda found: found.get(MANAGED_BY_LABEL) == MANAGED_BY,
         )
+        if spec.group_object_id:
+            rbac = client.RbacAuthorizationV1Api(api)
+            _ensure(
+                "RoleBinding",
+                ROLE_BINDING_NAME,
+                lambda: rbac.create_namespaced_role_binding(ns, _team_binding(spec, team_labels)),
+                lambda: rbac.read_namespaced_role_binding(ROLE_BINDING_NAME, ns),
+                lambda found: found.get(MANAGED_BY_LABEL) == MANAGED_BY,
+            )
         for kind, attr, name, body in _mig_objects(spec, labels):
             create = getattr(core, f"create_namespaced_{attr}")
             read = getattr(core, f"read_namespaced_{attr}")

@@ -8,6 +8,7 @@ from django.urls import reverse
 from clusters.models import AksCluster, NodePool
 from tests.factories import OfferingFactory
 from tests.test_aks_workspaces import cluster, four_gpu_offering, make_pool  # noqa: F401
+from workspaces import aks_services
 from workspaces.models import Workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -127,6 +128,13 @@ def test_a_running_slice_page_shows_how_to_open_it(client, cast, cluster):  # no
     page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
     assert f"port-forward svc/ws-{ws.short_id} 8888:8888" in page
     assert "× 1 slice ÷ (7 × 1 GPU per node)" in page
+    token = aks_services.jupyter_token(ws)
+    assert token in page
+    client.force_login(cast.teammate)  # a member who may not act on it sees no token
+    assert (
+        token not in client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    )
+    client.force_login(cast.researcher)
     kubeconfig = client.get(reverse("workspaces:kubeconfig", kwargs={"pk": ws.pk}))
     assert kubeconfig["Content-Disposition"].startswith('attachment; filename="kubeconfig-')
     assert b"kubelogin" in kubeconfig.content

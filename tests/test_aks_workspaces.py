@@ -158,6 +158,9 @@ def test_mig_slice_runs_as_a_pinned_pod_with_home_and_service(cast, cluster, sim
     pods = [p for p in kube(sim)["pods"] if p["namespace"] == "team-vision"]
     assert [(p["name"], p["phase"]) for p in pods] == [(f"ws-{ws.short_id}-0", "Running")]
     assert pods[0]["node"].startswith("aks-mig1g-")
+    # The team may port-forward to it: edit for its Entra ID group in the team namespace.
+    binding = next(b for b in kube(sim)["rolebindings"] if b["namespace"] == "team-vision")
+    assert binding["roleRef"]["name"] == "edit" and binding["subjects"][0]["name"] == str(GROUP)
 
 
 def test_the_emulator_plays_the_agent_in_a_mig_pod_and_the_portal_stores_its_heartbeats(

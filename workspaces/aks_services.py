@@ -8,6 +8,7 @@ machine as VMs; Kubernetes calls are idempotent (``cloud.kube``), so a worker th
 midway is simply run again. Errors raised: WorkspaceActionError (message shown as is).
 """
 
+import hmac
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -318,12 +319,25 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
         # The agent runs in the pod on its MIG device, as cloud-init runs it on a VM.
         agent_script=cloud_init.agent_source(),
         agent_requirement=cloud_init.nvml_requirement(),
+        group_object_id=str(_team_link(workspace).group_object_id),
+        jupyter_token=jupyter_token(workspace),
     )
+
+
+def _team_link(workspace: Workspace) -> ClusterTeam:
+    return ClusterTeam.objects.get(cluster_id=workspace.node_pool.cluster_id, team=workspace.team)
+
+
+def jupyter_token(workspace: Workspace) -> str:
+    """JupyterLab's login token of a MIG workspace, derived from SECRET_KEY (never stored):
+    shown to those who may act on the workspace, and handed to the pod through its Secret."""
+    mac = hmac.new(settings.SECRET_KEY.encode(), f"jupyter:{workspace.pk}".encode(), "sha256")
+    return mac.hexdigest()[:48]
 
 
 def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
     """What the namespace workspace holds in Kubernetes."""
-    link = ClusterTeam.objects.get(cluster_id=workspace.node_pool.cluster_id, team=workspace.team)
+    link = _team_link(workspace)
     return kube.NamespaceSpec(
         workspace_id=str(workspace.pk),
         name=workspace.namespace,

@@ -230,6 +230,8 @@ def workspace_detail(request, pk):
         "events": selectors.workspace_events(workspace=workspace),
         "steady": workspace.status in STEADY,
     }
+    if workspace.kind == "mig" and services.user_may_act(user=request.user, workspace=workspace):
+        context["jupyter_token"] = aks_services.jupyter_token(workspace)
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
         context["cost"] = workspace_cost(workspace=workspace, now=timezone.now())

@@ -52,6 +52,7 @@ def clean_workspace_name(value: str) -> str:
 class WorkspaceRequestForm(forms.Form):
     team = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(
+        label="Workspace name",
         max_length=40,
         help_text="Lower-case letters, digits and hyphens, e.g. llm-finetune.",
     )
@@ -124,6 +125,7 @@ class _AksRequestForm(forms.Form):
 
     team = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = forms.CharField(
+        label="Workspace name",
         max_length=40,
         help_text="Lower-case letters, digits and hyphens, e.g. llm-finetune.",
     )

@@ -20,6 +20,10 @@ from .skus import Catalog, SizeInfo, normalize_location
 DEFAULT_CAPACITY = 10  # VMs of one size per location.
 DEFAULT_FAMILY_LIMIT = 96  # vCPUs per quota family per location.
 DEFAULT_REGIONAL_LIMIT = 350  # "cores": Total Regional vCPUs per location.
+# The one regional quota every Spot VM counts against, whatever its family, instead of its
+# family and "cores" (Azure's usages name it so: "Total Regional Low-priority vCPUs").
+SPOT_QUOTA = "lowPriorityCores"
+DEFAULT_SPOT_LIMIT = DEFAULT_REGIONAL_LIMIT  # vCPUs of Spot VMs per location.
 DEFAULT_PRICE_PAGE_SIZE = 100  # Items per Retail Prices page, as the real API's default.
 DEFAULT_COST_PAGE_SIZE = 1000  # Rows per Cost Management query page.
 
@@ -198,41 +202,49 @@ class Cloud:
         self.capacity[(normalize_location(location), size.lower())] = total
 
     def quota_limit(self, location: str, family: str) -> int:
-        """vCPU limit for a family, or for "cores" (Total Regional vCPUs)."""
-        default = DEFAULT_REGIONAL_LIMIT if family == "cores" else DEFAULT_FAMILY_LIMIT
+        """vCPU limit for a family, for "cores" (Total Regional vCPUs) or for SPOT_QUOTA."""
+        defaults = {"cores": DEFAULT_REGIONAL_LIMIT, SPOT_QUOTA.lower(): DEFAULT_SPOT_LIMIT}
+        default = defaults.get(family.lower(), DEFAULT_FAMILY_LIMIT)
         return self.quotas.get((normalize_location(location), family.lower()), default)
 
     def usage(self, location: str, family: str, exclude=None) -> int:
-        """vCPUs in the family, or in all ("cores"), of every VM not yet deleted (allocated or
-        not) and every allocated AKS node; `exclude`: a VM or AgentPool left out."""
+        """vCPUs counted against a quota in the location: of every VM not yet deleted (allocated
+        or not) and every allocated AKS node; a Spot VM counts toward SPOT_QUOTA only, any other
+        toward its family and "cores". `exclude`: a VM or AgentPool left out."""
         loc, total = normalize_location(location), 0
         for vm in self.vms.values():
             info = self.catalog.get(vm.location, vm.size)
             if vm is exclude or vm.location != loc or info is None:
                 continue
-            if family == "cores" or info.family.lower() == family.lower():
+            if _counts_toward(family, info.family, spot=vm.spot):
                 total += info.vcpus
         for pool in self.pools.values():
             if pool is exclude or not pool.allocated or pool.location != loc:
                 continue
-            if family == "cores" or pool.family.lower() == family.lower():
+            if _counts_toward(family, pool.family, spot=False):
                 total += pool.vcpus * pool.count
         return total
 
-    def quota_shortfall(self, location: str, size: SizeInfo, count: int = 1, exclude=None):
+    def quota_shortfall(
+        self, location: str, size: SizeInfo, count: int = 1, exclude=None, *, spot: bool = False
+    ):
         """(family, limit, used, needed) of the first quota `count` more of `size` would
-        exceed (its family, then "cores"), or None when they fit."""
+        exceed (its family, then "cores"; SPOT_QUOTA alone for Spot VMs), or None when they
+        fit."""
         needed = size.vcpus * count
-        for family in (size.family, "cores"):
+        for family in (SPOT_QUOTA,) if spot else (size.family, "cores"):
             limit = self.quota_limit(location, family)
             used = self.usage(location, family, exclude)
             if used + needed > limit:
                 return family, limit, used, needed
         return None
 
-    def check_quota(self, subscription: str, location: str, size: SizeInfo, exclude=None) -> None:
-        """Raise 409 OperationNotAllowed if `size` would exceed its family or regional quota."""
-        shortfall = self.quota_shortfall(location, size, 1, exclude)
+    def check_quota(
+        self, subscription: str, location: str, size: SizeInfo, exclude=None, *, spot: bool = False
+    ) -> None:
+        """Raise 409 OperationNotAllowed if one more `size` VM would exceed its family or
+        regional quota, or for a Spot VM (`spot`) the regional Spot quota."""
+        shortfall = self.quota_shortfall(location, size, 1, exclude, spot=spot)
         if shortfall is not None:
             family, limit, used, needed = shortfall
             raise errors.quota_exceeded(
@@ -301,6 +313,13 @@ class Cloud:
             "provisioningState": cluster.provisioning,
             "agentPools": [_pool_state(p) for p in self.cluster_pools(cluster)],
         }
+
+
+def _counts_toward(quota: str, family: str, *, spot: bool) -> bool:
+    """Whether vCPUs of `family` (of a Spot VM if `spot`) count toward `quota`."""
+    if quota.lower() == SPOT_QUOTA.lower():
+        return spot
+    return not spot and (quota == "cores" or quota.lower() == family.lower())
 
 
 def _pool_state(pool: AgentPool) -> dict:

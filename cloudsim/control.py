@@ -60,7 +60,8 @@ class SimControl:
         return self._call("POST", "/_sim/capacity", body)
 
     def set_quota(self, location: str, family: str, limit: int) -> dict:
-        """Set a family's vCPU limit; family "cores" is Total Regional vCPUs."""
+        """Set a family's vCPU limit; family "cores" is Total Regional vCPUs, "lowPriorityCores"
+        the regional quota all Spot VMs count against (instead of family and "cores")."""
         body = {"location": location, "family": family, "limit": limit}
         return self._call("POST", "/_sim/quota", body)
 

@@ -3,7 +3,8 @@
 POST /_sim/reset                  {}                                  -> {"status": "ok"}
 POST /_sim/faults                 {"op", "kind", "count"=1, "retry_after"=0}
 POST /_sim/capacity               {"location", "vm_size", "available"}  (free slots from now)
-POST /_sim/quota                  {"location", "family", "limit"}      ("cores" = regional)
+POST /_sim/quota                  {"location", "family", "limit"}      ("cores" = regional,
+                                  "lowPriorityCores" = the regional Spot quota, default 350)
 POST /_sim/skus/restrict          {"location", "vm_size", "restricted"=true}
 POST /_sim/latency                {"seconds"?, "retry_after"?}
 POST /_sim/vms/evict              {"vm", "resource_group"?}            (evict a running Spot VM)

@@ -9,6 +9,9 @@ import urllib.parse
 
 ALLOCATION_GUIDANCE = "Read more about improving likelihood of allocation success at http://aka.ms/allocation-guidance"
 QUOTA_BLADE = "https://aka.ms/ProdportalCRP/#blade/Microsoft_Azure_Capacity/UsageAndQuota.ReactView"
+SPOT_QUOTA_DOCS = (
+    "https://docs.microsoft.com/en-us/azure/azure-portal/supportability/low-priority-quota"
+)
 
 _AKS = "Microsoft.ContainerService/managedClusters"
 
@@ -125,10 +128,12 @@ def _quota_url(subscription: str, family: str, location: str, new_limit: int) ->
 def quota_exceeded(
     subscription: str, family: str, location: str, limit: int, usage: int, vcpus: int
 ) -> ArmError:
-    """409 OperationNotAllowed; family "cores" reads as "Total Regional" like Azure."""
-    label = "Total Regional" if family == "cores" else family
+    """409 OperationNotAllowed; family "cores" reads as "Total Regional Cores" and
+    "lowPriorityCores" (the Spot quota) as "LowPriorityCores", like Azure."""
+    labels = {"cores": "Total Regional Cores", "lowprioritycores": "LowPriorityCores"}
+    label = labels.get(family.lower(), f"{family} Cores")
     message = (
-        f"Operation could not be completed as it results in exceeding approved {label} Cores "
+        f"Operation could not be completed as it results in exceeding approved {label} "
         "quota. Additional details - Deployment Model: Resource Manager, "
         f"Location: {location}, Current Limit: {limit}, Current Usage: {usage}, "
         f"Additional Required: {vcpus}, (Minimum) New Limit Required: {usage + vcpus}. "
@@ -137,6 +142,8 @@ def quota_exceeded(
         "by specifying parameters listed in the \u2018Details\u2019 section for deployment to "
         "succeed."
     )
+    if family.lower() == "lowprioritycores":
+        message += f" Please read more about quota limits at {SPOT_QUOTA_DOCS}"
     return ArmError(409, "OperationNotAllowed", message)
 
 

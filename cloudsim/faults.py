@@ -1,16 +1,23 @@
 """Turning queued faults into the failures Azure would produce."""
 
 from . import errors
-from .cloud import ASYNC_KINDS, SYNC_KINDS, Cloud
+from .cloud import ASYNC_KINDS, SPOT_QUOTA, SYNC_KINDS, Cloud
 from .skus import normalize_location
 
 
 def raise_injected(
-    cloud: Cloud, op: str, subscription: str = "", location: str = "", size: str = ""
+    cloud: Cloud,
+    op: str,
+    subscription: str = "",
+    location: str = "",
+    size: str = "",
+    *,
+    spot: bool = False,
 ) -> None:
     """Raise the ArmError for the next synchronous fault queued for `op`, if any.
 
-    `location` and `size` word the SkuNotAvailable and quota messages."""
+    `location` and `size` word the SkuNotAvailable and quota messages; `spot` (a Spot VM)
+    makes a quota fault name the Spot quota instead of the size's family."""
     fault = cloud.take_fault(op, SYNC_KINDS)
     if fault is None:
         return
@@ -27,13 +34,15 @@ def raise_injected(
     loc = normalize_location(location)
     if fault.kind == "sku_not_available":
         raise errors.sku_not_available(size, loc)
-    raise _quota_fault(cloud, subscription, loc, size)
+    raise _quota_fault(cloud, subscription, loc, size, spot)
 
 
-def _quota_fault(cloud: Cloud, subscription: str, location: str, size: str) -> errors.ArmError:
+def _quota_fault(
+    cloud: Cloud, subscription: str, location: str, size: str, spot: bool
+) -> errors.ArmError:
     # Word it with the real numbers, so the message reads like a genuine quota failure.
     info = cloud.catalog.lookup(size)
-    family = info.family if info else "cores"
+    family = SPOT_QUOTA if spot else (info.family if info else "cores")
     vcpus = info.vcpus if info else 0
     limit = cloud.quota_limit(location, family)
     used = cloud.usage(location, family)

@@ -3,7 +3,7 @@
 import re
 
 from . import faults, views
-from .cloud import Cloud
+from .cloud import SPOT_QUOTA, Cloud
 from .errors import ArmError
 from .models import Operation
 from .protocol import Request, Response, operation_url
@@ -45,11 +45,13 @@ def _usage(cloud: Cloud, location: str, family: str, label: str) -> dict:
 
 
 def list_usages(cloud: Cloud, req: Request) -> Response:
-    """{"value": [cores, then one entry per quota family the location offers]}; vCPU counts
-    include deallocated VMs, as Azure's do."""
+    """{"value": [cores, lowPriorityCores (the Spot VMs' own regional quota), then one entry
+    per quota family the location offers]}; vCPU counts include deallocated VMs, as Azure's
+    do, and a Spot VM counts in lowPriorityCores only."""
     faults.raise_injected(cloud, "usage.list", req.params["sub"])
     location = normalize_location(req.params["loc"])
     entries = [_usage(cloud, location, "cores", "Total Regional vCPUs")]
+    entries.append(_usage(cloud, location, SPOT_QUOTA, "Total Regional Low-priority vCPUs"))
     for family in cloud.catalog.families_in(location):
         entries.append(_usage(cloud, location, family, family_display_name(family)))
     return Response(200, {"value": entries})

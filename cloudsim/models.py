@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 COMPUTE = "Microsoft.Compute"
 NETWORK = "Microsoft.Network"
 CONTAINER_SERVICE = "Microsoft.ContainerService"
+SPOT_PRIORITIES = frozenset({"Spot", "Low"})  # VM priorities; Low is Spot's deprecated name.
 
 
 def resource_id(sub: str, rg: str, provider_type: str, name: str) -> str:
@@ -85,6 +86,11 @@ class VM:
     last_error: dict | None = None
     active_op: str | None = None
     evicted_at: float | None = None  # Last Spot eviction (unix seconds), for /_sim/state.
+
+    @property
+    def spot(self) -> bool:
+        """An Azure Spot VM (priority Spot, or Low, its deprecated name)."""
+        return self.properties.get("priority") in SPOT_PRIORITIES
 
 
 @dataclass

@@ -18,12 +18,11 @@ import time
 from . import errors, views
 from .cloud import Cloud
 from .errors import ArmError
-from .models import VM
+from .models import SPOT_PRIORITIES, VM
 from .protocol import Request, Response, dig
 
 PRIORITIES = {"regular": "Regular", "low": "Low", "spot": "Spot"}
 EVICTION_POLICIES = {"deallocate": "Deallocate", "delete": "Delete"}
-SPOT_PRIORITIES = frozenset({"Spot", "Low"})  # Low is Spot's deprecated name.
 
 
 def _spot_error(code: str, message: str, target: str) -> ArmError:
@@ -85,7 +84,7 @@ def _check_max_price(max_price, spot: bool) -> None:
 
 
 def is_spot(vm: VM) -> bool:
-    return vm.properties.get("priority") in SPOT_PRIORITIES
+    return vm.spot
 
 
 def evict(cloud: Cloud, vm: VM) -> str:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import disks, errors, faults, spot, views
 from .cloud import Cloud
 from .errors import ArmError
-from .models import COMPUTE, VM, key_of, resource_id
+from .models import COMPUTE, SPOT_PRIORITIES, VM, key_of, resource_id
 from .protocol import Request, Response, dig, lro_headers
 from .skus import SizeInfo, normalize_location
 
@@ -168,6 +168,7 @@ def put_vm(cloud: Cloud, req: Request) -> Response:
         req.params["sub"],
         str(body.get("location") or (vm.location if vm else "")),
         str(size or ""),
+        spot=_asks_spot(body),
     )
     if vm is not None:
         _ensure_idle(cloud, vm, "PUT")
@@ -176,6 +177,12 @@ def put_vm(cloud: Cloud, req: Request) -> Response:
     if vm is not None:
         return _update(cloud, req, vm, spec)
     return _create(cloud, req, spec)
+
+
+def _asks_spot(body: dict) -> bool:
+    # Read before validation (injected faults come first), so any casing of Spot or Low.
+    priority = dig(body, "properties", "priority")
+    return isinstance(priority, str) and priority.title() in SPOT_PRIORITIES
 
 
 def _new_vm(req: Request, spec: VmSpec, size: SizeInfo) -> VM:
@@ -200,7 +207,8 @@ def _new_vm(req: Request, spec: VmSpec, size: SizeInfo) -> VM:
 
 def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     size = _offered_size(cloud, spec)
-    cloud.check_quota(req.params["sub"], spec.location, size)  # Validation step 4.
+    spot = spec.properties.get("priority") in SPOT_PRIORITIES
+    cloud.check_quota(req.params["sub"], spec.location, size, spot=spot)  # Validation step 4.
     vm = _new_vm(req, spec, size)
     disks.ensure_name_free(cloud, vm)
     error = faults.allocation_error(cloud, "vm.create", vm.location, size.name)
@@ -214,11 +222,13 @@ def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
 
 
 def _update(cloud: Cloud, req: Request, vm: VM, spec: VmSpec) -> Response:
-    """Same VM, same disk, no new quota; resizing or retrying a failed allocation needs a slot."""
+    """Same VM, same disk, no new quota; resizing or retrying a failed allocation needs a slot.
+    A resize is checked against the quota the VM counts toward (Spot or family and regional)."""
     size = cloud.catalog.get(vm.location, vm.size)
     if spec.size.lower() != vm.size.lower():
         size = _offered_size(cloud, dataclasses.replace(spec, location=vm.location))
-        cloud.check_quota(vm.subscription, vm.location, size, exclude=vm)
+        spot = spec.properties.get("priority") in SPOT_PRIORITIES
+        cloud.check_quota(vm.subscription, vm.location, size, exclude=vm, spot=spot)
     resizing = size.name != vm.size
     needs_slot = (resizing and vm.allocated) or (vm.wants_running and not vm.allocated)
     error = (
@@ -271,7 +281,7 @@ def get_instance_view(cloud: Cloud, req: Request) -> Response:
 def _prepare_action(cloud: Cloud, req: Request, op: str, verb: str) -> VM:
     vm = cloud.vm(_vm_id(req))
     where, size = (vm.location, vm.size) if vm else ("", "")
-    faults.raise_injected(cloud, op, req.params["sub"], where, size)
+    faults.raise_injected(cloud, op, req.params["sub"], where, size, spot=bool(vm and vm.spot))
     if vm is None:
         raise errors.not_found(views.VM_TYPE, req.params["name"], req.params["rg"])
     _ensure_idle(cloud, vm, verb)

@@ -247,12 +247,15 @@ def approval_queue(request):
 @login_required
 @require_GET
 def approval_azure_quota(request, pk):
-    """htmx partial: Azure's quota left for the size and region a pending request asks for.
-    Loaded after the queue so that a slow ARM answer never holds the page."""
+    """htmx partial: Azure's quota left for the size and region a pending request asks for
+    (the Spot quota for a Spot request). Loaded after the queue so that a slow ARM answer
+    never holds the page."""
     _require(request, "teams.decide_requests")
     visible = QuotaRequest.objects.filter(team__in=selectors.team_visible_to(user=request.user))
     workspace = get_object_or_404(visible.select_related("workspace"), pk=pk).workspace
-    headroom = workspace_services.azure_headroom(region=workspace.region, vm_size=workspace.vm_size)
+    headroom = workspace_services.azure_headroom(
+        region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
+    )
     return render(request, "teams/_azure_quota.html", {"headroom": headroom})
 
 

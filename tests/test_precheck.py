@@ -4,12 +4,14 @@ waits as requested with a plain reason, no VM PUT is sent, and the task checks a
 where the platform admin allows it, the workspace moves to the next offered region instead."""
 
 import uuid
+from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
+from billing.models import Price
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces import services
 from workspaces.models import Workspace
@@ -20,6 +22,8 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 A100 = "Standard_NC24ads_A100_v4"  # 24 vCPUs
 A100_FAMILY = "standardNCADSA100v4Family"
+SPOT_QUOTA = "lowPriorityCores"  # One regional quota for Spot VMs of every family.
+LONG_AGO = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 @pytest.fixture(autouse=True)
@@ -27,7 +31,7 @@ def _recheck_at_once(settings):
     settings.AZURE_PRECHECK_RETRY_SECONDS = 0
 
 
-def _request(cast, *, user=None, offering=None):
+def _request(cast, *, user=None, offering=None, spot=False):
     return services.workspace_request(
         user=user or cast.researcher,
         team=cast.team,
@@ -36,6 +40,21 @@ def _request(cast, *, user=None, offering=None):
         ssh_public_key=SSH_KEY,
         request_key=uuid.uuid4(),
         now=timezone.now(),
+        spot=spot,
+    )
+
+
+def _spot_price(region="eastus", unit_price=Decimal("0.7346")):
+    Price.objects.create(
+        kind="vm",
+        sku=A100,
+        region=region,
+        spot=True,
+        unit_price=unit_price,
+        unit="1 Hour",
+        effective_start=LONG_AGO,
+        source="api",
+        synced_at=LONG_AGO,
     )
 
 
@@ -79,6 +98,65 @@ def test_the_regional_core_quota_counts_too(cast, sim):
     assert ws.status == Status.REQUESTED
     assert "Azure quota for Total Regional vCPUs in eastus is 0/10 vCPUs" in ws.waiting_reason
     assert _arm_puts(sim) == []
+
+
+def test_a_spot_request_waits_on_the_spot_quota_while_a_regular_one_fits(cast, sim):
+    _spot_price()
+    sim.set_quota("eastus", SPOT_QUOTA, 0)
+
+    spot = _reload(_request(cast, spot=True))
+    regular = _reload(_request(cast, user=cast.teammate))
+
+    assert spot.status == Status.REQUESTED
+    assert spot.waiting_reason.startswith(
+        "Azure quota for Total Regional Low-priority vCPUs (Spot) in eastus is 0/0 vCPUs; "
+        "this size needs 24 more."
+    )
+    assert regular.status == Status.RUNNING
+    [vm] = sim.state()["virtualMachines"]
+    assert vm["priority"] == "Regular"
+
+
+def test_a_full_family_and_region_hold_back_a_regular_request_but_not_a_spot_one(cast, sim):
+    _spot_price()
+    sim.set_quota("eastus", A100_FAMILY, 0)
+    sim.set_quota("eastus", "cores", 0)
+
+    regular = _reload(_request(cast))
+    spot = _reload(_request(cast, user=cast.teammate, spot=True))
+
+    assert regular.status == Status.REQUESTED
+    assert f"Azure quota for {A100_FAMILY} in eastus is 0/0 vCPUs" in regular.waiting_reason
+    assert spot.status == Status.RUNNING and spot.waiting_reason == ""
+    [vm] = sim.state()["virtualMachines"]
+    assert vm["priority"] == "Spot"
+
+
+def test_spot_vms_in_use_fill_the_spot_quota_for_the_next_spot_request(cast, sim):
+    _spot_price()
+    sim.set_quota("eastus", SPOT_QUOTA, 24)
+    first = _reload(_request(cast, spot=True))
+    second = _reload(_request(cast, user=cast.teammate, spot=True))
+    assert first.status == Status.RUNNING
+    assert second.status == Status.REQUESTED
+    assert "Low-priority vCPUs (Spot) in eastus is 24/24 vCPUs" in second.waiting_reason
+
+
+def test_a_spot_request_falls_back_to_a_region_with_spot_quota(cast, sim):
+    here = OfferingFactory(allow_region_fallback=True)
+    OfferingFactory(region="westus", price_per_hour=Decimal("4.7750"))
+    _spot_price()
+    _spot_price("westus", Decimal("0.9550"))
+    sim.set_quota("eastus", SPOT_QUOTA, 0)
+
+    ws = _reload(_request(cast, offering=here, spot=True))
+
+    assert (ws.status, ws.region) == (Status.RUNNING, "westus")
+    moved = ws.events.get(to_status=Status.PROVISIONING)
+    assert moved.reason.startswith(
+        "Moved from eastus to westus: Azure quota for Total Regional Low-priority vCPUs (Spot) "
+        "in eastus is 0/0 vCPUs"
+    )
 
 
 def test_once_quota_is_raised_the_next_check_provisions(cast, sim):
@@ -234,7 +312,7 @@ def test_the_status_panel_shows_why_it_waits(client, cast, sim):
     assert f"Azure quota for {A100_FAMILY} in eastus is 0/0 vCPUs" in page
 
 
-def _pending(cast):
+def _pending(cast, *, spot=False):
     from teams.models import GpuQuota
 
     GpuQuota.objects.filter(team=cast.team).update(gpus=0)
@@ -247,6 +325,7 @@ def _pending(cast):
         request_key=uuid.uuid4(),
         justification="Deadline",
         now=timezone.now(),
+        spot=spot,
     )
     return ws.quota_request
 
@@ -260,6 +339,27 @@ def test_the_approval_queue_shows_azures_quota_left_for_the_size(client, cast, s
     cell = client.get(reverse("approval-azure-quota", args=[qr.pk])).content.decode()
     assert f"100 vCPUs of {A100_FAMILY} left in eastus" in cell
     assert "room for 4 more Standard_NC24ads_A100_v4" in cell
+
+
+def test_the_approval_queue_shows_the_spot_quota_left_for_a_spot_request(client, cast, sim):
+    _spot_price()
+    sim.set_quota("eastus", A100_FAMILY, 0)
+    sim.set_quota("eastus", SPOT_QUOTA, 50)
+    qr = _pending(cast, spot=True)
+    client.force_login(cast.platform_admin)
+    cell = client.get(reverse("approval-azure-quota", args=[qr.pk])).content.decode()
+    assert "50 vCPUs of Total Regional Low-priority vCPUs (Spot) left in eastus" in cell
+    assert "room for 2 more Standard_NC24ads_A100_v4" in cell
+
+
+def test_spot_and_regular_quota_left_are_kept_apart(cast, sim):
+    sim.set_quota("eastus", A100_FAMILY, 48)
+    sim.set_quota("eastus", SPOT_QUOTA, 24)
+    regular = services.azure_headroom(region="eastus", vm_size=A100)
+    spot = services.azure_headroom(region="eastus", vm_size=A100, spot=True)
+    assert (regular.vcpus_left, regular.vms_left, regular.quota_label) == (48, 2, A100_FAMILY)
+    assert (spot.vcpus_left, spot.vms_left) == (24, 1)
+    assert spot.quota_label == "Total Regional Low-priority vCPUs (Spot)"
 
 
 def test_azure_quota_left_is_the_lower_of_family_and_region(cast, sim):

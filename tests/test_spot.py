@@ -92,7 +92,7 @@ class TestSpotLife:
         OfferingFactory(region="westus", price_per_hour=Decimal("4.7750"))
         spot_price()
         spot_price(Decimal("0.9550"), region="westus")
-        sim.set_quota("eastus", "standardNCADSA100v4Family", 0)
+        sim.set_quota("eastus", "lowPriorityCores", 0)  # Spot VMs' own quota, not the family's
 
         ws = reload(request(cast, offering=here))
 

@@ -420,9 +420,10 @@ def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
     caller does next (see Next).
 
     A requested workspace is first checked against Azure (size offered and unrestricted in its
-    region, family and regional vCPU quota; see azure_precheck): if Azure cannot take it, it
-    stays requested with a plain ``waiting_reason`` (or moves to another region where its
-    offering allows it) and no VM is sent.
+    region, family and regional vCPU quota, or the regional Spot quota for a Spot workspace;
+    see azure_precheck): if Azure cannot take it, it stays requested with a plain
+    ``waiting_reason`` (or moves to another region where its offering allows it) and no VM is
+    sent.
 
     ``clock`` returns the current time (aware, UTC); it is read at each transition because an
     Azure operation takes minutes between them.
@@ -534,10 +535,22 @@ class Precheck:
         return not self.problem
 
 
-def azure_precheck(*, region: str, vm_size: str) -> Precheck:
+# Azure's usages name for the one regional quota every Spot VM counts against, whatever its
+# family, instead of its family and "cores" (Total Regional vCPUs).
+SPOT_QUOTA = "lowPriorityCores"
+SPOT_QUOTA_LABEL = "Total Regional Low-priority vCPUs (Spot)"
+
+
+def _quotas(family: str, *, spot: bool) -> tuple[str, ...]:
+    """The usages names a VM of quota family ``family`` counts against, in checking order."""
+    return (SPOT_QUOTA,) if spot else (family, "cores")
+
+
+def azure_precheck(*, region: str, vm_size: str, spot: bool = False) -> Precheck:
     """Whether Azure would take one more VM of ``vm_size`` in ``region`` now: the size is
-    offered to the subscription there (Resource SKUs restrictions), and its quota family's and
-    the region's vCPUs in use plus the size's vCPUs stay within their limits (usages API).
+    offered to the subscription there (Resource SKUs restrictions), and the vCPUs in use plus
+    the size's vCPUs stay within the limits of its quota family and the region's total, or for
+    a Spot VM (``spot``) within the region's Spot (low-priority) vCPUs (usages API).
 
     Read-only (two ARM GETs). Raises CloudError when Azure does not answer them.
     """
@@ -549,24 +562,30 @@ def azure_precheck(*, region: str, vm_size: str) -> Precheck:
             "restriction or allow another region.",
         )
     usages = {u.name.lower(): u for u in azure_vm.regional_usage(azure_settings(), location=region)}
-    for quota in (sku.family, "cores"):
+    for quota in _quotas(sku.family, spot=spot):
         usage = usages.get(quota.lower())
         if usage is not None and usage.current_value + sku.vcpus > usage.limit:
-            label = usage.localized_name if usage.name == "cores" else usage.name
             return Precheck(
-                f"Azure quota for {label} in {region} is {usage.current_value}/{usage.limit} "
-                f"vCPUs; this size needs {sku.vcpus} more.",
+                f"Azure quota for {_quota_label(usage)} in {region} is {usage.current_value}/"
+                f"{usage.limit} vCPUs; this size needs {sku.vcpus} more.",
                 "Waiting for capacity; a platform admin can raise the subscription's quota.",
             )
     return Precheck()
 
 
+def _quota_label(usage: azure_vm.Usage) -> str:
+    if usage.name.lower() == SPOT_QUOTA.lower():
+        return SPOT_QUOTA_LABEL
+    return usage.localized_name if usage.name == "cores" else usage.name
+
+
 @dataclass(frozen=True)
 class Headroom:
     """What Azure has left for one size in one region: ``vcpus_left`` (the lower of its quota
-    family's and the region's total vCPUs left) and ``vms_left``, how many more VMs of the size
-    that allows. ``problem`` says in words why there is no number (the size is restricted to
-    this subscription, or Azure did not answer)."""
+    family's and the region's total vCPUs left; for ``spot``, the region's Spot vCPUs left)
+    and ``vms_left``, how many more VMs of the size that allows. ``problem`` says in words why
+    there is no number (the size is restricted to this subscription, or Azure did not
+    answer)."""
 
     region: str
     vm_size: str
@@ -574,37 +593,44 @@ class Headroom:
     vcpus_left: int | None = None
     vms_left: int | None = None
     problem: str = ""
+    spot: bool = False
+
+    @property
+    def quota_label(self) -> str:
+        """What ``vcpus_left`` is of: the Spot quota, or the size's quota family."""
+        return SPOT_QUOTA_LABEL if self.spot else self.family
 
 
-def azure_headroom(*, region: str, vm_size: str) -> Headroom:
-    """Azure's quota left for ``vm_size`` in ``region`` (Resource SKUs and usages APIs: two
-    ARM GETs), kept AZURE_HEADROOM_CACHE_SECONDS so a busy approval queue does not get the
-    subscription throttled. Azure errors come back as ``problem``; it never raises them."""
-    key = f"azure-headroom:{region}:{vm_size}"
+def azure_headroom(*, region: str, vm_size: str, spot: bool = False) -> Headroom:
+    """Azure's quota left for ``vm_size`` in ``region``, as a Spot VM if ``spot`` (Resource
+    SKUs and usages APIs: two ARM GETs), kept AZURE_HEADROOM_CACHE_SECONDS so a busy approval
+    queue does not get the subscription throttled. Azure errors come back as ``problem``; it
+    never raises them."""
+    key = f"azure-headroom:{region}:{vm_size}:{'spot' if spot else 'regular'}"
     headroom = cache.get(key)
     if headroom is None:
         try:
-            headroom = _headroom(region, vm_size)
+            headroom = _headroom(region, vm_size, spot=spot)
         except CloudError as exc:
-            return Headroom(region, vm_size, problem=f"Azure did not answer: {exc.code}.")
+            problem = f"Azure did not answer: {exc.code}."
+            return Headroom(region, vm_size, problem=problem, spot=spot)
         cache.set(key, headroom, settings.AZURE_HEADROOM_CACHE_SECONDS)
     return headroom
 
 
-def _headroom(region: str, vm_size: str) -> Headroom:
+def _headroom(region: str, vm_size: str, *, spot: bool) -> Headroom:
     sku = azure_vm.sku_info(azure_settings(), location=region, vm_size=vm_size)
     if not sku.offered:
-        return Headroom(region, vm_size, problem=f"Not available here ({sku.reason}).")
+        return Headroom(region, vm_size, problem=f"Not available here ({sku.reason}).", spot=spot)
     usages = {u.name.lower(): u for u in azure_vm.regional_usage(azure_settings(), location=region)}
-    left = [
-        u.limit - u.current_value
-        for u in (usages.get(sku.family.lower()), usages.get("cores"))
-        if u is not None
-    ]
+    found = [usages.get(quota.lower()) for quota in _quotas(sku.family, spot=spot)]
+    left = [u.limit - u.current_value for u in found if u is not None]
     if not left:
-        return Headroom(region, vm_size, sku.family, problem="Azure reports no quota for it.")
+        problem = "Azure reports no quota for it."
+        return Headroom(region, vm_size, sku.family, problem=problem, spot=spot)
     vcpus = max(0, min(left))
-    return Headroom(region, vm_size, sku.family, vcpus, vcpus // sku.vcpus if sku.vcpus else None)
+    vms = vcpus // sku.vcpus if sku.vcpus else None
+    return Headroom(region, vm_size, sku.family, vcpus, vms, spot=spot)
 
 
 @dataclass(frozen=True)
@@ -624,7 +650,7 @@ def _place(workspace: Workspace, now: datetime) -> Placement:
     region fallback, the first other offered region of the same size (cheapest, then by name;
     for Spot, by Spot price among regions with one) that passes the pre-check.
     Raises CloudError."""
-    here = azure_precheck(region=workspace.region, vm_size=workspace.vm_size)
+    here = azure_precheck(region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot)
     if here.fits:
         return Placement(workspace.region, workspace.price_per_hour)
     offering = SizeOffering.objects.filter(
@@ -633,7 +659,7 @@ def _place(workspace: Workspace, now: datetime) -> Placement:
     tried = []
     if offering is not None and offering.allow_region_fallback:
         for other, price in _fallbacks(workspace, now):
-            if azure_precheck(region=other.region, vm_size=other.vm_size).fits:
+            if azure_precheck(region=other.region, vm_size=other.vm_size, spot=workspace.spot).fits:
                 return Placement(other.region, price, here.problem)
             tried.append(other.region)
     also = f" The other allowed regions ({', '.join(tried)}) have no room either." if tried else ""

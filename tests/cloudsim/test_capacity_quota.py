@@ -89,6 +89,85 @@ def test_regional_cores_quota_is_enforced(arm, ctl):
     assert "exceeding approved Total Regional Cores quota" in reply.body["error"]["message"]
 
 
+SPOT = {"priority": "Spot"}
+
+
+def test_spot_vms_count_only_toward_the_regional_spot_quota(arm, ctl):
+    arm.wait(arm.put_vm("spot1", **SPOT))
+    arm.wait(arm.put_vm("spot2", size="Standard_NC8as_T4_v3", **SPOT))
+    arm.wait(arm.put_vm("regular"))
+    ctl.evict("spot2")  # Deallocated: it still counts, like a deallocated regular VM.
+
+    entries = usages(arm)
+
+    assert entries["lowPriorityCores"] == {
+        "unit": "Count",
+        "currentValue": 32,
+        "limit": 350,
+        "name": {
+            "value": "lowPriorityCores",
+            "localizedValue": "Total Regional Low-priority vCPUs",
+        },
+    }
+    assert entries["standardNCADSA100v4Family"]["currentValue"] == 24
+    assert entries["standardNCASv3_T4Family"]["currentValue"] == 0
+    assert entries["cores"]["currentValue"] == 24
+    arm.wait(arm.call("DELETE", arm.vm_path("spot1")))
+    assert usages(arm)["lowPriorityCores"]["currentValue"] == 8
+
+
+def test_the_spot_quota_is_enforced_with_azures_message(arm, ctl):
+    ctl.set_quota("eastus", "lowPriorityCores", 0)
+
+    reply = arm.put_vm("vm1", **SPOT)
+
+    assert (reply.status, reply.code) == (409, "OperationNotAllowed")
+    message = reply.body["error"]["message"]
+    assert message.startswith(
+        "Operation could not be completed as it results in exceeding approved "
+        "LowPriorityCores quota. Additional details - Deployment Model: Resource Manager, "
+        "Location: eastus, Current Limit: 0, Current Usage: 0, Additional Required: 24, "
+        "(Minimum) New Limit Required: 24. Submit a request for Quota increase at "
+        f"{QUOTA_LINK}"
+    )
+    assert "%22resourceName%22:%22lowPriorityCores%22" in message
+    assert message.endswith(
+        "for deployment to succeed. Please read more about quota limits at "
+        "https://docs.microsoft.com/en-us/azure/azure-portal/supportability/low-priority-quota"
+    )
+    assert ctl.state()["virtualMachines"] == []
+    assert arm.put_vm("vm2").status == 201  # A regular VM does not touch the Spot quota.
+
+
+def test_full_family_and_regional_quotas_do_not_block_a_spot_vm(arm, ctl):
+    ctl.set_quota("eastus", "standardNCADSA100v4Family", 24)
+    ctl.set_quota("eastus", "cores", 24)
+    assert arm.put_vm("vm1").status == 201
+
+    regular, spot = arm.put_vm("vm2"), arm.put_vm("vm3", **SPOT)
+
+    assert regular.code == "OperationNotAllowed"
+    assert spot.status == 201
+    assert arm.wait(spot)["status"] == "Succeeded"
+
+
+def test_resizing_a_spot_vm_is_checked_against_the_spot_quota(arm, ctl):
+    arm.wait(arm.put_vm("vm1", **SPOT))
+    ctl.set_quota("eastus", "lowPriorityCores", 40)
+    ctl.set_quota("eastus", "standardNCADSA100v4Family", 0)  # Not the Spot VM's quota.
+
+    reply = arm.put_vm("vm1", size="Standard_NC48ads_A100_v4", **SPOT)
+
+    assert reply.code == "OperationNotAllowed"
+    assert (
+        "approved LowPriorityCores quota. Additional details - Deployment Model: Resource "
+        "Manager, Location: eastus, Current Limit: 40, Current Usage: 0, Additional Required: 48"
+    ) in reply.body["error"]["message"]
+    ctl.set_quota("eastus", "lowPriorityCores", 48)
+    resized = arm.put_vm("vm1", size="Standard_NC48ads_A100_v4", **SPOT)
+    assert arm.wait(resized)["status"] == "Succeeded"
+
+
 def test_size_not_offered_in_location_is_sku_not_available(arm, ctl):
     reply = arm.put_vm("vm1", size="Standard_NC6")  # Only in westus2 and southcentralus.
 

@@ -152,6 +152,19 @@ def test_quota_fault_is_synchronous_with_the_quota_message(arm, ctl):
     assert ctl.state()["virtualMachines"] == []
 
 
+def test_a_quota_fault_on_a_spot_vm_names_the_spot_quota(arm, ctl):
+    ctl.inject("vm.create", "quota")
+
+    reply = arm.put_vm("vm1", priority="spot")
+
+    assert (reply.status, reply.code) == (409, "OperationNotAllowed")
+    assert reply.body["error"]["message"].startswith(
+        "Operation could not be completed as it results in exceeding approved "
+        "LowPriorityCores quota. Additional details - Deployment Model: Resource Manager, "
+        "Location: eastus, Current Limit: 350, Current Usage: 0, Additional Required: 24, "
+    )
+
+
 def test_reset_clears_queued_faults(arm, ctl):
     ctl.inject("vm.create", "throttle", count=5)
 

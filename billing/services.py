@@ -121,28 +121,28 @@ class OfferingReprice:
 
 
 def offerings_reprice(*, now: datetime) -> OfferingReprice:
-    """Set every SizeOffering's USD/hour, regular and Spot, to the Azure retail price in
-    effect ``now`` (the Price table). A size with no regular price in its region is no
-    longer offered: nobody could be told what it costs. Four queries, in one transaction."""
+    """Set every SizeOffering's USD/hour to the Azure pay-as-you-go retail price in effect
+    ``now`` (the Price table; the Spot price is read from there when needed, see
+    workspaces.selectors.offering_spot_price). A size with no regular price in its region is
+    no longer offered: nobody could be told what it costs. Four queries, in one transaction."""
     from workspaces.models import SizeOffering
 
     book = {
-        (p.sku, p.region, p.spot): p.unit_price
-        for p in Price.objects.filter(kind=PriceKind.VM, effective_start__lte=now).order_by(
-            "effective_start"
-        )
+        (p.sku, p.region): p.unit_price
+        for p in Price.objects.filter(
+            kind=PriceKind.VM, spot=False, effective_start__lte=now
+        ).order_by("effective_start")
     }  # later rows overwrite earlier ones: the price in effect
     changed, unpriced = [], []
     for offering in SizeOffering.objects.all():
-        regular = book.get((offering.vm_size, offering.region, False))
-        spot = book.get((offering.vm_size, offering.region, True))
+        regular = book.get((offering.vm_size, offering.region))
         if regular is None:
             unpriced += [offering] if offering.offered else []
-        elif (offering.price_per_hour, offering.spot_price_per_hour) != (regular, spot):
-            offering.price_per_hour, offering.spot_price_per_hour = regular, spot
+        elif offering.price_per_hour != regular:
+            offering.price_per_hour = regular
             changed.append(offering)
     with transaction.atomic():
-        SizeOffering.objects.bulk_update(changed, ["price_per_hour", "spot_price_per_hour"])
+        SizeOffering.objects.bulk_update(changed, ["price_per_hour"])
         SizeOffering.objects.filter(pk__in=[o.pk for o in unpriced]).update(offered=False)
     repriced, withdrawn = len(changed), [str(o) for o in unpriced]
     return OfferingReprice(repriced, withdrawn)

@@ -40,7 +40,6 @@ class SizeOfferingAdmin(PlatformAdminAccess, admin.ModelAdmin):
         "vcpus",
         "memory_gib",
         "price_per_hour",
-        "spot_price_per_hour",
     ]
     list_display = [
         "vm_size",

@@ -37,7 +37,6 @@ class CatalogRow:
     vcpus: int
     memory_gib: Decimal
     price_per_hour: Decimal  # USD/hour
-    spot_price_per_hour: Decimal | None  # USD/hour; None when the source has no real Spot price
 
 
 def _decimal(text: str) -> Decimal | None:
@@ -61,7 +60,6 @@ def parse_row(row: dict[str, str]) -> CatalogRow | None:
     price = _decimal(row["Price"])
     if gpu is None or price is None or vm_size.endswith("_Promo"):
         return None
-    spot = _decimal(row["SpotPrice"])
     return CatalogRow(
         vm_size=vm_size,
         region=row["Region"],
@@ -71,8 +69,6 @@ def parse_row(row: dict[str, str]) -> CatalogRow | None:
         vcpus=int(float(row["vCPUs"])),
         memory_gib=Decimal(row["MemoryGiB"]),
         price_per_hour=price,
-        # The snapshot's H100 "spot" equals pay-as-you-go: no real Spot price, so none.
-        spot_price_per_hour=spot if spot is not None and spot < price else None,
     )
 
 

@@ -29,9 +29,6 @@ class SizeOffering(models.Model):
     vcpus = models.PositiveSmallIntegerField()
     memory_gib = models.DecimalField(max_digits=8, decimal_places=2)
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="USD/hour")
-    spot_price_per_hour = models.DecimalField(
-        max_digits=10, decimal_places=4, null=True, blank=True, help_text="USD/hour"
-    )
     offered = models.BooleanField(default=True)
     # When Azure has no quota or capacity for the size here, may the worker create the VM in
     # another region where the same size is offered (cheapest first) instead of waiting?

@@ -204,13 +204,26 @@ def _counts() -> str:
     )
 
 
-def _rollup(now: datetime) -> None:
+def _live(now: datetime) -> str:
+    """How much of the page is priced live: today's intervals (the spend page's hour matters:
+    late in a weekday the fleet has had most of its sessions)."""
+    from django.db.models import Q
+
+    from billing.models import UsageInterval
+
+    midnight = now.replace(hour=0, minute=0, second=0, microsecond=0)  # Vision Lab is on UTC
+    today = UsageInterval.objects.filter(Q(ended_at__isnull=True) | Q(ended_at__gt=midnight))
+    return f"live today: {today.count():,} intervals at {now:%H:%M} UTC ({now:%A})"
+
+
+def _rollup(now: datetime, incremental: bool = False) -> None:
     from django.db import connection
 
     from billing.services import rollup_rebuild
 
     t0 = time.perf_counter()
-    written = rollup_rebuild(now=now, since=(now - timedelta(days=400)).date())
+    since = None if incremental else (now - timedelta(days=400)).date()
+    written = rollup_rebuild(now=now, since=since)
     print(f"rollup_rebuild: {written:,} DailySpend rows in {time.perf_counter() - t0:.1f} s")
     with connection.cursor() as cursor:  # what autovacuum does after a bulk load
         cursor.execute("ANALYZE")
@@ -253,7 +266,10 @@ def main() -> None:
         added = _generate(team, owners, offerings, args.workspaces - SMALL_FLEET, args.days, now, 2)
         print(f"generated {added:,} intervals in {time.perf_counter() - t0:.1f} s")
         _rollup(now)
+    else:
+        _rollup(now, incremental=True)  # what the beat does every SPEND_ROLLUP_SECONDS
     print(_counts())
+    print(_live(now))
     _report(f"{args.workspaces:,} workspaces", args.runs)
 
 

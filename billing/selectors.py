@@ -4,15 +4,28 @@ the team's, in its time zone (the idle policy's ``timezone``, UTC by default).""
 
 from __future__ import annotations
 
+import operator
 from collections import defaultdict
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
+from functools import reduce
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
-from django.db.models import Count, Q, Sum
+from django.db.models import (
+    Case,
+    Count,
+    DateTimeField,
+    DurationField,
+    ExpressionWrapper,
+    Q,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, Greatest, Least
 
 from billing import csv_export, metering
 from billing.models import (
@@ -122,45 +135,139 @@ def live_spend(
     *, windows: dict[int, tuple[datetime, datetime]], zones: dict[int, ZoneInfo]
 ) -> list[SpendLine]:
     """Spend per team, workspace, day and meter computed from intervals and prices, each team
-    over its own window ``(start, end)``; end is at most now. Two queries."""
+    over its own window ``(start, end)``; end is at most now. Two queries; three when a
+    window spans a local midnight, and one more when a price changes inside a one-day window.
+
+    A window within one local day (the spend pages' today) is summed in SQL: the allocated
+    time per workspace, meter and price, clipped to the window, each sum priced at the price
+    in effect over the window, so the rows read grow with the workspaces, not with their
+    sessions. A window across local midnights, and a meter whose price changes inside its
+    window, are priced interval by interval, cut at each midnight and price change."""
     if not windows:
         return []
-    earliest = min(w[0] for w in windows.values())
-    latest = max(w[1] for w in windows.values())
-    intervals = _intervals(
-        UsageInterval.objects.filter(
-            Q(ended_at__isnull=True) | Q(ended_at__gt=earliest),
-            team_id__in=list(windows),
-            started_at__lt=latest,
-        )
-    )
-    book = price_book(intervals)
-    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
+    one_day = {t: w for t, w in windows.items() if not metering.local_midnights(*w, zones[t])}
+    split = {t: w for t, w in windows.items() if t not in one_day}
+    sums = _clipped_sums(one_day)
+    intervals = _intervals(_overlapping(split)) if split else []
+    book = price_book([*sums, *intervals])
+    changing = _changing(book, one_day.values())
+    if changing:
+        intervals += _intervals(_overlapping(one_day, keys=changing))
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     points: dict[tuple, list[metering.PricePoint]] = {}
+    for s in sums:
+        if _book_key(s) not in changing:
+            _add_sum(totals, s, _cached_points(points, book, s), one_day[s.team_id], zones)
+    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
     for i in intervals:
-        team, window = i.team_id, windows[i.team_id]
-        key = (i.price_kind, i.sku, i.region, i.spot, i.price_per_hour)
-        if key not in points:
-            points[key] = _points(book, i)
-        for day, hours, cost in _priced(i, points[key], window, zones[team], midnights[team]):
-            total = totals[(team, i.workspace_id, i.kind, day, i.meter)]
-            total[0] += hours
-            total[1] += cost
+        team, prices = i.team_id, _cached_points(points, book, i)
+        for day, hours, cost in _priced(i, prices, windows[team], zones[team], midnights[team]):
+            _add(totals, i, day, hours, cost)
     return [SpendLine(*key, hours, cost) for key, (hours, cost) in totals.items()]
 
 
-def _priced(i: _Interval, prices, window, tz, midnights) -> list[tuple]:
-    """[(local day, hours, USD)] of the interval within the window. Most intervals of a live
-    window (today so far) cross no midnight and no price change: priced in one step."""
-    start, end = max(i.started_at, window[0]), min(i.ended_at or window[1], window[1])
-    if start >= end:
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _book_key(row) -> tuple:
+    return (row.price_kind, row.sku, row.region, row.spot)
+
+
+def _cached_points(cache: dict, book: dict, row) -> list[metering.PricePoint]:
+    key = (*_book_key(row), row.price_per_hour)
+    if key not in cache:
+        cache[key] = _points(book, row)
+    return cache[key]
+
+
+def _add(totals: dict, row, day: date, hours: Decimal, cost: Decimal) -> None:
+    total = totals[(row.team_id, row.workspace_id, row.kind, day, row.meter)]
+    total[0] += hours
+    total[1] += cost
+
+
+def _add_sum(totals: dict, s: _Sum, prices, window: tuple, zones: dict) -> None:
+    """Price a summed allocation at the price in effect over its one-day window."""
+    point = metering.price_at(prices, window[0])
+    hours = s.allocated // _MICROSECOND / metering.MICROSECONDS_PER_HOUR
+    day = window[0].astimezone(zones[s.team_id]).date()
+    _add(totals, s, day, hours, hours * point.hourly * s.share_num / s.share_den)
+
+
+def _changing(book: dict, windows) -> set[tuple]:
+    """Price book keys with a price change strictly inside one of the windows."""
+    return {
+        key
+        for key, prices in book.items()
+        if any(start < p.start < end for p in prices for start, end in windows)
+    }
+
+
+class _Sum(NamedTuple):
+    """Allocated time of one workspace's meter at one price within a team's window."""
+
+    team_id: int
+    workspace_id: object
+    kind: str  # the workspace's
+    meter: str
+    price_kind: str
+    sku: str
+    region: str
+    spot: bool
+    share_num: int
+    share_den: int
+    price_per_hour: Decimal
+    allocated: timedelta
+
+
+def _clipped_sums(windows: dict[int, tuple[datetime, datetime]]) -> list[_Sum]:
+    """Per team, workspace, meter and price: the intervals' time within the team's window,
+    summed in SQL (one query; none without windows). Teams sharing a window share its terms."""
+    if not windows:
         return []
-    if not midnights and not any(start < p.start < end for p in prices):
-        point = metering.price_at(prices, start)
-        hours = metering.hours_between(start, end)
-        cost = hours * point.hourly * i.share_num / i.share_den if point else Decimal(0)
-        return [(start.astimezone(tz).date(), hours, cost)]
+    teams_by_window: dict[tuple, list[int]] = defaultdict(list)
+    for team, window in windows.items():
+        teams_by_window[window].append(team)
+
+    def bound(n: int) -> Case:
+        return Case(
+            *(When(team_id__in=ts, then=Value(w[n])) for w, ts in teams_by_window.items()),
+            output_field=DateTimeField(),
+        )
+
+    start, end = bound(0), bound(1)
+    clipped = ExpressionWrapper(
+        Least(Coalesce("ended_at", end), end) - Greatest("started_at", start),
+        output_field=DurationField(),
+    )
+    rows = (
+        _overlapping(windows)
+        .values_list(*_INTERVAL_FIELDS[:-3], "price_per_hour")
+        .annotate(allocated=Sum(clipped))
+    )
+    return [_Sum._make(row) for row in rows]
+
+
+def _overlapping(windows: dict, keys: set[tuple] | None = None):
+    """UsageInterval rows of each team in ``windows`` that overlap its window; only those
+    whose price book key is in ``keys``, when given."""
+    query = Q(pk__in=[])
+    for team, (start, end) in windows.items():
+        query |= Q(team_id=team, started_at__lt=end) & (
+            Q(ended_at__isnull=True) | Q(ended_at__gt=start)
+        )
+    if keys is not None:
+        query &= reduce(
+            operator.or_,
+            (Q(price_kind=k, sku=s, region=r, spot=spot) for k, s, r, spot in keys),
+            Q(pk__in=[]),
+        )
+    return UsageInterval.objects.filter(query)
+
+
+def _priced(i: _Interval, prices, window, tz, midnights) -> list[tuple]:
+    """[(local day, hours, USD)] of the interval within the window, cut at each midnight in
+    ``midnights`` and each price change."""
     return [
         (piece.day, piece.hours, piece.cost)
         for piece in metering.pieces(

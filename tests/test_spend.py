@@ -10,12 +10,13 @@ from billing import services as billing
 from billing.models import DailySpend, Price, UsageInterval
 from billing.selectors import spend_between, spend_month, team_spend, team_timezones
 from teams.models import IdlePolicy
-from tests.factories import WorkspaceFactory
+from tests.factories import TeamFactory, WorkspaceFactory
 from workspaces import states
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db
 A100 = "Standard_NC24ads_A100_v4"
+T4 = "Standard_NC4as_T4_v3"
 
 
 def price(sku, unit_price, start, *, kind="vm", unit="1 Hour", region="eastus", spot=False):
@@ -172,15 +173,62 @@ def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
     for team in (cast.team, cast.other_team):
         run(cast, team=team, start=datetime(2026, 10, 31, 23, 30, tzinfo=UTC))
     billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(7):  # rolled up: only today is live, summed in SQL
         one = team_spend(team_ids=[cast.team.pk], now=now)
-    with django_assert_num_queries(7):
+    with django_assert_num_queries(8):  # never rolled up: 1-5 Nov priced interval by interval
         both = team_spend(team_ids=[cast.team.pk, cast.other_team.pk], now=now)
+    more = [TeamFactory() for _ in range(3)]
+    for team in more:
+        run(cast, team=team, start=datetime(2026, 11, 2, tzinfo=UTC))
+    with django_assert_num_queries(8):
+        team_spend(team_ids=[cast.team.pk, cast.other_team.pk, *(t.pk for t in more)], now=now)
 
     assert both[cast.team.pk] == one[cast.team.pk]
     # Berlin's November starts at 23:00 UTC on 31 Oct, so it holds all 96.5 h; UTC's, 96 h.
     assert both[cast.team.pk].spent == Decimal("289.50")
     assert both[cast.other_team.pk].spent == Decimal("288.00")
+
+
+def again(ws, *, start, stop=None):
+    """Start the stopped workspace at ``start``; stop it again at ``stop``."""
+    go = states.transition
+    go(workspace_id=ws.pk, expected=Status.STOPPED, to=Status.STARTING, now=start)
+    go(workspace_id=ws.pk, expected=Status.STARTING, to=Status.RUNNING, now=start)
+    if stop:
+        go(workspace_id=ws.pk, expected=Status.RUNNING, to=Status.STOPPING, now=stop)
+        go(workspace_id=ws.pk, expected=Status.STOPPING, to=Status.STOPPED, now=stop)
+
+
+def test_today_is_priced_per_session_and_split_at_a_price_change_at_noon(cast):
+    """Today (live, one local day) is summed per workspace and price in SQL, except a price
+    whose change falls inside today, priced interval by interval; the next day's rollup
+    prices the whole day."""
+    in_zone(cast, "Europe/Berlin")  # 5 Nov there runs from 4 Nov 23:00 to 5 Nov 23:00 UTC
+    price(A100, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    price(A100, "4.00", datetime(2026, 11, 5, 12, tzinfo=UTC))
+    price(T4, "0.50", datetime(2026, 1, 1, tzinfo=UTC))
+    day = datetime(2026, 11, 5, tzinfo=UTC)
+    a = run(cast, start=day + timedelta(hours=8), stop=day + timedelta(hours=9))  # $3
+    again(a, start=day + timedelta(hours=11), stop=day + timedelta(hours=13))  # $3 + $4
+    again(a, start=day + timedelta(hours=17))  # open: $4 by 18:00, $24 by 23:00
+    t4 = {"vm_size": T4, "price_per_hour": Decimal("0.526")}
+    b = run(cast, start=day - timedelta(hours=2), stop=day + timedelta(hours=1), **t4)  # 2 h
+    again(b, start=day + timedelta(hours=14), stop=day + timedelta(hours=16, minutes=30))
+    now = day + timedelta(hours=18)
+    billing.rollup_rebuild(now=now)  # through 4 Nov: 5 Nov is live
+
+    today = lines_for(cast, date(2026, 11, 5), date(2026, 11, 5), now)
+    billing.rollup_rebuild(now=now + timedelta(hours=6))  # 6 Nov 01:00 Berlin: 5 Nov rolls up
+    rolled = DailySpend.objects.filter(day=date(2026, 11, 5), meter="compute")
+
+    assert {ln.workspace_id: ln.cost for ln in today if ln.meter == "compute"} == {
+        a.pk: Decimal("14.00"),
+        b.pk: Decimal("2.25"),  # 2 h + 2.5 h at $0.50
+    }
+    assert {r.workspace_id: r.cost for r in rolled} == {
+        a.pk: Decimal("34.00"),
+        b.pk: Decimal("2.25"),
+    }
 
 
 def test_the_spend_page_reads_the_same_from_its_summaries_as_live_through_a_correction(cast):

@@ -240,3 +240,29 @@ class ActualCostDay(models.Model):
 
     def __str__(self):
         return f"{self.day} fetched at {self.fetched_at:%Y-%m-%d %H:%M}"
+
+
+class EstimatedCost(models.Model):
+    """The portal's estimate of what one workspace cost on one UTC day (USD, unrounded): its
+    UsageIntervals priced by Price, as they were at ``computed_at``. Written by
+    billing.services.cost_estimates_store when Azure's actual costs of the day are fetched
+    (actual_costs_sync, in the same transaction, so both are snapshots of one moment) and
+    again after a price correction (rollup_invalidate); the reconciliation reads these rows."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="estimated_costs"
+    )
+    day = models.DateField(help_text="UTC day, as Azure's UsageDate")
+    cost = models.DecimalField(max_digits=18, decimal_places=8, help_text="USD, unrounded")
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["day"]
+        indexes = [models.Index(fields=["team", "day"])]
+        constraints = [
+            models.UniqueConstraint(fields=["workspace", "day"], name="estimatedcost_unique_day")
+        ]
+
+    def __str__(self):
+        return f"{self.workspace_id} {self.day}: {self.cost} USD estimated"

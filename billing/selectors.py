@@ -33,6 +33,7 @@ from billing.models import (
     ActualCostDay,
     DailySpend,
     DaySpend,
+    EstimatedCost,
     MonthSpend,
     Price,
     SpendRollup,
@@ -767,7 +768,8 @@ class TeamReconciliation:
 class Reconciliation:
     """The portal's estimate against Azure's actual cost (Cost Management) per team and per
     workspace, over ``days``: the UTC days from ``first`` to ``last`` whose Azure costs were
-    fetched after the day ended (``fetched_at``: the latest such fetch). ``unattributed``: USD
+    fetched after the day ended (``fetched_at``: the latest such fetch; the estimate is the
+    one computed at that fetch, see cost_reconciliation). ``unattributed``: USD
     Azure charged on those days to resources without a portal workspace's tag (None unless
     asked for). Empty ``days``: Azure's costs are not in yet."""
 
@@ -796,54 +798,59 @@ def _utc_midnight_after(day: date) -> datetime:
 
 
 def cost_reconciliation(
-    *, team_ids, first: date, last: date, now: datetime, include_unattributed: bool = False
+    *, team_ids, first: date, last: date, include_unattributed: bool = False
 ) -> Reconciliation:
     """The teams' estimate against Azure's actual cost over the UTC days first..last that
     Azure has reported (see Reconciliation).
 
-    Azure's days are UTC days, while the spend pages and DailySpend use the team's time zone;
-    so the estimate here is computed live from UsageInterval and Price over the same UTC days,
-    not read from the rollups, and for a team outside UTC it differs from the page's month
-    total by the hours at either end. Azure attributes cost by each resource's ``workspace``
-    tag; what it could not attribute is ``unattributed`` (with include_unattributed).
-    Six queries at most, whatever the number of teams and workspaces.
+    The estimate is the one stored when Azure's days were fetched (EstimatedCost, written by
+    billing.services.cost_estimates_store at ``fetched_at``, and again after a price
+    correction): UsageInterval priced by Price over the same UTC days, as of that fetch, so
+    both sides are snapshots of one moment; usage recorded later shows from the next fetch.
+    Azure's days are UTC days, while the spend pages and DailySpend use the team's time zone,
+    so for a team outside UTC the estimate differs from the page's month total by the hours
+    at either end. Azure attributes cost by each resource's ``workspace`` tag; what it could
+    not attribute is ``unattributed`` (with include_unattributed). Five queries at most,
+    whatever the number of teams, workspaces and days.
     """
     team_ids = list(team_ids)
     days, fetched_at = reconciled_days(first=first, last=last)
     if not days or not team_ids:
         return Reconciliation(first, last, days, fetched_at, [], None)
-    estimates = _estimates(team_ids, days, now)
+    estimates = _estimates(team_ids, days)
     actuals, unattributed = _actuals(team_ids, days, include_unattributed)
     teams = _reconciled_teams(team_ids, estimates, actuals)
     return Reconciliation(first, last, days, fetched_at, teams, unattributed)
 
 
-def _estimates(team_ids, days: list[date], now: datetime) -> dict[tuple, Decimal]:
-    """USD estimated per (team, workspace) over the UTC days, unrounded. Two queries."""
-    window = (day_start(min(days), UTC_ZONE), min(now, _utc_midnight_after(max(days))))
-    lines = live_spend(
-        windows={t: window for t in team_ids}, zones=dict.fromkeys(team_ids, UTC_ZONE)
+def _estimates(team_ids, days: list[date]) -> dict[tuple, Decimal]:
+    """USD estimated per (team, workspace) over the UTC days, unrounded, summed in SQL from
+    the stored EstimatedCost rows. One query."""
+    rows = (
+        EstimatedCost.objects.filter(team_id__in=team_ids, day__in=days)
+        .values("team_id", "workspace_id")
+        .annotate(total=Sum("cost"))
+        .values_list("team_id", "workspace_id", "total")
     )
-    wanted, totals = set(days), defaultdict(Decimal)
-    for line in lines:
-        if line.day in wanted:  # A day Azure has not reported is left out on both sides.
-            totals[(line.team_id, line.workspace_id)] += line.cost
-    return totals
+    return {(team, workspace): total for team, workspace, total in rows}
 
 
 def _actuals(team_ids, days: list[date], unattributed: bool) -> tuple[dict, Decimal | None]:
     """USD Azure charged per (team, workspace) over the days, and what it charged to no portal
-    workspace (when asked). One query."""
+    workspace (when asked), summed in SQL. One query."""
     scope = Q(team_id__in=team_ids) | (Q(team__isnull=True) if unattributed else Q(pk__in=[]))
-    rows = ActualCost.objects.filter(scope, day__in=days).values_list(
-        "team_id", "workspace_id", "cost"
+    rows = (
+        ActualCost.objects.filter(scope, day__in=days)
+        .values("team_id", "workspace_id")
+        .annotate(total=Sum("cost"))
+        .values_list("team_id", "workspace_id", "total")
     )
-    totals, loose = defaultdict(Decimal), Decimal(0)
+    totals, loose = {}, Decimal(0)
     for team, workspace, cost in rows:
         if team is None:
             loose += cost
         else:
-            totals[(team, workspace)] += cost
+            totals[(team, workspace)] = cost
     return totals, (metering.to_cents(loose) if unattributed else None)
 
 
@@ -852,12 +859,18 @@ def _reconciled_teams(team_ids, estimates: dict, actuals: dict) -> list[TeamReco
     from teams.models import Team
     from workspaces.models import Workspace
 
-    keys = set(estimates) | set(actuals)
-    names = dict(Workspace.objects.filter(pk__in={w for _, w in keys}).values_list("pk", "name"))
+    by_team = defaultdict(list)
+    for key in set(estimates) | set(actuals):
+        by_team[key[0]].append(key)
+    names = dict(
+        Workspace.objects.filter(
+            pk__in=[k[1] for keys in by_team.values() for k in keys]
+        ).values_list("pk", "name")
+    )
     zero = Decimal(0)
     teams = []
     for team in Team.objects.filter(pk__in=team_ids).order_by("name").values("pk", "name"):
-        mine = [key for key in keys if key[0] == team["pk"]]
+        mine = by_team.get(team["pk"], [])
         rows = [
             WorkspaceReconciliation(
                 key[1],

@@ -19,6 +19,7 @@ from billing.models import (
     ActualCostDay,
     DailySpend,
     DaySpend,
+    EstimatedCost,
     Meter,
     MonthSpend,
     Price,
@@ -26,7 +27,7 @@ from billing.models import (
     SpendRollup,
     UsageInterval,
 )
-from billing.selectors import day_start, live_spend, rolled_through, team_timezones
+from billing.selectors import UTC_ZONE, day_start, live_spend, rolled_through, team_timezones
 
 # Every VM's OS disk: 128 GiB Premium SSD (cloud.azure_vm.VmSpec), billed as tier P10 LRS.
 OS_DISK_TIER = "P10 LRS"
@@ -255,7 +256,10 @@ def _summarise(team: int, first: date, mark: date) -> None:
 
 def rollup_invalidate(*, since: datetime) -> int:
     """After a late correction (a price effective from ``since``), let every team's days from
-    ``since`` on be computed live again until the next rebuild; returns teams affected."""
+    ``since`` on be computed live again until the next rebuild, and price again the stored
+    estimates of the UTC days from ``since`` on that Azure's costs were fetched for (see
+    cost_estimates_refresh); returns teams affected."""
+    cost_estimates_refresh(since=since)
     moved = 0
     for mark in SpendRollup.objects.all():
         zones = team_timezones(team_ids=[mark.team_id])
@@ -366,7 +370,9 @@ def actual_costs_window(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> tuple
 def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualCostSync:
     """Fetch Azure's actual cost per workspace tag and UTC day (cloud.costs, Cost Management)
     for actual_costs_window() and replace the stored rows of those days in one transaction;
-    each day is marked fetched at ``now``. Idempotent: a second sync stores the same rows.
+    each day is marked fetched at ``now``, and the portal's estimate of those days is stored
+    as of ``now`` in the same transaction (cost_estimates_store). Idempotent: a second sync
+    stores the same rows.
 
     Raises CloudError (Azure refused, throttled past retries, unreachable), CostFormatError
     (malformed answer) or ValueError (a currency other than USD, days < 1); then nothing
@@ -383,6 +389,7 @@ def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualC
         ActualCost.objects.bulk_create(rows, batch_size=2000)
         ActualCostDay.objects.filter(day__gte=first, day__lte=last).delete()
         ActualCostDay.objects.bulk_create([ActualCostDay(day=d, fetched_at=now) for d in span])
+        cost_estimates_store(first=first, last=last, now=now)
     total = sum((r.cost for r in rows), Decimal(0))
     unattributed = sum((r.cost for r in rows if r.workspace_id is None), Decimal(0))
     return ActualCostSync(first, last, len(rows), total, unattributed)
@@ -427,3 +434,77 @@ def _workspaces_by_tag(tags) -> dict[str, tuple]:
         for w in Workspace.objects.filter(pk__in=ids.values()).values("pk", "team_id")
     }
     return {tag: found[pk] for tag, pk in ids.items() if pk in found}
+
+
+# UTC days priced per step: every team at once, so fewer days than a team's rollup chunk.
+ESTIMATE_CHUNK_DAYS = 3
+_UTC_DAY = timedelta(days=1)
+_ESTIMATE_PLACES = Decimal("1E-8")  # EstimatedCost.cost's decimal places
+
+
+def cost_estimates_store(*, first: date, last: date, now: datetime) -> int:
+    """Replace the stored estimate (EstimatedCost, USD unrounded) of the UTC days
+    first..last with the portal's estimate per team, workspace and UTC day as of ``now``:
+    every team's UsageIntervals up to ``now`` priced by Price (billing.selectors.live_spend).
+    A few days at a time, so memory stays bounded for a large fleet; all in one transaction.
+    Idempotent; returns rows written."""
+    from teams.models import Team
+
+    team_ids = list(Team.objects.values_list("pk", flat=True))
+    written = 0
+    with transaction.atomic():
+        EstimatedCost.objects.filter(day__gte=first, day__lte=last).delete()
+        while first <= last:
+            chunk_last = min(last, first + timedelta(days=ESTIMATE_CHUNK_DAYS - 1))
+            written += _store_estimate_chunk(team_ids, first, chunk_last, now)
+            first = chunk_last + _UTC_DAY
+    return written
+
+
+def _store_estimate_chunk(team_ids: list, first: date, last: date, now: datetime) -> int:
+    window = (day_start(first, UTC_ZONE), min(now, day_start(last + _UTC_DAY, UTC_ZONE)))
+    if window[0] >= window[1]:
+        return 0  # days still to come: nothing used yet
+    lines = live_spend(
+        windows=dict.fromkeys(team_ids, window), zones=dict.fromkeys(team_ids, UTC_ZONE)
+    )
+    totals: dict[tuple, Decimal] = defaultdict(Decimal)
+    for line in lines:  # compute and disk together, as Azure's cost per workspace tag
+        totals[(line.team_id, line.workspace_id, line.day)] += line.cost
+    EstimatedCost.objects.bulk_create(
+        (
+            EstimatedCost(
+                team_id=team,
+                workspace_id=workspace,
+                day=day,
+                cost=cost.quantize(_ESTIMATE_PLACES),
+                computed_at=now,
+            )
+            for (team, workspace, day), cost in totals.items()
+        ),
+        batch_size=2000,
+    )
+    return len(totals)
+
+
+def cost_estimates_refresh(*, since: datetime) -> int:
+    """After a late correction (a price effective from ``since``), store again the estimate
+    of every fetched UTC day (ActualCostDay) from ``since``'s UTC day on, priced up to the
+    moment that day was fetched, so it still compares with what Azure said then. Returns
+    rows written."""
+    written = 0
+    for first, last, fetched_at in _fetched_runs(since.astimezone(UTC).date()):
+        written += cost_estimates_store(first=first, last=last, now=fetched_at)
+    return written
+
+
+def _fetched_runs(first: date) -> list[tuple[date, date, datetime]]:
+    """(first day, last day, fetched_at) of each run of consecutive fetched UTC days from
+    ``first`` on that were fetched at the same moment."""
+    runs: list[tuple[date, date, datetime]] = []
+    for day in ActualCostDay.objects.filter(day__gte=first).order_by("day"):
+        if runs and runs[-1][2] == day.fetched_at and runs[-1][1] + _UTC_DAY == day.day:
+            runs[-1] = (runs[-1][0], day.day, day.fetched_at)
+        else:
+            runs.append((day.day, day.day, day.fetched_at))
+    return runs

@@ -53,7 +53,7 @@ def team_spend(request, slug):
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
     # Azure counts UTC days: the month's days are compared as UTC days (see the selector).
     context["reconciliation"] = selectors.cost_reconciliation(
-        team_ids=[team.pk], first=spend.first, last=spend.last, now=now
+        team_ids=[team.pk], first=spend.first, last=spend.last
     )
     return render(request, "billing/team_spend.html", context)
 
@@ -125,7 +125,6 @@ def platform_spend(request):
             team_ids=[row.team.pk for row in overview.teams],
             first=utc_today.replace(day=1),
             last=utc_today,
-            now=now,
             include_unattributed=True,
         ),
         "overview": overview,

@@ -11,11 +11,12 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from billing.models import ActualCost, ActualCostDay
+from billing.models import ActualCost, ActualCostDay, EstimatedCost
 from billing.selectors import cost_comparison, cost_reconciliation
-from billing.services import actual_costs_sync
+from billing.services import actual_costs_sync, cost_estimates_store, prices_sync
 from billing.tasks import sync_actual_costs
 from cloud.errors import CloudError
+from cloud.prices import RetailPrice
 from cloudsim.ledger import Usage
 from portal.celery import app as celery_app
 from tests.factories import TeamFactory
@@ -161,9 +162,9 @@ def test_a_sync_replaces_what_azure_now_says(cast, both_sides, sim):
 
 
 @time_machine.travel(NOW, tick=False)
-def test_a_failed_fetch_keeps_the_old_rows(cast, both_sides, sim):
+def test_a_failed_fetch_keeps_the_old_rows_and_estimates(cast, both_sides, sim):
     actual_costs_sync(now=NOW)
-    before = stored()
+    before, estimated = stored(), estimates()
     sim.inject("cost.query", "throttle", count=3)  # past the client's 2 retries
 
     with pytest.raises(CloudError):
@@ -171,6 +172,59 @@ def test_a_failed_fetch_keeps_the_old_rows(cast, both_sides, sim):
 
     assert stored() == before
     assert set(ActualCostDay.objects.values_list("fetched_at", flat=True)) == {NOW}
+    assert estimates() == estimated
+    assert set(EstimatedCost.objects.values_list("computed_at", flat=True)) == {NOW}
+
+
+def estimates() -> dict[tuple, Decimal]:
+    return {
+        (e.workspace_id, e.day): e.cost
+        for e in EstimatedCost.objects.order_by("day", "workspace_id")
+    }
+
+
+@time_machine.travel(NOW, tick=False)
+def test_the_sync_stores_the_estimate_of_each_workspace_and_utc_day(cast, both_sides, sim):
+    done, running = both_sides
+    price("P10 LRS", "19.71", datetime(2026, 1, 1, tzinfo=UTC), kind="disk", unit="1/Month")
+
+    actual_costs_sync(now=NOW)
+
+    # A100 at $3.00/h; each OS disk at $19.71 / 730 h = $0.027/h from its first start until
+    # deleted, so the finished VM's disk goes on after it stopped. Up to NOW, 10 Nov 12:00.
+    disk_day = Decimal("0.648")
+    assert estimates() == {
+        (done.pk, date(2026, 11, 2)): Decimal("30.432"),  # 10 h of VM, 16 h of disk
+        **{(done.pk, date(2026, 11, d)): disk_day for d in range(3, 10)},
+        (running.pk, date(2026, 11, 9)): Decimal("72.648"),
+        (done.pk, date(2026, 11, 10)): Decimal("0.324"),
+        (running.pk, date(2026, 11, 10)): Decimal("36.324"),
+    }
+    assert set(EstimatedCost.objects.values_list("team_id", "computed_at")) == {(cast.team.pk, NOW)}
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_second_sync_replaces_the_estimates_of_its_days_only(cast, both_sides, sim):
+    done, running = both_sides
+    october = EstimatedCost.objects.create(
+        team=cast.team, workspace=done, day=date(2026, 10, 20), cost=Decimal("5"), computed_at=NOW
+    )
+    actual_costs_sync(now=NOW)
+    first = estimates()
+
+    actual_costs_sync(now=NOW)
+    assert estimates() == first
+
+    later = NOW + timedelta(days=1)
+    with time_machine.travel(later, tick=False):
+        actual_costs_sync(now=later)
+    running_days = {day: cost for (ws, day), cost in estimates().items() if ws == running.pk}
+    assert running_days == {
+        date(2026, 11, 9): Decimal("72"),
+        date(2026, 11, 10): Decimal("72"),  # the whole day now, no longer half of it
+        date(2026, 11, 11): Decimal("36"),
+    }
+    assert EstimatedCost.objects.get(pk=october.pk).cost == Decimal("5")
 
 
 @time_machine.travel(NOW, tick=False)
@@ -224,7 +278,8 @@ def test_with_no_estimate_any_actual_cost_is_flagged():
 
 
 def azure_says(workspace, day: date, cost: str, fetched: datetime) -> None:
-    """Stored as a sync would: Azure's cost of the workspace's tag on a UTC day."""
+    """Stored as a sync would: Azure's cost of the workspace's tag on a UTC day, and the
+    portal's estimate of that day as of the fetch."""
     ActualCost.objects.create(
         team_id=workspace.team_id,
         workspace=workspace,
@@ -234,6 +289,7 @@ def azure_says(workspace, day: date, cost: str, fetched: datetime) -> None:
         fetched_at=fetched,
     )
     ActualCostDay.objects.update_or_create(day=day, defaults={"fetched_at": fetched})
+    cost_estimates_store(first=day, last=day, now=fetched)
 
 
 @pytest.mark.parametrize(("actual", "flagged"), [("102.00", False), ("102.01", True)])
@@ -243,7 +299,7 @@ def test_the_flag_on_the_estimate_from_intervals(cast, actual, flagged):
     ws = run(cast, start=start, stop=start + timedelta(hours=10))  # $100.00
     azure_says(ws, date(2026, 11, 2), actual, fetched=NOW)
 
-    result = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30, now=NOW)
+    result = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30)
 
     (team,) = result.teams
     (row,) = team.workspaces
@@ -260,7 +316,7 @@ def test_days_are_utc_days_whatever_the_teams_time_zone(cast):
     azure_says(ws, date(2026, 11, 2), "5.00", fetched=datetime(2026, 11, 3, 6, tzinfo=UTC))
 
     result = cost_reconciliation(
-        team_ids=[cast.team.pk], first=date(2026, 11, 2), last=date(2026, 11, 2), now=NOW
+        team_ids=[cast.team.pk], first=date(2026, 11, 2), last=date(2026, 11, 2)
     )
 
     comparison = result.teams[0].comparison
@@ -272,7 +328,7 @@ def test_a_day_not_fetched_after_it_ended_is_not_compared(cast):
     ws = run(cast, start=datetime(2026, 11, 10, tzinfo=UTC))
     azure_says(ws, date(2026, 11, 10), "40.00", fetched=NOW)  # 10 Nov was not over yet
 
-    result = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30, now=NOW)
+    result = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30)
 
     assert not result.available and result.teams == []
 
@@ -287,9 +343,9 @@ def test_unattributed_cost_is_there_when_asked_for(cast):
         workspace_tag="", day=date(2026, 11, 2), cost=Decimal("0.4321"), fetched_at=NOW
     )
 
-    plain = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30, now=NOW)
+    plain = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30)
     admin = cost_reconciliation(
-        team_ids=[cast.team.pk], first=NOV_1, last=NOV_30, now=NOW, include_unattributed=True
+        team_ids=[cast.team.pk], first=NOV_1, last=NOV_30, include_unattributed=True
     )
 
     assert plain.unattributed is None and admin.unattributed == Decimal("0.43")
@@ -298,9 +354,7 @@ def test_unattributed_cost_is_there_when_asked_for(cast):
 
 def _queries(team_ids) -> int:
     with CaptureQueriesContext(connection) as queries:
-        cost_reconciliation(
-            team_ids=team_ids, first=NOV_1, last=NOV_30, now=NOW, include_unattributed=True
-        )
+        cost_reconciliation(team_ids=team_ids, first=NOV_1, last=NOV_30, include_unattributed=True)
     return len(queries)
 
 
@@ -316,7 +370,7 @@ def test_the_query_count_does_not_grow_with_teams_and_workspaces(cast):
 
     many = _queries([cast.team.pk, *(t.pk for t in teams)])
 
-    assert one == many <= 6
+    assert one == many <= 5
 
 
 # --- the page ----------------------------------------------------------------------------------
@@ -340,6 +394,74 @@ def test_the_spend_page_shows_azures_cost_beside_the_estimate_and_marks_a_gap(
     assert 'class="sub flagged"' in page and "+$3.60 (+5.0%)" in page
     assert "$102.00</td>" in page and "$105.60</td>" in page
     assert page.count("Differs by more than 2%") == 2 and page.count("Within 2%") == 1
+
+
+def reconciliation_section(client, cast) -> str:
+    page = client.get(reverse("team-spend", args=[cast.team.slug])).content.decode()
+    return page[
+        page.index('id="reconcile-h"') : page.index("</section>", page.index("reconcile-h"))
+    ]
+
+
+@time_machine.travel(NOW, tick=False)
+def test_the_page_shows_the_estimate_made_at_the_fetch_until_the_next_one(
+    client, cast, both_sides, sim
+):
+    actual_costs_sync(now=NOW)
+    late = run(  # usage of 3 Nov recorded after the fetch
+        cast,
+        start=datetime(2026, 11, 3, 8, tzinfo=UTC),
+        stop=datetime(2026, 11, 3, 18, tzinfo=UTC),
+        name="backfilled",
+    )
+    client.force_login(cast.researcher)
+
+    page = reconciliation_section(client, cast)
+
+    assert "the estimate was computed when Azure's costs were fetched" in page
+    assert "fetched 10 Nov 12:00" in page
+    assert "$102.00</td>" in page and late.name not in page  # as of the fetch: 30 + 72
+    actual_costs_sync(now=NOW)
+    page = reconciliation_section(client, cast)
+    assert "$132.00</td>" in page and late.name in page  # Azure billed nothing for it
+
+
+def retail_a100(unit_price: str, start: datetime) -> RetailPrice:
+    return RetailPrice(
+        kind="vm",
+        arm_sku_name=A100,
+        region="eastus",
+        spot=False,
+        unit_price=Decimal(unit_price),
+        unit="1 Hour",
+        effective_start=start,
+        meter_id="a100-eastus",
+        product_name="Virtual Machines NCads A100 v4 Series",
+        sku_name="NC24ads A100 v4",
+        meter_name="NC24ads A100 v4",
+    )
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_price_correction_prices_the_fetched_days_again_as_of_their_fetch(cast, both_sides, sim):
+    done, running = both_sides
+    actual_costs_sync(now=NOW)
+    later = NOW + timedelta(hours=6)
+
+    prices_sync(
+        prices=[retail_a100("2.50", datetime(2026, 11, 9, tzinfo=UTC))], source="api", now=later
+    )
+
+    # The stopped VM's OS disk (no disk price here) is estimated at $0 a day.
+    assert {key: cost for key, cost in estimates().items() if cost} == {
+        (done.pk, date(2026, 11, 2)): Decimal("30"),  # before the correction: as it was
+        (running.pk, date(2026, 11, 9)): Decimal("60"),  # 24 h x $2.50
+        (running.pk, date(2026, 11, 10)): Decimal("30"),  # 12 h up to the fetch, not to later
+    }
+    result = cost_reconciliation(team_ids=[cast.team.pk], first=NOV_1, last=NOV_30)
+    comparison = result.teams[0].comparison
+    assert (comparison.estimate, comparison.actual) == (Decimal("90"), Decimal("102"))
+    assert comparison.flagged  # Azure still charges $3.00
 
 
 @time_machine.travel(NOW, tick=False)

@@ -70,9 +70,9 @@ def day_start(day: date, tz: ZoneInfo) -> datetime:
     return datetime.combine(day, time(), tzinfo=tz)
 
 
-@dataclass(frozen=True)
-class SpendLine:
-    """Cost of one workspace's meter on one day of its team's time zone (USD, unrounded)."""
+class SpendLine(NamedTuple):
+    """Cost of one workspace's meter on one day of its team's time zone (USD, unrounded). A
+    tuple: pages build thousands of them per request."""
 
     team_id: int
     workspace_id: object
@@ -156,9 +156,7 @@ def live_spend(
         intervals += _intervals(_overlapping(one_day, keys=changing))
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     points: dict[tuple, list[metering.PricePoint]] = {}
-    for s in sums:
-        if _book_key(s) not in changing:
-            _add_sum(totals, s, _cached_points(points, book, s), one_day[s.team_id], zones)
+    _add_sums(totals, [s for s in sums if _book_key(s) not in changing], book, one_day, zones)
     midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
     for i in intervals:
         team, prices = i.team_id, _cached_points(points, book, i)
@@ -187,12 +185,17 @@ def _add(totals: dict, row, day: date, hours: Decimal, cost: Decimal) -> None:
     total[1] += cost
 
 
-def _add_sum(totals: dict, s: _Sum, prices, window: tuple, zones: dict) -> None:
-    """Price a summed allocation at the price in effect over its one-day window."""
-    point = metering.price_at(prices, window[0])
-    hours = s.allocated // _MICROSECOND / metering.MICROSECONDS_PER_HOUR
-    day = window[0].astimezone(zones[s.team_id]).date()
-    _add(totals, s, day, hours, hours * point.hourly * s.share_num / s.share_den)
+def _add_sums(totals: dict, sums: list[_Sum], book: dict, windows: dict, zones: dict) -> None:
+    """Price summed allocations, each at the price in effect over its team's one-day window
+    (no price changes inside it)."""
+    days = {t: w[0].astimezone(zones[t]).date() for t, w in windows.items()}
+    rates: dict[tuple, Decimal] = {}  # USD/hour per team and meter price
+    for s in sums:
+        key = (s.team_id, *_book_key(s), s.price_per_hour)
+        if key not in rates:
+            rates[key] = metering.price_at(_points(book, s), windows[s.team_id][0]).hourly
+        hours = s.allocated // _MICROSECOND / metering.MICROSECONDS_PER_HOUR
+        _add(totals, s, days[s.team_id], hours, hours * rates[key] * s.share_num / s.share_den)
 
 
 def _changing(book: dict, windows) -> set[tuple]:
@@ -762,6 +765,8 @@ class TeamReconciliation:
     name: str
     comparison: CostComparison
     workspaces: list[WorkspaceReconciliation]
+    more: int = 0  # workspaces not listed
+    more_flagged: int = 0  # of them, differing by more than the tolerance
 
 
 @dataclass(frozen=True)
@@ -798,7 +803,7 @@ def _utc_midnight_after(day: date) -> datetime:
 
 
 def cost_reconciliation(
-    *, team_ids, first: date, last: date, include_unattributed: bool = False
+    *, team_ids, first: date, last: date, include_unattributed: bool = False, top: int | None = 50
 ) -> Reconciliation:
     """The teams' estimate against Azure's actual cost over the UTC days first..last that
     Azure has reported (see Reconciliation).
@@ -810,8 +815,9 @@ def cost_reconciliation(
     Azure's days are UTC days, while the spend pages and DailySpend use the team's time zone,
     so for a team outside UTC the estimate differs from the page's month total by the hours
     at either end. Azure attributes cost by each resource's ``workspace`` tag; what it could
-    not attribute is ``unattributed`` (with include_unattributed). Five queries at most,
-    whatever the number of teams, workspaces and days.
+    not attribute is ``unattributed`` (with include_unattributed). Each team lists ``top``
+    workspaces (those over the tolerance first, then the costliest; None: all) and counts the
+    rest. Five queries at most, whatever the number of teams, workspaces and days.
     """
     team_ids = list(team_ids)
     days, fetched_at = reconciled_days(first=first, last=last)
@@ -819,7 +825,7 @@ def cost_reconciliation(
         return Reconciliation(first, last, days, fetched_at, [], None)
     estimates = _estimates(team_ids, days)
     actuals, unattributed = _actuals(team_ids, days, include_unattributed)
-    teams = _reconciled_teams(team_ids, estimates, actuals)
+    teams = _reconciled_teams(team_ids, estimates, actuals, top)
     return Reconciliation(first, last, days, fetched_at, teams, unattributed)
 
 
@@ -854,35 +860,43 @@ def _actuals(team_ids, days: list[date], unattributed: bool) -> tuple[dict, Deci
     return totals, (metering.to_cents(loose) if unattributed else None)
 
 
-def _reconciled_teams(team_ids, estimates: dict, actuals: dict) -> list[TeamReconciliation]:
-    """Per team (by name) and its workspaces (the costliest first). Two queries."""
+def _reconciled_teams(team_ids, estimates: dict, actuals: dict, top) -> list[TeamReconciliation]:
+    """Per team (by name): its total and its ``top`` workspaces, those differing by more than
+    the tolerance first, then the costliest (all of them when ``top`` is None). Two queries."""
     from teams.models import Team
-    from workspaces.models import Workspace
 
     by_team = defaultdict(list)
-    for key in set(estimates) | set(actuals):
-        by_team[key[0]].append(key)
-    names = dict(
-        Workspace.objects.filter(
-            pk__in=[k[1] for keys in by_team.values() for k in keys]
-        ).values_list("pk", "name")
-    )
     zero = Decimal(0)
+    for key in set(estimates) | set(actuals):
+        comparison = cost_comparison(
+            estimate=estimates.get(key, zero), actual=actuals.get(key, zero)
+        )
+        by_team[key[0]].append((key[1], comparison))
+    shown = {}
+    for team, rows in by_team.items():
+        rows.sort(key=lambda r: (not r[1].flagged, -max(r[1].estimate, r[1].actual)))
+        shown[team] = rows if top is None else rows[:top]
+    names = _workspace_names([w for rows in shown.values() for w, _ in rows])
     teams = []
     for team in Team.objects.filter(pk__in=team_ids).order_by("name").values("pk", "name"):
         mine = by_team.get(team["pk"], [])
-        rows = [
-            WorkspaceReconciliation(
-                key[1],
-                names.get(key[1], "(workspace removed)"),
-                cost_comparison(estimate=estimates.get(key, zero), actual=actuals.get(key, zero)),
-            )
-            for key in mine
+        listed = [
+            WorkspaceReconciliation(w, names.get(w, "(workspace removed)"), c)
+            for w, c in shown.get(team["pk"], [])
         ]
-        rows.sort(key=lambda r: (-max(r.comparison.estimate, r.comparison.actual), r.name))
         total = cost_comparison(
-            estimate=sum((estimates.get(key, zero) for key in mine), zero),
-            actual=sum((actuals.get(key, zero) for key in mine), zero),
+            estimate=sum((estimates.get((team["pk"], w), zero) for w, _ in mine), zero),
+            actual=sum((actuals.get((team["pk"], w), zero) for w, _ in mine), zero),
         )
-        teams.append(TeamReconciliation(team["pk"], team["name"], total, rows))
+        hidden = mine[len(listed) :]
+        more_flagged = sum(1 for _, c in hidden if c.flagged)
+        teams.append(
+            TeamReconciliation(team["pk"], team["name"], total, listed, len(hidden), more_flagged)
+        )
     return teams
+
+
+def _workspace_names(ids) -> dict:
+    from workspaces.models import Workspace
+
+    return dict(Workspace.objects.filter(pk__in=ids).values_list("pk", "name"))

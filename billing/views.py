@@ -2,12 +2,13 @@
 platform admins. Every team query starts from the teams visible to the user; a stranger gets
 404, and anyone but a platform admin gets 403 on the all-teams pages."""
 
-from datetime import UTC, date
+from datetime import UTC, date, timedelta
 
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
@@ -51,11 +52,29 @@ def team_spend(request, slug):
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
     context["method"] = selectors.FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
-    # Azure counts UTC days: the month's days are compared as UTC days (see the selector).
-    context["reconciliation"] = selectors.cost_reconciliation(
-        team_ids=[team.pk], first=spend.first, last=spend.last
-    )
     return render(request, "billing/team_spend.html", context)
+
+
+@login_required
+@require_GET
+def team_spend_reconciliation(request, slug):
+    """The team's estimate against Azure's actual cost over the month's days: the spend
+    page's panel, loaded by htmx after the page (a partial), or a page of its own."""
+    team, now = _team(request, slug), timezone.now()
+    month, form = _month(request, now)
+    if month is None:
+        return JsonResponse({"error": form.errors["month"][0]}, status=400)
+    last = (month + timedelta(days=32)).replace(day=1) - timedelta(days=1)
+    # Azure counts UTC days: the month's days are compared as UTC days (see the selector).
+    reconciliation = selectors.cost_reconciliation(team_ids=[team.pk], first=month, last=last)
+    return _reconciliation(request, reconciliation, team.name, reverse("team-spend", args=[slug]))
+
+
+def _reconciliation(request, reconciliation, title: str, back: str):
+    context = {"reconciliation": reconciliation, "title": title, "back": back}
+    if request.htmx:
+        return render(request, "billing/_reconciliation.html", context)
+    return render(request, "billing/reconciliation.html", context)
 
 
 @login_required
@@ -119,20 +138,30 @@ def platform_spend(request):
     now = timezone.now()
     overview = selectors.spend_overview(teams=Team.objects.order_by("name"), now=now)
     today = timezone.localdate(now)
-    utc_today = now.astimezone(UTC).date()
     context = {
-        "reconciliation": selectors.cost_reconciliation(
-            team_ids=[row.team.pk for row in overview.teams],
-            first=utc_today.replace(day=1),
-            last=utc_today,
-            include_unattributed=True,
-        ),
         "overview": overview,
         "method": selectors.FORECAST_METHOD,
         "first": today.replace(day=1),
         "today": today,
     }
     return render(request, "billing/platform_spend.html", context)
+
+
+@login_required
+@require_GET
+def platform_spend_reconciliation(request):
+    """All teams' estimate against Azure's actual cost over this UTC month, with what Azure
+    could not attribute: the platform spend page's panel (htmx partial) or a page of its own;
+    403 for anyone but a platform admin."""
+    _platform_admin(request)
+    utc_today = timezone.now().astimezone(UTC).date()
+    reconciliation = selectors.cost_reconciliation(
+        team_ids=list(Team.objects.values_list("pk", flat=True)),
+        first=utc_today.replace(day=1),
+        last=utc_today,
+        include_unattributed=True,
+    )
+    return _reconciliation(request, reconciliation, "All teams", reverse("platform-spend"))
 
 
 @login_required

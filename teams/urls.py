@@ -35,8 +35,18 @@ urlpatterns = [
     path("teams/<slug:slug>/idle-policy/", views.team_idle_policy, name="team-idle-policy"),
     path("teams/<slug:slug>/spend/", billing_views.team_spend, name="team-spend"),
     path("teams/<slug:slug>/spend/data/", billing_views.team_spend_data, name="team-spend-data"),
+    path(
+        "teams/<slug:slug>/spend/reconciliation/",
+        billing_views.team_spend_reconciliation,
+        name="team-spend-reconciliation",
+    ),
     path("teams/<slug:slug>/spend.csv", billing_views.team_spend_csv, name="team-spend-csv"),
     path("spend/", billing_views.platform_spend, name="platform-spend"),
+    path(
+        "spend/reconciliation/",
+        billing_views.platform_spend_reconciliation,
+        name="platform-spend-reconciliation",
+    ),
     path("spend.csv", billing_views.platform_spend_csv, name="platform-spend-csv"),
     path("audit/", views.audit_log, name="audit"),
 ]

@@ -70,10 +70,12 @@ EXPECTED = {
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
     "team-spend": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-spend-data": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "team-spend-reconciliation": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-spend-csv": Row(
         "GET", (_, 404, 200, 404, 200, 200), data={"start": "2026-11-01", "end": "2026-11-30"}
     ),
     "platform-spend": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "platform-spend-reconciliation": Row("GET", (_, 403, 403, 403, 403, 200)),
     "platform-spend-csv": Row(
         "GET", (_, 403, 403, 403, 403, 200), data={"start": "2026-11-01", "end": "2026-11-30"}
     ),

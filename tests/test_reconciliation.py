@@ -385,7 +385,7 @@ def test_the_spend_page_shows_azures_cost_beside_the_estimate_and_marks_a_gap(
     actual_costs_sync(now=NOW)
     client.force_login(cast.researcher)
 
-    page = client.get(reverse("team-spend", args=[cast.team.slug])).content.decode()
+    page = panel(client, "team-spend", cast.team.slug)
 
     assert "Azure actual cost (Cost Management)" in page
     assert "9 UTC days from 1 Nov to 9 Nov 2026" in page  # 10 Nov is not over
@@ -396,11 +396,20 @@ def test_the_spend_page_shows_azures_cost_beside_the_estimate_and_marks_a_gap(
     assert page.count("Differs by more than 2%") == 2 and page.count("Within 2%") == 1
 
 
+def panel(client, page: str, *args) -> str:
+    """The reconciliation panel as the spend page ``page`` loads it: the page names the
+    panel's URL, which htmx then fetches as a partial."""
+    html = client.get(reverse(page, args=args)).content.decode()
+    url = reverse(f"{page}-reconciliation", args=args)
+    assert f'hx-get="{url}' in html and 'hx-trigger="load"' in html
+    start = html.index(f'hx-get="{url}') + len('hx-get="')
+    response = client.get(html[start : html.index('"', start)], headers={"HX-Request": "true"})
+    assert response.status_code == 200
+    return response.content.decode()
+
+
 def reconciliation_section(client, cast) -> str:
-    page = client.get(reverse("team-spend", args=[cast.team.slug])).content.decode()
-    return page[
-        page.index('id="reconcile-h"') : page.index("</section>", page.index("reconcile-h"))
-    ]
+    return panel(client, "team-spend", cast.team.slug)
 
 
 @time_machine.travel(NOW, tick=False)
@@ -468,7 +477,7 @@ def test_a_price_correction_prices_the_fetched_days_again_as_of_their_fetch(cast
 def test_before_any_sync_the_page_says_azures_cost_is_not_in(client, cast, both_sides):
     client.force_login(cast.team_admin)
 
-    page = client.get(reverse("team-spend", args=[cast.team.slug])).content.decode()
+    page = panel(client, "team-spend", cast.team.slug)
 
     assert "is not in for these days yet" in page and "Differs by more" not in page
 
@@ -479,6 +488,8 @@ def test_an_outsider_gets_404(client, cast, both_sides, sim):
     client.force_login(cast.outsider)
 
     assert client.get(reverse("team-spend", args=[cast.team.slug])).status_code == 404
+    url = reverse("team-spend-reconciliation", args=[cast.team.slug])
+    assert client.get(url, headers={"HX-Request": "true"}).status_code == 404
 
 
 @time_machine.travel(NOW, tick=False)
@@ -493,7 +504,44 @@ def test_the_platform_admin_sees_every_teams_gap_and_what_azure_could_not_attrib
     )
     client.force_login(cast.platform_admin)
 
-    page = client.get(reverse("platform-spend")).content.decode()
+    page = panel(client, "platform-spend")
 
     assert "Azure actual cost (Cost Management)" in page and "+$3.60 (+5.0%)" in page
     assert "Not attributed to a workspace" in page and "$0.43" in page
+
+
+@time_machine.travel(NOW, tick=False)
+def test_without_htmx_the_panel_is_a_page_of_its_own_and_a_bad_month_gets_400(
+    client, cast, both_sides, sim
+):
+    actual_costs_sync(now=NOW)
+    client.force_login(cast.researcher)
+    url = reverse("team-spend-reconciliation", args=[cast.team.slug])
+
+    page = client.get(url, {"month": "2026-11"}).content.decode()
+    bad = client.get(url, {"month": "2026-13"})
+
+    assert "<html" in page and "Estimate against Azure actual cost" in page
+    assert "$102.00</td>" in page
+    assert bad.status_code == 400 and "error" in bad.json()
+
+
+@time_machine.travel(NOW, tick=False)
+def test_a_team_lists_its_top_workspaces_the_flagged_first_and_counts_the_rest(cast):
+    price(A100, "10.00", datetime(2026, 1, 1, tzinfo=UTC))
+    start = datetime(2026, 11, 2, 8, tzinfo=UTC)
+    costs = {"small-off": "12.00", "big-ok": "100.00", "mid-ok": "50.00", "tiny-off": "1.50"}
+    hours = {"small-off": 1, "big-ok": 10, "mid-ok": 5, "tiny-off": 0.1}
+    for name, actual in costs.items():
+        ws = run(cast, start=start, stop=start + timedelta(hours=hours[name]), name=name)
+        azure_says(ws, date(2026, 11, 2), actual, fetched=NOW)
+
+    def top(n: int):
+        (team,) = cost_reconciliation(
+            team_ids=[cast.team.pk], first=NOV_1, last=NOV_30, top=n
+        ).teams
+        return [row.name for row in team.workspaces], team.more, team.more_flagged
+
+    assert top(3) == (["small-off", "tiny-off", "big-ok"], 1, 0)
+    assert top(1) == (["small-off"], 3, 1)
+    assert top(None) == (["small-off", "tiny-off", "big-ok", "mid-ok"], 0, 0)

@@ -5,12 +5,18 @@ workspaces: each lives 30-120 days and runs a few sessions a day (fewer at weeke
 year holds several million UsageInterval rows (written with COPY). Rolls them up with the
 product's own ``rollup_rebuild`` (timed), then requests the spend page and its chart JSON as
 the team admin through Django's test client (and the Cost Management panel the page then loads
-with htmx) and prints the median and p95 server time and the queries per request, first with a
-small fleet and then with the full one: the query count must not change.
+with htmx), in a process started as gunicorn starts a worker (portal.wsgi), and prints the
+median and p95 server time and the queries per request, first with a small fleet and then
+with the full one: the query count must not change.
 
     python benchmarks/spend_page.py                       # 10,000 workspaces, 365 days
     python benchmarks/spend_page.py --workspaces 1000 --days 90
     python benchmarks/spend_page.py --reuse               # skip generation, reuse the database
+    python benchmarks/spend_page.py --now 2026-11-20T23:00:00+00:00
+
+The data is generated for, and the pages measured at, one moment: by default the latest
+weekday 18:00 UTC, when today (priced live, not yet rolled up) is about as full as it gets.
+``--reuse`` measures again at the moment the database was built for.
 """
 
 import argparse
@@ -31,12 +37,34 @@ SMALL_FLEET = 100
 SIZES = ("Standard_NC24ads_A100_v4", "Standard_NC4as_T4_v3", "Standard_NV36ads_A10_v5")
 
 
-def _fresh_database() -> None:
+def _fresh_database(now: datetime) -> None:
     import psycopg
 
     with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
         conn.execute(f"CREATE DATABASE {BENCH_DB}")
+        conn.execute(f"COMMENT ON DATABASE {BENCH_DB} IS '{now.isoformat()}'")  # for --reuse
+
+
+def _built_at() -> datetime:
+    """The moment the existing database was generated for."""
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN) as conn:
+        (comment,) = conn.execute(
+            "SELECT shobj_description(oid, 'pg_database') FROM pg_database WHERE datname = %s",
+            [BENCH_DB],
+        ).fetchone()
+    return datetime.fromisoformat(comment)
+
+
+def _busy_moment(now: datetime) -> datetime:
+    """The latest weekday 18:00 UTC before ``now``: most of the day's sessions have run, so
+    today (priced live) holds about as many intervals as it ever does."""
+    moment = now.replace(hour=18, minute=0, second=0, microsecond=0)
+    while moment > now or moment.weekday() >= 5:
+        moment -= timedelta(days=1)
+    return moment
 
 
 def _sessions(rng: random.Random, day: datetime) -> list[tuple[datetime, datetime]]:
@@ -111,6 +139,7 @@ def _generate(team, owners, offerings, count: int, days: int, now: datetime, see
                 (
                     ws.id,
                     team.pk,
+                    "vm",  # the workspace's kind
                     "compute",
                     "vm",
                     offering.vm_size,
@@ -128,6 +157,7 @@ def _generate(team, owners, offerings, count: int, days: int, now: datetime, see
                 (
                     ws.id,
                     team.pk,
+                    "vm",
                     "disk",
                     "disk",
                     "P10 LRS",
@@ -142,7 +172,7 @@ def _generate(team, owners, offerings, count: int, days: int, now: datetime, see
             )
     Workspace.objects.bulk_create(workspaces, batch_size=2000)
     columns = (
-        "workspace_id, team_id, meter, price_kind, sku, region, started_at, ended_at, "
+        "workspace_id, team_id, kind, meter, price_kind, sku, region, started_at, ended_at, "
         "price_per_hour, spot, share_num, share_den"
     )
     with connection.cursor() as cursor:
@@ -282,9 +312,17 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=365)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--reuse", action="store_true", help="measure the existing database")
+    parser.add_argument(
+        "--now",
+        type=datetime.fromisoformat,
+        help="the moment to generate for and measure at (default: the latest weekday 18:00 UTC)",
+    )
     args = parser.parse_args()
-    if not args.reuse:
-        _fresh_database()
+    if args.reuse:
+        now = args.now or _built_at()
+    else:
+        now = args.now or _busy_moment(datetime.now(UTC))
+        _fresh_database(now)
     os.environ.update(
         DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
         PORTAL_VAR_DIR=str(ROOT / "var" / "bench"),
@@ -294,13 +332,20 @@ def main() -> None:
     )
     sys.path.insert(0, str(ROOT))
     import django
+    import time_machine
 
     django.setup()
+    with time_machine.travel(now, tick=True):  # the pages' clock, from that moment on
+        _run(args, now)
+
+
+def _run(args, now: datetime) -> None:
     from django.core.management import call_command
 
-    now = datetime.now(UTC)
     call_command("migrate", verbosity=0)
     call_command("collectstatic", interactive=False, verbosity=0)
+    import portal.wsgi  # noqa: F401  start as gunicorn does: views imported, start-up GC-frozen
+
     if not args.reuse:
         with open(os.devnull, "w") as quiet:
             call_command("seed_demo", stdout=quiet)

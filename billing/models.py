@@ -70,6 +70,9 @@ class UsageInterval(models.Model):
         "workspaces.Workspace", on_delete=models.CASCADE, related_name="usage_intervals"
     )
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    # The workspace's kind, copied when opened (a workspace never changes kind), so that the
+    # spend pages group by kind without joining every workspace.
+    kind = models.CharField(max_length=16, help_text="Workspace kind: vm, mig or namespace")
     meter = models.CharField(max_length=8, choices=Meter.choices, default=Meter.COMPUTE)
     price_kind = models.CharField(max_length=8, choices=PriceKind.choices, default=PriceKind.VM)
     sku = models.CharField(max_length=64, blank=True)

@@ -4,6 +4,7 @@ the team's, in its time zone (the idle policy's ``timezone``, UTC by default).""
 
 from __future__ import annotations
 
+import heapq
 import operator
 from collections import defaultdict
 from collections.abc import Iterator
@@ -83,10 +84,9 @@ class SpendLine(NamedTuple):
     cost: Decimal
 
 
-def price_book(intervals) -> dict[tuple, list[metering.PricePoint]]:
-    """Price points (USD/hour) per (kind, sku, region, spot) for the given interval rows, in
-    one query."""
-    keys = {(i.price_kind, i.sku, i.region, i.spot) for i in intervals}
+def price_book(keys) -> dict[tuple, list[metering.PricePoint]]:
+    """Price points (USD/hour, sorted by start) per price book key (kind, sku, region, spot)
+    for the given keys (see _book_key), in one query; none without keys."""
     if not keys:
         return {}
     rows = Price.objects.filter(
@@ -125,7 +125,7 @@ class _Interval(NamedTuple):
     price_per_hour: Decimal
 
 
-_INTERVAL_FIELDS = tuple(f if f != "kind" else "workspace__kind" for f in _Interval._fields)
+_INTERVAL_FIELDS = _Interval._fields
 
 
 def _intervals(queryset) -> list[_Interval]:
@@ -150,19 +150,21 @@ def live_spend(
     split = {t: w for t, w in windows.items() if t not in one_day}
     sums = _clipped_sums(one_day)
     intervals = _intervals(_overlapping(split)) if split else []
-    book = price_book([*sums, *intervals])
+    book = price_book({_book_key(row) for rows in (sums, intervals) for row in rows})
     changing = _changing(book, one_day.values())
     if changing:
         intervals += _intervals(_overlapping(one_day, keys=changing))
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
     points: dict[tuple, list[metering.PricePoint]] = {}
-    _add_sums(totals, [s for s in sums if _book_key(s) not in changing], book, one_day, zones)
+    if changing:
+        sums = [s for s in sums if _book_key(s) not in changing]
+    _add_sums(totals, sums, book, one_day, zones)
     midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
     for i in intervals:
         team, prices = i.team_id, _cached_points(points, book, i)
         for day, hours, cost in _priced(i, prices, windows[team], zones[team], midnights[team]):
             _add(totals, i, day, hours, cost)
-    return [SpendLine(*key, hours, cost) for key, (hours, cost) in totals.items()]
+    return [SpendLine._make((*key, hours, cost)) for key, (hours, cost) in totals.items()]
 
 
 _MICROSECOND = timedelta(microseconds=1)
@@ -187,15 +189,20 @@ def _add(totals: dict, row, day: date, hours: Decimal, cost: Decimal) -> None:
 
 def _add_sums(totals: dict, sums: list[_Sum], book: dict, windows: dict, zones: dict) -> None:
     """Price summed allocations, each at the price in effect over its team's one-day window
-    (no price changes inside it)."""
+    (no price changes inside it). One pass over thousands of rows per page: unpacked, with
+    each price looked up once."""
     days = {t: w[0].astimezone(zones[t]).date() for t, w in windows.items()}
     rates: dict[tuple, Decimal] = {}  # USD/hour per team and meter price
     for s in sums:
-        key = (s.team_id, *_book_key(s), s.price_per_hour)
-        if key not in rates:
-            rates[key] = metering.price_at(_points(book, s), windows[s.team_id][0]).hourly
-        hours = s.allocated // _MICROSECOND / metering.MICROSECONDS_PER_HOUR
-        _add(totals, s, days[s.team_id], hours, hours * rates[key] * s.share_num / s.share_den)
+        team, workspace, kind, meter, price_kind, sku, region, spot, num, den, quoted, allocated = s
+        key = (team, price_kind, sku, region, spot, quoted)
+        rate = rates.get(key)
+        if rate is None:
+            rate = rates[key] = metering.price_at(_points(book, s), windows[team][0]).hourly
+        hours = allocated // _MICROSECOND / metering.MICROSECONDS_PER_HOUR
+        total = totals[(team, workspace, kind, days[team], meter)]
+        total[0] += hours
+        total[1] += hours * rate if num == den else hours * rate * num / den
 
 
 def _changing(book: dict, windows) -> set[tuple]:
@@ -296,7 +303,7 @@ def burn_rates(*, team_ids, now: datetime) -> dict[int, Decimal]:
         .values_list(*_PRICE_FIELDS, "count")
     )
     keys = [_PriceKey._make(g[:-1]) for g in groups]
-    book = price_book(keys)
+    book = price_book({_book_key(k) for k in keys})
     rates: dict[int, Decimal] = defaultdict(Decimal)
     for key, group in zip(keys, groups, strict=True):
         point = metering.price_at(_points(book, key), now)
@@ -471,20 +478,32 @@ def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMont
         burn_rates(team_ids=[team.pk], now=now).get(team.pk, Decimal(0)) if current else Decimal(0)
     )
     forecast = _forecast(total, burn, start, end, now) if current else None
-    workspaces = sorted(sums.by_workspace.items(), key=lambda kv: kv[1][2], reverse=True)
+    ranked = heapq.nlargest(top, sums.by_workspace.items(), key=lambda kv: kv[1][2])
     return SpendMonth(
         first=month,
         last=last,
         current=current,
         total=total,
         days=_by_day(sums.by_day, month, last),
-        workspaces=_named([(pk, *row) for pk, row in workspaces[:top]]),
-        more_workspaces=max(0, len(workspaces) - top),
+        workspaces=_named([(pk, *row) for pk, row in ranked]),
+        more_workspaces=max(0, len(sums.by_workspace) - top),
         budget=team.monthly_budget,
         burn_per_hour=burn,
         forecast=forecast,
         runs_out=_runs_out(team.monthly_budget, total, forecast, start, end, now, tz),
     )
+
+
+def spend_days(*, team, month: date, now: datetime) -> tuple[list, Decimal]:
+    """The team's month per day, for its chart: ([(day, {kind: USD})] for every day of the
+    month starting ``month`` (its time zone), total USD). As spend_month without the
+    workspaces, burn and forecast; four queries."""
+    zones = team_timezones(team_ids=[team.pk])
+    tz = zones[team.pk]
+    start, end = month_bounds(day_start(month, tz), tz)
+    last = (end - timedelta(hours=12)).date()
+    sums = _month_sums({team.pk: (month, last)}, now, zones, workspaces=False)[team.pk]
+    return _by_day(sums.by_day, month, last), sums.total
 
 
 @dataclass
@@ -498,31 +517,34 @@ class _MonthSums:
     def total(self) -> Decimal:
         return sum(self.by_day.values(), Decimal(0))
 
-    def add(self, workspace_id, kind: str, day: date, hours, cost: Decimal) -> None:
-        self.by_day[(day, kind)] += cost
-        row = self.by_workspace[workspace_id]
-        row[0], row[1], row[2] = kind, row[1] + (hours or 0), row[2] + cost
 
-
-def _month_sums(months: dict[int, tuple[date, date]], now: datetime, zones) -> dict:
+def _month_sums(
+    months: dict[int, tuple[date, date]], now: datetime, zones, *, workspaces: bool = True
+) -> dict:
     """Each team's spend over its month ``{team_id: (first, last)}`` as {team_id:
     _MonthSums}: rolled days from the DaySpend and MonthSpend summaries (per team and month,
     a row per day and kind and a row per workspace), the days after each team's rollup mark
-    priced live. Five queries, whatever the number of teams, workspaces or days."""
+    priced live. Five queries, whatever the number of teams, workspaces or days; four
+    without ``workspaces`` (by_workspace is then left empty)."""
     rolled = rolled_through(team_ids=list(months))
     sums = {team: _MonthSums() for team in months}
     day_rows = DaySpend.objects.filter(_rolled_filter(months, rolled))
     for team, day, kind, cost in day_rows.values_list("team_id", "day", "kind", "cost"):
         sums[team].by_day[(day, kind)] += cost
-    workspace_rows = MonthSpend.objects.filter(_rolled_months(months, rolled))
-    for team, workspace, kind, hours, cost in workspace_rows.values_list(
-        "team_id", "workspace_id", "kind", "hours", "cost"
-    ):
-        sums[team].by_workspace[workspace] = [kind, hours, cost]
-    for line in live_spend(windows=_live_windows(months, rolled, now, zones), zones=zones):
-        hours = line.hours if line.meter == "compute" else 0
-        cost = metering.to_cents(line.cost)
-        sums[line.team_id].add(line.workspace_id, line.kind, line.day, hours, cost)
+    if workspaces:
+        workspace_rows = MonthSpend.objects.filter(_rolled_months(months, rolled))
+        for team, workspace, kind, hours, cost in workspace_rows.values_list(
+            "team_id", "workspace_id", "kind", "hours", "cost"
+        ):
+            sums[team].by_workspace[workspace] = [kind, hours, cost]
+    windows = _live_windows(months, rolled, now, zones)
+    for team, workspace, kind, day, meter, hours, cost in live_spend(windows=windows, zones=zones):
+        cost = metering.to_cents(cost)  # what the CSV charges, line by line
+        sums[team].by_day[(day, kind)] += cost
+        if workspaces:
+            row = sums[team].by_workspace[workspace]
+            row[0], row[2] = kind, row[2] + cost
+            row[1] += hours if meter == "compute" else 0
     return sums
 
 
@@ -700,7 +722,7 @@ def workspace_cost(*, workspace, now: datetime) -> WorkspaceCost:
     tz = team_timezones(team_ids=[workspace.team_id])[workspace.team_id]
     month_start, _ = month_bounds(now, tz)
     intervals = _intervals(workspace.usage_intervals.all())
-    book = price_book(intervals)
+    book = price_book({_book_key(i) for i in intervals})
     total = month = per_hour = disk = Decimal(0)
     for i in intervals:
         points = _points(book, i)

@@ -73,14 +73,15 @@ def _open_compute(workspace_id, ws: dict, now: datetime) -> None:
     _open(workspace_id, ws, Meter.COMPUTE, PriceKind.VM, ws["vm_size"], hourly, now, share)
 
 
-def _open(workspace_id, ws: dict, meter, kind, sku: str, hourly, now, share=(1, 1)) -> None:
+def _open(workspace_id, ws: dict, meter, price_kind, sku: str, hourly, now, share=(1, 1)) -> None:
     UsageInterval.objects.create(
         share_num=share[0],
         share_den=share[1],
         workspace_id=workspace_id,
         team_id=ws["team_id"],
+        kind=ws["kind"],
         meter=meter,
-        price_kind=kind,
+        price_kind=price_kind,
         sku=sku,
         region=ws["region"],
         spot=meter == Meter.COMPUTE and ws["spot"],  # a Spot VM's disk is billed as any disk

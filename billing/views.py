@@ -86,16 +86,16 @@ def team_spend_data(request, slug):
     month, form = _month(request, now)
     if month is None:
         return JsonResponse({"error": form.errors["month"][0]}, status=400)
-    spend = selectors.spend_month(team=team, month=month, now=now)
+    days, total = selectors.spend_days(team=team, month=month, now=now)
     return JsonResponse(
         {
             "month": month.strftime("%Y-%m"),
             "currency": "USD",
-            "days": [day.isoformat() for day, _ in spend.days],
+            "days": [day.isoformat() for day, _ in days],
             "series": {
-                kind: [f"{costs[kind]:.2f}" for _, costs in spend.days] for kind in selectors.KINDS
+                kind: [f"{costs[kind]:.2f}" for _, costs in days] for kind in selectors.KINDS
             },
-            "total": f"{spend.total:.2f}",
+            "total": f"{total:.2f}",
         }
     )
 

@@ -10,10 +10,11 @@ import bisect
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
-from decimal import ROUND_HALF_UP, Decimal
+from decimal import ROUND_HALF_UP, Context, Decimal
 from zoneinfo import ZoneInfo
 
 MICROSECONDS_PER_HOUR = Decimal(3_600_000_000)
+_MICROSECOND = timedelta(microseconds=1)
 CENT = Decimal("0.01")
 
 
@@ -40,7 +41,20 @@ class Piece:
 
 def hours_between(start: datetime, end: datetime) -> Decimal:
     """Exact hours from ``start`` to ``end`` (to the microsecond)."""
-    return Decimal((end - start) // timedelta(microseconds=1)) / MICROSECONDS_PER_HOUR
+    return Decimal((end - start) // _MICROSECOND) / MICROSECONDS_PER_HOUR
+
+
+_EXACT = Context(prec=80)  # enough for microseconds x a 28-digit price x a share, exactly
+
+
+def cost_of(microseconds: int, hourly: Decimal, share: tuple[int, int] = (1, 1)) -> Decimal:
+    """USD for ``microseconds`` at ``hourly`` USD/hour times the share (num, den). The product
+    is exact and divided once, at 80 digits, so a cost that is exactly half a cent stays so
+    and rounds up (dividing the hours first would leave 0.00499...9), as in SQL's exact
+    numeric (billing.live_sql)."""
+    num, den = share
+    product = _EXACT.multiply(_EXACT.multiply(Decimal(microseconds), hourly), num)
+    return _EXACT.divide(product, den * MICROSECONDS_PER_HOUR)
 
 
 def price_at(prices: list[PricePoint], moment: datetime) -> PricePoint | None:
@@ -85,11 +99,11 @@ def pieces(
         lo, hi = bisect.bisect_right(midnights, start), bisect.bisect_left(midnights, end)
         cuts.update(midnights[lo:hi])
     bounds = [start, *sorted(cuts), end]
-    num, den = share
     for a, b in zip(bounds, bounds[1:], strict=False):
         point = price_at(prices, a)
-        hours = hours_between(a, b)
-        cost = hours * point.hourly * num / den if point else Decimal(0)
+        micro = (b - a) // _MICROSECOND
+        hours = Decimal(micro) / MICROSECONDS_PER_HOUR
+        cost = cost_of(micro, point.hourly, share) if point else Decimal(0)
         yield Piece(a.astimezone(tz).date(), a, b, hours, point.hourly if point else None, cost)
 
 

@@ -8,7 +8,7 @@ import heapq
 import operator
 from collections import defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from functools import reduce
@@ -16,19 +16,14 @@ from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
 from django.db.models import (
-    Case,
     Count,
-    DateTimeField,
     DurationField,
     ExpressionWrapper,
     Q,
     Sum,
-    Value,
-    When,
 )
-from django.db.models.functions import Coalesce, Greatest, Least
 
-from billing import csv_export, metering
+from billing import csv_export, live_sql, metering
 from billing.models import (
     ActualCost,
     ActualCostDay,
@@ -100,11 +95,14 @@ def price_book(keys) -> dict[tuple, list[metering.PricePoint]]:
     return book
 
 
-def _points(book: dict, interval: dict) -> list[metering.PricePoint]:
+def _points(book: dict, interval) -> list[metering.PricePoint]:
     """The interval's price points; before the first (or with none) the price quoted when it
     opened applies, so spend never goes unpriced."""
-    key = (interval.price_kind, interval.sku, interval.region, interval.spot)
-    return [metering.PricePoint(_BEGINNING, interval.price_per_hour), *book.get(key, [])]
+    return _price_points(book, _book_key(interval), interval.price_per_hour)
+
+
+def _price_points(book: dict, key: tuple, quoted: Decimal) -> list[metering.PricePoint]:
+    return [metering.PricePoint(_BEGINNING, quoted), *book.get(key, [])]
 
 
 class _Interval(NamedTuple):
@@ -136,35 +134,105 @@ def live_spend(
     *, windows: dict[int, tuple[datetime, datetime]], zones: dict[int, ZoneInfo]
 ) -> list[SpendLine]:
     """Spend per team, workspace, day and meter computed from intervals and prices, each team
-    over its own window ``(start, end)``; end is at most now. Two queries; three when a
+    over its own window ``(start, end)``; end is at most now. Three queries; four when a
     window spans a local midnight, and one more when a price changes inside a one-day window.
 
     A window within one local day (the spend pages' today) is summed in SQL: the allocated
-    time per workspace, meter and price, clipped to the window, each sum priced at the price
-    in effect over the window, so the rows read grow with the workspaces, not with their
-    sessions. A window across local midnights, and a meter whose price changes inside its
-    window, are priced interval by interval, cut at each midnight and price change."""
-    if not windows:
-        return []
+    time per workspace and meter, clipped to the window, priced at the price in effect over
+    the window (in SQL on PostgreSQL, see billing.live_sql), so the rows read grow with the
+    workspaces, not with their sessions. A window across local midnights, and a meter whose
+    price changes inside its window, are priced interval by interval, cut at each midnight
+    and price change."""
+    return _live_lines(_live_plan(windows, zones), zones) if windows else []
+
+
+@dataclass
+class _LivePlan:
+    """How live_spend prices each team's window: ``one_day`` windows summed per workspace and
+    meter at ``rates`` (USD/hour per team and meter price, see _price_keys); ``intervals``
+    (the ``split`` windows', and those at a price in ``changing``) piece by piece."""
+
+    windows: dict
+    one_day: dict
+    split: dict
+    book: dict
+    rates: dict
+    changing: set
+    intervals: list
+
+
+def _live_plan(windows: dict, zones: dict) -> _LivePlan:
+    """The plan for ``windows``: two queries, three with split windows."""
     one_day = {t: w for t, w in windows.items() if not metering.local_midnights(*w, zones[t])}
     split = {t: w for t, w in windows.items() if t not in one_day}
-    sums = _clipped_sums(one_day)
+    keys = _price_keys(one_day)
     intervals = _intervals(_overlapping(split)) if split else []
-    book = price_book({_book_key(row) for rows in (sums, intervals) for row in rows})
+    book = price_book({tuple(k[1:5]) for k in keys} | {_book_key(i) for i in intervals})
     changing = _changing(book, one_day.values())
-    if changing:
-        intervals += _intervals(_overlapping(one_day, keys=changing))
+    rates = {  # (team, *book key, quoted) -> USD/hour in effect over the team's window
+        (team, *key, quoted): metering.price_at(
+            _price_points(book, tuple(key), quoted), one_day[team][0]
+        ).hourly
+        for team, *key, quoted in keys
+        if tuple(key) not in changing
+    }
+    return _LivePlan(windows, one_day, split, book, rates, changing, intervals)
+
+
+def _price_keys(windows: dict) -> list[tuple]:
+    """(team, price_kind, sku, region, spot, quoted USD/hour) of the intervals overlapping each
+    team's window: the prices to look up. One query; none without windows."""
+    if not windows:
+        return []
+    fields = ("team_id", "price_kind", "sku", "region", "spot", "price_per_hour")
+    return list(_overlapping(windows).values_list(*fields).distinct().order_by())
+
+
+def _live_lines(plan: _LivePlan, zones: dict) -> list[SpendLine]:
+    """Price the plan: one query for the one-day windows, one more for their meters whose
+    price changes inside the window."""
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
+    days = {t: w[0].astimezone(zones[t]).date() for t, w in plan.one_day.items()}
+    for team, workspace, kind, meter, hours, cost in _day_sums(plan):
+        key = (team, workspace, kind, days[team], meter)
+        if key in totals:
+            totals[key][0] += hours
+            totals[key][1] += cost
+        else:  # kept whole: a sum would round SQL's exact cost to 28 digits before the cent
+            totals[key] = [hours, cost]
+    intervals = plan.intervals
+    if plan.changing:
+        intervals = intervals + _intervals(_overlapping(plan.one_day, keys=plan.changing))
     points: dict[tuple, list[metering.PricePoint]] = {}
-    if changing:
-        sums = [s for s in sums if _book_key(s) not in changing]
-    _add_sums(totals, sums, book, one_day, zones)
-    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
+    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in plan.windows.items()}
     for i in intervals:
-        team, prices = i.team_id, _cached_points(points, book, i)
-        for day, hours, cost in _priced(i, prices, windows[team], zones[team], midnights[team]):
+        team, prices = i.team_id, _cached_points(points, plan.book, i)
+        window = plan.windows[team]
+        for day, hours, cost in _priced(i, prices, window, zones[team], midnights[team]):
             _add(totals, i, day, hours, cost)
     return [SpendLine._make((*key, hours, cost)) for key, (hours, cost) in totals.items()]
+
+
+def _day_sums(plan: _LivePlan) -> Iterator[tuple]:
+    """(team, workspace, kind, meter, hours, USD unrounded) of the one-day windows at the
+    plan's rates, leaving out the meters whose price changes: priced in SQL on PostgreSQL
+    (exact numeric), in Python elsewhere (SQLite has no exact decimal arithmetic)."""
+    if not plan.rates:
+        return
+    if live_sql.available():
+        for team, workspace, kind, meter, micro, cost in live_sql.day_lines(
+            _overlapping(plan.one_day), plan.one_day, plan.rates
+        ):
+            yield team, workspace, kind, meter, micro / metering.MICROSECONDS_PER_HOUR, cost
+        return
+    for s in _clipped_sums(plan.one_day):
+        rate = plan.rates.get((s.team_id, *_book_key(s), s.price_per_hour))
+        if rate is None:  # its price changes inside the window
+            continue
+        micro = s.allocated // _MICROSECOND
+        hours = micro / metering.MICROSECONDS_PER_HOUR
+        cost = metering.cost_of(micro, rate, (s.share_num, s.share_den))
+        yield s.team_id, s.workspace_id, s.kind, s.meter, hours, cost
 
 
 _MICROSECOND = timedelta(microseconds=1)
@@ -185,24 +253,6 @@ def _add(totals: dict, row, day: date, hours: Decimal, cost: Decimal) -> None:
     total = totals[(row.team_id, row.workspace_id, row.kind, day, row.meter)]
     total[0] += hours
     total[1] += cost
-
-
-def _add_sums(totals: dict, sums: list[_Sum], book: dict, windows: dict, zones: dict) -> None:
-    """Price summed allocations, each at the price in effect over its team's one-day window
-    (no price changes inside it). One pass over thousands of rows per page: unpacked, with
-    each price looked up once."""
-    days = {t: w[0].astimezone(zones[t]).date() for t, w in windows.items()}
-    rates: dict[tuple, Decimal] = {}  # USD/hour per team and meter price
-    for s in sums:
-        team, workspace, kind, meter, price_kind, sku, region, spot, num, den, quoted, allocated = s
-        key = (team, price_kind, sku, region, spot, quoted)
-        rate = rates.get(key)
-        if rate is None:
-            rate = rates[key] = metering.price_at(_points(book, s), windows[team][0]).hourly
-        hours = allocated // _MICROSECOND / metering.MICROSECONDS_PER_HOUR
-        total = totals[(team, workspace, kind, days[team], meter)]
-        total[0] += hours
-        total[1] += hours * rate if num == den else hours * rate * num / den
 
 
 def _changing(book: dict, windows) -> set[tuple]:
@@ -233,24 +283,8 @@ class _Sum(NamedTuple):
 
 def _clipped_sums(windows: dict[int, tuple[datetime, datetime]]) -> list[_Sum]:
     """Per team, workspace, meter and price: the intervals' time within the team's window,
-    summed in SQL (one query; none without windows). Teams sharing a window share its terms."""
-    if not windows:
-        return []
-    teams_by_window: dict[tuple, list[int]] = defaultdict(list)
-    for team, window in windows.items():
-        teams_by_window[window].append(team)
-
-    def bound(n: int) -> Case:
-        return Case(
-            *(When(team_id__in=ts, then=Value(w[n])) for w, ts in teams_by_window.items()),
-            output_field=DateTimeField(),
-        )
-
-    start, end = bound(0), bound(1)
-    clipped = ExpressionWrapper(
-        Least(Coalesce("ended_at", end), end) - Greatest("started_at", start),
-        output_field=DurationField(),
-    )
+    summed in SQL (one query)."""
+    clipped = ExpressionWrapper(live_sql.clipped(windows), output_field=DurationField())
     rows = (
         _overlapping(windows)
         .values_list(*_INTERVAL_FIELDS[:-3], "price_per_hour")
@@ -472,21 +506,20 @@ def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMont
     start, end = month_bounds(day_start(month, tz), tz)
     current = start <= now < end
     last = (end - timedelta(hours=12)).date()
-    sums = _month_sums({team.pk: (month, last)}, now, zones)[team.pk]
-    total = sums.total
+    sums = _month_sums({team.pk: (month, last)}, now, zones, top=top)
+    total = sums.total(team.pk)
     burn = (
         burn_rates(team_ids=[team.pk], now=now).get(team.pk, Decimal(0)) if current else Decimal(0)
     )
     forecast = _forecast(total, burn, start, end, now) if current else None
-    ranked = heapq.nlargest(top, sums.by_workspace.items(), key=lambda kv: kv[1][2])
     return SpendMonth(
         first=month,
         last=last,
         current=current,
         total=total,
-        days=_by_day(sums.by_day, month, last),
-        workspaces=_named([(pk, *row) for pk, row in ranked]),
-        more_workspaces=max(0, len(sums.by_workspace) - top),
+        days=_by_day(sums.by_day[team.pk], month, last),
+        workspaces=_named(sums.top),
+        more_workspaces=max(0, sums.workspaces - top),
         budget=team.monthly_budget,
         burn_per_hour=burn,
         forecast=forecast,
@@ -497,63 +530,87 @@ def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMont
 def spend_days(*, team, month: date, now: datetime) -> tuple[list, Decimal]:
     """The team's month per day, for its chart: ([(day, {kind: USD})] for every day of the
     month starting ``month`` (its time zone), total USD). As spend_month without the
-    workspaces, burn and forecast; four queries."""
+    workspaces, burn and forecast."""
     zones = team_timezones(team_ids=[team.pk])
     tz = zones[team.pk]
     start, end = month_bounds(day_start(month, tz), tz)
     last = (end - timedelta(hours=12)).date()
-    sums = _month_sums({team.pk: (month, last)}, now, zones, workspaces=False)[team.pk]
-    return _by_day(sums.by_day, month, last), sums.total
+    sums = _month_sums({team.pk: (month, last)}, now, zones, top=0)
+    return _by_day(sums.by_day[team.pk], month, last), sums.total(team.pk)
 
 
 @dataclass
 class _MonthSums:
-    """USD (cents) by (day, kind), and [kind, compute hours, USD] by workspace."""
+    """Per team, USD (cents) by (day, kind); across the teams, the ``top`` costliest
+    workspaces as (workspace_id, kind, compute hours, USD), and how many ``workspaces``
+    spent."""
 
-    by_day: dict = field(default_factory=lambda: defaultdict(Decimal))
-    by_workspace: dict = field(default_factory=lambda: defaultdict(lambda: [None, 0, 0]))
+    by_day: dict
+    top: list
+    workspaces: int
 
-    @property
-    def total(self) -> Decimal:
-        return sum(self.by_day.values(), Decimal(0))
+    def total(self, team: int) -> Decimal:
+        return sum(self.by_day[team].values(), Decimal(0))
 
 
-def _month_sums(
-    months: dict[int, tuple[date, date]], now: datetime, zones, *, workspaces: bool = True
-) -> dict:
-    """Each team's spend over its month ``{team_id: (first, last)}`` as {team_id:
-    _MonthSums}: rolled days from the DaySpend and MonthSpend summaries (per team and month,
-    a row per day and kind and a row per workspace), the days after each team's rollup mark
-    priced live. Five queries, whatever the number of teams, workspaces or days; four
-    without ``workspaces`` (by_workspace is then left empty)."""
+def _month_sums(months: dict[int, tuple[date, date]], now: datetime, zones, *, top: int):
+    """Each team's spend over its month ``{team_id: (first, last)}`` and the ``top``
+    workspaces (none when 0): rolled days from the DaySpend and MonthSpend summaries (per
+    team and month, a row per day and kind and a row per workspace), the days after each
+    team's rollup mark priced live. Six queries, whatever the number of teams, workspaces or
+    days; on PostgreSQL, today's lines are summed and ranked in SQL (billing.live_sql)."""
     rolled = rolled_through(team_ids=list(months))
-    sums = {team: _MonthSums() for team in months}
+    by_day: dict[int, dict] = {team: defaultdict(Decimal) for team in months}
     day_rows = DaySpend.objects.filter(_rolled_filter(months, rolled))
     for team, day, kind, cost in day_rows.values_list("team_id", "day", "kind", "cost"):
-        sums[team].by_day[(day, kind)] += cost
-    if workspaces:
-        workspace_rows = MonthSpend.objects.filter(_rolled_months(months, rolled))
-        for team, workspace, kind, hours, cost in workspace_rows.values_list(
-            "team_id", "workspace_id", "kind", "hours", "cost"
+        by_day[team][(day, kind)] += cost
+    plan = _live_plan(_live_windows(months, rolled, now, zones), zones)
+    in_sql = live_sql.available() and plan.rates and not (plan.split or plan.changing)
+    ranking = _ranked_in_sql if in_sql else _ranked_in_python
+    ranked, count = ranking(plan, by_day, _rolled_months(months, rolled), zones, top)
+    return _MonthSums(by_day, ranked, count)
+
+
+def _ranked_in_sql(plan: _LivePlan, by_day: dict, rolled: list, zones: dict, top: int):
+    """Add today's lines, rounded and summed in SQL, to ``by_day``; the ``top`` workspaces
+    and how many spent (see _month_sums). One query."""
+    intervals = _overlapping(plan.one_day)
+    kinds, ranked, count = live_sql.month_ranking(intervals, plan.one_day, plan.rates, rolled, top)
+    days = {t: w[0].astimezone(zones[t]).date() for t, w in plan.one_day.items()}
+    for (team, kind), cost in kinds.items():
+        by_day[team][(days[team], kind)] += cost
+    rows = [
+        (workspace, kind, hours + micro / metering.MICROSECONDS_PER_HOUR, cost)
+        for workspace, _, kind, hours, micro, cost in ranked
+    ]
+    return rows, count
+
+
+def _ranked_in_python(plan: _LivePlan, by_day: dict, rolled: list, zones: dict, top: int):
+    """As _ranked_in_sql, with the live lines priced in Python (live_spend): two queries."""
+    by_workspace: dict = defaultdict(lambda: [None, 0, 0])  # [kind, compute hours, USD]
+    query = reduce(operator.or_, (Q(team_id=t, month=m) for t, m in rolled), Q(pk__in=[]))
+    if top:
+        rows = MonthSpend.objects.filter(query)
+        for workspace, kind, hours, cost in rows.values_list(
+            "workspace_id", "kind", "hours", "cost"
         ):
-            sums[team].by_workspace[workspace] = [kind, hours, cost]
-    windows = _live_windows(months, rolled, now, zones)
-    for team, workspace, kind, day, meter, hours, cost in live_spend(windows=windows, zones=zones):
+            by_workspace[workspace] = [kind, hours, cost]
+    for team, workspace, kind, day, meter, hours, cost in _live_lines(plan, zones):
         cost = metering.to_cents(cost)  # what the CSV charges, line by line
-        sums[team].by_day[(day, kind)] += cost
-        if workspaces:
-            row = sums[team].by_workspace[workspace]
+        by_day[team][(day, kind)] += cost
+        if top:
+            row = by_workspace[workspace]
             row[0], row[2] = kind, row[2] + cost
             row[1] += hours if meter == "compute" else 0
-    return sums
+    # The costliest first; ties by id, as PostgreSQL orders them.
+    ranked = heapq.nsmallest(top, by_workspace.items(), key=lambda kv: (-kv[1][2], kv[0]))
+    return [(pk, *row) for pk, row in ranked], len(by_workspace)
 
 
-def _rolled_months(months: dict, rolled: dict) -> Q:
-    query = Q(pk__in=[])
-    for team, (first, _) in months.items():
-        if team in rolled and rolled[team] >= first:
-            query |= Q(team_id=team, month=first)
-    return query
+def _rolled_months(months: dict, rolled: dict) -> list[tuple[int, date]]:
+    """(team, month) of the teams rolled up into the month: those with MonthSpend rows."""
+    return [(t, first) for t, (first, _) in months.items() if t in rolled and rolled[t] >= first]
 
 
 def _rate(total: Decimal, burn: Decimal, start: datetime, now: datetime) -> Decimal:
@@ -648,22 +705,17 @@ def spend_overview(*, teams, now: datetime, top: int = 20) -> SpendOverview:
     months = {
         t: (month_bounds(now, zones[t])[0].date(), now.astimezone(zones[t]).date()) for t in ids
     }
-    sums = _month_sums(months, now, zones)
+    sums = _month_sums(months, now, zones, top=top)
     burn = burn_rates(team_ids=ids, now=now)
     rows = [
-        _team_month(team, sums[team.pk].total, burn.get(team.pk, Decimal(0)), zones[team.pk], now)
+        _team_month(team, sums.total(team.pk), burn.get(team.pk, Decimal(0)), zones[team.pk], now)
         for team in teams
     ]
-    ranked = sorted(
-        ((pk, *row) for t in ids for pk, row in sums[t].by_workspace.items()),
-        key=lambda r: r[3],
-        reverse=True,
-    )
     return SpendOverview(
         teams=rows,
         spent=sum((r.spent for r in rows), Decimal(0)),
         forecast=sum((r.forecast for r in rows), Decimal(0)),
-        workspaces=_named(ranked[:top]),
+        workspaces=_named(sums.top),
     )
 
 

@@ -7,8 +7,15 @@ from decimal import Decimal
 import pytest
 
 from billing import services as billing
+from billing.csv_export import HEADER
 from billing.models import DailySpend, Price, UsageInterval
-from billing.selectors import spend_between, spend_month, team_spend, team_timezones
+from billing.selectors import (
+    spend_between,
+    spend_export,
+    spend_month,
+    team_spend,
+    team_timezones,
+)
 from teams.models import IdlePolicy
 from tests.factories import TeamFactory, WorkspaceFactory
 from workspaces import states
@@ -173,14 +180,14 @@ def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
     for team in (cast.team, cast.other_team):
         run(cast, team=team, start=datetime(2026, 10, 31, 23, 30, tzinfo=UTC))
     billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
-    with django_assert_num_queries(7):  # rolled up: only today is live, summed in SQL
+    with django_assert_num_queries(8):  # rolled up: only today is live, summed in SQL
         one = team_spend(team_ids=[cast.team.pk], now=now)
-    with django_assert_num_queries(8):  # never rolled up: 1-5 Nov priced interval by interval
+    with django_assert_num_queries(9):  # never rolled up: 1-5 Nov priced interval by interval
         both = team_spend(team_ids=[cast.team.pk, cast.other_team.pk], now=now)
     more = [TeamFactory() for _ in range(3)]
     for team in more:
         run(cast, team=team, start=datetime(2026, 11, 2, tzinfo=UTC))
-    with django_assert_num_queries(8):
+    with django_assert_num_queries(9):
         team_spend(team_ids=[cast.team.pk, cast.other_team.pk, *(t.pk for t in more)], now=now)
 
     assert both[cast.team.pk] == one[cast.team.pk]
@@ -291,3 +298,47 @@ def test_a_spot_vm_is_billed_at_the_spot_price_including_a_mid_interval_change(c
     assert by_day == {date(2026, 11, 10): Decimal("4.883375")}
     assert UsageInterval.objects.get(workspace=ws, meter="compute").spot is True
     assert team_spend(team_ids=[cast.team.pk], now=now)[cast.team.pk].spent == Decimal("4.88")
+
+
+def test_half_a_cent_rounds_up_live_in_the_csv_and_rolled_up(cast):
+    """110 minutes at $0.21/hour is exactly $0.385: $0.39, rounded half up. (Pricing the hours
+    first, 1.8333... h, made it $0.38499...: $0.38.)"""
+    price(A100, "0.21", datetime(2026, 1, 1, tzinfo=UTC))
+    day = datetime(2026, 11, 5, tzinfo=UTC)
+    ws = run(cast, start=day + timedelta(hours=9), stop=day + timedelta(hours=10, minutes=50))
+    now = day + timedelta(hours=12)
+    billing.rollup_rebuild(now=now, since=date(2026, 11, 1))  # through 4 Nov: 5 Nov is live
+
+    page = spend_month(team=cast.team, month=date(2026, 11, 1), now=now)
+    csv = list(
+        spend_export(teams=[cast.team], first=date(2026, 11, 5), last=date(2026, 11, 5), now=now)
+    )
+    billing.rollup_rebuild(now=now + timedelta(days=1))
+    rolled = DailySpend.objects.get(day=date(2026, 11, 5), meter="compute")
+
+    assert page.total == Decimal("0.39")
+    assert [(w.workspace_id, w.cost) for w in page.workspaces] == [(ws.pk, Decimal("0.39"))]
+    assert [row[HEADER.index("compute_usd")] for row in csv] == ["0.39"]
+    assert rolled.cost == Decimal("0.39")
+
+
+def test_the_page_ranks_workspaces_by_their_month_with_today_added(cast):
+    """Today's live spend moves a workspace up the month's table; the rest are counted."""
+    price(A100, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    nov = datetime(2026, 11, 1, tzinfo=UTC)
+    a = run(cast, start=nov + timedelta(hours=8), stop=nov + timedelta(hours=18))  # $30
+    b = run(cast, start=nov + timedelta(days=1, hours=8), stop=nov + timedelta(days=1, hours=10))
+    run(cast, start=nov + timedelta(days=2, hours=8), stop=nov + timedelta(days=2, hours=9))
+    again(b, start=nov + timedelta(days=4, hours=1))  # 5 Nov, open: $33 by 12:00
+    now = nov + timedelta(days=4, hours=12)
+    billing.rollup_rebuild(now=now)  # through 4 Nov: b's $6 and c's $3 rolled, today live
+
+    page = spend_month(team=cast.team, month=date(2026, 11, 1), now=now, top=2)
+
+    assert [(w.workspace_id, w.hours, w.cost) for w in page.workspaces] == [
+        (b.pk, Decimal(13), Decimal("39.00")),  # 2 h rolled + 11 h today
+        (a.pk, Decimal(10), Decimal("30.00")),
+    ]
+    assert page.more_workspaces == 1  # c, $3
+    assert page.total == Decimal("72.00")
+    assert page.days[4] == (date(2026, 11, 5), {"vm": Decimal("33.00"), "mig": 0, "namespace": 0})

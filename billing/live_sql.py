@@ -1,0 +1,155 @@
+"""Today's spend priced inside PostgreSQL, for the spend pages at fleet scale.
+
+A team's live window (its day so far, after the rollup mark) holds a line per workspace and
+meter: thousands for a large fleet. Read into Python, pricing and ranking them cost most of
+the spend page's time. On PostgreSQL, whose numeric type is exact, the lines are priced in
+SQL instead (``day_lines``), and the page's sums and top workspaces are taken there too
+(``month_ranking``), so a page reads a few dozen rows. SQLite has no exact decimal type, so
+there billing.selectors prices the same sums in Python.
+
+A line's cost is microseconds x USD/hour x share_num, exact, divided by share_den x 3.6e9 at
+50 decimal places (the rates come in as Decimals; the hourly price of a monthly meter has
+up to 28 digits), then rounded to the cent half up (ROUND here, metering.to_cents in
+Python). The Python pricing (metering.cost_of) also multiplies exactly and divides once, so
+a cost that is exactly half a cent rounds up on both databases.
+"""
+
+from collections import defaultdict
+from datetime import date, datetime
+from decimal import Decimal
+
+from django.db import connection
+from django.db.models import (
+    Case,
+    DateTimeField,
+    DecimalField,
+    DurationField,
+    ExpressionWrapper,
+    Func,
+    Sum,
+    Value,
+    When,
+)
+from django.db.models.functions import Coalesce, Greatest, Least
+
+_GROUPED = (
+    "team_id", "workspace_id", "kind", "meter", "price_kind", "sku", "region", "spot",
+    "share_num", "share_den", "price_per_hour",
+)  # fmt: skip
+
+
+def available() -> bool:
+    """Whether the database prices in SQL: PostgreSQL (exact numeric)."""
+    return connection.vendor == "postgresql"
+
+
+def clipped(windows: dict[int, tuple[datetime, datetime]]):
+    """SQL: a UsageInterval's time within its team's window ``{team_id: (start, end)}`` (an
+    open interval runs to the window's end). Teams sharing a window share its terms."""
+    teams_by_window: dict[tuple, list[int]] = defaultdict(list)
+    for team, window in windows.items():
+        teams_by_window[window].append(team)
+
+    def bound(n: int):
+        if len(teams_by_window) == 1:  # the usual page: one team, or teams in one time zone
+            return Value(next(iter(teams_by_window))[n], output_field=DateTimeField())
+        return Case(
+            *(When(team_id__in=ts, then=Value(w[n])) for w, ts in teams_by_window.items()),
+            output_field=DateTimeField(),
+        )
+
+    start, end = bound(0), bound(1)
+    return Least(Coalesce("ended_at", end), end) - Greatest("started_at", start)
+
+
+class _Microseconds(Func):
+    """PostgreSQL: an interval in microseconds, exact (EXTRACT gives numeric seconds; an
+    interval's day counts 86,400 s, as the timestamps' difference it came from)."""
+
+    template = "(EXTRACT(EPOCH FROM %(expressions)s) * 1000000)"
+    output_field = DecimalField()
+
+
+_LINES = """
+SELECT g.team_id, g.workspace_id, g.kind, g.meter, SUM(g.micro) AS micro,
+       SUM(CAST(g.micro * r.rate * g.share_num AS numeric(200, 50))
+           / (g.share_den * 3600000000)) AS cost
+FROM ({grouped}) AS g
+JOIN (VALUES {rates}) AS r (team_id, price_kind, sku, region, spot, quoted, rate)
+  ON g.team_id = r.team_id AND g.price_kind = r.price_kind AND g.sku = r.sku
+ AND g.region = r.region AND g.spot = r.spot AND g.price_per_hour = r.quoted
+GROUP BY g.team_id, g.workspace_id, g.kind, g.meter
+"""
+_RATE_ROW = "(%s, %s, %s, %s, %s, %s::numeric, %s::numeric)"
+
+
+def _lines(queryset, windows: dict, rates: dict) -> tuple[str, list]:
+    """SQL and params of day_lines. The intervals are first summed per workspace, meter and
+    price (microseconds, exact), then each sum is priced, so the exact division runs once
+    per sum rather than once per interval."""
+    # Intervals are summed as intervals (cheap), then the sum is turned into microseconds.
+    allocated = Sum(ExpressionWrapper(clipped(windows), output_field=DurationField()))
+    grouped = queryset.values_list(*_GROUPED).annotate(micro=_Microseconds(allocated)).order_by()
+    sql, params = grouped.query.sql_with_params()
+    values = ", ".join([_RATE_ROW] * len(rates))
+    rate_params = [v for (team, *key), rate in rates.items() for v in (team, *key, rate)]
+    return _LINES.format(grouped=sql, rates=values), [*params, *rate_params]
+
+
+def day_lines(queryset, windows: dict, rates: dict) -> list[tuple]:
+    """Per team, workspace, kind and meter, the UsageInterval rows of ``queryset`` (those
+    overlapping each team's one-day window) at a price in ``rates`` {(team, price_kind, sku,
+    region, spot, quoted USD/hour): USD/hour in effect over the window}: [(team_id,
+    workspace_id, kind, meter, microseconds allocated within the window, USD exact)]. One
+    query; rows at a price not in ``rates`` are left out."""
+    sql, params = _lines(queryset, windows, rates)
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+_RANKING = """
+WITH line AS ({lines}),
+live AS (
+    SELECT team_id, workspace_id, kind,
+           SUM(CASE WHEN meter = 'compute' THEN micro ELSE 0 END) AS micro,
+           SUM(ROUND(cost, 2)) AS cost
+    FROM line GROUP BY team_id, workspace_id, kind
+),
+rolled AS (
+    SELECT team_id, workspace_id, kind, hours, cost FROM billing_monthspend WHERE {rolled}
+),
+joined AS (
+    SELECT COALESCE(r.workspace_id, l.workspace_id) AS workspace_id,
+           COALESCE(r.team_id, l.team_id) AS team_id, COALESCE(r.kind, l.kind) AS kind,
+           COALESCE(r.hours, 0) AS hours, COALESCE(l.micro, 0) AS micro,
+           COALESCE(r.cost, 0) + COALESCE(l.cost, 0) AS cost
+    FROM rolled r FULL JOIN live l ON r.workspace_id = l.workspace_id
+)
+SELECT NULL, team_id, kind, NULL, NULL, SUM(cost), NULL FROM live GROUP BY team_id, kind
+UNION ALL
+(SELECT workspace_id, team_id, kind, hours, micro, cost, COUNT(*) OVER ()
+ FROM joined ORDER BY cost DESC, workspace_id LIMIT %s)
+"""
+
+
+def month_ranking(queryset, windows: dict, rates: dict, rolled: list[tuple[int, date]], top: int):
+    """The day_lines of ``queryset`` rounded to the cent and summed per team and kind, and with
+    the rolled-up month (MonthSpend of each (team, month) in ``rolled``) per workspace:
+    ({(team, kind): USD}, [(workspace_id, team_id, kind, rolled compute hours, live compute
+    microseconds, USD)] the ``top`` costliest, how many workspaces spent). One query."""
+    sql, params = _lines(queryset, windows, rates)
+    where = " OR ".join(["(team_id = %s AND month = %s)"] * len(rolled)) or "FALSE"
+    query = _RANKING.format(lines=sql, rolled=where)
+    with connection.cursor() as cursor:
+        cursor.execute(query, [*params, *(v for pair in rolled for v in pair), top])
+        rows = cursor.fetchall()
+    kinds: dict[tuple, Decimal] = {}
+    ranked, count = [], 0
+    for workspace, team, kind, hours, micro, cost, spent in rows:
+        if workspace is None:
+            kinds[(team, kind)] = cost
+        else:
+            ranked.append((workspace, team, kind, hours, micro, cost))
+            count = spent
+    return kinds, ranked, count

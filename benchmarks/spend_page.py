@@ -68,12 +68,12 @@ def _busy_moment(now: datetime) -> datetime:
 
 
 def _sessions(rng: random.Random, day: datetime) -> list[tuple[datetime, datetime]]:
-    """A day's allocated stretches (UTC): 2-5 on weekdays, 0-1 at weekends, 20 min to 3 h."""
-    count = rng.randint(2, 5) if day.weekday() < 5 else rng.randint(0, 1)
+    """A day's allocated stretches (UTC): 3-8 on weekdays, 0-2 at weekends, 15 min to 2 h."""
+    count = rng.randint(3, 8) if day.weekday() < 5 else rng.randint(0, 2)
     sessions, clock = [], day + timedelta(hours=rng.uniform(6, 9))
     for _ in range(count):
-        start = clock + timedelta(minutes=rng.uniform(5, 90))
-        end = start + timedelta(minutes=rng.uniform(20, 180))
+        start = clock + timedelta(minutes=rng.uniform(5, 60))
+        end = start + timedelta(minutes=rng.uniform(15, 120))
         if end.date() != day.date():
             break
         sessions.append((start, end))

@@ -557,8 +557,10 @@ def _month_sums(months: dict[int, tuple[date, date]], now: datetime, zones, *, t
     """Each team's spend over its month ``{team_id: (first, last)}`` and the ``top``
     workspaces (none when 0): rolled days from the DaySpend and MonthSpend summaries (per
     team and month, a row per day and kind and a row per workspace), the days after each
-    team's rollup mark priced live. Six queries, whatever the number of teams, workspaces or
-    days; on PostgreSQL, today's lines are summed and ranked in SQL (billing.live_sql)."""
+    team's rollup mark priced live. Five queries on PostgreSQL, where today's lines are
+    priced, summed and ranked with the month in SQL (billing.live_sql); six elsewhere, or
+    when a window spans midnights or holds a price change (then one or two more), whatever
+    the number of teams, workspaces or days."""
     rolled = rolled_through(team_ids=list(months))
     by_day: dict[int, dict] = {team: defaultdict(Decimal) for team in months}
     day_rows = DaySpend.objects.filter(_rolled_filter(months, rolled))

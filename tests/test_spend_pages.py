@@ -8,8 +8,10 @@ from decimal import Decimal
 
 import pytest
 import time_machine
+from django.template.defaultfilters import floatformat
 from django.urls import reverse
 
+from billing.templatetags.money import usd
 from teams.models import Team
 from tests.test_spend import A100, price, run
 
@@ -186,3 +188,22 @@ def test_a_bad_chargeback_period_gets_a_clear_400(client, cast):
     )
 
     assert response.status_code == 400 and "ends before it starts" in response.json()["error"]
+
+
+@pytest.mark.parametrize(
+    ("amount", "shown"),
+    [
+        (Decimal("1234567.891"), "1,234,567.89"),
+        (Decimal("0.005"), "0.01"),  # half up, as floatformat
+        (Decimal("2.675"), "2.68"),
+        (Decimal("-1234.5"), "-1,234.50"),
+        (Decimal("-0.001"), "0.00"),  # never '-0.00'
+        (5, "5.00"),
+        (None, ""),
+        ("", ""),
+        ("n/a", ""),
+    ],
+)
+def test_amounts_are_shown_in_usd_to_the_cent_as_floatformat_would(amount, shown):
+    assert usd(amount) == shown
+    assert usd(amount) == floatformat(amount, "2g")

@@ -8,10 +8,11 @@ SQL instead (``day_lines``), and the page's sums and top workspaces are taken th
 there billing.selectors prices the same sums in Python.
 
 A line's cost is microseconds x USD/hour x share_num, exact, divided by share_den x 3.6e9 at
-50 decimal places (the rates come in as Decimals; the hourly price of a monthly meter has
-up to 28 digits), then rounded to the cent half up (ROUND here, metering.to_cents in
-Python). The Python pricing (metering.cost_of) also multiplies exactly and divides once, so
-a cost that is exactly half a cent rounds up on both databases.
+50 decimal places, then rounded to the cent half up (ROUND here, metering.to_cents in
+Python). The hourly price is Price's (a monthly price over 730 hours to 20 places, as
+metering.monthly_to_hourly), and the Python pricing (metering.cost_of) also multiplies
+exactly and divides once, so both give the same cent, and a cost that is exactly half a cent
+rounds up on both databases.
 """
 
 from collections import defaultdict
@@ -32,6 +33,8 @@ from django.db.models import (
 )
 from django.db.models.functions import Coalesce, Greatest, Least
 
+from billing import metering
+
 _GROUPED = (
     "team_id", "workspace_id", "kind", "meter", "price_kind", "sku", "region", "spot",
     "share_num", "share_den", "price_per_hour",
@@ -43,22 +46,28 @@ def available() -> bool:
     return connection.vendor == "postgresql"
 
 
+def _teams_by_window(windows: dict) -> dict[tuple, list[int]]:
+    teams: dict[tuple, list[int]] = defaultdict(list)
+    for team, window in windows.items():
+        teams[window].append(team)
+    return teams
+
+
+def _bound(windows: dict, n: int):
+    """SQL: the start (0) or end (1) of each UsageInterval's team's window."""
+    teams_by_window = _teams_by_window(windows)
+    if len(teams_by_window) == 1:  # the usual page: one team, or teams in one time zone
+        return Value(next(iter(teams_by_window))[n], output_field=DateTimeField())
+    return Case(
+        *(When(team_id__in=ts, then=Value(w[n])) for w, ts in teams_by_window.items()),
+        output_field=DateTimeField(),
+    )
+
+
 def clipped(windows: dict[int, tuple[datetime, datetime]]):
     """SQL: a UsageInterval's time within its team's window ``{team_id: (start, end)}`` (an
     open interval runs to the window's end). Teams sharing a window share its terms."""
-    teams_by_window: dict[tuple, list[int]] = defaultdict(list)
-    for team, window in windows.items():
-        teams_by_window[window].append(team)
-
-    def bound(n: int):
-        if len(teams_by_window) == 1:  # the usual page: one team, or teams in one time zone
-            return Value(next(iter(teams_by_window))[n], output_field=DateTimeField())
-        return Case(
-            *(When(team_id__in=ts, then=Value(w[n])) for w, ts in teams_by_window.items()),
-            output_field=DateTimeField(),
-        )
-
-    start, end = bound(0), bound(1)
+    start, end = _bound(windows, 0), _bound(windows, 1)
     return Least(Coalesce("ended_at", end), end) - Greatest("started_at", start)
 
 
@@ -71,38 +80,63 @@ class _Microseconds(Func):
 
 
 _LINES = """
+WITH g AS ({grouped}),
+rated AS MATERIALIZED (  -- once per distinct price, not once per sum
+    SELECT k.*, COALESCE((
+        SELECT CASE WHEN p.unit = %s THEN p.unit_price
+                    ELSE ROUND(CAST(p.unit_price AS numeric(80, 60)) / %s, %s) END
+        FROM billing_price p
+        WHERE p.kind = k.price_kind AND p.sku = k.sku AND p.region = k.region
+          AND p.spot = k.spot AND p.effective_start <= k.window_start
+        ORDER BY p.effective_start DESC LIMIT 1
+    ), k.price_per_hour) AS rate
+    FROM (SELECT DISTINCT price_kind, sku, region, spot, price_per_hour, window_start, window_end
+          FROM g) AS k
+    WHERE NOT EXISTS (
+        SELECT 1 FROM billing_price p
+        WHERE p.kind = k.price_kind AND p.sku = k.sku AND p.region = k.region
+          AND p.spot = k.spot AND p.effective_start > k.window_start
+          AND p.effective_start < k.window_end
+    )
+)
 SELECT g.team_id, g.workspace_id, g.kind, g.meter, SUM(g.micro) AS micro,
        SUM(CAST(g.micro * r.rate * g.share_num AS numeric(200, 50))
            / (g.share_den * 3600000000)) AS cost
-FROM ({grouped}) AS g
-JOIN (VALUES {rates}) AS r (team_id, price_kind, sku, region, spot, quoted, rate)
-  ON g.team_id = r.team_id AND g.price_kind = r.price_kind AND g.sku = r.sku
- AND g.region = r.region AND g.spot = r.spot AND g.price_per_hour = r.quoted
+FROM g JOIN rated r
+  ON g.price_kind = r.price_kind AND g.sku = r.sku AND g.region = r.region AND g.spot = r.spot
+ AND g.price_per_hour = r.price_per_hour
+ AND g.window_start = r.window_start AND g.window_end = r.window_end
 GROUP BY g.team_id, g.workspace_id, g.kind, g.meter
 """
-_RATE_ROW = "(%s, %s, %s, %s, %s, %s::numeric, %s::numeric)"
 
 
-def _lines(queryset, windows: dict, rates: dict) -> tuple[str, list]:
+def _lines(queryset, windows: dict) -> tuple[str, list]:
     """SQL and params of day_lines. The intervals are first summed per workspace, meter and
-    price (microseconds, exact), then each sum is priced, so the exact division runs once
-    per sum rather than once per interval."""
-    # Intervals are summed as intervals (cheap), then the sum is turned into microseconds.
+    price (microseconds, exact); each distinct price is looked up once, as
+    billing.selectors.price_book and metering.price_at do in Python: the Price in effect at
+    the window's start (hourly, or monthly over 730 hours at 20 places, as
+    metering.monthly_to_hourly), else the price quoted when the interval opened; a price
+    that changes inside the window is left to the caller; then each sum is priced, so the
+    exact division runs once per sum rather than once per interval."""
+    bounds = {"window_start": _bound(windows, 0), "window_end": _bound(windows, 1)}
     allocated = Sum(ExpressionWrapper(clipped(windows), output_field=DurationField()))
-    grouped = queryset.values_list(*_GROUPED).annotate(micro=_Microseconds(allocated)).order_by()
+    grouped = (
+        queryset.annotate(**bounds)
+        .values_list(*_GROUPED, *bounds)
+        .annotate(micro=_Microseconds(allocated))
+        .order_by()
+    )
     sql, params = grouped.query.sql_with_params()
-    values = ", ".join([_RATE_ROW] * len(rates))
-    rate_params = [v for (team, *key), rate in rates.items() for v in (team, *key, rate)]
-    return _LINES.format(grouped=sql, rates=values), [*params, *rate_params]
+    hourly = [metering.HOURLY_UNIT, metering.HOURS_PER_MONTH, metering.HOURLY_PLACES]
+    return _LINES.format(grouped=sql), [*params, *hourly]
 
 
-def day_lines(queryset, windows: dict, rates: dict) -> list[tuple]:
+def day_lines(queryset, windows: dict) -> list[tuple]:
     """Per team, workspace, kind and meter, the UsageInterval rows of ``queryset`` (those
-    overlapping each team's one-day window) at a price in ``rates`` {(team, price_kind, sku,
-    region, spot, quoted USD/hour): USD/hour in effect over the window}: [(team_id,
-    workspace_id, kind, meter, microseconds allocated within the window, USD exact)]. One
-    query; rows at a price not in ``rates`` are left out."""
-    sql, params = _lines(queryset, windows, rates)
+    overlapping each team's one-day window ``{team_id: (start, end)}``) whose price does not
+    change inside the window: [(team_id, workspace_id, kind, meter, microseconds allocated
+    within the window, USD exact)]. One query."""
+    sql, params = _lines(queryset, windows)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall()
@@ -133,12 +167,12 @@ UNION ALL
 """
 
 
-def month_ranking(queryset, windows: dict, rates: dict, rolled: list[tuple[int, date]], top: int):
+def month_ranking(queryset, windows: dict, rolled: list[tuple[int, date]], top: int):
     """The day_lines of ``queryset`` rounded to the cent and summed per team and kind, and with
     the rolled-up month (MonthSpend of each (team, month) in ``rolled``) per workspace:
     ({(team, kind): USD}, [(workspace_id, team_id, kind, rolled compute hours, live compute
     microseconds, USD)] the ``top`` costliest, how many workspaces spent). One query."""
-    sql, params = _lines(queryset, windows, rates)
+    sql, params = _lines(queryset, windows)
     where = " OR ".join(["(team_id = %s AND month = %s)"] * len(rolled)) or "FALSE"
     query = _RANKING.format(lines=sql, rolled=where)
     with connection.cursor() as cursor:

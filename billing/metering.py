@@ -57,6 +57,19 @@ def cost_of(microseconds: int, hourly: Decimal, share: tuple[int, int] = (1, 1))
     return _EXACT.divide(product, den * MICROSECONDS_PER_HOUR)
 
 
+HOURS_PER_MONTH = Decimal(730)  # Azure prorates monthly meters (managed disks) over 730 hours
+HOURLY_PLACES = 20
+HOURLY_UNIT = "1 Hour"  # the Retail Prices API's unitOfMeasure of an hourly meter
+
+
+def monthly_to_hourly(monthly: Decimal) -> Decimal:
+    """USD/hour of a monthly price: over Azure's 730-hour month, to 20 decimal places (half
+    up), a fixed scale that PostgreSQL computes alike (billing.live_sql)."""
+    return _EXACT.divide(monthly, HOURS_PER_MONTH).quantize(
+        Decimal(1).scaleb(-HOURLY_PLACES), rounding=ROUND_HALF_UP
+    )
+
+
 def price_at(prices: list[PricePoint], moment: datetime) -> PricePoint | None:
     """The point in effect at ``moment`` in ``prices`` (sorted by start), or None."""
     index = bisect.bisect_right([p.start for p in prices], moment) - 1

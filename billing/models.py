@@ -5,7 +5,7 @@ from decimal import Decimal
 
 from django.db import models
 
-HOURS_PER_MONTH = Decimal(730)  # Azure prorates monthly meters (managed disks) over 730 hours
+from billing.metering import HOURLY_UNIT, monthly_to_hourly
 
 
 class PriceKind(models.TextChoices):
@@ -48,8 +48,8 @@ class Price(models.Model):
 
     @property
     def hourly(self) -> Decimal:
-        """USD per hour (a monthly price over Azure's 730-hour month)."""
-        return self.unit_price if self.unit == "1 Hour" else self.unit_price / HOURS_PER_MONTH
+        """USD per hour (a monthly price over Azure's 730-hour month, see monthly_to_hourly)."""
+        return self.unit_price if self.unit == HOURLY_UNIT else monthly_to_hourly(self.unit_price)
 
 
 class Meter(models.TextChoices):

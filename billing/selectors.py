@@ -98,11 +98,8 @@ def price_book(keys) -> dict[tuple, list[metering.PricePoint]]:
 def _points(book: dict, interval) -> list[metering.PricePoint]:
     """The interval's price points; before the first (or with none) the price quoted when it
     opened applies, so spend never goes unpriced."""
-    return _price_points(book, _book_key(interval), interval.price_per_hour)
-
-
-def _price_points(book: dict, key: tuple, quoted: Decimal) -> list[metering.PricePoint]:
-    return [metering.PricePoint(_BEGINNING, quoted), *book.get(key, [])]
+    quoted = metering.PricePoint(_BEGINNING, interval.price_per_hour)
+    return [quoted, *book.get(_book_key(interval), [])]
 
 
 class _Interval(NamedTuple):
@@ -134,108 +131,103 @@ def live_spend(
     *, windows: dict[int, tuple[datetime, datetime]], zones: dict[int, ZoneInfo]
 ) -> list[SpendLine]:
     """Spend per team, workspace, day and meter computed from intervals and prices, each team
-    over its own window ``(start, end)``; end is at most now. Three queries; four when a
-    window spans a local midnight, and one more when a price changes inside a one-day window.
+    over its own window ``(start, end)``; end is at most now. Two queries; two more when a
+    window spans a local midnight or a price changes inside a one-day window.
 
     A window within one local day (the spend pages' today) is summed in SQL: the allocated
-    time per workspace and meter, clipped to the window, priced at the price in effect over
-    the window (in SQL on PostgreSQL, see billing.live_sql), so the rows read grow with the
-    workspaces, not with their sessions. A window across local midnights, and a meter whose
-    price changes inside its window, are priced interval by interval, cut at each midnight
-    and price change."""
-    return _live_lines(_live_plan(windows, zones), zones) if windows else []
-
-
-@dataclass
-class _LivePlan:
-    """How live_spend prices each team's window: ``one_day`` windows summed per workspace and
-    meter at ``rates`` (USD/hour per team and meter price, see _price_keys); ``intervals``
-    (the ``split`` windows', and those at a price in ``changing``) piece by piece."""
-
-    windows: dict
-    one_day: dict
-    split: dict
-    book: dict
-    rates: dict
-    changing: set
-    intervals: list
-
-
-def _live_plan(windows: dict, zones: dict) -> _LivePlan:
-    """The plan for ``windows``: two queries, three with split windows."""
-    one_day = {t: w for t, w in windows.items() if not metering.local_midnights(*w, zones[t])}
-    split = {t: w for t, w in windows.items() if t not in one_day}
-    keys = _price_keys(one_day)
-    intervals = _intervals(_overlapping(split)) if split else []
-    book = price_book({tuple(k[1:5]) for k in keys} | {_book_key(i) for i in intervals})
-    changing = _changing(book, one_day.values())
-    rates = {  # (team, *book key, quoted) -> USD/hour in effect over the team's window
-        (team, *key, quoted): metering.price_at(
-            _price_points(book, tuple(key), quoted), one_day[team][0]
-        ).hourly
-        for team, *key, quoted in keys
-        if tuple(key) not in changing
-    }
-    return _LivePlan(windows, one_day, split, book, rates, changing, intervals)
-
-
-def _price_keys(windows: dict) -> list[tuple]:
-    """(team, price_kind, sku, region, spot, quoted USD/hour) of the intervals overlapping each
-    team's window: the prices to look up. One query; none without windows."""
+    time per workspace, meter and price, clipped to the window, priced at the price in
+    effect over the window (in SQL on PostgreSQL, see billing.live_sql), so the rows read
+    grow with the workspaces, not with their sessions. A window across local midnights, and
+    a meter whose price changes inside its window, are priced interval by interval, cut at
+    each midnight and price change."""
     if not windows:
         return []
-    fields = ("team_id", "price_kind", "sku", "region", "spot", "price_per_hour")
-    return list(_overlapping(windows).values_list(*fields).distinct().order_by())
-
-
-def _live_lines(plan: _LivePlan, zones: dict) -> list[SpendLine]:
-    """Price the plan: one query for the one-day windows, one more for their meters whose
-    price changes inside the window."""
+    one_day, split = _spans(windows, zones)
     totals: dict[tuple, list[Decimal]] = defaultdict(lambda: [Decimal(0), Decimal(0)])
-    days = {t: w[0].astimezone(zones[t]).date() for t, w in plan.one_day.items()}
-    for team, workspace, kind, meter, hours, cost in _day_sums(plan):
+    changing = _add_day_sums(totals, one_day, zones)
+    intervals = _intervals(_overlapping(split)) if split else []
+    if changing:
+        intervals += _intervals(_overlapping(one_day, keys=changing))
+    book = price_book({_book_key(i) for i in intervals})
+    points: dict[tuple, list[metering.PricePoint]] = {}
+    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in windows.items()}
+    for i in intervals:
+        team, prices = i.team_id, _cached_points(points, book, i)
+        for day, hours, cost in _priced(i, prices, windows[team], zones[team], midnights[team]):
+            _add(totals, i, day, hours, cost)
+    return [SpendLine._make((*key, hours, cost)) for key, (hours, cost) in totals.items()]
+
+
+def _spans(windows: dict, zones: dict) -> tuple[dict, dict]:
+    """The windows within one local day of their team, and the others."""
+    one_day = {t: w for t, w in windows.items() if not metering.local_midnights(*w, zones[t])}
+    return one_day, {t: w for t, w in windows.items() if t not in one_day}
+
+
+def _add_day_sums(totals: dict, windows: dict, zones: dict) -> set[tuple]:
+    """Add the one-day windows' spend per workspace and meter to ``totals``, except for the
+    prices that change inside a window: returns their price book keys, to be priced
+    interval by interval. Two queries (none without windows): on PostgreSQL the prices
+    changing and the lines priced in SQL (exact numeric); elsewhere the sums and their
+    prices, priced in Python (SQLite has no exact decimal arithmetic)."""
+    if not windows:
+        return set()
+    if live_sql.available():
+        changing = _changing_prices(windows)
+        rows = (
+            (team, workspace, kind, meter, micro / metering.MICROSECONDS_PER_HOUR, cost)
+            for team, workspace, kind, meter, micro, cost in live_sql.day_lines(
+                _overlapping(windows), windows
+            )
+        )
+    else:
+        rows, changing = _day_sums_in_python(windows)
+    days = {t: w[0].astimezone(zones[t]).date() for t, w in windows.items()}
+    for team, workspace, kind, meter, hours, cost in rows:
         key = (team, workspace, kind, days[team], meter)
         if key in totals:
             totals[key][0] += hours
             totals[key][1] += cost
         else:  # kept whole: a sum would round SQL's exact cost to 28 digits before the cent
             totals[key] = [hours, cost]
-    intervals = plan.intervals
-    if plan.changing:
-        intervals = intervals + _intervals(_overlapping(plan.one_day, keys=plan.changing))
-    points: dict[tuple, list[metering.PricePoint]] = {}
-    midnights = {t: metering.local_midnights(*w, zones[t]) for t, w in plan.windows.items()}
-    for i in intervals:
-        team, prices = i.team_id, _cached_points(points, plan.book, i)
-        window = plan.windows[team]
-        for day, hours, cost in _priced(i, prices, window, zones[team], midnights[team]):
-            _add(totals, i, day, hours, cost)
-    return [SpendLine._make((*key, hours, cost)) for key, (hours, cost) in totals.items()]
+    return changing
 
 
-def _day_sums(plan: _LivePlan) -> Iterator[tuple]:
-    """(team, workspace, kind, meter, hours, USD unrounded) of the one-day windows at the
-    plan's rates, leaving out the meters whose price changes: priced in SQL on PostgreSQL
-    (exact numeric), in Python elsewhere (SQLite has no exact decimal arithmetic)."""
-    if not plan.rates:
-        return
-    if live_sql.available():
-        for team, workspace, kind, meter, micro, cost in live_sql.day_lines(
-            _overlapping(plan.one_day), plan.one_day, plan.rates
-        ):
-            yield team, workspace, kind, meter, micro / metering.MICROSECONDS_PER_HOUR, cost
-        return
-    for s in _clipped_sums(plan.one_day):
-        rate = plan.rates.get((s.team_id, *_book_key(s), s.price_per_hour))
-        if rate is None:  # its price changes inside the window
+def _day_sums_in_python(windows: dict) -> tuple[list[tuple], set[tuple]]:
+    """(team, workspace, kind, meter, hours, USD unrounded) of the one-day windows, and the
+    price book keys changing inside a window (left out). Two queries."""
+    sums = _clipped_sums(windows)
+    book = price_book({_book_key(s) for s in sums})
+    changing = _changing(book, windows.values())
+    rates: dict[tuple, Decimal] = {}  # USD/hour per team and meter price
+    rows = []
+    for s in sums:
+        if _book_key(s) in changing:
             continue
+        key = (s.team_id, *_book_key(s), s.price_per_hour)
+        if key not in rates:
+            rates[key] = metering.price_at(_points(book, s), windows[s.team_id][0]).hourly
         micro = s.allocated // _MICROSECOND
-        hours = micro / metering.MICROSECONDS_PER_HOUR
-        cost = metering.cost_of(micro, rate, (s.share_num, s.share_den))
-        yield s.team_id, s.workspace_id, s.kind, s.meter, hours, cost
+        cost = metering.cost_of(micro, rates[key], (s.share_num, s.share_den))
+        rows.append((s.team_id, s.workspace_id, s.kind, s.meter, micro / _PER_HOUR, cost))
+    return rows, changing
+
+
+def _changing_prices(windows: dict) -> set[tuple]:
+    """Price book keys with a price change strictly inside one of the windows. One query."""
+    bounds = list(windows.values())
+    changes = Price.objects.filter(
+        effective_start__gt=min(b[0] for b in bounds), effective_start__lt=max(b[1] for b in bounds)
+    ).values_list("kind", "sku", "region", "spot", "effective_start")
+    return {
+        (kind, sku, region, spot)
+        for kind, sku, region, spot, at in changes
+        if any(start < at < end for start, end in bounds)
+    }
 
 
 _MICROSECOND = timedelta(microseconds=1)
+_PER_HOUR = metering.MICROSECONDS_PER_HOUR
 
 
 def _book_key(row) -> tuple:
@@ -566,19 +558,20 @@ def _month_sums(months: dict[int, tuple[date, date]], now: datetime, zones, *, t
     day_rows = DaySpend.objects.filter(_rolled_filter(months, rolled))
     for team, day, kind, cost in day_rows.values_list("team_id", "day", "kind", "cost"):
         by_day[team][(day, kind)] += cost
-    plan = _live_plan(_live_windows(months, rolled, now, zones), zones)
-    in_sql = live_sql.available() and plan.rates and not (plan.split or plan.changing)
+    windows = _live_windows(months, rolled, now, zones)
+    one_day, split = _spans(windows, zones)
+    in_sql = live_sql.available() and one_day and not split and not _changing_prices(one_day)
     ranking = _ranked_in_sql if in_sql else _ranked_in_python
-    ranked, count = ranking(plan, by_day, _rolled_months(months, rolled), zones, top)
+    ranked, count = ranking(windows, by_day, _rolled_months(months, rolled), zones, top)
     return _MonthSums(by_day, ranked, count)
 
 
-def _ranked_in_sql(plan: _LivePlan, by_day: dict, rolled: list, zones: dict, top: int):
-    """Add today's lines, rounded and summed in SQL, to ``by_day``; the ``top`` workspaces
-    and how many spent (see _month_sums). One query."""
-    intervals = _overlapping(plan.one_day)
-    kinds, ranked, count = live_sql.month_ranking(intervals, plan.one_day, plan.rates, rolled, top)
-    days = {t: w[0].astimezone(zones[t]).date() for t, w in plan.one_day.items()}
+def _ranked_in_sql(windows: dict, by_day: dict, rolled: list, zones: dict, top: int):
+    """Add today's lines (one-day ``windows`` without a price change), rounded and summed in
+    SQL, to ``by_day``; the ``top`` workspaces and how many spent (see _month_sums). One
+    query."""
+    kinds, ranked, count = live_sql.month_ranking(_overlapping(windows), windows, rolled, top)
+    days = {t: w[0].astimezone(zones[t]).date() for t, w in windows.items()}
     for (team, kind), cost in kinds.items():
         by_day[team][(days[team], kind)] += cost
     rows = [
@@ -588,8 +581,9 @@ def _ranked_in_sql(plan: _LivePlan, by_day: dict, rolled: list, zones: dict, top
     return rows, count
 
 
-def _ranked_in_python(plan: _LivePlan, by_day: dict, rolled: list, zones: dict, top: int):
-    """As _ranked_in_sql, with the live lines priced in Python (live_spend): two queries."""
+def _ranked_in_python(windows: dict, by_day: dict, rolled: list, zones: dict, top: int):
+    """As _ranked_in_sql, with the live lines of ``windows`` from live_spend; the month's
+    workspaces are read and ranked in Python."""
     by_workspace: dict = defaultdict(lambda: [None, 0, 0])  # [kind, compute hours, USD]
     query = reduce(operator.or_, (Q(team_id=t, month=m) for t, m in rolled), Q(pk__in=[]))
     if top:
@@ -598,7 +592,7 @@ def _ranked_in_python(plan: _LivePlan, by_day: dict, rolled: list, zones: dict, 
             "workspace_id", "kind", "hours", "cost"
         ):
             by_workspace[workspace] = [kind, hours, cost]
-    for team, workspace, kind, day, meter, hours, cost in _live_lines(plan, zones):
+    for team, workspace, kind, day, meter, hours, cost in live_spend(windows=windows, zones=zones):
         cost = metering.to_cents(cost)  # what the CSV charges, line by line
         by_day[team][(day, kind)] += cost
         if top:

@@ -180,7 +180,7 @@ def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
     for team in (cast.team, cast.other_team):
         run(cast, team=team, start=datetime(2026, 10, 31, 23, 30, tzinfo=UTC))
     billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
-    with django_assert_num_queries(8):  # rolled up: only today is live, summed in SQL
+    with django_assert_num_queries(7):  # rolled up: only today is live, summed in SQL
         one = team_spend(team_ids=[cast.team.pk], now=now)
     with django_assert_num_queries(9):  # never rolled up: 1-5 Nov priced interval by interval
         both = team_spend(team_ids=[cast.team.pk, cast.other_team.pk], now=now)
@@ -342,3 +342,24 @@ def test_the_page_ranks_workspaces_by_their_month_with_today_added(cast):
     assert page.more_workspaces == 1  # c, $3
     assert page.total == Decimal("72.00")
     assert page.days[4] == (date(2026, 11, 5), {"vm": Decimal("33.00"), "mig": 0, "namespace": 0})
+
+
+def test_a_monthly_disk_price_is_billed_per_hour_over_730_hours_live_and_rolled_up(cast):
+    """$1.54 a month is $0.00210958904109589041 an hour (730 hours, 20 places), the same in
+    Python and, for today's lines on PostgreSQL, in SQL."""
+    disk = price("P10 LRS", "1.54", datetime(2026, 1, 1, tzinfo=UTC), kind="disk", unit="1/Month")
+    price(A100, "3.00", datetime(2026, 1, 1, tzinfo=UTC))
+    day = datetime(2026, 11, 5, tzinfo=UTC)
+    run(cast, start=day + timedelta(hours=8), stop=day + timedelta(hours=18))
+    now = day + timedelta(hours=18)
+    billing.rollup_rebuild(now=now, since=date(2026, 11, 1))  # through 4 Nov: 5 Nov is live
+
+    today = {ln.meter: ln.cost for ln in lines_for(cast, date(2026, 11, 5), date(2026, 11, 5), now)}
+    page = spend_month(team=cast.team, month=date(2026, 11, 1), now=now)
+    billing.rollup_rebuild(now=now + timedelta(days=1))
+    rolled = DailySpend.objects.get(day=date(2026, 11, 5), meter="disk")
+
+    assert disk.hourly == Decimal("0.00210958904109589041")
+    assert today == {"compute": Decimal("30"), "disk": Decimal("0.0210958904109589041")}  # 10 h
+    assert page.total == Decimal("30.02")
+    assert rolled.cost == Decimal("0.03")  # the stopped VM's disk to midnight: 16 h, $0.03375

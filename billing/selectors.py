@@ -175,7 +175,7 @@ def _add_day_sums(totals: dict, windows: dict, zones: dict) -> set[tuple]:
     if live_sql.available():
         changing = _changing_prices(windows)
         rows = (
-            (team, workspace, kind, meter, micro / metering.MICROSECONDS_PER_HOUR, cost)
+            (team, workspace, kind, meter, micro / _PER_HOUR, cost)
             for team, workspace, kind, meter, micro, cost in live_sql.day_lines(
                 _overlapping(windows), windows
             )
@@ -214,16 +214,16 @@ def _day_sums_in_python(windows: dict) -> tuple[list[tuple], set[tuple]]:
 
 
 def _changing_prices(windows: dict) -> set[tuple]:
-    """Price book keys with a price change strictly inside one of the windows. One query."""
+    """Price book keys with a price change strictly inside one of the windows (as
+    billing.live_sql leaves out). One query."""
     bounds = list(windows.values())
     changes = Price.objects.filter(
         effective_start__gt=min(b[0] for b in bounds), effective_start__lt=max(b[1] for b in bounds)
     ).values_list("kind", "sku", "region", "spot", "effective_start")
-    return {
-        (kind, sku, region, spot)
-        for kind, sku, region, spot, at in changes
-        if any(start < at < end for start, end in bounds)
-    }
+    book: dict[tuple, list] = defaultdict(list)
+    for *key, start in changes:
+        book[tuple(key)].append(metering.PricePoint(start, Decimal(0)))
+    return _changing(book, bounds)
 
 
 _MICROSECOND = timedelta(microseconds=1)

@@ -34,6 +34,7 @@ from django.db.models import (
 from django.db.models.functions import Coalesce, Greatest, Least
 
 from billing import metering
+from billing.models import MonthSpend, Price
 
 _GROUPED = (
     "team_id", "workspace_id", "kind", "meter", "price_kind", "sku", "region", "spot",
@@ -85,7 +86,7 @@ rated AS MATERIALIZED (  -- once per distinct price, not once per sum
     SELECT k.*, COALESCE((
         SELECT CASE WHEN p.unit = %s THEN p.unit_price
                     ELSE ROUND(CAST(p.unit_price AS numeric(80, 60)) / %s, %s) END
-        FROM billing_price p
+        FROM {price} p
         WHERE p.kind = k.price_kind AND p.sku = k.sku AND p.region = k.region
           AND p.spot = k.spot AND p.effective_start <= k.window_start
         ORDER BY p.effective_start DESC LIMIT 1
@@ -93,7 +94,7 @@ rated AS MATERIALIZED (  -- once per distinct price, not once per sum
     FROM (SELECT DISTINCT price_kind, sku, region, spot, price_per_hour, window_start, window_end
           FROM g) AS k
     WHERE NOT EXISTS (
-        SELECT 1 FROM billing_price p
+        SELECT 1 FROM {price} p
         WHERE p.kind = k.price_kind AND p.sku = k.sku AND p.region = k.region
           AND p.spot = k.spot AND p.effective_start > k.window_start
           AND p.effective_start < k.window_end
@@ -128,7 +129,7 @@ def _lines(queryset, windows: dict) -> tuple[str, list]:
     )
     sql, params = grouped.query.sql_with_params()
     hourly = [metering.HOURLY_UNIT, metering.HOURS_PER_MONTH, metering.HOURLY_PLACES]
-    return _LINES.format(grouped=sql), [*params, *hourly]
+    return _LINES.format(grouped=sql, price=Price._meta.db_table), [*params, *hourly]
 
 
 def day_lines(queryset, windows: dict) -> list[tuple]:
@@ -151,7 +152,7 @@ live AS (
     FROM line GROUP BY team_id, workspace_id, kind
 ),
 rolled AS (
-    SELECT team_id, workspace_id, kind, hours, cost FROM billing_monthspend WHERE {rolled}
+    SELECT team_id, workspace_id, kind, hours, cost FROM {monthspend} WHERE {rolled}
 ),
 joined AS (
     SELECT COALESCE(r.workspace_id, l.workspace_id) AS workspace_id,
@@ -174,7 +175,7 @@ def month_ranking(queryset, windows: dict, rolled: list[tuple[int, date]], top: 
     microseconds, USD)] the ``top`` costliest, how many workspaces spent). One query."""
     sql, params = _lines(queryset, windows)
     where = " OR ".join(["(team_id = %s AND month = %s)"] * len(rolled)) or "FALSE"
-    query = _RANKING.format(lines=sql, rolled=where)
+    query = _RANKING.format(lines=sql, rolled=where, monthspend=MonthSpend._meta.db_table)
     with connection.cursor() as cursor:
         cursor.execute(query, [*params, *(v for pair in rolled for v in pair), top])
         rows = cursor.fetchall()

@@ -493,12 +493,8 @@ def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMont
     """The team's spend page for the calendar month starting ``month`` (its time zone).
     Rolled-up days are summed in SQL; a constant number of queries, whatever the number of
     workspaces or days."""
-    zones = team_timezones(team_ids=[team.pk])
-    tz = zones[team.pk]
-    start, end = month_bounds(day_start(month, tz), tz)
+    tz, start, end, last, sums = _month_of(team, month, now, top=top)
     current = start <= now < end
-    last = (end - timedelta(hours=12)).date()
-    sums = _month_sums({team.pk: (month, last)}, now, zones, top=top)
     total = sums.total(team.pk)
     burn = (
         burn_rates(team_ids=[team.pk], now=now).get(team.pk, Decimal(0)) if current else Decimal(0)
@@ -523,12 +519,17 @@ def spend_days(*, team, month: date, now: datetime) -> tuple[list, Decimal]:
     """The team's month per day, for its chart: ([(day, {kind: USD})] for every day of the
     month starting ``month`` (its time zone), total USD). As spend_month without the
     workspaces, burn and forecast."""
+    _, _, _, last, sums = _month_of(team, month, now, top=0)
+    return _by_day(sums.by_day[team.pk], month, last), sums.total(team.pk)
+
+
+def _month_of(team, month: date, now: datetime, *, top: int) -> tuple:
+    """(time zone, start, end (aware), last day, _MonthSums) of the team's month."""
     zones = team_timezones(team_ids=[team.pk])
     tz = zones[team.pk]
     start, end = month_bounds(day_start(month, tz), tz)
     last = (end - timedelta(hours=12)).date()
-    sums = _month_sums({team.pk: (month, last)}, now, zones, top=0)
-    return _by_day(sums.by_day[team.pk], month, last), sums.total(team.pk)
+    return tz, start, end, last, _month_sums({team.pk: (month, last)}, now, zones, top=top)
 
 
 @dataclass

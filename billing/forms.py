@@ -4,6 +4,8 @@ from datetime import date, timedelta
 
 from django import forms
 
+from common.validation import EARLIEST_DATE, LATEST_DATE, DateInRangeField
+
 MAX_EXPORT_DAYS = 366
 
 
@@ -16,16 +18,21 @@ class MonthForm(forms.Form):
         text = self.cleaned_data["month"]
         try:
             year, month = (int(part) for part in text.split("-"))
-            return date(year, month, 1)
+            first = date(year, month, 1)
         except ValueError:
             raise forms.ValidationError("Give the month as YYYY-MM, e.g. 2026-11.") from None
+        if not EARLIEST_DATE <= first <= LATEST_DATE:
+            raise forms.ValidationError(
+                f"Give a month from {EARLIEST_DATE:%Y-%m} to {LATEST_DATE:%Y-%m}."
+            )
+        return first
 
 
 class ExportForm(forms.Form):
     """A period of days to export, both included, at most MAX_EXPORT_DAYS long."""
 
-    start = forms.DateField(label="From")
-    end = forms.DateField(label="To")
+    start = DateInRangeField(label="From")
+    end = DateInRangeField(label="To")
 
     def clean(self):
         data = super().clean()

@@ -6,6 +6,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from django import forms
 from django.core.validators import MaxValueValidator, MinValueValidator
 
+from common.validation import TextField
 from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, Role
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
@@ -20,6 +21,14 @@ class InviteForm(forms.Form):
         help_text="Of an existing portal account.",
     )
     role = forms.ChoiceField(choices=Role.choices, initial=Role.RESEARCHER)
+
+
+class AuditFilterForm(forms.Form):
+    """The audit page's filters, from its query string; each may be empty (all)."""
+
+    team = TextField(max_length=50, required=False)
+    actor = TextField(max_length=150, required=False)
+    action = TextField(max_length=64, required=False)
 
 
 class RoleForm(forms.Form):

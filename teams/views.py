@@ -12,12 +12,20 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_POST
 
 from teams import selectors, services
-from teams.forms import IdlePolicyForm, IncreaseForm, InviteForm, LimitsForm, RoleForm
+from teams.forms import (
+    AuditFilterForm,
+    IdlePolicyForm,
+    IncreaseForm,
+    InviteForm,
+    LimitsForm,
+    RoleForm,
+)
 from teams.models import IdleBounds, IdlePolicy, QuotaRequest, Team, TeamQuotaIncrease
 from workspaces import services as workspace_services
 
@@ -215,11 +223,16 @@ def team_idle_policy(request, slug):
 @login_required
 @require_GET
 def audit_log(request):
+    """The audit rows the user may see, filtered by team, actor and action; 400 with the
+    form's error for a filter that is not printable text of its field's length."""
     _require(request, "teams.view_audit")
+    form = AuditFilterForm(request.GET)
+    valid = form.is_valid()
+    data = form.cleaned_data if valid else {}
     filters = {
-        "team_slug": request.GET.get("team", "")[:50],
-        "actor": request.GET.get("actor", "")[:150],
-        "action": request.GET.get("action", "")[:64],
+        "team_slug": data.get("team", ""),
+        "actor": data.get("actor", ""),
+        "action": data.get("action", ""),
     }
     entries = selectors.audit_list(user=request.user, **filters)
     page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
@@ -228,11 +241,12 @@ def audit_log(request):
     context = {
         "page": page,
         "filters": filters,
+        "filter_errors": [e for errors in form.errors.values() for e in errors],
         "choices": selectors.audit_filter_choices(user=request.user),
-        "query": query.urlencode(),
+        "query": query.urlencode() if valid else "",
     }
     template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
-    return render(request, template, context)
+    return render(request, template, context, status=200 if valid else 400)
 
 
 @login_required
@@ -330,7 +344,10 @@ def _decide(request, pending, decide, partial: str, **ids):
 @require_POST
 def notice_dismiss(request, pk):
     services.notice_dismiss(user=request.user, notice_id=pk, now=timezone.now())
+    # Only a path on this site: redirect() would take a bare word for a URL name.
     target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}):
-        target = "home"
+    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}
+    ):
+        target = reverse("home")
     return redirect(target)

@@ -1,0 +1,1 @@
+"""Pieces every app may use and that know no app: the bottom layer, below teams."""

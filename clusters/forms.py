@@ -4,6 +4,7 @@ from django import forms
 
 from clusters import mig
 from clusters.services import PoolRequest
+from common.validation import TextField
 
 
 class ClusterRegisterForm(forms.Form):
@@ -27,7 +28,7 @@ class ClusterTeamForm(forms.Form):
         label="Entra ID group object id",
         help_text="Members of this group get the edit role in the team's namespaces.",
     )
-    namespace = forms.CharField(
+    namespace = TextField(
         required=False,
         max_length=63,
         help_text="For the team's MIG slice pods; default team-<slug>.",
@@ -39,7 +40,7 @@ class ClusterTeamForm(forms.Form):
 
 
 class NodePoolForm(forms.Form):
-    name = forms.CharField(max_length=12, help_text="1-12 lower-case letters and digits.")
+    name = TextField(max_length=12, help_text="1-12 lower-case letters and digits.")
     vm_size = forms.ChoiceField(label="VM size")
     gpu_instance_profile = forms.ChoiceField(
         label="GPU instance profile",
@@ -52,11 +53,14 @@ class NodePoolForm(forms.Form):
     autoscale = forms.BooleanField(required=False, label="Autoscale between")
     min_count = forms.IntegerField(min_value=0, max_value=100, required=False)
     max_count = forms.IntegerField(min_value=1, max_value=100, required=False)
-    taints = forms.CharField(
+    taints = TextField(
         required=False,
+        max_length=1000,
         help_text="Comma-separated, e.g. sku=gpu:NoSchedule",
     )
-    labels = forms.CharField(required=False, help_text="Comma-separated key=value pairs.")
+    labels = TextField(
+        required=False, max_length=1000, help_text="Comma-separated key=value pairs."
+    )
 
     def __init__(self, *args, sizes, **kwargs):
         """``sizes``: (vm_size, label) of the GPU sizes priced in the cluster's region."""

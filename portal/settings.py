@@ -7,6 +7,7 @@ variables; the README lists them all. A deployment with an unsafe SECRET_KEY ref
 (portal/secret_key.py).
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -32,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "rules.apps.AutodiscoverRulesConfig",
+    "axes",
     "teams",
     "workspaces",
     "billing",
@@ -49,10 +51,14 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "portal.middleware.UserTimezoneMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
-# Object permissions from django-rules (teams/rules.py) first, then Django's own.
+# django-axes first (refuses a login during a lockout before any password is checked), then
+# object permissions from django-rules (teams/rules.py), then Django's own.
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -148,6 +154,32 @@ LOGGING = {
 PORTAL_PORT = env.int("PORTAL_PORT", default=8000)
 # The portal's own address, as workspaces' agents reach it.
 PORTAL_URL = env.str("PORTAL_URL", default=f"http://127.0.0.1:{PORTAL_PORT}")
+
+# --- Login throttling (django-axes; portal/login_throttle.py) ---------------------------------
+# Failed logins that lock one account, from any address, for the cool-off.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+# Failed logins, over all accounts, that lock one client address (higher: a campus NAT or VPN
+# puts many researchers behind one address).
+LOGIN_IP_FAILURE_LIMIT = env.int("LOGIN_IP_FAILURE_LIMIT", default=20)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_HANDLER = "portal.login_throttle.LoginThrottleHandler"
+# A successful login forgets that account's failures from that address (and nothing else).
+AXES_RESET_ON_SUCCESS = True
+# Attempts during a lockout neither count nor prolong it: "try again in 15 minutes" holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "portal.login_throttle.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+# Reverse proxies in front of gunicorn that append the client's address to X-Forwarded-For
+# (1 behind one nginx); 0 takes REMOTE_ADDR. Too high lets clients pick their address.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "portal.login_throttle.client_ip"
+# The lockouts have the portal's own admin page (teams/admin.py), open to platform admins,
+# whose unlock is audited; successful logins are not kept (no retention rule for them).
+AXES_ENABLE_ADMIN = False
+AXES_DISABLE_ACCESS_LOG = True
+# Masked in the failed attempts' stored POST data (axes always masks the password).
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
 # --- Celery -------------------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")

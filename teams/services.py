@@ -1,6 +1,6 @@
 """Business rules of teams: approvals of requests above quota, notices, the audit log, team
-membership, quotas and budgets, teams' requests for a permanent increase, and budget alerts
-(with the stop at 100 %).
+membership, quotas and budgets, teams' requests for a permanent increase, budget alerts
+(with the stop at 100 %), and the audit and unlock of login lockouts.
 
 Errors raised: DecisionError (a decision that cannot be taken; the message says why),
 MembershipError (a membership change that is refused; the message says why), PermissionError
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail, send_mass_mail
@@ -807,3 +808,58 @@ def _budget_stop_late(teams, spend, sent, now: datetime) -> list:
         team, alert = late[team_id]
         stopped += _budget_stop(team, alert, workspaces, spend[team_id].spent, now)
     return [w["pk"] for w in stopped]
+
+
+# --- Login lockouts (django-axes counts the failures: portal/login_throttle.py) -------------
+
+
+def login_lockout_record(
+    *,
+    username: str,
+    ip_address: str | None,
+    account_failures: int,
+    address_failures: int,
+    now: datetime,
+) -> AuditEntry:
+    """Audit that logins were locked for ``username`` and/or from ``ip_address`` (whichever
+    reached its limit; both counts are recorded). No actor: the portal did it; no team: only
+    platform admins read it."""
+    return AuditEntry.objects.create(
+        at=now,
+        action="login.lockout",
+        object_type=AccessAttempt._meta.label,
+        object_id=username[:64],
+        after={
+            "username": username,
+            "ip_address": ip_address,
+            "account_failures": account_failures,
+            "address_failures": address_failures,
+        },
+    )
+
+
+def login_lockout_reset(
+    *, actor, username: str | None = None, ip_address: str | None = None, now: datetime
+) -> int:
+    """Forget the recent failed logins of ``username`` (from every address) or from
+    ``ip_address`` (for every account), so that the lockout ends now; audited with the failures
+    forgotten. Returns how many attempt rows were removed. Raises PermissionError (actor is not
+    a platform admin), ValueError (not exactly one of username and ip_address)."""
+    if not actor.has_perm("teams.unlock_logins"):
+        raise PermissionError(f"{actor.username} may not unlock logins.")
+    if (username is None) == (ip_address is None):
+        raise ValueError("Unlock either an account or an address.")
+    key, value = ("username", username) if username is not None else ("ip_address", ip_address)
+    with transaction.atomic():
+        attempts = AccessAttempt.objects.select_for_update().filter(**{key: value})
+        failures = sum(attempts.values_list("failures_since_start", flat=True))
+        deleted, _ = attempts.delete()
+        AuditEntry.objects.create(
+            at=now,
+            actor=actor,
+            action="login.unlock",
+            object_type=AccessAttempt._meta.label,
+            object_id=str(value)[:64],
+            before={key: value, "failures": failures},
+        )
+    return deleted

@@ -4,10 +4,12 @@ The models are read from ``admin.site._registry``, so a newly registered model w
 object below fails here instead of going untested."""
 
 import pytest
+from axes.models import AccessAttempt
 from django.contrib import admin
 from django.contrib.auth.models import Group
 from django.test import RequestFactory
 from django.urls import reverse
+from django.utils import timezone
 
 from teams.models import IdleBounds, Membership, Role, Team
 from tests.factories import OfferingFactory, WorkspaceFactory
@@ -21,6 +23,13 @@ def _an_object(label: str, cast):
     """One saved object of each registered model, for its change, delete and history pages."""
     makers = {
         "auth.Group": lambda: Group.objects.create(name="operators"),
+        "axes.AccessAttempt": lambda: AccessAttempt.objects.create(
+            username="alice",
+            ip_address="203.0.113.9",
+            user_agent="test",
+            failures_since_start=5,
+            attempt_time=timezone.now(),
+        ),
         "auth.User": lambda: cast.researcher,
         "teams.Team": lambda: cast.team,
         "teams.IdleBounds": IdleBounds.current,

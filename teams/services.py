@@ -46,6 +46,11 @@ class MembershipError(Exception):
     admin); the message says why, for the form."""
 
 
+class InviteThrottled(MembershipError):
+    """The actor's invites named no account too often in the last hour: invites are paused
+    for them, and no account is looked up."""
+
+
 def audit_record(
     *, actor, team, action: str, obj, before: dict, after: dict, now: datetime
 ) -> AuditEntry:
@@ -282,27 +287,59 @@ def _locked_team(team: Team) -> Team:
     return Team.objects.select_for_update().get(pk=team.pk)
 
 
+# The one answer to an invite that names no account, whether nobody has that username or email,
+# the account is deactivated, or two accounts share the email: a team admin learns no more.
+NO_ACCOUNT = (
+    "No account can be added as “{}”: check the username or email. People have an account "
+    "once they have logged in to the portal."
+)
+INVITE_REFUSED = "membership.invite_refused"
+
+
 def _user_by_name_or_email(identifier: str):
-    """The one active local account with this username or email (case-insensitive)."""
-    identifier = identifier.strip()
+    """The one active local account with this username or email (case-insensitive), or None."""
     users = get_user_model().objects.filter(is_active=True)
     matches = list(users.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier))[:2])
-    if len(matches) != 1:
-        raise MembershipError(
-            f"No single account has the username or email “{identifier}”; "
-            "ask them to log in to the portal once, or use their username."
+    return matches[0] if len(matches) == 1 else None
+
+
+def _refuse_probing(actor, now: datetime) -> None:
+    """Raise InviteThrottled once the actor's invites named no account
+    TEAM_INVITE_MISSES_PER_HOUR times within the hour before ``now``."""
+    misses = AuditEntry.objects.filter(
+        actor=actor, action=INVITE_REFUSED, at__gt=now - timedelta(hours=1)
+    ).count()
+    if misses >= settings.TEAM_INVITE_MISSES_PER_HOUR:
+        raise InviteThrottled(
+            "Too many invites named no account in the last hour: adding members is paused for "
+            "you for up to an hour. A platform admin can add them meanwhile."
         )
-    return matches[0]
 
 
 def membership_invite(*, actor, team: Team, identifier: str, role: str, now: datetime):
     """Add the existing account named by ``identifier`` (username or email) to ``team`` with
-    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises MembershipError
-    (unknown account, already a member), PermissionError (actor may not manage the team)."""
+    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises PermissionError
+    (actor may not manage the team), InviteThrottled (too many recent invites named no
+    account), MembershipError (no single active account: NO_ACCOUNT, audited and committed
+    even so, unless the caller's own transaction rolls back; already a member)."""
     _require(actor, "teams.manage_team", team)
+    _refuse_probing(actor, now)
+    identifier = identifier.strip()
+    user = _user_by_name_or_email(identifier)
+    if user is None:
+        # The audit row is the record that _refuse_probing counts, so it is kept.
+        audit_record(
+            actor=actor,
+            team=team,
+            action=INVITE_REFUSED,
+            obj=team,
+            before={},
+            after={"identifier": identifier},
+            now=now,
+        )
+        raise MembershipError(NO_ACCOUNT.format(identifier))
     with transaction.atomic():
         team = _locked_team(team)
-        user = _user_by_name_or_email(identifier)
         if Membership.objects.filter(team=team, user=user).exists():
             raise MembershipError(f"{user.username} is already a member of {team.name}.")
         membership = Membership.objects.create(team=team, user=user, role=Role(role))

@@ -327,7 +327,7 @@ def membership_invite(*, actor, team: Team, identifier: str, role: str, now: dat
     identifier = identifier.strip()
     user = _user_by_name_or_email(identifier)
     if user is None:
-        # The audit row is the record that _refuse_probing counts, so it is kept.
+        # Outside any transaction of ours: this audit row is what _refuse_probing counts.
         audit_record(
             actor=actor,
             team=team,
@@ -338,6 +338,11 @@ def membership_invite(*, actor, team: Team, identifier: str, role: str, now: dat
             now=now,
         )
         raise MembershipError(NO_ACCOUNT.format(identifier))
+    return _membership_add(actor=actor, team=team, user=user, role=role, now=now)
+
+
+def _membership_add(*, actor, team: Team, user, role: str, now: datetime) -> Membership:
+    """Add ``user`` to the locked ``team``, audited; tell them once committed."""
     with transaction.atomic():
         team = _locked_team(team)
         if Membership.objects.filter(team=team, user=user).exists():

@@ -14,6 +14,7 @@ Running in the database. Prints the median and p95 in milliseconds.
 import argparse
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -25,6 +26,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from request_to_put import _fresh_postgres_db, _percentile, _stack_env  # noqa: E402
+
+# Outside the embedded default the portal refuses to start without SECRET_KEY
+# (portal/secret_key.py): every process this benchmark starts inherits this one.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 
 def _wait(predicate, what: str, timeout: float = 60.0) -> None:

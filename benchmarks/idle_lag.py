@@ -18,6 +18,7 @@ the POST .../deallocate in the emulator's request log.
 
 import argparse
 import os
+import secrets
 import signal
 import socket
 import statistics
@@ -28,6 +29,10 @@ import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+
+# Outside the embedded default the portal refuses to start without SECRET_KEY
+# (portal/secret_key.py): every process this benchmark starts inherits this one.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 ROOT = Path(__file__).resolve().parent.parent
 PG = "postgres://postgres@127.0.0.1:5432/portal_bench_lag"

@@ -9,12 +9,17 @@ count must be the same with 10 and with 100 pools.
 """
 
 import os
+import secrets
 import statistics
 import sys
 import tempfile
 import time
 import uuid
 from pathlib import Path
+
+# Outside the embedded default the portal refuses to start without SECRET_KEY
+# (portal/secret_key.py): every process this benchmark starts inherits this one.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS = 20

@@ -8,10 +8,15 @@ platform admin. The counts must not grow with the number of requests.
 """
 
 import os
+import secrets
 import sys
 import tempfile
 from datetime import timedelta
 from pathlib import Path
+
+# Outside the embedded default the portal refuses to start without SECRET_KEY
+# (portal/secret_key.py): every process this benchmark starts inherits this one.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 ROOT = Path(__file__).resolve().parent.parent
 # URL name -> URL kwargs.

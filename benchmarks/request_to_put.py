@@ -15,6 +15,7 @@ Stacks: ``embedded`` (SQLite + kombu filesystem broker, the default of ``make ru
 import argparse
 import os
 import re
+import secrets
 import statistics
 import subprocess
 import sys
@@ -22,6 +23,10 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+
+# Outside the embedded default the portal refuses to start without SECRET_KEY
+# (portal/secret_key.py): every process this benchmark starts inherits this one.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"

@@ -22,6 +22,7 @@ weekday 18:00 UTC, when today (priced live, not yet rolled up) is about as full 
 import argparse
 import os
 import random
+import secrets
 import statistics
 import sys
 import time
@@ -29,6 +30,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from decimal import Decimal
 from pathlib import Path
+
+# Outside the embedded default the portal refuses to start without SECRET_KEY
+# (portal/secret_key.py): every process this benchmark starts inherits this one.
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 
 ROOT = Path(__file__).resolve().parent.parent
 PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"

@@ -2,13 +2,17 @@
 
 The defaults give the embedded stack: SQLite and kombu's filesystem broker under ``var/``,
 and the Azure clients pointed at the local emulator (cloudsim) on 127.0.0.1. Production sets
-DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS and the AZURE_* variables; the
-README lists them all.
+DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS, the HTTPS settings and the AZURE_*
+variables; the README lists them all. A deployment with an unsafe SECRET_KEY refuses to start
+(portal/secret_key.py).
 """
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
+
+from portal.secret_key import is_embedded, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -17,8 +21,6 @@ environ.Env.read_env(BASE_DIR / ".env", overwrite=False)
 VAR_DIR = Path(env.str("PORTAL_VAR_DIR", default=str(BASE_DIR / "var")))
 
 DEBUG = env.bool("DEBUG", default=False)
-# Only the embedded default runs without a SECRET_KEY; a production deploy must set one.
-SECRET_KEY = env.str("SECRET_KEY", default="insecure-dev-only-key-set-SECRET_KEY-in-production")
 ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"])
 CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -31,6 +33,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "django_htmx",
     "rules.apps.AutodiscoverRulesConfig",
+    "axes",
     "teams",
     "workspaces",
     "billing",
@@ -48,10 +51,14 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
     "portal.middleware.UserTimezoneMiddleware",
+    # Last, as django-axes asks: it turns a refused login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
-# Object permissions from django-rules (teams/rules.py) first, then Django's own.
+# django-axes first (refuses a login during a lockout before any password is checked), then
+# object permissions from django-rules (teams/rules.py), then Django's own.
 AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -114,8 +121,27 @@ STORAGES = {
 EMAIL_BACKEND = env.str("EMAIL_BACKEND", default="django.core.mail.backends.console.EmailBackend")
 DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="portal@localhost")
 
+# --- HTTPS, cookies, sessions --------------------------------------------------------------
+# Off by default so that the embedded stack answers on http://127.0.0.1; production behind a TLS
+# proxy turns them on (README, "Configuration (production)"), and `check --deploy` is then clean.
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
+# A load balancer's health probe may speak plain HTTP to the web process.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+# "HTTP_X_FORWARDED_PROTO,https": the header the TLS proxy sets and that clients cannot pass
+# through it. Only then does Django know a request came over HTTPS.
+_proxy_ssl_header = env.list("SECURE_PROXY_SSL_HEADER", default=[])
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_ssl_header) if _proxy_ssl_header else None
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", default=True)
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=False)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+# Seconds a login lasts, counted from the login (a working day with margin), and the cookie
+# is dropped when the browser closes: a shared or lost laptop does not stay logged in.
+SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
+SESSION_EXPIRE_AT_BROWSER_CLOSE = env.bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", default=True)
 
 LOGGING = {
     "version": 1,
@@ -128,6 +154,32 @@ LOGGING = {
 PORTAL_PORT = env.int("PORTAL_PORT", default=8000)
 # The portal's own address, as workspaces' agents reach it.
 PORTAL_URL = env.str("PORTAL_URL", default=f"http://127.0.0.1:{PORTAL_PORT}")
+
+# --- Login throttling (django-axes; portal/login_throttle.py) ---------------------------------
+# Failed logins that lock one account, from any address, for the cool-off.
+AXES_FAILURE_LIMIT = env.int("AXES_FAILURE_LIMIT", default=5)
+# Failed logins, over all accounts, that lock one client address (higher: a campus NAT or VPN
+# puts many researchers behind one address).
+LOGIN_IP_FAILURE_LIMIT = env.int("LOGIN_IP_FAILURE_LIMIT", default=20)
+AXES_COOLOFF_TIME = timedelta(minutes=env.int("AXES_COOLOFF_MINUTES", default=15))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_HANDLER = "portal.login_throttle.LoginThrottleHandler"
+# A successful login forgets that account's failures from that address (and nothing else).
+AXES_RESET_ON_SUCCESS = True
+# Attempts during a lockout neither count nor prolong it: "try again in 15 minutes" holds.
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
+AXES_LOCKOUT_CALLABLE = "portal.login_throttle.lockout_response"
+AXES_HTTP_RESPONSE_CODE = 429
+# Reverse proxies in front of gunicorn that append the client's address to X-Forwarded-For
+# (1 behind one nginx); 0 takes REMOTE_ADDR. Too high lets clients pick their address.
+TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
+AXES_CLIENT_IP_CALLABLE = "portal.login_throttle.client_ip"
+# The lockouts have the portal's own admin page (teams/admin.py), open to platform admins,
+# whose unlock is audited; successful logins are not kept (no retention rule for them).
+AXES_ENABLE_ADMIN = False
+AXES_DISABLE_ACCESS_LOG = True
+# Masked in the failed attempts' stored POST data (axes always masks the password).
+AXES_SENSITIVE_PARAMETERS = ["username", "ip_address", "csrfmiddlewaretoken"]
 
 # --- Celery -------------------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="filesystem://")
@@ -154,6 +206,7 @@ else:
         "unacked_restore_interval": env.int("CELERY_RESTORE_INTERVAL", default=30),
         "unacked_restore_throttle": 1,
     }
+
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 # Lets two portals (or a test run) share one Redis without taking each other's tasks.
 CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="celery")
@@ -162,10 +215,27 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Invites naming no account that one person may send within an hour before their invites are
+# paused (teams.services.membership_invite): a team admin cannot probe for accounts in bulk.
+TEAM_INVITE_MISSES_PER_HOUR = env.int("TEAM_INVITE_MISSES_PER_HOUR", default=10)
 # Days a request above quota waits for a platform admin before it expires.
 QUOTA_REQUEST_EXPIRY_DAYS = env.int("QUOTA_REQUEST_EXPIRY_DAYS", default=7)
 # Seconds between sweeps that re-queue workspaces whose task was lost.
 PORTAL_RECONCILE_INTERVAL = env.float("PORTAL_RECONCILE_INTERVAL", default=60.0)
+
+# --- Secret key ------------------------------------------------------------------------------
+# Signs sessions and keys the agents' and JupyterLab's tokens. A deployment sets SECRET_KEY;
+# the embedded default alone keeps a random one in var/secret_key (portal/secret_key.py).
+SECRET_KEY = secret_key(
+    configured=env.str("SECRET_KEY", default=""),
+    debug=DEBUG,
+    embedded=is_embedded(
+        database_engine=DATABASES["default"]["ENGINE"],
+        broker_url=CELERY_BROKER_URL,
+        allowed_hosts=ALLOWED_HOSTS,
+    ),
+    var_dir=VAR_DIR,
+)
 
 # --- Telemetry and idle stop -------------------------------------------------------------
 # Seconds between the agent's samples (docs/agent-protocol.md).

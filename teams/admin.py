@@ -1,6 +1,9 @@
-from django.contrib import admin
+from axes.models import AccessAttempt
+from django.contrib import admin, messages
+from django.utils import timezone
 
 from portal.admin_access import PlatformAdminAccess
+from teams import services
 from teams.models import IdleBounds, Membership, Team
 
 
@@ -34,3 +37,40 @@ class IdleBoundsAdmin(PlatformAdminAccess, admin.ModelAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+
+@admin.register(AccessAttempt)
+class LoginLockoutAdmin(PlatformAdminAccess, admin.ModelAdmin):
+    """Failed logins counted by django-axes, one row per account, address and browser. A
+    platform admin ends a lockout with the actions, which are audited; rows are never added,
+    edited or deleted by hand."""
+
+    list_display = ["username", "ip_address", "failures_since_start", "attempt_time"]
+    search_fields = ["username", "ip_address"]
+    date_hierarchy = "attempt_time"
+    fields = ["username", "ip_address", "user_agent", "failures_since_start", "attempt_time"]
+    readonly_fields = fields
+    actions = ["unlock_accounts", "unlock_addresses"]
+
+    def has_add_permission(self, request, obj=None):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def _unlock(self, request, key: str, values) -> None:
+        now = timezone.now()
+        for value in sorted(set(values)):
+            services.login_lockout_reset(actor=request.user, now=now, **{key: value})
+            self.message_user(request, f"Unlocked {value}.", messages.SUCCESS)
+
+    @admin.action(description="Unlock the accounts of the selected rows (from every address)")
+    def unlock_accounts(self, request, queryset):
+        self._unlock(request, "username", queryset.values_list("username", flat=True))
+
+    @admin.action(description="Unlock the addresses of the selected rows (for every account)")
+    def unlock_addresses(self, request, queryset):
+        self._unlock(request, "ip_address", queryset.values_list("ip_address", flat=True))

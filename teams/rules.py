@@ -63,3 +63,5 @@ rules.add_perm("teams.view_audit", is_platform_admin | is_a_team_admin)
 rules.add_perm("billing.view_all_spend", is_platform_admin)
 # Register AKS clusters, map teams to them, create, adopt and delete node pools.
 rules.add_perm("clusters.manage_clusters", is_platform_admin)
+# Unlock an account or a client address locked out after failed logins (django-axes).
+rules.add_perm("teams.unlock_logins", is_platform_admin)

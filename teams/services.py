@@ -1,6 +1,6 @@
 """Business rules of teams: approvals of requests above quota, notices, the audit log, team
-membership, quotas and budgets, teams' requests for a permanent increase, and budget alerts
-(with the stop at 100 %).
+membership, quotas and budgets, teams' requests for a permanent increase, budget alerts
+(with the stop at 100 %), and the audit and unlock of login lockouts.
 
 Errors raised: DecisionError (a decision that cannot be taken; the message says why),
 MembershipError (a membership change that is refused; the message says why), PermissionError
@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mail, send_mass_mail
@@ -43,6 +44,11 @@ class DecisionError(Exception):
 class MembershipError(Exception):
     """A membership change that is refused (unknown account, already a member, the last team
     admin); the message says why, for the form."""
+
+
+class InviteThrottled(MembershipError):
+    """The actor's invites named no account too often in the last hour: invites are paused
+    for them, and no account is looked up."""
 
 
 def audit_record(
@@ -281,27 +287,64 @@ def _locked_team(team: Team) -> Team:
     return Team.objects.select_for_update().get(pk=team.pk)
 
 
+# The one answer to an invite that names no account, whether nobody has that username or email,
+# the account is deactivated, or two accounts share the email: a team admin learns no more.
+NO_ACCOUNT = (
+    "No account can be added as “{}”: check the username or email. People have an account "
+    "once they have logged in to the portal."
+)
+INVITE_REFUSED = "membership.invite_refused"
+
+
 def _user_by_name_or_email(identifier: str):
-    """The one active local account with this username or email (case-insensitive)."""
-    identifier = identifier.strip()
+    """The one active local account with this username or email (case-insensitive), or None."""
     users = get_user_model().objects.filter(is_active=True)
     matches = list(users.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier))[:2])
-    if len(matches) != 1:
-        raise MembershipError(
-            f"No single account has the username or email “{identifier}”; "
-            "ask them to log in to the portal once, or use their username."
+    return matches[0] if len(matches) == 1 else None
+
+
+def _refuse_probing(actor, now: datetime) -> None:
+    """Raise InviteThrottled once the actor's invites named no account
+    TEAM_INVITE_MISSES_PER_HOUR times within the hour before ``now``."""
+    misses = AuditEntry.objects.filter(
+        actor=actor, action=INVITE_REFUSED, at__gt=now - timedelta(hours=1)
+    ).count()
+    if misses >= settings.TEAM_INVITE_MISSES_PER_HOUR:
+        raise InviteThrottled(
+            "Too many invites named no account in the last hour: adding members is paused for "
+            "you for up to an hour. A platform admin can add them meanwhile."
         )
-    return matches[0]
 
 
 def membership_invite(*, actor, team: Team, identifier: str, role: str, now: datetime):
     """Add the existing account named by ``identifier`` (username or email) to ``team`` with
-    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises MembershipError
-    (unknown account, already a member), PermissionError (actor may not manage the team)."""
+    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises PermissionError
+    (actor may not manage the team), InviteThrottled (too many recent invites named no
+    account), MembershipError (no single active account: NO_ACCOUNT, audited and committed
+    even so, unless the caller's own transaction rolls back; already a member)."""
     _require(actor, "teams.manage_team", team)
+    _refuse_probing(actor, now)
+    identifier = identifier.strip()
+    user = _user_by_name_or_email(identifier)
+    if user is None:
+        # Outside any transaction of ours: this audit row is what _refuse_probing counts.
+        audit_record(
+            actor=actor,
+            team=team,
+            action=INVITE_REFUSED,
+            obj=team,
+            before={},
+            after={"identifier": identifier},
+            now=now,
+        )
+        raise MembershipError(NO_ACCOUNT.format(identifier))
+    return _membership_add(actor=actor, team=team, user=user, role=role, now=now)
+
+
+def _membership_add(*, actor, team: Team, user, role: str, now: datetime) -> Membership:
+    """Add ``user`` to the locked ``team``, audited; tell them once committed."""
     with transaction.atomic():
         team = _locked_team(team)
-        user = _user_by_name_or_email(identifier)
         if Membership.objects.filter(team=team, user=user).exists():
             raise MembershipError(f"{user.username} is already a member of {team.name}.")
         membership = Membership.objects.create(team=team, user=user, role=Role(role))
@@ -807,3 +850,58 @@ def _budget_stop_late(teams, spend, sent, now: datetime) -> list:
         team, alert = late[team_id]
         stopped += _budget_stop(team, alert, workspaces, spend[team_id].spent, now)
     return [w["pk"] for w in stopped]
+
+
+# --- Login lockouts (django-axes counts the failures: portal/login_throttle.py) -------------
+
+
+def login_lockout_record(
+    *,
+    username: str,
+    ip_address: str | None,
+    account_failures: int,
+    address_failures: int,
+    now: datetime,
+) -> AuditEntry:
+    """Audit that logins were locked for ``username`` and/or from ``ip_address`` (whichever
+    reached its limit; both counts are recorded). No actor: the portal did it; no team: only
+    platform admins read it."""
+    return AuditEntry.objects.create(
+        at=now,
+        action="login.lockout",
+        object_type=AccessAttempt._meta.label,
+        object_id=username[:64],
+        after={
+            "username": username,
+            "ip_address": ip_address,
+            "account_failures": account_failures,
+            "address_failures": address_failures,
+        },
+    )
+
+
+def login_lockout_reset(
+    *, actor, username: str | None = None, ip_address: str | None = None, now: datetime
+) -> int:
+    """Forget the recent failed logins of ``username`` (from every address) or from
+    ``ip_address`` (for every account), so that the lockout ends now; audited with the failures
+    forgotten. Returns how many attempt rows were removed. Raises PermissionError (actor is not
+    a platform admin), ValueError (not exactly one of username and ip_address)."""
+    if not actor.has_perm("teams.unlock_logins"):
+        raise PermissionError(f"{actor.username} may not unlock logins.")
+    if (username is None) == (ip_address is None):
+        raise ValueError("Unlock either an account or an address.")
+    key, value = ("username", username) if username is not None else ("ip_address", ip_address)
+    with transaction.atomic():
+        attempts = AccessAttempt.objects.select_for_update().filter(**{key: value})
+        failures = sum(attempts.values_list("failures_since_start", flat=True))
+        deleted, _ = attempts.delete()
+        AuditEntry.objects.create(
+            at=now,
+            actor=actor,
+            action="login.unlock",
+            object_type=AccessAttempt._meta.label,
+            object_id=str(value)[:64],
+            before={key: value, "failures": failures},
+        )
+    return deleted

@@ -77,10 +77,10 @@ def _page_context(request, team: Team, **forms) -> dict:
     }
 
 
-def _section(request, team: Team, partial: str, **forms):
+def _section(request, team: Team, partial: str, status: int = 200, **forms):
     """The changed section for htmx, else the whole team page."""
     context = _page_context(request, team, **forms)
-    return render(request, partial if request.htmx else "teams/detail.html", context)
+    return render(request, partial if request.htmx else "teams/detail.html", context, status=status)
 
 
 @login_required
@@ -95,6 +95,7 @@ def team_detail(request, slug):
 def team_invite(request, slug):
     team = _team(request, slug, "teams.manage_team")
     form = InviteForm(request.POST)
+    status = 200
     if form.is_valid():
         try:
             membership = services.membership_invite(
@@ -106,12 +107,15 @@ def team_invite(request, slug):
             )
         except services.MembershipError as exc:
             form.add_error("identifier", str(exc))
+            # 429 when paused; htmx swaps no 4xx answer into the page, so it gets the form.
+            if isinstance(exc, services.InviteThrottled) and not request.htmx:
+                status = 429
         else:
             messages.success(request, f"{membership.user.username} joined {team.name}.")
             if not request.htmx:
                 return redirect("team-detail", slug=team.slug)
             form = None
-    return _section(request, team, "teams/_members.html", invite_form=form)
+    return _section(request, team, "teams/_members.html", status=status, invite_form=form)
 
 
 def _member_change(request, team: Team, change) -> object:

@@ -1,10 +1,12 @@
 """Team administration as the fixed cast sees it: members and roles, quota and budget limits,
 requests for a permanent increase and their approval, the teams overview and the audit log."""
 
+import re
 from datetime import timedelta
 from decimal import Decimal
 
 import pytest
+import time_machine
 from django.core import mail
 from django.db import connections
 from django.test.utils import CaptureQueriesContext
@@ -84,7 +86,10 @@ def test_an_unknown_username_or_email_is_a_form_error(client, cast, identifier):
     assert response.status_code == 200
     assert 'class="error"' in response.content.decode()
     assert Membership.objects.filter(team=cast.team).count() == 3
-    assert not AuditEntry.objects.exists()
+    # An invite naming no account is audited (see below); an empty form never looks.
+    refused = AuditEntry.objects.filter(action="membership.invite_refused").count()
+    assert refused == (1 if identifier else 0)
+    assert not AuditEntry.objects.exclude(action="membership.invite_refused").exists()
 
 
 def test_adding_by_htmx_answers_with_the_members_section(client, cast):
@@ -184,6 +189,87 @@ def test_people_of_another_team_get_404_everywhere_in_this_team(client, cast, wh
     assert client.post(_url("team-quota", cast), {"gpus_A100": 99}).status_code == 404
     assert client.post(_url("team-increase", cast), {"gpus": 9}).status_code == 404
     assert Membership.objects.filter(pk=pk).exists() and _quota(cast.team) == 4
+
+
+# --- Probing for accounts through the invite form ------------------------------------------
+# A team admin's invite must tell "no such account" from "added", or the form is useless; what
+# it tells is the same for an unknown, an inactive and an ambiguous account, each such answer is
+# audited, and more than TEAM_INVITE_MISSES_PER_HOUR of them pause the admin's invites for up to
+# an hour. Everyone else gets 403 or 404 before any account is looked up.
+
+
+def _without_csrf_token(body: str) -> str:
+    """The page without its CSRF tokens, which differ on every render."""
+    body = re.sub(r'"X-CSRFToken": "[^"]*"', "", body)
+    return re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", body)
+
+
+@pytest.mark.parametrize(
+    ("who", "status"),
+    [("researcher", 403), ("teammate", 403), ("outsider", 404), ("other_team_admin", 404)],
+)
+def test_no_one_but_an_admin_learns_from_the_invite_url_whether_an_account_exists(
+    client, cast, who, status
+):
+    UserFactory(username="dave")
+    _as(client, getattr(cast, who))
+    answers = [
+        client.post(_url("team-invite", cast), {"identifier": name, "role": "researcher"})
+        for name in ("dave", "no-such-account")
+    ]
+    assert [a.status_code for a in answers] == [status, status]
+    bodies = {_without_csrf_token(a.content.decode()) for a in answers}
+    assert len(bodies) == 1
+    assert not AuditEntry.objects.exists()
+    assert not Membership.objects.filter(user__username="dave").exists()
+
+
+def test_an_invite_naming_no_account_says_the_same_whatever_the_reason_and_is_audited(client, cast):
+    UserFactory(username="ivan", is_active=False)
+    UserFactory(username="twin1", email="twin@example.org")
+    UserFactory(username="twin2", email="twin@example.org")
+    _as(client, cast.team_admin)
+    pages = {}
+    for identifier in ("nobody", "ivan", "twin@example.org"):
+        data = {"identifier": identifier, "role": "researcher"}
+        response = client.post(_url("team-invite", cast), data)
+        assert response.status_code == 200
+        pages[identifier] = _without_csrf_token(response.content.decode()).replace(identifier, "?")
+    assert len(set(pages.values())) == 1
+    assert "No account can be added as" in pages["nobody"]
+    entries = AuditEntry.objects.filter(action="membership.invite_refused").order_by("id")
+    assert [e.after["identifier"] for e in entries] == ["nobody", "ivan", "twin@example.org"]
+    assert {(e.actor, e.team) for e in entries} == {(cast.team_admin, cast.team)}
+
+
+def test_an_admin_who_keeps_naming_no_account_is_paused_for_an_hour(client, cast, settings):
+    settings.TEAM_INVITE_MISSES_PER_HOUR = 10
+    UserFactory(username="dave")
+    _as(client, cast.team_admin)
+    start = timezone.now()
+    with time_machine.travel(start, tick=False) as clock:
+        for n in range(10):
+            client.post(
+                _url("team-invite", cast), {"identifier": f"guess{n}", "role": "researcher"}
+            )
+        data = {"identifier": "dave", "role": "researcher"}
+        paused = client.post(_url("team-invite", cast), data)
+        # The same answer for an existing account as for another guess: nothing is looked up.
+        again = client.post(
+            _url("team-invite", cast), {"identifier": "guess11", "role": "researcher"}
+        )
+        assert paused.status_code == again.status_code == 429
+        assert "Too many invites named no account" in paused.content.decode()
+        assert not Membership.objects.filter(team=cast.team, user__username="dave").exists()
+        assert AuditEntry.objects.filter(action="membership.invite_refused").count() == 10
+        # Another team admin is not paused by it.
+        _as(client, cast.other_team_admin)
+        other = reverse("team-invite", kwargs={"slug": cast.other_team.slug})
+        assert client.post(other, data).status_code == 302
+        clock.shift(timedelta(hours=1, seconds=1))
+        _as(client, cast.team_admin)
+        assert client.post(_url("team-invite", cast), data).status_code == 302
+    assert Membership.objects.filter(team=cast.team, user__username="dave").exists()
 
 
 # --- Quota and budget ------------------------------------------------------------------------

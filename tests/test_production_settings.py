@@ -1,0 +1,125 @@
+"""The portal refuses to start with a SECRET_KEY anyone can know, the embedded default keeps a
+key of its own in var/, and `check --deploy` with the README's production environment reports
+nothing. Each case starts Django in a subprocess, as gunicorn and Celery would."""
+
+import hashlib
+import os
+import re
+import secrets
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+# The constant the settings carried until the security review (issue 14): public, so refused.
+PUBLISHED_KEY = "insecure-dev-only-key-set-SECRET_KEY-in-production"
+PRODUCTION = {
+    "DATABASE_URL": "postgres://portal@db.invalid:5432/portal",
+    "CELERY_BROKER_URL": "redis://redis.invalid:6379/0",
+    "ALLOWED_HOSTS": "gpu.example.org",
+}
+# Prints a digest of the key the settings chose, never the key.
+PRINT_KEY_DIGEST = (
+    "import hashlib, django; django.setup(); from django.conf import settings; "
+    "print(hashlib.sha256(settings.SECRET_KEY.encode()).hexdigest(), len(settings.SECRET_KEY))"
+)
+
+
+def _run(args: list[str], env: dict, var_dir: Path) -> subprocess.CompletedProcess:
+    """Run ``python <args>`` in the repository with only ``env`` (and PATH) set."""
+    clean = {
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(var_dir),
+        "PORTAL_VAR_DIR": str(var_dir),
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=120
+    )
+
+
+def _digest(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+UNSAFE_KEYS = {
+    "unset": None,
+    "published": PUBLISHED_KEY,
+    "20 characters": "a1b2c3d4e5f6g7h8i9j0",
+    "django-insecure": "django-insecure-" + secrets.token_urlsafe(50),
+}
+
+
+DEPLOYMENTS = {
+    "production": PRODUCTION,
+    "postgres": {"DATABASE_URL": PRODUCTION["DATABASE_URL"]},
+    "public-host": {"ALLOWED_HOSTS": "gpu.example.org"},
+}
+
+
+@pytest.mark.parametrize("key", UNSAFE_KEYS.values(), ids=UNSAFE_KEYS.keys())
+@pytest.mark.parametrize("deployment", DEPLOYMENTS.values(), ids=DEPLOYMENTS.keys())
+def test_a_deployment_refuses_to_start_without_a_safe_secret_key(tmp_path, deployment, key):
+    env = {**deployment, "DEBUG": "0"} | ({"SECRET_KEY": key} if key else {})
+    result = _run(["manage.py", "check"], env, tmp_path)
+    assert result.returncode != 0, result.stdout
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: SECRET_KEY"), last
+
+
+def test_the_published_key_is_refused_even_by_the_embedded_default(tmp_path):
+    result = _run(["manage.py", "check"], {"SECRET_KEY": PUBLISHED_KEY}, tmp_path)
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY" in result.stderr
+
+
+def test_the_embedded_default_makes_its_own_key_once_and_keeps_it(tmp_path):
+    first = _run(["-c", PRINT_KEY_DIGEST], {}, tmp_path)
+    assert first.returncode == 0, first.stderr
+    digest, length = first.stdout.split()
+    assert digest != _digest(PUBLISHED_KEY)
+    key_file = tmp_path / "secret_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert _digest(key_file.read_text().strip()) == digest and int(length) >= 50
+    # A restart, or the Celery worker and beat started beside gunicorn, read the same key.
+    assert _run(["-c", PRINT_KEY_DIGEST], {}, tmp_path).stdout.split()[0] == digest
+
+
+def test_the_embedded_key_file_must_not_be_readable_by_others(tmp_path):
+    assert _run(["-c", PRINT_KEY_DIGEST], {}, tmp_path).returncode == 0
+    (tmp_path / "secret_key").chmod(0o644)
+    result = _run(["-c", PRINT_KEY_DIGEST], {}, tmp_path)
+    assert result.returncode != 0 and "chmod 600" in result.stderr
+
+
+def test_a_safe_secret_key_is_used_as_given(tmp_path):
+    key = secrets.token_urlsafe(50)
+    result = _run(["-c", PRINT_KEY_DIGEST], {**PRODUCTION, "SECRET_KEY": key}, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[0] == _digest(key)
+    assert not (tmp_path / "secret_key").exists()
+
+
+def _readme_production_env() -> dict[str, str]:
+    """The ``env`` block of the README's "Configuration (production)" section, as a dict."""
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Configuration (production)", 1)[1]
+    block = re.search(r"```env\n(.*?)```", section, re.S)
+    assert block, "README: no ```env block in Configuration (production)"
+    lines = [line for line in block.group(1).splitlines() if line and not line.startswith("#")]
+    return dict(line.split("=", 1) for line in lines)
+
+
+def test_check_deploy_with_the_documented_production_env_reports_nothing(tmp_path):
+    env = _readme_production_env()
+    # The README's placeholder is not a key: copied as it is, the portal refuses to start.
+    placeholder = _run(["manage.py", "check"], env, tmp_path)
+    assert "ImproperlyConfigured: SECRET_KEY" in placeholder.stderr
+    env["SECRET_KEY"] = secrets.token_urlsafe(50)
+    result = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
+    assert result.returncode == 0, result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout

@@ -31,6 +31,12 @@ class AuditFilterForm(forms.Form):
     action = TextField(max_length=64, required=False)
 
 
+class DecisionForm(forms.Form):
+    """A platform admin's optional comment on approving or rejecting a request."""
+
+    comment = TextField(max_length=2000, required=False)
+
+
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
 

@@ -20,6 +20,7 @@ from django.views.decorators.http import require_GET, require_POST
 from teams import selectors, services
 from teams.forms import (
     AuditFilterForm,
+    DecisionForm,
     IdlePolicyForm,
     IncreaseForm,
     InviteForm,
@@ -324,14 +325,13 @@ def _decide(request, pending, decide, partial: str, **ids):
     admin; answer htmx with the decided row, else redirect to the queue with a message. A
     second click gets the service's DecisionError as its message."""
     _require(request, "teams.decide_requests", pending.team)
-    error = ""
+    form = DecisionForm(request.POST)
+    error = "" if form.is_valid() else f"Comment: {form.errors['comment'][0]}"
     try:
-        decide(
-            actor=request.user,
-            comment=request.POST.get("comment", "")[:2000],
-            now=timezone.now(),
-            **ids,
-        )
+        if not error:
+            decide(
+                actor=request.user, comment=form.cleaned_data["comment"], now=timezone.now(), **ids
+            )
     except services.DecisionError as exc:
         error = str(exc)
     pending.refresh_from_db()

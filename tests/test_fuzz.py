@@ -198,8 +198,9 @@ def test_hostile_parameters_never_get_a_500(cast, objects, monkeypatch, name):  
         if method == "POST" and row.method == "GET":
             base = {**_page_defaults(client, url), **base}
         send = client.post if method == "POST" else client.get
-        with _record_reads(monkeypatch) as keys:
+        with _record_reads(monkeypatch) as keys, transaction.atomic():
             first = send(url, base)
+            transaction.set_rollback(True)
         if first.status_code == 405:
             continue
         assert _status(first) < 500, f"{method} {url} with well-formed data"
@@ -260,3 +261,19 @@ def test_dismissing_a_notice_with_a_bad_next_goes_home(client, cast, target):
     assert response["Location"] == reverse("home")
     notice.refresh_from_db()
     assert notice.read_at is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("comment", ["a\x00b", "\x1b[2J"])
+def test_a_decision_comment_with_control_characters_decides_nothing(cast, objects, comment):  # noqa: F811
+    client = Client(raise_request_exception=False)
+    client.force_login(cast.platform_admin)
+    pending = objects["quota_request"]
+    response = client.post(
+        reverse("approval-decide", args=[pending.pk, "reject"]), {"comment": comment}
+    )
+    assert response.status_code == 302
+    pending.refresh_from_db()
+    assert pending.decision == "pending"
+    page = client.get(reverse("approvals")).content.decode()
+    assert "Comment: " in page  # the form error, shown as a message

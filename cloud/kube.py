@@ -17,6 +17,11 @@ the pod as env PORTAL_AGENT_TOKEN from a secretKeyRef, never in the pod spec). G
 program, ConfigMap ``<name>-agent-code`` holds it, mounted read-only at AGENT_DIR, and the
 container's command starts it in the background before the image's own start command
 (docs/agent-protocol.md §1b), so it reads the pod's MIG device.
+
+Kubernetes rights on a slice are its owner's alone: Role and RoleBinding ``<name>-owner`` let
+the owner's Entra ID identities (SliceAccess.users) get the pod ``<name>-0``, port-forward to it
+and read its log, by resourceNames, and nothing else. The team's group gets nothing in the
+slices' namespace: ``edit`` there would read every member's Secret and exec into their pods.
 """
 
 from __future__ import annotations
@@ -195,17 +200,19 @@ def _quietly(call: Callable[[], Any]) -> Any:
         return None
 
 
-def _ensure(kind: str, name: str, create: Callable, read: Callable, owned: Callable) -> None:
-    """Create; on 409 AlreadyExists accept the existing object if owned(its labels)."""
+def _ensure(kind: str, name: str, create: Callable, read: Callable, owned: Callable) -> Any:
+    """Create; on 409 AlreadyExists accept the existing object if owned(its labels) and
+    return it (None when created)."""
     try:
         create()
-        return
+        return None
     except ApiException as exc:
         if exc.status != 409:
             raise
-    labels = read().metadata.labels or {}
+    found = read()
+    labels = found.metadata.labels or {}
     if owned(labels):
-        return
+        return found
     workspace = labels.get(WORKSPACE_LABEL)
     owner = f"workspace {workspace}" if workspace else "someone outside the portal"
     message = f"{kind} {name} already exists and belongs to {owner}"
@@ -251,8 +258,8 @@ class MigSpec:
     agent_script: str = ""
     agent_requirement: str = ""
     start_command: tuple[str, ...] = DEFAULT_START_COMMAND
-    # The team's Entra ID group: the edit role in the team namespace, to port-forward to the pod.
-    group_object_id: str = ""
+    # The owner's Kubernetes user names (Entra object id, UPN): port-forward to the pod only.
+    owner_users: tuple[str, ...] = ()
     # JupyterLab's login token (Secret key "jupyter-token", env JUPYTER_TOKEN): the user logs in
     # with it and the agent counts busy kernels with it.
     jupyter_token: str = ""
@@ -333,16 +340,6 @@ def _jupyter_env(spec: MigSpec) -> list[dict]:
     return [{"name": "JUPYTER_TOKEN", "valueFrom": ref}]
 
 
-def _team_binding(spec: MigSpec, labels: dict) -> dict:
-    return {
-        "metadata": _meta(ROLE_BINDING_NAME, labels, spec.namespace),
-        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
-        "subjects": [
-            {"kind": "Group", "apiGroup": "rbac.authorization.k8s.io", "name": spec.group_object_id}
-        ],
-    }
-
-
 def _statefulset(spec: MigSpec, labels: dict) -> dict:
     resource = {f"{MIG_PREFIX}{spec.mig_profile}": "1"}
     token = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "token"}}
@@ -405,11 +402,14 @@ def _mig_objects(spec: MigSpec, labels: dict) -> list[tuple[str, str, str, dict]
 
 def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
     """Create whatever of the workspace is missing (StatefulSet with replicas 1); objects
-    already there and labelled with this workspace are kept as they are.
+    already there and labelled with this workspace are kept as they are, except the owner's
+    Role and RoleBinding, which mig_access brings up to date (and drops the team's old edit
+    binding).
 
     Raises ValueError for a bad spec; CloudError("AlreadyExists") when a name is taken by
-    something not this workspace's (or the namespace by something not the portal's); other
-    CloudErrors as the API server refused (e.g. Forbidden in a Terminating namespace)."""
+    something not this workspace's (or the namespace by something not the portal's, or by a
+    namespace workspace, whose team has edit in it); other CloudErrors as the API server
+    refused (e.g. Forbidden in a Terminating namespace)."""
     _check_mig(spec)
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     labels, ns = _labels(spec.workspace_id, spec.labels), spec.namespace
@@ -421,17 +421,13 @@ def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
             ns,
             lambda: core.create_namespace({"metadata": _meta(ns, team_labels)}),
             lambda: core.read_namespace(ns),
-            lambda found: found.get(MANAGED_BY_LABEL) == MANAGED_BY,
+            lambda found: (
+                found.get(MANAGED_BY_LABEL) == MANAGED_BY and WORKSPACE_LABEL not in found
+            ),
         )
-        if spec.group_object_id:
-            rbac = client.RbacAuthorizationV1Api(api)
-            _ensure(
-                "RoleBinding",
-                ROLE_BINDING_NAME,
-                lambda: rbac.create_namespaced_role_binding(ns, _team_binding(spec, team_labels)),
-                lambda: rbac.read_namespaced_role_binding(ROLE_BINDING_NAME, ns),
-                lambda found: found.get(MANAGED_BY_LABEL) == MANAGED_BY,
-            )
+    access = SliceAccess(spec.workspace_id, ns, spec.name, spec.owner_users, spec.labels)
+    mig_access(api, access)
+    with _errors():
         for kind, attr, name, body in _mig_objects(spec, labels):
             create = getattr(core, f"create_namespaced_{attr}")
             read = getattr(core, f"read_namespaced_{attr}")
@@ -445,6 +441,91 @@ def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
             lambda: apps.read_namespaced_stateful_set(spec.name, ns),
             mine,
         )
+
+
+@dataclass(frozen=True)
+class SliceAccess:
+    """Who may reach a MIG workspace's pod: users are the owner's Kubernetes user names (on AKS
+    with Entra ID, the UPN of a member of the tenant, the object id of a guest; both may be
+    given), () for nobody yet; labels as MigSpec's."""
+
+    workspace_id: str
+    namespace: str
+    name: str
+    users: tuple[str, ...] = ()
+    labels: tuple[tuple[str, str], ...] = ()
+
+
+def _owner_rules(pod: str) -> list[dict]:
+    """What `kubectl port-forward pod/<pod>` and `kubectl logs <pod>` need, on that pod only
+    (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources):
+    get the pod, pods/portforward (create over SPDY; get over WebSocket, which kubectl uses
+    from 1.30) and pods/log. No secrets, no exec or attach: the tokens stay out of reach."""
+    one = {"apiGroups": [""], "resourceNames": [pod]}
+    return [
+        {**one, "resources": ["pods"], "verbs": ["get"]},
+        {**one, "resources": ["pods/portforward"], "verbs": ["get", "create"]},
+        {**one, "resources": ["pods/log"], "verbs": ["get"]},
+    ]
+
+
+def _owner_objects(access: SliceAccess) -> tuple[dict, dict]:
+    labels, name = _labels(access.workspace_id, access.labels), f"{access.name}-owner"
+    role = {"metadata": _meta(name, labels, access.namespace)}
+    role["rules"] = _owner_rules(f"{access.name}-0")
+    subjects = [
+        {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}
+        for user in dict.fromkeys(access.users)
+    ]
+    ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
+    binding = {"metadata": _meta(name, labels, access.namespace), "roleRef": ref}
+    binding["subjects"] = subjects
+    return role, binding
+
+
+def _ensure_fields(api: ApiClient, kind: str, name: str, calls: tuple, mine, fields: dict) -> None:
+    """_ensure, then `fields` (lists: rules, subjects) patched onto an existing object of ours
+    where they differ. calls: (create, read, patch(body))."""
+    create, read, patch = calls
+    found = _ensure(kind, name, create, read, mine)
+    current = api.sanitize_for_serialization(found) if found is not None else fields
+    if any((current.get(key) or []) != value for key, value in fields.items()):
+        patch(fields)
+
+
+def _drop_team_edit(rbac: Any, namespace: str) -> None:
+    """The team's edit binding that slices' namespaces had before issue 14 (the portal's, not
+    a namespace workspace's): its group could read every member's Secret."""
+    found = _quietly(lambda: rbac.read_namespaced_role_binding(ROLE_BINDING_NAME, namespace))
+    labels = (found.metadata.labels or {}) if found is not None else {}
+    if labels.get(MANAGED_BY_LABEL) == MANAGED_BY and WORKSPACE_LABEL not in labels:
+        _quietly(lambda: rbac.delete_namespaced_role_binding(ROLE_BINDING_NAME, namespace))
+
+
+def mig_access(api: ApiClient, access: SliceAccess) -> None:
+    """Make Role and RoleBinding "<name>-owner" say what _owner_rules grants to access.users
+    (subjects replaced when they changed; none is allowed), and drop the team's old edit
+    binding in the namespace. The namespace must exist. Raises CloudError
+    ("AlreadyExists" for a Role or RoleBinding of that name that is not this workspace's)."""
+    rbac = client.RbacAuthorizationV1Api(api)
+    ns, name = access.namespace, f"{access.name}-owner"
+    role, binding = _owner_objects(access)
+    mine = lambda found: found.get(WORKSPACE_LABEL) == access.workspace_id  # noqa: E731
+    with _errors():
+        _drop_team_edit(rbac, ns)
+        role_calls = (
+            lambda: rbac.create_namespaced_role(ns, role),
+            lambda: rbac.read_namespaced_role(name, ns),
+            lambda body: rbac.patch_namespaced_role(name, ns, body),
+        )
+        _ensure_fields(api, "Role", name, role_calls, mine, {"rules": role["rules"]})
+        binding_calls = (
+            lambda: rbac.create_namespaced_role_binding(ns, binding),
+            lambda: rbac.read_namespaced_role_binding(name, ns),
+            lambda body: rbac.patch_namespaced_role_binding(name, ns, body),
+        )
+        fields = {"subjects": binding["subjects"]}
+        _ensure_fields(api, "RoleBinding", name, binding_calls, mine, fields)
 
 
 def mig_scale(api: ApiClient, *, namespace: str, name: str, replicas: int) -> None:
@@ -509,10 +590,11 @@ def mig_state(api: ApiClient, *, namespace: str, name: str) -> PodState:
 
 
 def mig_delete(api: ApiClient, *, namespace: str, name: str) -> bool:
-    """Delete the StatefulSet (its pod goes with it), Service, Secret, the agent's ConfigMap
-    and PVC; True once all of them and the pod are gone (the PVC outlives its pod), else call
-    again. Raises CloudError."""
+    """Delete the StatefulSet (its pod goes with it), Service, Secret, the agent's ConfigMap,
+    PVC and the owner's Role and RoleBinding; True once all of them and the pod are gone (the
+    PVC outlives its pod), else call again. Raises CloudError."""
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
+    rbac, owner = client.RbacAuthorizationV1Api(api), f"{name}-owner"
     background = client.V1DeleteOptions(propagation_policy="Background")
     parts = [
         (lambda: apps.delete_namespaced_stateful_set(name, namespace, body=background),
@@ -525,6 +607,10 @@ def mig_delete(api: ApiClient, *, namespace: str, name: str) -> bool:
          lambda: core.read_namespaced_config_map(f"{name}-agent-code", namespace)),
         (lambda: core.delete_namespaced_persistent_volume_claim(f"{name}-home", namespace),
          lambda: core.read_namespaced_persistent_volume_claim(f"{name}-home", namespace)),
+        (lambda: rbac.delete_namespaced_role_binding(owner, namespace),
+         lambda: rbac.read_namespaced_role_binding(owner, namespace)),
+        (lambda: rbac.delete_namespaced_role(owner, namespace),
+         lambda: rbac.read_namespaced_role(owner, namespace)),
     ]  # fmt: skip
     with _errors():
         for delete, _ in parts:

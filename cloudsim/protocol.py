@@ -42,7 +42,7 @@ class Request:
 @dataclass
 class Response:
     status: int
-    body: Any = None  # JSON-serialisable, or None for an empty body.
+    body: Any = None  # JSON-serialisable, None for an empty body, or bytes sent as they are.
     headers: dict[str, str] = field(default_factory=dict)
 
 

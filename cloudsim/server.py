@@ -105,13 +105,22 @@ class _Handler(BaseHTTPRequestHandler):
             method=self.command,
             path=urllib.parse.unquote(url.path),
             query={k.lower(): v for k, v in query},
-            headers={k.lower(): v for k, v in self.headers.items()},
+            headers=self._headers(),
             body=body,
             base_url=self._base_url(),
         )
         self._send(self.server.app.handle(req, arrival))
 
     do_GET = do_PUT = do_POST = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _serve
+
+    def _headers(self) -> dict[str, str]:
+        """Lower-case names; repeated lines joined with ", " (RFC 9110 section 5.3), so e.g.
+        every Impersonate-Group line of a Kubernetes request reaches its handler."""
+        found: dict[str, str] = {}
+        for name, value in self.headers.items():
+            key = name.lower()
+            found[key] = f"{found[key]}, {value}" if key in found else value
+        return found
 
     def _base_url(self) -> str:
         host = self.headers.get("Host")
@@ -149,9 +158,13 @@ class _Handler(BaseHTTPRequestHandler):
             return None
 
     def _send(self, response: Response) -> None:
-        payload = b"" if response.body is None else json.dumps(response.body).encode()
+        raw = isinstance(response.body, bytes)  # Sent as is, typed by its Content-Type header.
+        if raw:
+            payload = response.body
+        else:
+            payload = b"" if response.body is None else json.dumps(response.body).encode()
         self.send_response(response.status)
-        if payload:
+        if payload and not raw:
             self.send_header("Content-Type", "application/json; charset=utf-8")
         if response.status != 204:
             self.send_header("Content-Length", str(len(payload)))

@@ -26,12 +26,13 @@ class ClusterTeamForm(forms.Form):
     team = forms.ModelChoiceField(queryset=None)
     group_object_id = forms.UUIDField(
         label="Entra ID group object id",
-        help_text="Members of this group get the edit role in the team's namespaces.",
+        help_text="Members of this group get the edit role in the team's namespace workspaces.",
     )
     namespace = TextField(
         required=False,
         max_length=63,
-        help_text="For the team's MIG slice pods; default team-<slug>.",
+        help_text="For the team's MIG slice pods (each owner alone reaches theirs); "
+        "default team-<slug>.",
     )
 
     def __init__(self, *args, teams, **kwargs):

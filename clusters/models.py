@@ -37,8 +37,9 @@ class AksCluster(models.Model):
 
 
 class ClusterTeam(models.Model):
-    """A team's access to a cluster: its namespace for MIG slice pods, and the Entra ID group
-    whose members get the ``edit`` ClusterRole in the team's namespace workspaces."""
+    """A team's access to a cluster: its namespace for MIG slice pods (where the group gets no
+    rights: each slice's owner alone reaches their pod), and the Entra ID group whose members
+    get the ``edit`` ClusterRole in the team's namespace workspaces."""
 
     cluster = models.ForeignKey(AksCluster, on_delete=models.CASCADE, related_name="teams")
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="clusters")

@@ -4,7 +4,7 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
 
 from common.validation import TextField
 from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, Role
@@ -35,6 +35,28 @@ class DecisionForm(forms.Form):
     """A platform admin's optional comment on approving or rejecting a request."""
 
     comment = TextField(max_length=2000, required=False)
+
+
+class EntraIdentityForm(forms.Form):
+    """The user's own Entra ID identity (teams.models.Profile); both fields may be empty."""
+
+    entra_upn = TextField(
+        label="User principal name",
+        required=False,
+        max_length=113,
+        validators=[
+            RegexValidator(
+                r"^[^@\s]+@[^@\s]+$", "Enter a user principal name, e.g. alice@contoso.com."
+            )
+        ],
+        help_text="How AKS knows a member of your organisation's tenant, e.g. alice@contoso.com.",
+    )
+    entra_object_id = forms.UUIDField(
+        label="Object id",
+        required=False,
+        help_text="How AKS knows a guest. Both: az ad signed-in-user show --query "
+        "'{upn:userPrincipalName,oid:id}'",
+    )
 
 
 class RoleForm(forms.Form):

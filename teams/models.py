@@ -61,6 +61,41 @@ class Membership(models.Model):
         return f"{self.user} in {self.team} ({self.role})"
 
 
+class Profile(models.Model):
+    """Who a portal user is in Microsoft Entra ID, which AKS knows them by: with Entra ID
+    integration a Kubernetes user is the UPN of a member of the tenant and the object id of a
+    guest (AKS docs, "Use Kubernetes RBAC with Microsoft Entra ID"). A MIG slice's owner gets
+    port-forward to its pod under both (cloud.kube.mig_access); nobody else does.
+
+    Today the user types them on their account page (the portal signs in with its own
+    accounts); Entra ID sign-in (issue 16) is to write them from the ID token's ``oid`` and
+    ``upn`` claims. A typed value is the user's word, not proof: it only grants rights on the
+    user's own slices, so a wrong one locks them out of their own pod and lets nobody into
+    another's, but sign-in must not find accounts by it (hence no unique constraint yet)."""
+
+    user = models.OneToOneField(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, primary_key=True, related_name="profile"
+    )
+    entra_object_id = models.UUIDField(
+        null=True, blank=True, help_text="Entra ID object id (the token's oid claim)"
+    )
+    entra_upn = models.CharField(
+        max_length=113,  # Entra ID's limit for a user principal name.
+        blank=True,
+        help_text="User principal name, e.g. alice@contoso.com",
+    )
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self):
+        return f"Entra ID identity of {self.user}"
+
+    @property
+    def kubernetes_users(self) -> tuple[str, ...]:
+        """The Kubernetes user names AKS may know this user by: UPN, then object id."""
+        found = (self.entra_upn, str(self.entra_object_id) if self.entra_object_id else "")
+        return tuple(name for name in found if name)
+
+
 class GpuQuota(models.Model):
     """How many GPUs of one model a team may hold at once without approval. Stopped
     workspaces hold none; a MIG slice counts as its fraction of a GPU."""

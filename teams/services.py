@@ -30,6 +30,7 @@ from teams.models import (
     IdlePolicy,
     Membership,
     Notice,
+    Profile,
     QuotaRequest,
     Role,
     Team,
@@ -107,6 +108,38 @@ def notice_send_many(*, messages: list[Message], now: datetime) -> None:
 def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
     """Mark one of the user's notices read; another user's notice is left alone."""
     Notice.objects.filter(pk=notice_id, user=user, read_at=None).update(read_at=now)
+
+
+def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
+    """Record the user's own Entra ID object id (a UUID or None) and user principal name ("" for
+    none), audited; once committed, each of their MIG slices' owner RoleBinding is brought up
+    to date by a worker (workspaces.aks_services.slice_access_queue), so the change reaches
+    running slices without a restart."""
+    from workspaces.aks_services import slice_access_queue
+
+    with transaction.atomic():
+        profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
+        before = _identity(profile)
+        profile.entra_object_id, profile.entra_upn = object_id, upn.strip()
+        profile.save()
+        after = _identity(profile)
+        if after != before:
+            audit_record(
+                actor=user,
+                team=None,
+                action="entra_identity_set",
+                obj=profile,
+                before=before,
+                after=after,
+                now=now,
+            )
+            transaction.on_commit(lambda: slice_access_queue(owner=user))
+    return profile
+
+
+def _identity(profile: Profile) -> dict:
+    oid = profile.entra_object_id
+    return {"entra_object_id": str(oid) if oid else "", "entra_upn": profile.entra_upn}
 
 
 def _platform_admins():

@@ -19,6 +19,7 @@ urlpatterns = [
         name="increase-decide",
     ),
     path("notices/<int:pk>/dismiss/", views.notice_dismiss, name="notice-dismiss"),
+    path("account/", views.account, name="account"),
     path("teams/", views.team_list, name="team-list"),
     path("teams/<slug:slug>/", views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/invite/", views.team_invite, name="team-invite"),

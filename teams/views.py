@@ -15,19 +15,20 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from teams import selectors, services
 from teams.forms import (
     AuditFilterForm,
     DecisionForm,
+    EntraIdentityForm,
     IdlePolicyForm,
     IncreaseForm,
     InviteForm,
     LimitsForm,
     RoleForm,
 )
-from teams.models import IdleBounds, IdlePolicy, QuotaRequest, Team, TeamQuotaIncrease
+from teams.models import IdleBounds, IdlePolicy, Profile, QuotaRequest, Team, TeamQuotaIncrease
 from workspaces import services as workspace_services
 
 AUDIT_PAGE_SIZE = 50
@@ -48,6 +49,25 @@ def _team(request, slug: str, perm: str) -> Team:
         raise Http404("No such team.") from None
     _require(request, perm, team)
     return team
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def account(request):
+    """The user's own account: the Entra ID identity their MIG slices let port-forward."""
+    profile = Profile.objects.filter(user=request.user).first() or Profile(user=request.user)
+    initial = {"entra_object_id": profile.entra_object_id, "entra_upn": profile.entra_upn}
+    form = EntraIdentityForm(request.POST or None, initial=initial)
+    if request.method == "POST" and form.is_valid():
+        services.entra_identity_set(
+            user=request.user,
+            object_id=form.cleaned_data["entra_object_id"],
+            upn=form.cleaned_data["entra_upn"],
+            now=timezone.now(),
+        )
+        messages.success(request, "Saved. Your MIG slices let this identity port-forward.")
+        return redirect("account")
+    return render(request, "teams/account.html", {"form": form})
 
 
 @login_required

@@ -126,15 +126,47 @@ def test_a_running_slice_page_shows_how_to_open_it(client, cast, cluster):  # no
     ws = request_mig(cast)
     client.force_login(cast.researcher)
     page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
-    assert f"port-forward svc/ws-{ws.short_id} 8888:8888" in page
+    assert f"port-forward pod/ws-{ws.short_id}-0 8888:8888" in page
     assert "× 1 slice ÷ (7 × 1 GPU per node)" in page
     token = aks_services.jupyter_token(ws)
     assert token in page
+    # alice gave no Entra ID identity: she is told Kubernetes will refuse her port-forward.
+    assert 'data-testid="entra-missing"' in page and reverse("account") in page
     client.force_login(cast.teammate)  # a member who may not act on it sees no token
-    assert (
-        token not in client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
-    )
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert token not in page and 'data-testid="entra-missing"' not in page
     client.force_login(cast.researcher)
     kubeconfig = client.get(reverse("workspaces:kubeconfig", kwargs={"pk": ws.pk}))
     assert kubeconfig["Content-Disposition"].startswith('attachment; filename="kubeconfig-')
     assert b"kubelogin" in kubeconfig.content
+
+
+def test_the_account_page_records_the_entra_identity_the_slices_grant(client, cast, cluster, sim):  # noqa: F811
+    from teams.models import AuditEntry, Profile
+    from tests.test_aks_workspaces import request_mig
+
+    make_pool(cast, cluster)
+    ws = request_mig(cast)
+    client.force_login(cast.researcher)
+    assert "User principal name" in client.get(reverse("account")).content.decode()
+    refused = client.post(reverse("account"), {"entra_upn": "alice", "entra_object_id": "x"})
+    page = refused.content.decode()
+    assert "Enter a user principal name" in page and "Enter a valid UUID" in page
+    oid = "a11ce000-0000-4000-8000-00000000a11c"
+    saved = client.post(
+        reverse("account"), {"entra_upn": "alice@contoso.com", "entra_object_id": oid}
+    )
+    assert saved.status_code == 302 and saved["Location"] == reverse("account")
+    profile = Profile.objects.get(user=cast.researcher)
+    assert (str(profile.entra_object_id), profile.entra_upn) == (oid, "alice@contoso.com")
+    entry = AuditEntry.objects.get(action="entra_identity_set")
+    assert entry.actor == cast.researcher and entry.after["entra_upn"] == "alice@contoso.com"
+    # The running slice's owner binding names her now, and its page no longer warns.
+    binding = next(
+        b
+        for b in sim.state()["kubernetes"]["rolebindings"]
+        if b["name"] == f"ws-{ws.short_id}-owner"
+    )
+    assert [s["name"] for s in binding["subjects"]] == ["alice@contoso.com", oid]
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert 'data-testid="entra-missing"' not in page

@@ -2,6 +2,7 @@
 azure-mgmt-containerservice and kubernetes clients talking to the emulator. Celery runs
 eagerly; Azure and Kubernetes are the only things faked."""
 
+import json
 import time
 import uuid
 from datetime import timedelta
@@ -11,8 +12,11 @@ from fractions import Fraction
 import pytest
 from django.conf import settings
 from django.utils import timezone
+from kubernetes import client
+from kubernetes.client import ApiException
 
 from billing.models import UsageInterval
+from cloud import kube as cloud_kube
 from clusters import services as cluster_services
 from clusters.models import NodePool, PoolStatus
 from teams.models import GpuQuota
@@ -158,9 +162,15 @@ def test_mig_slice_runs_as_a_pinned_pod_with_home_and_service(cast, cluster, sim
     pods = [p for p in kube(sim)["pods"] if p["namespace"] == "team-vision"]
     assert [(p["name"], p["phase"]) for p in pods] == [(f"ws-{ws.short_id}-0", "Running")]
     assert pods[0]["node"].startswith("aks-mig1g-")
-    # The team may port-forward to it: edit for its Entra ID group in the team namespace.
-    binding = next(b for b in kube(sim)["rolebindings"] if b["namespace"] == "team-vision")
-    assert binding["roleRef"]["name"] == "edit" and binding["subjects"][0]["name"] == str(GROUP)
+    # Only its owner may port-forward to it (alice gave no Entra ID identity: nobody yet); the
+    # team's group has no binding in the namespace that holds every member's tokens.
+    (binding,) = [b for b in kube(sim)["rolebindings"] if b["namespace"] == "team-vision"]
+    assert binding["name"] == f"ws-{ws.short_id}-owner" and not binding["subjects"]
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": "Role",
+        "name": f"ws-{ws.short_id}-owner",
+    }
 
 
 def test_the_emulator_plays_the_agent_in_a_mig_pod_and_the_portal_stores_its_heartbeats(
@@ -363,3 +373,161 @@ def test_pool_create_resumes_from_its_token_after_a_crash(cast, cluster, sim, se
     assert pool.status == PoolStatus.READY
     puts = [r for r in sim.requests() if r["method"] == "PUT"]
     assert len(puts) == before == 1
+
+
+# --- who may reach a slice's tokens (issue 14, finding 4) -----------------------------------
+
+
+def as_member(ws, user: str, *groups: str):
+    """CoreV1Api on the slice's cluster acting as `user` in `groups`: Kubernetes impersonation
+    on the portal's admin token, what `kubectl --as <user> --as-group <group>` sends."""
+    api = client.ApiClient(aks_services.kube_api(ws.node_pool).configuration)
+    api.set_default_header("Impersonate-User", user)
+    if groups:
+        api.set_default_header("Impersonate-Group", ", ".join(groups))
+    return client.CoreV1Api(api)
+
+
+def kube_status(call) -> tuple[int, str]:
+    """(HTTP status, Status message) of a call the API server refuses, (200, "") if it answers."""
+    try:
+        call()
+    except ApiException as exc:
+        return exc.status, json.loads(exc.body)["message"]
+    return 200, ""
+
+
+def test_a_teammate_can_neither_read_a_slices_tokens_nor_exec_into_its_pod(cast, cluster, sim):
+    make_pool(cast, cluster)
+    ws = request_mig(cast)  # alice's
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    ns, name = ws.namespace, aks_services.kube_name(ws)
+    carol = as_member(ws, "carol@contoso.com", str(GROUP))  # In the team's Entra ID group.
+    assert kube_status(lambda: carol.read_namespaced_secret(f"{name}-agent", ns)) == (
+        403,
+        f'secrets "{name}-agent" is forbidden: User "carol@contoso.com" cannot get resource '
+        f'"secrets" in API group "" in the namespace "{ns}"',
+    )
+    assert kube_status(lambda: carol.list_namespaced_secret(ns))[0] == 403
+    for connect in (  # POST is SPDY's verb; GET the WebSocket upgrade's.
+        carol.connect_post_namespaced_pod_exec,
+        carol.connect_get_namespaced_pod_exec,
+        carol.connect_post_namespaced_pod_attach,
+    ):
+        assert kube_status(lambda c=connect: c(f"{name}-0", ns))[0] == 403, connect.__name__
+    # Nor through a pod of her own mounting the Secret, nor by rewriting the StatefulSet.
+    pod = {"metadata": {"name": "peek"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    assert kube_status(lambda: carol.create_namespaced_pod(ns, pod))[0] == 403
+    apps, scale = client.AppsV1Api(carol.api_client), {"spec": {"replicas": 0}}
+    assert kube_status(lambda: apps.patch_namespaced_stateful_set(name, ns, scale))[0] == 403
+    # Nor into alice's JupyterLab: port-forward is alice's alone.
+    forward = carol.connect_post_namespaced_pod_portforward
+    assert kube_status(lambda: forward(f"{name}-0", ns))[0] == 403
+
+
+ALICE_OID = "a11ce000-0000-4000-8000-00000000a11c"
+
+
+def set_identity(user, upn: str = "", oid: str | None = None) -> None:
+    from teams import services as team_services
+
+    team_services.entra_identity_set(
+        user=user, object_id=uuid.UUID(oid) if oid else None, upn=upn, now=timezone.now()
+    )
+
+
+def test_the_owner_port_forwards_to_their_own_pod_only(cast, cluster, sim):
+    make_pool(cast, cluster)
+    set_identity(cast.researcher, upn="alice@contoso.com", oid=ALICE_OID)
+    ws = request_mig(cast)
+    other = request_mig(cast, user=cast.teammate, name="carols")
+    assert ws.status == other.status == Status.RUNNING
+    ns, pod = ws.namespace, f"{aks_services.kube_name(ws)}-0"
+    for user in ("alice@contoso.com", ALICE_OID):  # A member's UPN, a guest's object id.
+        alice = as_member(ws, user, str(GROUP))
+        assert alice.read_namespaced_pod(pod, ns).status.phase == "Running"
+        forward = alice.connect_post_namespaced_pod_portforward
+        assert kube_status(lambda f=forward: f(pod, ns, ports=8888)) == (
+            400,
+            "Upgrade request required",  # Allowed: kubectl would upgrade to a stream here.
+        )
+        log = alice.read_namespaced_pod_log(pod, ns, _preload_content=False)
+        assert log.status == 200
+    alice = as_member(ws, "alice@contoso.com", str(GROUP))
+    carols = f"{aks_services.kube_name(other)}-0"
+    assert kube_status(lambda: alice.connect_post_namespaced_pod_portforward(carols, ns))[0] == 403
+    # Her own tokens she reads on the page, not from Kubernetes; nor does she exec.
+    secret = f"{aks_services.kube_name(ws)}-agent"
+    assert kube_status(lambda: alice.read_namespaced_secret(secret, ns))[0] == 403
+    assert kube_status(lambda: alice.connect_post_namespaced_pod_exec(pod, ns))[0] == 403
+
+
+def test_a_new_entra_identity_reaches_running_and_stopped_slices(cast, cluster, sim):
+    make_pool(cast, cluster)
+    running_ws = request_mig(cast)
+    stopped_ws = request_mig(cast, name="second")
+    services.workspace_stop(user=cast.researcher, workspace=stopped_ws, now=timezone.now())
+    set_identity(cast.researcher, upn="alice@contoso.com")
+
+    def subjects(ws):
+        bindings = kube(sim)["rolebindings"]
+        binding = next(b for b in bindings if b["name"] == f"ws-{ws.short_id}-owner")
+        return [s["name"] for s in binding["subjects"]]
+
+    assert subjects(running_ws) == subjects(stopped_ws) == ["alice@contoso.com"]
+    set_identity(cast.researcher, oid=ALICE_OID)  # The UPN cleared, an object id given.
+    assert subjects(running_ws) == [ALICE_OID]
+
+
+def grant_team_edit_as_before(ws) -> None:
+    """What the portal made in a slice's namespace before issue 14: edit for the team."""
+    rbac = client.RbacAuthorizationV1Api(aks_services.kube_api(ws.node_pool))
+    old = {
+        "metadata": {
+            "name": "team-edit",
+            "labels": {cloud_kube.MANAGED_BY_LABEL: "gpu-workspace-portal"},
+        },
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "Group", "name": str(GROUP)}],
+    }
+    rbac.create_namespaced_role_binding(ws.namespace, old)
+
+
+def test_starting_a_slice_made_before_issue_14_drops_the_teams_edit(cast, cluster, sim):
+    make_pool(cast, cluster)
+    ws = request_mig(cast)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    grant_team_edit_as_before(ws)
+    carol = as_member(ws, "carol@contoso.com", str(GROUP))
+    assert kube_status(lambda: carol.list_namespaced_secret(ws.namespace))[0] == 200
+    services.workspace_start(
+        user=cast.researcher, workspace=Workspace.objects.get(pk=ws.pk), now=timezone.now()
+    )
+    assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING
+    assert kube_status(lambda: carol.list_namespaced_secret(ws.namespace))[0] == 403
+
+
+def test_the_upgrade_command_drops_the_teams_edit_beside_running_slices(cast, cluster, sim):
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    make_pool(cast, cluster)
+    ws = request_mig(cast)
+    grant_team_edit_as_before(ws)
+    carol = as_member(ws, "carol@contoso.com", str(GROUP))
+    assert (
+        kube_status(lambda: carol.read_namespaced_secret(f"ws-{ws.short_id}-agent", ws.namespace))[
+            0
+        ]
+        == 200
+    )
+    out = StringIO()
+    call_command("refresh_slice_access", stdout=out)
+    assert f"{ws.pk}: ok" in out.getvalue() and "1 brought up to date, 0 failed" in out.getvalue()
+    assert (
+        kube_status(lambda: carol.read_namespaced_secret(f"ws-{ws.short_id}-agent", ws.namespace))[
+            0
+        ]
+        == 403
+    )

@@ -58,7 +58,7 @@ def test_researcher_gets_a_mig_slice_and_a_namespace(
     panel = page.locator("#status-panel")
     expect(panel.locator(".badge").first).to_have_text("Running", timeout=30_000)
     expect(page.get_by_test_id("aks-price")).to_contain_text("× 1 slice ÷ (7 × 1 GPU per node)")
-    expect(panel).to_contain_text("port-forward svc/ws-")
+    expect(panel).to_contain_text("port-forward pod/ws-")
     with page.expect_download() as download:
         page.get_by_role("link", name="Download kubeconfig").click()
     assert b"kubelogin" in Path(download.value.path()).read_bytes()

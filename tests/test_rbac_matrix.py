@@ -49,6 +49,8 @@ EXPECTED = {
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
     "increase-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="increase"),
     "notice-dismiss": Row("POST", (_, 302, 302, 302, 302, 302), pk="notice"),
+    # Everyone's own Entra ID identity, nobody else's.
+    "account": Row("GET", (_, 200, 200, 200, 200, 200)),
     "team-list": Row("GET", (_, 200, 200, 200, 200, 200)),
     "team-detail": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-invite": Row(

@@ -1,7 +1,9 @@
 """Business rules for the workspaces that run on AKS: MIG slices and namespaces.
 
 A MIG slice is one pod (a StatefulSet of 1) in the team's namespace requesting one
-``nvidia.com/mig-<profile>``, pinned to its node pool, with a PVC for /home and a Service.
+``nvidia.com/mig-<profile>``, pinned to its node pool, with a PVC for /home and a Service. Its
+owner alone may port-forward to it, as the Entra ID identity of their teams.models.Profile; the
+team's group has no rights in that namespace, which holds every member's tokens.
 A namespace workspace is a namespace with a GPU ResourceQuota, a LimitRange, a RoleBinding of
 ``edit`` for the team's Entra ID group and a NetworkPolicy. Both go through the same state
 machine as VMs; Kubernetes calls are idempotent (``cloud.kube``), so a worker that dies
@@ -19,10 +21,11 @@ from django.core.cache import cache
 
 from agent import cloud_init
 from cloud import aks, kube
+from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from clusters.services import cluster_ref
-from teams.models import Team
+from teams.models import Profile, Team
 from workspaces import states, telemetry
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
@@ -39,6 +42,10 @@ from workspaces.states import Status
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
 JUPYTER_PORT = 8888
 KUBE_ENDPOINT_CACHE_SECONDS = 3600
+# A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
+ACCESS_STATUSES = frozenset(
+    {Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STOPPED, Status.STARTING}
+)
 
 
 # --- requests -------------------------------------------------------------------------------
@@ -239,6 +246,8 @@ def _send(api, workspace: Workspace, operation: str, now: datetime) -> None:
         elif operation == "delete":
             kube.mig_delete(api, namespace=ns, name=name)
         else:
+            if operation == "start":  # Slices made before issue 14 get their owner's Role.
+                kube.mig_access(api, slice_access(workspace))
             kube.mig_scale(api, namespace=ns, name=name, replicas=int(operation == "start"))
         return
     if operation == "create":
@@ -315,13 +324,70 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
             ("GPU_PORTAL_INTERVAL_SECONDS", f"{settings.AGENT_INTERVAL_SECONDS:g}"),
         ),
         agent_token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
-        labels=(("team", workspace.team.slug), ("owner", _label(workspace.owner.username))),
+        labels=_object_labels(workspace),
         # The agent runs in the pod on its MIG device, as cloud-init runs it on a VM.
         agent_script=cloud_init.agent_source(),
         agent_requirement=cloud_init.nvml_requirement(),
-        group_object_id=str(_team_link(workspace).group_object_id),
+        owner_users=owner_users(workspace.owner),
         jupyter_token=jupyter_token(workspace),
     )
+
+
+def owner_users(user) -> tuple[str, ...]:
+    """The Kubernetes user names of the user's Entra ID identity (teams.models.Profile), () when
+    they gave none: their slices' pods then let nobody port-forward."""
+    profile = Profile.objects.filter(user=user).first()
+    return profile.kubernetes_users if profile else ()
+
+
+def slice_access(workspace: Workspace) -> kube.SliceAccess:
+    """Who may reach the MIG workspace's pod: its owner, by their Entra ID identity."""
+    return kube.SliceAccess(
+        workspace_id=str(workspace.pk),
+        namespace=workspace.namespace,
+        name=kube_name(workspace),
+        users=owner_users(workspace.owner),
+        labels=_object_labels(workspace),
+    )
+
+
+def slice_access_queue(*, owner) -> int:
+    """Queue slice_access_refresh for each MIG workspace of `owner` whose objects may exist
+    (after they changed their Entra ID identity). Returns how many."""
+    from workspaces.tasks import refresh_slice_access
+
+    ids = list(
+        Workspace.objects.filter(
+            owner=owner, kind=Kind.MIG, status__in=ACCESS_STATUSES
+        ).values_list("pk", flat=True)
+    )
+    for workspace_id in ids:
+        refresh_slice_access.delay(str(workspace_id))
+    return len(ids)
+
+
+def slice_access_refresh(*, workspace_id) -> None:
+    """The worker's side: the slice's owner Role and RoleBinding made to name its owner's
+    identity now (nothing for a slice gone or not yet made). Raises CloudError."""
+    workspace = Workspace.objects.select_related("node_pool", "owner", "team").get(pk=workspace_id)
+    if workspace.kind == Kind.MIG and workspace.status in ACCESS_STATUSES:
+        kube.mig_access(kube_api(workspace.node_pool), slice_access(workspace))
+
+
+def slice_access_refresh_all() -> dict[str, str]:
+    """slice_access_refresh for every MIG workspace whose objects may exist, in place (an
+    operator's command after upgrading: the team's old edit binding goes from every slices'
+    namespace). Returns {workspace id: "ok" or the CloudError's words}."""
+    done = {}
+    for workspace_id in Workspace.objects.filter(
+        kind=Kind.MIG, status__in=ACCESS_STATUSES
+    ).values_list("pk", flat=True):
+        try:
+            slice_access_refresh(workspace_id=workspace_id)
+            done[str(workspace_id)] = "ok"
+        except CloudError as exc:
+            done[str(workspace_id)] = f"{exc.code}: {exc.message}"
+    return done
 
 
 def _team_link(workspace: Workspace) -> ClusterTeam:
@@ -343,8 +409,12 @@ def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
         name=workspace.namespace,
         group_object_id=str(link.group_object_id),
         gpus=workspace.gpu_count,
-        labels=(("team", workspace.team.slug), ("owner", _label(workspace.owner.username))),
+        labels=_object_labels(workspace),
     )
+
+
+def _object_labels(workspace: Workspace) -> tuple[tuple[str, str], ...]:
+    return (("team", workspace.team.slug), ("owner", _label(workspace.owner.username)))
 
 
 def _label(text: str) -> str:

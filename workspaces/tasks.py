@@ -63,6 +63,22 @@ def _advance_once(task, workspace_id: str) -> services.Next:
         raise task.retry(exc=exc, countdown=delay) from exc
 
 
+@shared_task(bind=True, acks_late=True, max_retries=None)
+def refresh_slice_access(self, workspace_id: str) -> None:
+    """Make a MIG slice's owner RoleBinding name its owner's Entra ID identity as it is now.
+    Transient Kubernetes errors are retried with back-off up to WORKSPACE_RETRY_MAX times;
+    anything else is logged, and the slice's next start applies the identity."""
+    from workspaces import aks_services
+
+    try:
+        aks_services.slice_access_refresh(workspace_id=workspace_id)
+    except CloudError as exc:
+        if exc.transient and self.request.retries < settings.WORKSPACE_RETRY_MAX:
+            delay = retry_delay(attempt=self.request.retries, retry_after=exc.retry_after)
+            raise self.retry(exc=exc, countdown=delay) from exc
+        log.warning("access to MIG workspace %s not refreshed: %s", workspace_id, exc)
+
+
 @shared_task
 def reconcile_workspaces() -> int:
     """Beat: re-queue workspaces whose operation task was lost. Returns how many."""

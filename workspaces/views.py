@@ -232,6 +232,8 @@ def workspace_detail(request, pk):
     }
     if workspace.kind == "mig" and services.user_may_act(user=request.user, workspace=workspace):
         context["jupyter_token"] = aks_services.jupyter_token(workspace)
+    if workspace.kind == "mig" and workspace.owner_id == request.user.pk:
+        context["entra_missing"] = not aks_services.owner_users(request.user)
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
         context["cost"] = workspace_cost(workspace=workspace, now=timezone.now())

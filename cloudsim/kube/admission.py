@@ -33,6 +33,9 @@ LABEL_VALUE_RULE = (
     "'(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')"
 )
 LABEL_NAMED = frozenset({"namespaces", "services"})  # Names that must be DNS labels.
+# RBAC objects are named by path segments ("system:basic-user"): apimachinery's
+# path.IsValidPathSegmentName.
+SEGMENT_NAMED = frozenset({"roles", "rolebindings", "clusterroles", "clusterrolebindings"})
 COMPUTE = ("cpu", "memory", "ephemeral-storage")
 TERMINAL = frozenset({"Succeeded", "Failed"})
 
@@ -43,12 +46,50 @@ def validate_meta(plural: str, obj: dict) -> None:
     name = meta["name"]
     label = plural in LABEL_NAMED
     pattern, rule, limit = (LABEL, LABEL_RULE, 63) if label else (SUBDOMAIN, SUBDOMAIN_RULE, 253)
-    if len(name) > limit or not pattern.match(name):
+    if plural in SEGMENT_NAMED:
+        why = _segment_error(name)
+        if why:
+            raise invalid(res, name, "metadata.name", f'Invalid value: "{name}": {why}')
+    elif len(name) > limit or not pattern.match(name):
         raise invalid(res, name, "metadata.name", f'Invalid value: "{name}": {rule}')
     for key, value in (meta.get("labels") or {}).items():
         if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE.match(value):
             why = f'Invalid value: "{value}": {LABEL_VALUE_RULE}'
             raise invalid(res, name, f"metadata.labels[{key}]", why)
+
+
+def _segment_error(name: str) -> str:
+    if name in (".", ".."):
+        return f"may not be '{name}'"
+    bad = next((c for c in "/%" if c in name), "")
+    return f"may not contain '{bad}'" if bad else ""
+
+
+def check_role_ref(plural: str, obj: dict) -> None:
+    """422 Invalid for a binding whose roleRef names no Role or ClusterRole (a
+    ClusterRoleBinding may only name a ClusterRole)."""
+    res, name = RESOURCES[plural], obj["metadata"]["name"]
+    ref = obj.get("roleRef") if isinstance(obj.get("roleRef"), dict) else {}
+    kinds = ["ClusterRole"] if plural == "clusterrolebindings" else ["Role", "ClusterRole"]
+    if ref.get("kind") not in kinds:
+        values = ", ".join(f'"{k}"' for k in kinds)
+        why = f'Unsupported value: "{ref.get("kind", "")}": supported values: {values}'
+        raise invalid(res, name, "roleRef.kind", why)
+    if not ref.get("name"):
+        raise invalid(res, name, "roleRef.name", "Required value")
+    ref.setdefault("apiGroup", "rbac.authorization.k8s.io")
+    for index, subject in enumerate(obj.get("subjects") or []):
+        if not isinstance(subject, dict) or subject.get("kind") not in (
+            "User",
+            "Group",
+            "ServiceAccount",
+        ):
+            subject = subject if isinstance(subject, dict) else {}
+            why = (
+                f'Unsupported value: "{subject.get("kind", "")}": supported values: '
+                '"ServiceAccount", "User", "Group"'
+            )
+            raise invalid(res, name, f"subjects[{index}].kind", why)
 
 
 def _quantities(res, name: str, field: str, values) -> dict[str, Fraction]:

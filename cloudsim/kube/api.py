@@ -1,9 +1,17 @@
 """HTTP verbs of the simulated Kubernetes API server, under a cluster's server_path.
 
 Paths after the prefix are the real API's (/api/v1/..., /apis/<group>/<version>/...,
-/version). Every request must carry ``Authorization: Bearer <anything>``; every answer that is
-not an object or list is a Status body (store.KubeError). Controllers and the scheduler run
-before each request is answered (Cluster.reconcile), as Cloud.advance does for ARM.
+/version). Every request must carry ``Authorization: Bearer <anything>``, which makes it the
+cluster's admin unless Impersonate-User/Impersonate-Group headers name someone else, and
+RBAC must allow it (cloudsim.kube.rbac); every answer that is not an object, a list or a log is
+a Status body (store.KubeError). Controllers and the scheduler run before each request is
+answered (Cluster.reconcile), as Cloud.advance does for ARM.
+
+Pods' exec, attach and portforward subresources are authorized and then, as the API server
+answers a request that is no connection upgrade, refused with 400 "Upgrade request required"
+(the emulator streams nothing); pods/log answers an empty text/plain log.
+SelfSubjectAccessReview (POST /apis/authorization.k8s.io/v1/selfsubjectaccessreviews,
+spec.resourceAttributes) says whether the caller may do something.
 """
 
 import copy
@@ -14,7 +22,7 @@ import uuid
 from dataclasses import dataclass
 
 from ..protocol import Request, Response
-from . import admission, patch, selectors, workloads
+from . import admission, patch, rbac, selectors, workloads
 from .cluster import GENERATION_KINDS, PREPARE, STATUS_KINDS, Cluster, update_errors
 from .nodes import KUBELET_VERSION
 from .store import (
@@ -38,6 +46,8 @@ NO_ROUTE = KubeError(404, "NotFound", "the server could not find the requested r
 NOT_ALLOWED = KubeError(
     405, "MethodNotAllowed", "the server does not allow this method on the requested resource", {}
 )
+ACCESS_REVIEWS = "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews"
+CONNECT = frozenset({"exec", "attach", "portforward"})  # Pod subresources that stream.
 
 
 VERSION = {
@@ -74,7 +84,10 @@ def handle(cloud, req: Request) -> Response:
             cluster, rest = found
             now = time.time()
             cluster.reconcile(now, cloud.latency)
-            status, body = dispatch(cluster, req, rest, now, cloud.latency)
+            user = rbac.caller(cluster, req.headers)
+            status, body = dispatch(cluster, req, rest, now, cloud.latency, user)
+            if isinstance(body, bytes):
+                return Response(status, body, {"Content-Type": "text/plain"})
             return Response(status, copy.deepcopy(body))
     except KubeError as err:
         return Response(err.code, err.body())
@@ -114,13 +127,26 @@ def _body(req: Request):
         raise bad_request(f"the body of the request could not be decoded: {exc}") from None
 
 
-def dispatch(cluster: Cluster, req: Request, rest: str, now: float, latency: float):
+def dispatch(
+    cluster: Cluster,
+    req: Request,
+    rest: str,
+    now: float,
+    latency: float,
+    user: rbac.UserInfo = rbac.ADMIN,
+):
     if rest.strip("/") == "version":
         return 200, VERSION
+    if rest.rstrip("/") == ACCESS_REVIEWS:
+        return _access_review(cluster, req, user)
     target = parse(rest)
-    if req.query.get("watch") in ("true", "1"):
+    watch = req.query.get("watch") in ("true", "1")
+    rbac.check(cluster, user, _attributes(req, target, watch))
+    if watch:
         raise bad_request("watch is not supported by the emulator; list with resourceVersion")
     verb = (req.method, bool(target.name), target.sub)
+    if target.res.plural == "pods" and target.name and target.sub in (*CONNECT, "log"):
+        return _pod_subresource(cluster, req, target)
     if target.sub == "scale" and target.res.plural in GENERATION_KINDS:
         return _scale(cluster, req, target, now)
     if target.sub:
@@ -139,6 +165,58 @@ def dispatch(cluster: Cluster, req: Request, rest: str, now: float, latency: flo
     if action is None:
         raise NOT_ALLOWED
     return action()
+
+
+def _attributes(req: Request, target: Target, watch: bool) -> rbac.Attributes:
+    """The request as RBAC sees it; a namespace's own name is its namespace (RequestInfo)."""
+    res = target.res
+    namespace = target.name if res.plural == "namespaces" else target.namespace
+    return rbac.Attributes(
+        verb=rbac.verb_of(req.method, bool(target.name), watch),
+        group=res.group,
+        resource=res.plural,
+        subresource=target.sub,
+        namespace=namespace,
+        name=target.name,
+    )
+
+
+def _access_review(cluster: Cluster, req: Request, user: rbac.UserInfo):
+    if req.method != "POST":
+        raise NOT_ALLOWED
+    attrs = rbac.Attributes("create", "authorization.k8s.io", "selfsubjectaccessreviews")
+    rbac.check(cluster, user, attrs)
+    body = _body(req)
+    spec = body.get("spec") if isinstance(body, dict) else None
+    if not isinstance(spec, dict) or not isinstance(spec.get("resourceAttributes"), dict):
+        why = (
+            "spec.resourceAttributes: Required value: the emulator answers resourceAttributes "
+            "only (one of nonResourceAttributes or resourceAttributes must be specified)"
+        )
+        message = f'SelfSubjectAccessReview.authorization.k8s.io "" is invalid: {why}'
+        raise KubeError(422, "Invalid", message, {"group": "authorization.k8s.io"})
+    return 201, rbac.access_review(cluster, user, body)
+
+
+def _pod_subresource(cluster: Cluster, req: Request, target: Target):
+    """exec/attach/portforward: 400 "Upgrade request required" once authorized (no stream);
+    log: an empty text/plain log of a started container."""
+    pod = _get(cluster, target)
+    if target.sub == "log":
+        if req.method != "GET":
+            raise NOT_ALLOWED
+        container = req.query.get("container") or pod["spec"]["containers"][0]["name"]
+        if pod["status"].get("phase") == "Pending":
+            raise bad_request(
+                f'container "{container}" in pod "{target.name}" is waiting to start: '
+                "ContainerCreating"
+            )
+        return 200, b""
+    if req.method not in ("GET", "POST"):
+        raise NOT_ALLOWED
+    if not pod["spec"].get("nodeName"):
+        raise bad_request(f"pod {target.name} does not have a host assigned")
+    raise bad_request("Upgrade request required")
 
 
 def _get(cluster: Cluster, target: Target) -> dict:

@@ -4,7 +4,7 @@ controllers that run lazily before every request (reconcile)."""
 import copy
 import uuid
 
-from . import admission, nodes, quantity, scheduler, workloads
+from . import admission, nodes, quantity, rbac, scheduler, workloads
 from .store import (
     RESOURCES,
     SYSTEM_NAMESPACES,
@@ -39,6 +39,9 @@ class Cluster(Store):
         self.next_pod_ip = 4
         for name_ in SYSTEM_NAMESPACES:
             self.insert("namespaces", _namespace(name_), now)
+        for plural, obj in rbac.bootstrap():  # cluster-admin, admin, edit, view...
+            self.insert(plural, obj, now)
+        rbac.aggregate(self)
 
     # --- nodes --------------------------------------------------------------------------
 
@@ -145,10 +148,11 @@ class Cluster(Store):
     # --- controllers ------------------------------------------------------------------------
 
     def reconcile(self, now: float, latency: float) -> None:
-        """Run the controllers once: namespaces, garbage collection, workloads, scheduler,
-        kubelet, statuses. Idempotent when nothing changed (no writes)."""
+        """Run the controllers once: namespaces, garbage collection, ClusterRole aggregation,
+        workloads, scheduler, kubelet, statuses. Idempotent when nothing changed (no writes)."""
         self._finish_namespaces(now)
         self._collect_garbage()
+        rbac.aggregate(self)
         workloads.sync_all(self, now)
         scheduler.schedule(self, now, latency)
         scheduler.start_containers(self, now)
@@ -277,12 +281,20 @@ PREPARE = {
     "secrets": lambda c, obj, now: admission.encode_string_data(obj),
     "deployments": workloads.prepare,
     "statefulsets": workloads.prepare,
+    "rolebindings": lambda c, obj, now: admission.check_role_ref("rolebindings", obj),
+    "clusterrolebindings": lambda c, obj, now: admission.check_role_ref("clusterrolebindings", obj),
 }
 
 
 def update_errors(plural: str, current: dict, new: dict) -> KubeError | None:
     """What a replace may not change (immutable fields), as a 422, else None."""
     res, name = RESOURCES[plural], current["metadata"]["name"]
+    if plural in ("rolebindings", "clusterrolebindings") and new.get("roleRef") != current.get(
+        "roleRef"
+    ):
+        return invalid(
+            res, name, "roleRef", f"Invalid value: {new.get('roleRef')}: cannot change roleRef"
+        )
     if plural == "persistentvolumeclaims":
         old_spec, new_spec = current.get("spec") or {}, new.get("spec") or {}
         for field in ("accessModes", "storageClassName", "volumeName"):

@@ -149,6 +149,7 @@ SNAPSHOT_FIELDS = {
     "resourcequotas": lambda o: {"hard": o["status"]["hard"], "used": o["status"]["used"]},
     "limitranges": lambda o: {"limits": o["spec"].get("limits")},
     "rolebindings": lambda o: {"roleRef": o.get("roleRef"), "subjects": o.get("subjects")},
+    "roles": lambda o: {"rules": o.get("rules")},
     "networkpolicies": lambda o: {"spec": o.get("spec")},
     "secrets": lambda o: {"type": o.get("type"), "keys": sorted(o.get("data") or {})},
     "deployments": lambda o: {"replicas": o["spec"].get("replicas"), **_ready(o)},

@@ -49,6 +49,10 @@ RESOURCES = {
         Resource("apps", "v1", "statefulsets", "StatefulSet"),
         Resource("rbac.authorization.k8s.io", "v1", "rolebindings", "RoleBinding"),
         Resource("rbac.authorization.k8s.io", "v1", "roles", "Role"),
+        Resource("rbac.authorization.k8s.io", "v1", "clusterroles", "ClusterRole", False),
+        Resource(
+            "rbac.authorization.k8s.io", "v1", "clusterrolebindings", "ClusterRoleBinding", False
+        ),
         Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
     )
 }
@@ -81,6 +85,8 @@ class KubeError(Exception):
 def details(res: Resource, name: str, **extra) -> dict:
     """Status.details as the API server words it (group only for non-core resources)."""
     found = {"name": name, **({"group": res.group} if res.group else {}), "kind": res.plural}
+    if not name:
+        del found["name"]  # Go's StatusDetails: `json:"name,omitempty"`.
     return {**found, **extra}
 
 

@@ -58,8 +58,10 @@ def api(emulator, control):
     return kube.kube_api(settings, emulator.url + server["server"], None)
 
 
-def mig_spec(name: str = "ws-0123456789ab", workspace: str = WORKSPACE_ID) -> kube.MigSpec:
-    return kube.MigSpec(
+def mig_spec(
+    name: str = "ws-0123456789ab", workspace: str = WORKSPACE_ID, **changes
+) -> kube.MigSpec:
+    values = dict(
         workspace_id=workspace,
         namespace="team-vision",
         name=name,
@@ -72,6 +74,7 @@ def mig_spec(name: str = "ws-0123456789ab", workspace: str = WORKSPACE_ID) -> ku
         agent_token="s3cret-token",
         labels=(("team", "vision"), ("owner", "alice")),
     )
+    return kube.MigSpec(**{**values, **changes})
 
 
 def ns_spec(**changes) -> kube.NamespaceSpec:
@@ -254,6 +257,9 @@ def test_mig_delete_removes_everything_pvc_included(api):
     assert core.list_namespaced_service("team-vision").items == []
     assert core.list_namespaced_secret("team-vision").items == []
     assert core.list_namespaced_config_map("team-vision").items == []
+    rbac = client.RbacAuthorizationV1Api(api)
+    assert rbac.list_namespaced_role("team-vision").items == []
+    assert rbac.list_namespaced_role_binding("team-vision").items == []
     assert kube.mig_delete(api, namespace="team-vision", name="ws-0123456789ab") is True
 
 
@@ -274,7 +280,93 @@ def test_a_name_held_by_another_workspace_is_already_exists_naming_the_owner(api
         kube.mig_ensure(api, mig_spec())
     assert (caught.value.code, caught.value.status) == ("AlreadyExists", 409)
     assert caught.value.message == (
-        f"Secret ws-0123456789ab-agent already exists and belongs to workspace {OTHER_WORKSPACE}"
+        f"Role ws-0123456789ab-owner already exists and belongs to workspace {OTHER_WORKSPACE}"
+    )
+
+
+TEAM_GROUP = "11111111-2222-3333-4444-555555555555"
+
+
+def acting_as(api, user: str, *groups: str):
+    """CoreV1Api impersonating `user` in `groups` (kubectl --as/--as-group) on the admin."""
+    impersonating = client.ApiClient(api.configuration)
+    impersonating.set_default_header("Impersonate-User", user)
+    if groups:
+        impersonating.set_default_header("Impersonate-Group", ", ".join(groups))
+    return client.CoreV1Api(impersonating)
+
+
+def status_of(call) -> tuple[int, str]:
+    """(HTTP status, Status message) the API server answers a call with (200, "" if fine)."""
+    try:
+        call()
+    except client.ApiException as exc:
+        return exc.status, json.loads(exc.body)["message"]
+    return 200, ""
+
+
+def test_the_owner_alone_may_port_forward_to_the_pod(api):
+    kube.mig_ensure(api, mig_spec(owner_users=("alice@contoso.com", "a11ce-oid")))
+    running(api)
+    rbac = client.RbacAuthorizationV1Api(api)
+    role = rbac.read_namespaced_role("ws-0123456789ab-owner", "team-vision")
+    assert [(r.resources, r.verbs, r.resource_names) for r in role.rules] == [
+        (["pods"], ["get"], ["ws-0123456789ab-0"]),
+        (["pods/portforward"], ["get", "create"], ["ws-0123456789ab-0"]),
+        (["pods/log"], ["get"], ["ws-0123456789ab-0"]),
+    ]
+    (binding,) = rbac.list_namespaced_role_binding("team-vision").items  # No team binding.
+    assert (binding.role_ref.kind, binding.role_ref.name) == ("Role", "ws-0123456789ab-owner")
+    assert [(s.kind, s.name) for s in binding.subjects] == [
+        ("User", "alice@contoso.com"),
+        ("User", "a11ce-oid"),
+    ]
+    pod, ns = "ws-0123456789ab-0", "team-vision"
+    for user in ("alice@contoso.com", "a11ce-oid"):
+        alice = acting_as(api, user, TEAM_GROUP)
+        assert alice.read_namespaced_pod(pod, ns).metadata.name == pod
+        forward = alice.connect_post_namespaced_pod_portforward
+        assert status_of(lambda f=forward: f(pod, ns)) == (400, "Upgrade request required")
+        secret = alice.read_namespaced_secret
+        assert status_of(lambda r=secret: r("ws-0123456789ab-agent", ns))[0] == 403
+        assert status_of(lambda a=alice: a.connect_post_namespaced_pod_exec(pod, ns))[0] == 403
+    carol = acting_as(api, "carol@contoso.com", TEAM_GROUP)
+    assert status_of(lambda: carol.connect_post_namespaced_pod_portforward(pod, ns)) == (
+        403,
+        f'pods "{pod}" is forbidden: User "carol@contoso.com" cannot create resource '
+        f'"pods/portforward" in API group "" in the namespace "{ns}"',
+    )
+
+
+def test_mig_access_names_the_owner_as_now_and_drops_the_teams_old_edit(api):
+    kube.mig_ensure(api, mig_spec(owner_users=("old-oid",)))
+    rbac = client.RbacAuthorizationV1Api(api)
+    # What a slice's namespace held before issue 14: edit for the team's group.
+    old = {
+        "metadata": {"name": "team-edit", "labels": {kube.MANAGED_BY_LABEL: kube.MANAGED_BY}},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "edit"},
+        "subjects": [{"kind": "Group", "name": TEAM_GROUP}],
+    }
+    rbac.create_namespaced_role_binding("team-vision", old)
+    access = kube.SliceAccess(WORKSPACE_ID, "team-vision", "ws-0123456789ab", ("new-oid",))
+    kube.mig_access(api, access)
+    (binding,) = rbac.list_namespaced_role_binding("team-vision").items
+    assert [s.name for s in binding.subjects] == ["new-oid"]
+    version = binding.metadata.resource_version
+    kube.mig_access(api, access)  # Nothing to change: nothing written.
+    owner = rbac.read_namespaced_role_binding("ws-0123456789ab-owner", "team-vision")
+    assert owner.metadata.resource_version == version
+    kube.mig_access(api, kube.SliceAccess(WORKSPACE_ID, "team-vision", "ws-0123456789ab"))
+    assert not rbac.read_namespaced_role_binding("ws-0123456789ab-owner", "team-vision").subjects
+
+
+def test_a_namespace_workspaces_namespace_is_not_used_for_slices(api):
+    # The team has edit there: a slice's tokens would be theirs to read.
+    kube.namespace_ensure(api, ns_spec(name="team-vision", workspace_id=OTHER_WORKSPACE))
+    with pytest.raises(CloudError) as caught:
+        kube.mig_ensure(api, mig_spec())
+    assert caught.value.message == (
+        f"Namespace team-vision already exists and belongs to workspace {OTHER_WORKSPACE}"
     )
 
 

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.utils import timezone
 
-from teams.models import GpuQuota, Membership, Role, Team
+from teams.models import GpuQuota, Membership, Profile, Role, Team
 
 DEMO_PASSWORD = "demo-pass-2026"
 DEMO_TEAMS = {
@@ -30,7 +30,8 @@ DEMO_POOLS = {
     "mig3g": ("Standard_NC24ads_A100_v4", "MIG3g", 1),
     "a100": ("Standard_NC96ads_A100_v4", "", 1),
 }
-# Entra ID group object ids of the demo teams (made up; the emulator checks none).
+# Entra ID group object ids of the demo teams (made up; the emulator's RBAC knows them only from
+# the RoleBindings that name them).
 DEMO_GROUPS = {
     "Vision Lab": "0f6d3b2a-8c4e-4f1a-9b7d-2e5c6a7b8c01",
     "NLP Group": "1a7e4c3b-9d5f-4a2b-8c6e-3f4d5b6c7d02",
@@ -117,4 +118,6 @@ class Command(BaseCommand):
         if created:
             user.set_password(DEMO_PASSWORD)
             user.save()
+        # Their Entra ID UPN (made up), so their MIG slices' owner RoleBindings name them.
+        Profile.objects.get_or_create(user=user, defaults={"entra_upn": user.email})
         return user

@@ -11,7 +11,11 @@ from billing.selectors import budget_runs_out, month_bounds, team_spend
 from teams.selectors import team_visible_to
 from workspaces.gpus import format_gpus, gpu_share
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
+from workspaces.ssh_keys import ssh_public_key_or_blank
 from workspaces.states import HELD, HOLDS_GPUS, IN_PROGRESS, Status
+
+# The prefilled SSH key is the newest good one among the user's newest workspaces.
+SSH_KEYS_LOOKED_AT = 20
 
 
 def workspace_visible_to(*, user) -> QuerySet[Workspace]:
@@ -113,14 +117,16 @@ def offering_regions() -> list[str]:
 
 
 def user_ssh_key_last_used(*, user) -> str:
-    """The SSH public key of the user's newest workspace, to prefill the next request."""
-    return (
+    """The newest SSH public key of the user's workspaces that Azure takes (see
+    workspaces.ssh_keys), in its normal form, to prefill the next request; "" if none. A key
+    stored before the rules held (a private key, a junk blob) is never offered again."""
+    keys = (
         Workspace.objects.filter(owner=user)
+        .exclude(ssh_public_key="")
         .order_by("-created_at")
-        .values_list("ssh_public_key", flat=True)
-        .first()
-        or ""
+        .values_list("ssh_public_key", flat=True)[:SSH_KEYS_LOOKED_AT]
     )
+    return next(filter(None, map(ssh_public_key_or_blank, keys)), "")
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,7 @@ from workspaces.models import (
     WorkspaceAgent,
     WorkspaceExtension,
 )
+from workspaces.ssh_keys import validate_ssh_public_key
 from workspaces.states import OPERATION, Status
 
 
@@ -83,10 +84,14 @@ def workspace_request(
     The quota is checked while holding the team row (``select_for_update``) in the transaction
     that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
     second submit of the same form returns the first workspace.
-    Raises WorkspaceActionError when the user is not in the team, the size is not offered or
-    has no Spot price there (for ``spot``), and JustificationNeeded when the request is above
-    quota and says no reason.
+    Raises django.core.exceptions.ValidationError when ``ssh_public_key`` is not a key Azure
+    takes (see workspaces.ssh_keys; a private key among them), WorkspaceActionError when the
+    user is not in the team, the size is not offered or has no Spot price there (for ``spot``),
+    and JustificationNeeded when the request is above quota and says no reason.
     """
+    # Checked here too, not only by the form: every caller (a later API) gets the same rules,
+    # and only the normal form of a public key is stored and sent to Azure.
+    ssh_public_key = validate_ssh_public_key(ssh_public_key)
     existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
     if existing:
         return existing
@@ -104,7 +109,7 @@ def workspace_request(
         "gpu_model": offering.gpu_model,
         "gpu_count": offering.gpu_count,
         "ssh_user": settings.WORKSPACE_SSH_USER,
-        "ssh_public_key": ssh_public_key.strip(),
+        "ssh_public_key": ssh_public_key,
     }
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
     ask = Ask(

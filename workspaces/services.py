@@ -322,15 +322,25 @@ class ExtensionRefused(WorkspaceActionError):
 def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> WorkspaceExtension:
     """Keep a running workspace from being stopped by its idle policy for the team's
     extension_hours (hours), at most extensions_per_day times in 24 hours. Logged as a
-    WorkspaceExtension. Raises ExtensionRefused, PermissionError."""
+    WorkspaceExtension, which is returned.
+
+    Idempotent: while an extension is in force and its stop warning (the policy's warn_minutes
+    before it ends) has not begun, Keep running returns that extension and spends nothing, so
+    a double click or a second tab does not use up the day's extensions. Inside the warning,
+    which is when the owner is told the stop is near, it spends the next one. The workspace
+    row is locked (select_for_update) in the transaction that reads and inserts, so racing
+    clicks are decided one after the other. Raises ExtensionRefused, PermissionError."""
     from teams.models import IdlePolicy
 
     _check_may_act(user=user, workspace=workspace)
-    if workspace.status != Status.RUNNING:
-        raise ExtensionRefused("Only a running workspace can be kept running.")
     policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
     with transaction.atomic():
-        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        locked = Workspace.objects.select_for_update().filter(pk=workspace.pk)
+        if locked.values_list("status", flat=True).first() != Status.RUNNING:
+            raise ExtensionRefused("Only a running workspace can be kept running.")
+        in_force = _extension_in_force(workspace, policy, now)
+        if in_force is not None:
+            return in_force
         used = workspace.extensions.filter(at__gt=now - timedelta(days=1)).count()
         if used >= policy.extensions_per_day:
             raise ExtensionRefused(
@@ -343,6 +353,16 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
         )
         WorkspaceAgent.objects.filter(pk=workspace.pk).update(kept_until=until)
     return extension
+
+
+def _extension_in_force(workspace: Workspace, policy, now: datetime) -> WorkspaceExtension | None:
+    """The extension that keeps the workspace beyond its stop warning from ``now``, if any."""
+    warning = timedelta(minutes=telemetry.policy_from_row(policy).warn_minutes)
+    return (
+        WorkspaceExtension.objects.filter(workspace_id=workspace.pk, until__gt=now + warning)
+        .order_by("-until")
+        .first()
+    )
 
 
 def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:

@@ -106,6 +106,8 @@ class Workspace(models.Model):
     operation_token = models.TextField(blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
+    # While failed: the operation Azure refused ("create" or "delete"), which Retry does again.
+    failed_operation = models.CharField(max_length=16, blank=True)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)

@@ -403,25 +403,46 @@ def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
     """Delete the VM, its NIC and OS disk, and revoke its agent's token.
     Raises WorkspaceActionError, PermissionError."""
     _user_transition(
-        user=user, workspace=workspace, to=Status.DELETING, reason="Deleted by user", now=now
+        user=user,
+        workspace=workspace,
+        to=Status.DELETING,
+        reason="Deleted by user",
+        now=now,
+        failed_operation="",
     )
     telemetry.agent_token_revoke(workspace_id=workspace.pk, now=now)
 
 
 def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
-    """Provision a failed workspace again. Raises WorkspaceActionError, PermissionError."""
+    """Do again the operation that failed (``failed_operation``): a failed delete is deleted
+    again, creating nothing; a failed create, or a pre-check Azure refused, is provisioned
+    again. Raises WorkspaceActionError, PermissionError."""
+    cleared = {
+        "error_code": "",
+        "error_message": "",
+        "operation": "",
+        "operation_token": "",
+        "failed_operation": "",
+    }
+    if workspace.failed_operation == "delete":
+        _user_transition(
+            user=user,
+            workspace=workspace,
+            to=Status.DELETING,
+            reason="Retry of the delete requested by user",
+            now=now,
+            **cleared,
+        )
+        return
     _user_transition(
         user=user,
         workspace=workspace,
         to=Status.REQUESTED,
         reason="Retry requested by user",
         now=now,
-        error_code="",
-        error_message="",
-        operation="",
-        operation_token="",
         # The retry creates a new VM: its agent gets a new token, the old one stops working.
         guard=lambda: telemetry.agent_token_issue(workspace_id=workspace.pk, now=now, new_vm=True),
+        **cleared,
     )
 
 
@@ -765,17 +786,20 @@ def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime
     if workspace.status == Status.PROVISIONING:
         _clean_up_failed_create(workspace)
     service = "Kubernetes" if workspace.on_aks else "Azure"
+    operation, to = OPERATION[workspace.status][0], FAILED_TO[workspace.status]
     states.transition(
         workspace_id=workspace.pk,
         expected=workspace.status,
-        to=FAILED_TO[workspace.status],
+        to=to,
         now=now,
-        reason=f"{service} refused the {OPERATION[workspace.status][0]}: {error.code}",
+        reason=f"{service} refused the {operation}: {error.code}",
         detail={"code": error.code, "message": error.message, "status": error.status},
         operation="",
         operation_token="",
         error_code=error.code,
         error_message=error.message,
+        # What Retry does again; a failed stop or start is redone by Stop or Start.
+        failed_operation=operation if to == Status.FAILED else "",
     )
 
 
@@ -802,6 +826,7 @@ def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> 
         waiting_reason="",
         error_code=error.code,
         error_message=error.message,
+        failed_operation="create",
     )
 
 

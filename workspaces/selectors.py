@@ -9,6 +9,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 
 from billing.selectors import budget_runs_out, month_bounds, team_spend
 from teams.selectors import team_visible_to
+from workspaces import chains
 from workspaces.gpus import format_gpus, gpu_share
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
 from workspaces.ssh_keys import ssh_public_key_or_blank
@@ -36,13 +37,14 @@ def workspace_events(*, workspace: Workspace) -> QuerySet[WorkspaceEvent]:
     return workspace.events.select_related("actor")
 
 
-def workspace_stale_in_progress(*, older_than) -> list:
-    """Ids of workspaces owed an Azure operation whose last change is older than ``older_than``
-    (a datetime): their task was lost, e.g. with a broker that dropped it."""
+def workspace_stale_in_progress(*, stale_before) -> list:
+    """Ids of workspaces owed an Azure operation whose chain of tasks is lost (its next run was
+    due before ``stale_before``, a datetime; see workspaces.chains.lost), e.g. with a broker
+    that dropped it or a worker that died."""
     return list(
-        Workspace.objects.filter(status__in=IN_PROGRESS, updated_at__lt=older_than).values_list(
-            "pk", flat=True
-        )
+        Workspace.objects.filter(
+            chains.lost(stale_before=stale_before), status__in=IN_PROGRESS
+        ).values_list("pk", flat=True)
     )
 
 

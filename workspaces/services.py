@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from enum import Enum
 
 from django.conf import settings
 from django.core.cache import cache
@@ -23,7 +22,8 @@ from cloud.clients import AzureSettings
 from cloud.errors import CloudError
 from teams.models import Team
 from teams.selectors import membership_role, user_is_team_admin
-from workspaces import selectors, states, telemetry
+from workspaces import chains, selectors, states, telemetry
+from workspaces.chains import Next
 from workspaces.gpus import gpu_share
 from workspaces.models import (
     Kind,
@@ -54,10 +54,13 @@ def azure_settings() -> AzureSettings:
     )
 
 
-def _queue_advance(workspace_id) -> None:
+def _queue_advance(workspace_id, claim: str = "") -> None:
+    """Queue ``advance_workspace`` after commit: the first run of a new chain, or with the
+    ``claim`` of a chain the reconcile sweep took over (workspaces.chains)."""
     from workspaces.tasks import advance_workspace
 
-    transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id)))
+    kwargs = {"claim": claim} if claim else {}
+    transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id), **kwargs))
 
 
 # --- user actions ---------------------------------------------------------------------------
@@ -236,9 +239,11 @@ def workspace_approve(*, workspace_id, actor, reason: str, now: datetime) -> boo
 
 def _transition_and_queue(**transition) -> bool:
     """states.transition, and when it moved the workspace, queue the task that carries out
-    the new status (after commit). False, queueing nothing, when it did not move."""
+    the new status (after commit). The new status owes a new operation: the row is handed to
+    the new chain, and a chain still carrying the old one stops at its next run. False,
+    queueing nothing, when it did not move."""
     with transaction.atomic():
-        moved = states.transition(**transition)
+        moved = states.transition(**transition, **chains.RELEASED)
         if moved:
             _queue_advance(transition["workspace_id"])
     return moved
@@ -447,18 +452,6 @@ def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
 
 
 # --- the worker side ---------------------------------------------------------------------
-
-
-class Next(Enum):
-    """What the task does after one ``workspace_advance``: nothing more (DONE), poll the Azure
-    operation again in AZURE_POLLING_INTERVAL seconds (POLL), or check Azure's quota and SKU
-    restrictions again in AZURE_PRECHECK_RETRY_SECONDS (WAIT)."""
-
-    DONE = "done"
-    POLL = "poll"
-    WAIT = "wait"
-    # A MIG pod waits for a free slice: look again in KUBE_PENDING_RETRY_SECONDS.
-    PENDING = "pending"
 
 
 def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
@@ -831,14 +824,20 @@ def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> 
 
 
 def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
-    """Queue ``advance_workspace`` again for workspaces stuck in progress longer than
-    ``stale_after``; returns their ids. Lost tasks are rare, but nobody should wait forever."""
-    from workspaces.tasks import advance_workspace
-
-    ids = selectors.workspace_stale_in_progress(older_than=now - stale_after)
-    for workspace_id in ids:
-        advance_workspace.delay(str(workspace_id))
-    return ids
+    """Take over and queue again the operation of workspaces in progress whose chain of tasks
+    is lost: its next run overdue by more than ``stale_after`` (or, held by no chain, unchanged
+    for that long). A chain waiting for its next run (a poll, a back-off, Azure's Retry-After)
+    is left alone, so each operation has one chain (workspaces.chains). Returns the ids queued.
+    Lost tasks are rare, but nobody should wait forever."""
+    stale_before = now - stale_after
+    queued = []
+    for workspace_id in selectors.workspace_stale_in_progress(stale_before=stale_before):
+        rows = Workspace.objects.filter(pk=workspace_id, status__in=states.IN_PROGRESS)
+        claim = chains.take_over(rows, stale_before=stale_before, now=now)
+        if claim:
+            _queue_advance(workspace_id, claim=claim)
+            queued.append(workspace_id)
+    return queued
 
 
 def _vm_spec(workspace: Workspace, now: datetime) -> azure_vm.VmSpec:

@@ -125,7 +125,10 @@ def _request_fleet(count: int, sim) -> list:
             team=team,
             name=f"lag-{i:02d}",
             offering=offering,
-            ssh_public_key="ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIBench bench@portal",
+            ssh_public_key=(
+                "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGn0rX2xM9tq0rI2tWw2c3d0Yq3bQm9hQ5r1u3kq9vK2 "
+                "bench@portal"
+            ),
             request_key=uuid.uuid4(),
             now=timezone.now(),
         ).pk

@@ -103,6 +103,10 @@ class NodePool(models.Model):
     status = models.CharField(max_length=12, choices=PoolStatus.choices)
     adopted = models.BooleanField(default=False, help_text="Existed in Azure before the portal")
     operation_token = models.TextField(blank=True)
+    # The one chain of tasks carrying the create or delete (workspaces.chains).
+    operation_claim = models.CharField(max_length=32, blank=True)
+    operation_due_at = models.DateTimeField(null=True, blank=True)
+    operation_attempts = models.PositiveSmallIntegerField(default=0)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     created_at = models.DateTimeField()

@@ -19,8 +19,10 @@ from cloud.errors import CloudError
 from clusters import mig
 from clusters.models import POOL_IN_PROGRESS, AksCluster, ClusterTeam, NodePool, PoolStatus
 from teams.services import audit_record
+from workspaces import chains
+from workspaces.chains import Next
 from workspaces.models import SizeOffering
-from workspaces.services import Next, azure_settings
+from workspaces.services import azure_settings
 from workspaces.states import HELD
 
 POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
@@ -199,10 +201,13 @@ def _insert_pool(cluster, ask: PoolRequest, offering, status: str, now) -> NodeP
     )
 
 
-def _queue_pool(pool_id: int) -> None:
+def _queue_pool(pool_id: int, claim: str = "") -> None:
+    """Queue ``advance_pool`` after commit: the first run of a new chain, or with the
+    ``claim`` of a chain the reconcile sweep took over (workspaces.chains)."""
     from clusters.tasks import advance_pool
 
-    transaction.on_commit(lambda: advance_pool.delay(pool_id))
+    kwargs = {"claim": claim} if claim else {}
+    transaction.on_commit(lambda: advance_pool.delay(pool_id, **kwargs))
 
 
 def pools_adoptable(*, cluster: AksCluster) -> list[aks.PoolState]:
@@ -270,10 +275,14 @@ def pool_delete(*, actor, pool: NodePool, now: datetime) -> None:
 
 
 def _pool_transition(pool: NodePool, expected, to: str, now: datetime, **fields) -> bool:
-    """Compare-and-set the pool's status; queue its operation when it now owes one."""
+    """Compare-and-set the pool's status; queue its operation when it now owes one, handing
+    the row to that new chain (workspaces.chains). A new status starts a new count of failed
+    attempts."""
+    if to in POOL_IN_PROGRESS:
+        fields.update(chains.RELEASED)
     with transaction.atomic():
         moved = NodePool.objects.filter(pk=pool.pk, status__in=expected).update(
-            status=to, updated_at=now, **fields
+            status=to, updated_at=now, operation_attempts=0, **fields
         )
         if moved and to in POOL_IN_PROGRESS:
             _queue_pool(pool.pk)
@@ -357,19 +366,21 @@ def _pool_failed(pool: NodePool, operation: str, error: CloudError, now: datetim
     )
 
 
-def pool_reconcile(*, stale_before: datetime) -> list[int]:
-    """Queue the operation again for pools in progress not looked after since
-    ``stale_before`` (a lost task); returns their ids."""
-    from clusters.tasks import advance_pool
-
-    ids = list(
-        NodePool.objects.filter(
-            status__in=POOL_IN_PROGRESS, updated_at__lt=stale_before
-        ).values_list("pk", flat=True)
-    )
-    for pool_id in ids:
-        advance_pool.delay(pool_id)
-    return ids
+def pool_reconcile(*, now: datetime, stale_before: datetime) -> list[int]:
+    """Take over and queue again the operation of pools in progress whose chain of tasks is
+    lost (its next run due before ``stale_before``, or held by no chain and unchanged since);
+    a chain waiting for its next run is left alone. Returns the ids queued."""
+    ids = NodePool.objects.filter(
+        chains.lost(stale_before=stale_before), status__in=POOL_IN_PROGRESS
+    ).values_list("pk", flat=True)
+    queued = []
+    for pool_id in list(ids):
+        rows = NodePool.objects.filter(pk=pool_id, status__in=POOL_IN_PROGRESS)
+        claim = chains.take_over(rows, stale_before=stale_before, now=now)
+        if claim:
+            _queue_pool(pool_id, claim=claim)
+            queued.append(pool_id)
+    return queued
 
 
 def pool_resend_create(*, pool: NodePool, now: datetime) -> bool:

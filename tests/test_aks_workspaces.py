@@ -368,7 +368,8 @@ def test_pool_create_resumes_from_its_token_after_a_crash(cast, cluster, sim, se
     pool.refresh_from_db()
     assert pool.operation_token and pool.status == PoolStatus.CREATING
     before = len([r for r in sim.requests() if r["method"] == "PUT"])
-    cluster_services.pool_reconcile(stale_before=timezone.now() + timedelta(seconds=1))
+    later = timezone.now() + timedelta(seconds=1)
+    cluster_services.pool_reconcile(now=later, stale_before=later)
     pool.refresh_from_db()
     assert pool.status == PoolStatus.READY
     puts = [r for r in sim.requests() if r["method"] == "PUT"]

@@ -265,7 +265,7 @@ def test_a_waiting_task_requeues_itself_with_the_retry_countdown(cast, sim, sett
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.REQUESTED)
     with mock.patch.object(advance_workspace, "apply_async") as sent:
         advance_workspace(str(ws.pk))  # called as a worker calls it: not eager
-    sent.assert_called_once_with(args=[str(ws.pk)], countdown=120)
+    sent.assert_called_once_with(args=[str(ws.pk)], kwargs={"claim": mock.ANY}, countdown=120)
     assert _reload(ws).waiting_reason
 
 

@@ -114,11 +114,16 @@ def test_keep_running_delays_the_stop_and_is_bounded_per_day(cast):
     services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(25))
     assert idle_sweep(now=_at(40)).stopped == []
     assert idle_sweep(now=_at(25 + 4 * 60 - 5)).warned == [ws.pk]  # warned again before it
-    services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(26))
+    # Told the stop is near, the owner keeps it again: the second extension is spent.
+    services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(25 + 4 * 60 - 4))
+    second_ends = 25 + 2 * 4 * 60 - 4
     with pytest.raises(services.ExtensionRefused, match="allows 2 extension"):
-        services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(27))
+        services.workspace_keep_running(
+            user=cast.researcher, workspace=ws, now=_at(second_ends - 5)
+        )
     assert WorkspaceExtension.objects.filter(workspace=ws, user=cast.researcher).count() == 2
-    assert idle_sweep(now=_at(26 + 4 * 60)).stopped == [ws.pk]
+    assert idle_sweep(now=_at(second_ends - 1)).stopped == []
+    assert idle_sweep(now=_at(second_ends + 1)).stopped == [ws.pk]
 
 
 @pytest.mark.django_db

@@ -104,8 +104,16 @@ class Workspace(models.Model):
     # worker that dies is resumed by the next one instead of sending a second create.
     operation = models.CharField(max_length=16, blank=True)
     operation_token = models.TextField(blank=True)
+    # The one chain of tasks carrying the operation (workspaces.chains): its id, when it runs
+    # next (the reconcile sweep takes over only a chain overdue by its grace), and the failed
+    # attempts in a row, which WORKSPACE_RETRY_MAX bounds whatever chain made them.
+    operation_claim = models.CharField(max_length=32, blank=True)
+    operation_due_at = models.DateTimeField(null=True, blank=True)
+    operation_attempts = models.PositiveSmallIntegerField(default=0)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
+    # While failed: the operation Azure refused ("create" or "delete"), which Retry does again.
+    failed_operation = models.CharField(max_length=16, blank=True)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)

@@ -9,9 +9,14 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 
 from billing.selectors import budget_runs_out, month_bounds, team_spend
 from teams.selectors import team_visible_to
+from workspaces import chains
 from workspaces.gpus import format_gpus, gpu_share
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
+from workspaces.ssh_keys import ssh_public_key_or_blank
 from workspaces.states import HELD, HOLDS_GPUS, IN_PROGRESS, Status
+
+# The prefilled SSH key is the newest good one among the user's newest workspaces.
+SSH_KEYS_LOOKED_AT = 20
 
 
 def workspace_visible_to(*, user) -> QuerySet[Workspace]:
@@ -32,13 +37,14 @@ def workspace_events(*, workspace: Workspace) -> QuerySet[WorkspaceEvent]:
     return workspace.events.select_related("actor")
 
 
-def workspace_stale_in_progress(*, older_than) -> list:
-    """Ids of workspaces owed an Azure operation whose last change is older than ``older_than``
-    (a datetime): their task was lost, e.g. with a broker that dropped it."""
+def workspace_stale_in_progress(*, stale_before) -> list:
+    """Ids of workspaces owed an Azure operation whose chain of tasks is lost (its next run was
+    due before ``stale_before``, a datetime; see workspaces.chains.lost), e.g. with a broker
+    that dropped it or a worker that died."""
     return list(
-        Workspace.objects.filter(status__in=IN_PROGRESS, updated_at__lt=older_than).values_list(
-            "pk", flat=True
-        )
+        Workspace.objects.filter(
+            chains.lost(stale_before=stale_before), status__in=IN_PROGRESS
+        ).values_list("pk", flat=True)
     )
 
 
@@ -113,14 +119,16 @@ def offering_regions() -> list[str]:
 
 
 def user_ssh_key_last_used(*, user) -> str:
-    """The SSH public key of the user's newest workspace, to prefill the next request."""
-    return (
+    """The newest SSH public key of the user's workspaces that Azure takes (see
+    workspaces.ssh_keys), in its normal form, to prefill the next request; "" if none. A key
+    stored before the rules held (a private key, a junk blob) is never offered again."""
+    keys = (
         Workspace.objects.filter(owner=user)
+        .exclude(ssh_public_key="")
         .order_by("-created_at")
-        .values_list("ssh_public_key", flat=True)
-        .first()
-        or ""
+        .values_list("ssh_public_key", flat=True)[:SSH_KEYS_LOOKED_AT]
     )
+    return next(filter(None, map(ssh_public_key_or_blank, keys)), "")
 
 
 @dataclass(frozen=True)

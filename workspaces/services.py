@@ -11,7 +11,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
-from enum import Enum
 
 from django.conf import settings
 from django.core.cache import cache
@@ -23,7 +22,8 @@ from cloud.clients import AzureSettings
 from cloud.errors import CloudError
 from teams.models import Team
 from teams.selectors import membership_role, user_is_team_admin
-from workspaces import selectors, states, telemetry
+from workspaces import chains, selectors, states, telemetry
+from workspaces.chains import Next
 from workspaces.gpus import gpu_share
 from workspaces.models import (
     Kind,
@@ -32,6 +32,7 @@ from workspaces.models import (
     WorkspaceAgent,
     WorkspaceExtension,
 )
+from workspaces.ssh_keys import validate_ssh_public_key
 from workspaces.states import OPERATION, Status
 
 
@@ -53,10 +54,13 @@ def azure_settings() -> AzureSettings:
     )
 
 
-def _queue_advance(workspace_id) -> None:
+def _queue_advance(workspace_id, claim: str = "") -> None:
+    """Queue ``advance_workspace`` after commit: the first run of a new chain, or with the
+    ``claim`` of a chain the reconcile sweep took over (workspaces.chains)."""
     from workspaces.tasks import advance_workspace
 
-    transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id)))
+    kwargs = {"claim": claim} if claim else {}
+    transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id), **kwargs))
 
 
 # --- user actions ---------------------------------------------------------------------------
@@ -83,10 +87,14 @@ def workspace_request(
     The quota is checked while holding the team row (``select_for_update``) in the transaction
     that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
     second submit of the same form returns the first workspace.
-    Raises WorkspaceActionError when the user is not in the team, the size is not offered or
-    has no Spot price there (for ``spot``), and JustificationNeeded when the request is above
-    quota and says no reason.
+    Raises django.core.exceptions.ValidationError when ``ssh_public_key`` is not a key Azure
+    takes (see workspaces.ssh_keys; a private key among them), WorkspaceActionError when the
+    user is not in the team, the size is not offered or has no Spot price there (for ``spot``),
+    and JustificationNeeded when the request is above quota and says no reason.
     """
+    # Checked here too, not only by the form: every caller (a later API) gets the same rules,
+    # and only the normal form of a public key is stored and sent to Azure.
+    ssh_public_key = validate_ssh_public_key(ssh_public_key)
     existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
     if existing:
         return existing
@@ -104,7 +112,7 @@ def workspace_request(
         "gpu_model": offering.gpu_model,
         "gpu_count": offering.gpu_count,
         "ssh_user": settings.WORKSPACE_SSH_USER,
-        "ssh_public_key": ssh_public_key.strip(),
+        "ssh_public_key": ssh_public_key,
     }
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
     ask = Ask(
@@ -231,9 +239,11 @@ def workspace_approve(*, workspace_id, actor, reason: str, now: datetime) -> boo
 
 def _transition_and_queue(**transition) -> bool:
     """states.transition, and when it moved the workspace, queue the task that carries out
-    the new status (after commit). False, queueing nothing, when it did not move."""
+    the new status (after commit). The new status owes a new operation: the row is handed to
+    the new chain, and a chain still carrying the old one stops at its next run. False,
+    queueing nothing, when it did not move."""
     with transaction.atomic():
-        moved = states.transition(**transition)
+        moved = states.transition(**transition, **chains.RELEASED)
         if moved:
             _queue_advance(transition["workspace_id"])
     return moved
@@ -317,15 +327,25 @@ class ExtensionRefused(WorkspaceActionError):
 def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> WorkspaceExtension:
     """Keep a running workspace from being stopped by its idle policy for the team's
     extension_hours (hours), at most extensions_per_day times in 24 hours. Logged as a
-    WorkspaceExtension. Raises ExtensionRefused, PermissionError."""
+    WorkspaceExtension, which is returned.
+
+    Idempotent: while an extension is in force and its stop warning (the policy's warn_minutes
+    before it ends) has not begun, Keep running returns that extension and spends nothing, so
+    a double click or a second tab does not use up the day's extensions. Inside the warning,
+    which is when the owner is told the stop is near, it spends the next one. The workspace
+    row is locked (select_for_update) in the transaction that reads and inserts, so racing
+    clicks are decided one after the other. Raises ExtensionRefused, PermissionError."""
     from teams.models import IdlePolicy
 
     _check_may_act(user=user, workspace=workspace)
-    if workspace.status != Status.RUNNING:
-        raise ExtensionRefused("Only a running workspace can be kept running.")
     policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
     with transaction.atomic():
-        Workspace.objects.select_for_update().filter(pk=workspace.pk).first()
+        locked = Workspace.objects.select_for_update().filter(pk=workspace.pk)
+        if locked.values_list("status", flat=True).first() != Status.RUNNING:
+            raise ExtensionRefused("Only a running workspace can be kept running.")
+        in_force = _extension_in_force(workspace, policy, now)
+        if in_force is not None:
+            return in_force
         used = workspace.extensions.filter(at__gt=now - timedelta(days=1)).count()
         if used >= policy.extensions_per_day:
             raise ExtensionRefused(
@@ -338,6 +358,16 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
         )
         WorkspaceAgent.objects.filter(pk=workspace.pk).update(kept_until=until)
     return extension
+
+
+def _extension_in_force(workspace: Workspace, policy, now: datetime) -> WorkspaceExtension | None:
+    """The extension that keeps the workspace beyond its stop warning from ``now``, if any."""
+    warning = timedelta(minutes=telemetry.policy_from_row(policy).warn_minutes)
+    return (
+        WorkspaceExtension.objects.filter(workspace_id=workspace.pk, until__gt=now + warning)
+        .order_by("-until")
+        .first()
+    )
 
 
 def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
@@ -378,41 +408,50 @@ def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
     """Delete the VM, its NIC and OS disk, and revoke its agent's token.
     Raises WorkspaceActionError, PermissionError."""
     _user_transition(
-        user=user, workspace=workspace, to=Status.DELETING, reason="Deleted by user", now=now
+        user=user,
+        workspace=workspace,
+        to=Status.DELETING,
+        reason="Deleted by user",
+        now=now,
+        failed_operation="",
     )
     telemetry.agent_token_revoke(workspace_id=workspace.pk, now=now)
 
 
 def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
-    """Provision a failed workspace again. Raises WorkspaceActionError, PermissionError."""
+    """Do again the operation that failed (``failed_operation``): a failed delete is deleted
+    again, creating nothing; a failed create, or a pre-check Azure refused, is provisioned
+    again. Raises WorkspaceActionError, PermissionError."""
+    cleared = {
+        "error_code": "",
+        "error_message": "",
+        "operation": "",
+        "operation_token": "",
+        "failed_operation": "",
+    }
+    if workspace.failed_operation == "delete":
+        _user_transition(
+            user=user,
+            workspace=workspace,
+            to=Status.DELETING,
+            reason="Retry of the delete requested by user",
+            now=now,
+            **cleared,
+        )
+        return
     _user_transition(
         user=user,
         workspace=workspace,
         to=Status.REQUESTED,
         reason="Retry requested by user",
         now=now,
-        error_code="",
-        error_message="",
-        operation="",
-        operation_token="",
         # The retry creates a new VM: its agent gets a new token, the old one stops working.
         guard=lambda: telemetry.agent_token_issue(workspace_id=workspace.pk, now=now, new_vm=True),
+        **cleared,
     )
 
 
 # --- the worker side ---------------------------------------------------------------------
-
-
-class Next(Enum):
-    """What the task does after one ``workspace_advance``: nothing more (DONE), poll the Azure
-    operation again in AZURE_POLLING_INTERVAL seconds (POLL), or check Azure's quota and SKU
-    restrictions again in AZURE_PRECHECK_RETRY_SECONDS (WAIT)."""
-
-    DONE = "done"
-    POLL = "poll"
-    WAIT = "wait"
-    # A MIG pod waits for a free slice: look again in KUBE_PENDING_RETRY_SECONDS.
-    PENDING = "pending"
 
 
 def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
@@ -740,17 +779,20 @@ def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime
     if workspace.status == Status.PROVISIONING:
         _clean_up_failed_create(workspace)
     service = "Kubernetes" if workspace.on_aks else "Azure"
+    operation, to = OPERATION[workspace.status][0], FAILED_TO[workspace.status]
     states.transition(
         workspace_id=workspace.pk,
         expected=workspace.status,
-        to=FAILED_TO[workspace.status],
+        to=to,
         now=now,
-        reason=f"{service} refused the {OPERATION[workspace.status][0]}: {error.code}",
+        reason=f"{service} refused the {operation}: {error.code}",
         detail={"code": error.code, "message": error.message, "status": error.status},
         operation="",
         operation_token="",
         error_code=error.code,
         error_message=error.message,
+        # What Retry does again; a failed stop or start is redone by Stop or Start.
+        failed_operation=operation if to == Status.FAILED else "",
     )
 
 
@@ -777,18 +819,25 @@ def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> 
         waiting_reason="",
         error_code=error.code,
         error_message=error.message,
+        failed_operation="create",
     )
 
 
 def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
-    """Queue ``advance_workspace`` again for workspaces stuck in progress longer than
-    ``stale_after``; returns their ids. Lost tasks are rare, but nobody should wait forever."""
-    from workspaces.tasks import advance_workspace
-
-    ids = selectors.workspace_stale_in_progress(older_than=now - stale_after)
-    for workspace_id in ids:
-        advance_workspace.delay(str(workspace_id))
-    return ids
+    """Take over and queue again the operation of workspaces in progress whose chain of tasks
+    is lost: its next run overdue by more than ``stale_after`` (or, held by no chain, unchanged
+    for that long). A chain waiting for its next run (a poll, a back-off, Azure's Retry-After)
+    is left alone, so each operation has one chain (workspaces.chains). Returns the ids queued.
+    Lost tasks are rare, but nobody should wait forever."""
+    stale_before = now - stale_after
+    queued = []
+    for workspace_id in selectors.workspace_stale_in_progress(stale_before=stale_before):
+        rows = Workspace.objects.filter(pk=workspace_id, status__in=states.IN_PROGRESS)
+        claim = chains.take_over(rows, stale_before=stale_before, now=now)
+        if claim:
+            _queue_advance(workspace_id, claim=claim)
+            queued.append(workspace_id)
+    return queued
 
 
 def _vm_spec(workspace: Workspace, now: datetime) -> azure_vm.VmSpec:

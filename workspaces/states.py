@@ -130,6 +130,7 @@ def transition(
     """Move a workspace from ``expected`` to ``to`` and record why.
 
     ``fields`` are other columns written in the same UPDATE (e.g. private_ip, error_code).
+    A new status owes a new operation, so its count of failed attempts starts at 0.
     Returns False, changing nothing, when the workspace was no longer ``expected``.
     Raises IllegalTransition when the edge does not exist.
     """
@@ -138,7 +139,7 @@ def transition(
     check(expected, to)
     with transaction.atomic():
         changed = Workspace.objects.filter(pk=workspace_id, status=expected).update(
-            status=to, status_changed_at=now, updated_at=now, **fields
+            status=to, status_changed_at=now, updated_at=now, operation_attempts=0, **fields
         )
         if not changed:
             return False

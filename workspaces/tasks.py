@@ -1,66 +1,39 @@
 """Celery tasks: thin wrappers that pass ids to services."""
 
 import logging
-import time
-from datetime import timedelta
 
 from celery import shared_task
-from django.conf import settings
 from django.utils import timezone
 
 from cloud.errors import CloudError
-from workspaces import services
+from workspaces import chains, services
+from workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
 
 
-def retry_delay(*, attempt: int, retry_after: float | None) -> float:
-    """Seconds before the next try: Azure's Retry-After when it gave one, else exponential
-    back-off from 2 s, capped at 5 minutes."""
-    if retry_after:
-        return float(retry_after)
-    return float(min(300, 2 ** (attempt + 1)))
-
-
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def advance_workspace(self, workspace_id: str) -> None:
+def advance_workspace(self, workspace_id: str, claim: str = "") -> None:
     """Run the Azure operation that the workspace's status owes (create, start, deallocate,
     delete), polling it every AZURE_POLLING_INTERVAL seconds by re-queueing itself rather than
     sleeping, so a VM create that takes minutes holds no worker. A requested workspace that
     waits for Azure quota or an unrestricted size is checked again every
     AZURE_PRECHECK_RETRY_SECONDS the same way. Transient Azure errors (429, 409 Conflict, 5xx)
-    are retried with back-off up to WORKSPACE_RETRY_MAX times, then recorded as a failure."""
-    step = _advance_once(self, workspace_id)
-    # Eager mode (CELERY_TASK_ALWAYS_EAGER) has no broker to hold a countdown: poll in place.
-    while step is services.Next.POLL and self.request.is_eager:
-        time.sleep(settings.AZURE_POLLING_INTERVAL)
-        step = _advance_once(self, workspace_id)
-    if step is services.Next.POLL:
-        advance_workspace.apply_async(
-            args=[workspace_id], countdown=settings.AZURE_POLLING_INTERVAL
-        )
-    # Waiting can take hours: eager mode does not spin on it; the caller runs the task again.
-    elif step is services.Next.WAIT and not self.request.is_eager:
-        advance_workspace.apply_async(
-            args=[workspace_id], countdown=settings.AZURE_PRECHECK_RETRY_SECONDS
-        )
-    elif step is services.Next.PENDING and not self.request.is_eager:
-        advance_workspace.apply_async(
-            args=[workspace_id], countdown=settings.KUBE_PENDING_RETRY_SECONDS
-        )
+    are retried with back-off, at most WORKSPACE_RETRY_MAX times in a row counted on the
+    workspace, then recorded as a failure with Azure's error.
 
-
-def _advance_once(task, workspace_id: str) -> services.Next:
-    try:
-        return services.workspace_advance(workspace_id=workspace_id, clock=timezone.now)
-    except CloudError as exc:
-        if task.request.retries >= settings.WORKSPACE_RETRY_MAX:
-            services.workspace_operation_failed(
-                workspace_id=workspace_id, error=exc, now=timezone.now()
-            )
-            return services.Next.DONE
-        delay = retry_delay(attempt=task.request.retries, retry_after=exc.retry_after)
-        raise task.retry(exc=exc, countdown=delay) from exc
+    ``claim`` is the id of the chain of tasks this run belongs to (workspaces.chains): one
+    chain per operation; a run whose chain was taken over stops quietly."""
+    chains.run(
+        task=self,
+        args=[workspace_id],
+        rows=Workspace.objects.filter(pk=workspace_id),
+        claim=claim,
+        step=lambda: services.workspace_advance(workspace_id=workspace_id, clock=timezone.now),
+        give_up=lambda error: services.workspace_operation_failed(
+            workspace_id=workspace_id, error=error, now=timezone.now()
+        ),
+    )
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
@@ -81,9 +54,9 @@ def refresh_slice_access(self, workspace_id: str) -> None:
 
 @shared_task
 def reconcile_workspaces() -> int:
-    """Beat: re-queue workspaces whose operation task was lost. Returns how many."""
-    stale = timedelta(seconds=settings.PORTAL_RECONCILE_INTERVAL * 2)
-    return len(services.workspace_reconcile(now=timezone.now(), stale_after=stale))
+    """Beat: take over and re-queue the operations whose chain of tasks was lost (overdue by
+    two reconcile intervals). Returns how many."""
+    return len(services.workspace_reconcile(now=timezone.now(), stale_after=chains.grace()))
 
 
 @shared_task

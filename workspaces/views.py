@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied
 from django.http import HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
+from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 
 from billing.selectors import workspace_cost
@@ -57,6 +58,8 @@ def _request_form(request, data=None):
     return form, chosen
 
 
+# A private key pasted by mistake must not reach an error report either.
+@sensitive_post_parameters("ssh_public_key")
 @login_required
 def workspace_request(request):
     if request.method == "POST":

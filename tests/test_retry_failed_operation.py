@@ -1,0 +1,106 @@
+"""Retry redoes the operation that failed: a workspace that failed while deleting is deleted
+again, never created again. Azure and Kubernetes through the emulator; Celery eager."""
+
+import uuid
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from tests.factories import SSH_KEY, OfferingFactory
+from tests.test_aks_workspaces import cluster, kube, make_pool, request_mig  # noqa: F401
+from workspaces import services
+from workspaces.models import Workspace
+from workspaces.states import Status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _running_vm(cast):
+    ws = services.workspace_request(
+        user=cast.researcher,
+        team=cast.team,
+        name="retry-me",
+        offering=OfferingFactory(),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+    )
+    return Workspace.objects.get(pk=ws.pk)
+
+
+def _statuses(ws):
+    return [e.to_status for e in ws.events.order_by("at", "id")]
+
+
+def test_retry_after_a_failed_delete_deletes_and_creates_nothing(client, cast, sim, settings):
+    settings.WORKSPACE_RETRY_MAX = 1
+    settings.AZURE_RETRY_TOTAL = 0
+    ws = _running_vm(cast)
+    sim.inject("nic.delete", "server_error", count=2)  # every attempt the bound allows
+    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.FAILED and ws.error_code == "InternalExecutionError"
+    assert [n["name"] for n in sim.state()["networkInterfaces"]] == [f"ws-{ws.short_id}-nic"]
+
+    client.force_login(cast.researcher)
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert "Retry the delete" in page
+
+    before = len(sim.requests())
+    retry = reverse("workspaces:action", kwargs={"pk": ws.pk, "action": "retry"})
+    assert client.post(retry).status_code == 302
+
+    sent = [(r["method"], r["path"].split("?")[0]) for r in sim.requests()[before:]]
+    assert not [s for s in sent if s[0] == "PUT"], sent
+    assert ("DELETE", sim_path(ws, "networkInterfaces", "nic")) in sent
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED and ws.error_code == ""
+    state = sim.state()
+    assert state["virtualMachines"] == state["networkInterfaces"] == state["disks"] == []
+    assert _statuses(ws)[-3:] == [Status.FAILED, Status.DELETING, Status.DELETED]
+
+
+def test_retry_after_a_failed_create_still_provisions(cast, sim):
+    sim.inject("vm.create", "allocation_failed")
+    ws = _running_vm(cast)
+    assert ws.status == Status.FAILED
+    services.workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.RUNNING and len(sim.state()["virtualMachines"]) == 1
+
+
+def test_retry_after_a_failed_mig_delete_deletes_the_pod_and_creates_nothing(
+    cast,
+    cluster,  # noqa: F811
+    sim,
+):
+    from django.core.cache import cache
+
+    make_pool(cast, cluster)
+    ws = request_mig(cast)
+    assert ws.status == Status.RUNNING
+    cache.clear()  # the cluster's address is asked of Azure again, which refuses it now
+    sim.inject("aks.credentials", "authorization_failed")
+    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.FAILED and ws.error_code == "AuthorizationFailed"
+
+    services.workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED
+    assert _statuses(ws)[-3:] == [Status.FAILED, Status.DELETING, Status.DELETED]
+    state = kube(sim)
+    names = {o["name"] for kind in ("pods", "statefulsets", "services") for o in state[kind]}
+    assert not {n for n in names if n.startswith(f"ws-{ws.short_id}")}
+
+
+def sim_path(ws, collection: str, suffix: str) -> str:
+    from django.conf import settings
+
+    return (
+        f"/subscriptions/{settings.AZURE_SUBSCRIPTION_ID}/resourceGroups/"
+        f"{settings.AZURE_RESOURCE_GROUP}/providers/Microsoft.Network/{collection}/"
+        f"ws-{ws.short_id}-{suffix}"
+    )

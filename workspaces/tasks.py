@@ -3,6 +3,7 @@
 import logging
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
 from cloud.errors import CloudError
@@ -47,7 +48,7 @@ def refresh_slice_access(self, workspace_id: str) -> None:
         aks_services.slice_access_refresh(workspace_id=workspace_id)
     except CloudError as exc:
         if exc.transient and self.request.retries < settings.WORKSPACE_RETRY_MAX:
-            delay = retry_delay(attempt=self.request.retries, retry_after=exc.retry_after)
+            delay = chains.retry_delay(attempt=self.request.retries, retry_after=exc.retry_after)
             raise self.retry(exc=exc, countdown=delay) from exc
         log.warning("access to MIG workspace %s not refreshed: %s", workspace_id, exc)
 

@@ -15,7 +15,7 @@ GPU_FIELD_PREFIX = "gpus_"
 
 
 class InviteForm(forms.Form):
-    identifier = forms.CharField(
+    identifier = TextField(
         label="Username or email",
         max_length=254,
         help_text="Of an existing portal account.",
@@ -85,7 +85,8 @@ class IncreaseForm(forms.Form):
         label="GPUs wanted in all", required=False, min_value=0, max_value=MAX_GPUS
     )
     monthly_budget = _budget_field("Monthly budget wanted")
-    justification = forms.CharField(
+    justification = TextField(
+        multiline=True,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
         help_text="Why the team needs it, for the platform admins.",

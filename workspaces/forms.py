@@ -5,6 +5,7 @@ import re
 from django import forms
 from django.urls import reverse
 
+from common.validation import TextField
 from workspaces.models import SizeOffering
 from workspaces.services import spot_unavailable
 from workspaces.ssh_keys import NOT_ECHOED, validate_ssh_public_key
@@ -24,7 +25,7 @@ def clean_workspace_name(value: str) -> str:
 
 class WorkspaceRequestForm(forms.Form):
     team = forms.ModelChoiceField(queryset=None, empty_label=None)
-    name = forms.CharField(
+    name = TextField(
         label="Workspace name",
         max_length=40,
         help_text="Lower-case letters, digits and hyphens, e.g. llm-finetune.",
@@ -54,7 +55,8 @@ class WorkspaceRequestForm(forms.Form):
             "VM for the SSH user."
         ),
     )
-    justification = forms.CharField(
+    justification = TextField(
+        multiline=True,
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -108,12 +110,13 @@ class _AksRequestForm(forms.Form):
     choices of the chosen team (htmx)."""
 
     team = forms.ModelChoiceField(queryset=None, empty_label=None)
-    name = forms.CharField(
+    name = TextField(
         label="Workspace name",
         max_length=40,
         help_text="Lower-case letters, digits and hyphens, e.g. llm-finetune.",
     )
-    justification = forms.CharField(
+    justification = TextField(
+        multiline=True,
         required=False,
         max_length=2000,
         widget=forms.Textarea(attrs={"rows": 2}),
@@ -147,7 +150,7 @@ class MigRequestForm(_AksRequestForm):
             "required": "Choose a MIG profile.",
         },
     )
-    image = forms.CharField(
+    image = TextField(
         max_length=200,
         required=False,
         help_text="Container image; JupyterLab with PyTorch by default.",

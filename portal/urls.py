@@ -4,12 +4,17 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from portal import health
+from teams.forms import LoginForm
 from workspaces import api
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
     path("healthz", health.healthz, name="healthz"),
-    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path(
+        "accounts/login/",
+        auth_views.LoginView.as_view(authentication_form=LoginForm),
+        name="login",
+    ),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
     path("clusters/", include("clusters.urls")),

@@ -4,14 +4,37 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
-from django.core.validators import MaxValueValidator, MinValueValidator, RegexValidator
+from django.contrib.auth.forms import AuthenticationForm
+from django.core.validators import (
+    MaxLengthValidator,
+    MaxValueValidator,
+    MinValueValidator,
+    RegexValidator,
+)
 
-from common.validation import TextField
+from common.validation import TextField, validate_printable
 from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, Role
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
 MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
 GPU_FIELD_PREFIX = "gpus_"
+
+
+MAX_PASSWORD_LENGTH = 1024  # longer than any passphrase; bounds the hashing work per attempt
+
+
+class LoginForm(AuthenticationForm):
+    """Django's login form with its bounds enforced before any account is looked up.
+    AuthenticationForm sets the username's max_length after the field is made, so it never
+    gets a MaxLengthValidator: a 10,000-character name reached authenticate(), and
+    django-axes' record of the failure (username varchar(255)) broke with a 500 on
+    PostgreSQL."""
+
+    def __init__(self, request=None, *args, **kwargs):
+        super().__init__(request, *args, **kwargs)
+        username = self.fields["username"]
+        username.validators += [MaxLengthValidator(username.max_length), validate_printable]
+        self.fields["password"].validators.append(MaxLengthValidator(MAX_PASSWORD_LENGTH))
 
 
 class InviteForm(forms.Form):

@@ -198,3 +198,17 @@ def test_a_lockout_says_the_same_for_an_account_that_does_not_exist(client, cast
     assert _without_csrf_token(known.content.decode()) == _without_csrf_token(
         unknown.content.decode()
     )
+
+
+@pytest.mark.parametrize(
+    "username, password",
+    [("u" * 10_000, "wrong"), ("alice\x1b[2J", "wrong"), ("alice", "p" * 100_000)],
+)
+def test_an_impossible_login_is_a_form_error_not_counted(client, username, password):
+    UserFactory(username="alice")
+    response = client.post(reverse("login"), {"username": username, "password": password})
+    assert response.status_code == 200
+    assert "Ensure this value has at most" in response.content.decode() or (
+        "printable" in response.content.decode()
+    )
+    assert not AccessAttempt.objects.exists()  # no name that could be an account is stored

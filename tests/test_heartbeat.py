@@ -242,3 +242,17 @@ def test_out_of_range_input_is_a_400_not_a_500(client, cast, body, message):
     assert answer.status_code == 400
     assert message in answer.json()["error"]
     assert not TelemetrySample.objects.exists()
+
+
+def test_a_day_of_backlog_is_taken_and_older_samples_are_dropped(client, cast):
+    ws, token = _running(cast)
+    now = timezone.now()
+    answer = post(
+        client,
+        ws,
+        token,
+        {"samples": [sample(now - timedelta(days=2)), sample(now - timedelta(hours=23))]},
+    )
+    assert answer.status_code == 202 and answer.json()["accepted"] == 1
+    stored = TelemetrySample.objects.get(workspace=ws)
+    assert abs(stored.at - (now - timedelta(hours=23))) < timedelta(seconds=1)

@@ -87,6 +87,7 @@ _FORGET = {
     "warned_stop_at": None,
     "silent_told_since": None,
     "kept_until": None,
+    "store_failed_at": None,
 }
 
 

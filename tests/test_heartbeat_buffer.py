@@ -19,9 +19,11 @@ from workspaces import heartbeats, services, telemetry
 from workspaces.models import TelemetrySample, WorkspaceAgent
 
 
-def wsgi_post(ws_id, token, body, *, host="127.0.0.1", method="POST", client="127.0.0.1"):
+def wsgi_post(
+    ws_id, token, body, *, host="127.0.0.1", method="POST", client="127.0.0.1", forwarded=""
+):
     """(status line, headers, JSON) from the portal's WSGI application, as gunicorn calls it
-    for a request from address ``client``."""
+    for a request from address ``client`` (with X-Forwarded-For ``forwarded``, if any)."""
     raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     environ = {
         "REQUEST_METHOD": method,
@@ -37,6 +39,8 @@ def wsgi_post(ws_id, token, body, *, host="127.0.0.1", method="POST", client="12
         "wsgi.url_scheme": "http",
         "wsgi.errors": io.StringIO(),
     }
+    if forwarded:
+        environ["HTTP_X_FORWARDED_FOR"] = forwarded
     answer = {}
 
     def start_response(status, headers, exc_info=None):
@@ -91,12 +95,12 @@ def test_one_flush_stores_many_heartbeats_with_the_same_queries(
         buffered.flush()
     for step in range(1, 4):  # three heartbeats each, one flush: in arrival order
         for ws, token in fleet:
-            wsgi_post(ws.pk, token, {"samples": [sample(now + timedelta(seconds=step))]})
+            wsgi_post(ws.pk, token, {"samples": [sample(now + timedelta(seconds=30 * step))]})
     with django_assert_num_queries(3 + 2):
         assert buffered.flush() == 36
     assert TelemetrySample.objects.count() == 1 + 36
     last = {a.last_at for a in WorkspaceAgent.objects.filter(pk__in=[ws.pk for ws, _ in fleet])}
-    assert last == {now + timedelta(seconds=3)}
+    assert last == {now + timedelta(seconds=90)}
 
 
 @pytest.mark.django_db

@@ -14,6 +14,12 @@ agents keep their own buffer instead; one agent holds at most its share of the b
 token revoked in another process is refused within HEARTBEAT_AUTH_CACHE_SECONDS; samples
 that arrive meanwhile are dropped when stored.
 
+Limits (docs/agent-protocol.md): a token gets 429 with Retry-After beyond HEARTBEAT_BURST
+heartbeats at once, then two per AGENT_INTERVAL_SECONDS (workspaces.ratelimit, per process);
+samples closer than half an interval to the one before are folded away, here and in the
+database; an address that sent HEARTBEAT_BAD_TOKENS_PER_MINUTE wrong tokens gets 429 before
+any database lookup, but never for a token this process has accepted.
+
 Poison: a batch the database refuses is split in halves, each stored in its own transaction,
 down to the one heartbeat that fails; that one is dropped and logged, so it never holds back
 other workspaces' heartbeats. Only a failure of the database itself (OperationalError,
@@ -30,6 +36,7 @@ from __future__ import annotations
 import atexit
 import hmac
 import logging
+import math
 import os
 import threading
 import time
@@ -47,7 +54,7 @@ from django.db import (
 )
 from django.utils import timezone
 
-from workspaces import idle
+from workspaces import idle, ratelimit
 from workspaces.models import TelemetrySample, WorkspaceAgent
 from workspaces.telemetry import (
     GONE,
@@ -73,13 +80,17 @@ _DATABASE_DOWN = (OperationalError, InterfaceError)
 BUSY = "The portal is behind on storing telemetry; retry later."
 
 
-def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) -> int:
-    """Take one heartbeat; returns how many samples were taken: those stored as new when
-    storing in the request, all of the heartbeat's in its time window when queued (duplicates
-    are dropped when stored). Raises HeartbeatRefused: 401 wrong token, 410 revoked or
-    deleted, 400 bad payload, 503 buffer full or the database failing."""
-    heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now)
-    samples = _in_window(heartbeat_parse(body), now)
+def heartbeat_ingest(
+    *, workspace_id, token: str, body: bytes, now: datetime, client: str = ""
+) -> int:
+    """Take one heartbeat from address ``client``; returns how many samples were taken:
+    those stored as new when storing in the request, else all of the heartbeat's in its time
+    window and interval (duplicates are dropped when stored). Raises HeartbeatRefused: 401
+    wrong token, 410 revoked or deleted, 400 bad payload, 429 too many requests (with
+    retry_after, seconds), 503 buffer full or the database failing."""
+    heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now, client=client)
+    _throttle(workspace_id, now)
+    samples = _spaced(_in_window(heartbeat_parse(body), now), last=None)
     if not samples:
         return 0
     if settings.HEARTBEAT_FLUSH_SECONDS <= 0:
@@ -95,6 +106,38 @@ def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) ->
     return len(samples)
 
 
+_requests = ratelimit.TokenBuckets()  # workspace id -> its agent's heartbeats
+_bad_tokens = ratelimit.TokenBuckets()  # client address -> wrong tokens it sent
+
+
+def _throttle(workspace_id, now: datetime) -> None:
+    """429 when this workspace's agent sent more heartbeats than one does: HEARTBEAT_BURST
+    at once (its backlog after an outage), then two per AGENT_INTERVAL_SECONDS."""
+    wait = _requests.take(
+        workspace_id,
+        now=now.timestamp(),
+        capacity=settings.HEARTBEAT_BURST,
+        rate=2 / settings.AGENT_INTERVAL_SECONDS,
+    )
+    if wait:
+        raise HeartbeatRefused(429, TOO_MANY, retry_after=math.ceil(wait))
+
+
+TOO_MANY = "More heartbeats than the agent's interval allows; retry after Retry-After seconds."
+
+
+def _spaced(samples: list[ParsedSample], last: datetime | None) -> list[ParsedSample]:
+    """The samples (oldest first) at least half an agent interval after the one kept before
+    (and after ``last``): an agent samples once per interval, so the rest are folded away."""
+    gap = timedelta(seconds=settings.AGENT_INTERVAL_SECONDS / 2)
+    kept = []
+    for sample in samples:
+        if last is None or (sample.at > last and sample.at - last >= gap):
+            kept.append(sample)
+            last = sample.at
+    return kept
+
+
 def _in_window(samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
     """The samples neither older than MAX_SAMPLE_AGE nor CLOCK_SKEW_SECONDS ahead of ``now``."""
     oldest, latest = now - MAX_SAMPLE_AGE, now + timedelta(seconds=CLOCK_SKEW_SECONDS)
@@ -105,19 +148,25 @@ def _in_window(samples: list[ParsedSample], now: datetime) -> list[ParsedSample]
 _accepted_tokens: dict = {}
 
 
-def heartbeat_authenticate(*, workspace_id, token: str, now: datetime) -> None:
+def heartbeat_authenticate(*, workspace_id, token: str, now: datetime, client: str = "") -> None:
     """Check the Bearer token of a workspace's agent; raises HeartbeatRefused 401 (unknown
-    workspace or wrong token) or 410 (revoked or deleted). One query, none while cached."""
+    workspace or wrong token), 410 (revoked or deleted) or 429 (``client``, an address, sent
+    over HEARTBEAT_BAD_TOKENS_PER_MINUTE wrong tokens; the database is not asked). One
+    query, none while cached; a token this process accepted before is never throttled."""
     digest = _sha256(token)
     cached = _accepted_tokens.get(workspace_id)
-    if cached and cached[1] > now and hmac.compare_digest(cached[0], digest):
+    known = cached is not None and hmac.compare_digest(cached[0], digest)
+    if known and cached[1] > now:
         return
+    if not known:
+        _bad_token_wait(client, now)
     row = (
         WorkspaceAgent.objects.filter(pk=workspace_id)
         .values_list("token_sha256", "revoked_at", "workspace__status")
         .first()
     )
     if row is None or not hmac.compare_digest(digest, row[0]):
+        _bad_tokens.take(client, now=now.timestamp(), **_bad_token_bucket())
         raise HeartbeatRefused(401, "Unknown workspace or wrong token.")
     if row[1] is not None or row[2] in GONE:
         _accepted_tokens.pop(workspace_id, None)
@@ -126,6 +175,19 @@ def heartbeat_authenticate(*, workspace_id, token: str, now: datetime) -> None:
         _accepted_tokens.clear()
     ttl = timedelta(seconds=settings.HEARTBEAT_AUTH_CACHE_SECONDS)
     _accepted_tokens[workspace_id] = (digest, now + ttl)
+
+
+def _bad_token_bucket() -> dict:
+    per_minute = settings.HEARTBEAT_BAD_TOKENS_PER_MINUTE
+    return {"capacity": per_minute, "rate": per_minute / 60}
+
+
+def _bad_token_wait(client: str, now: datetime) -> None:
+    wait = _bad_tokens.wait(client, now=now.timestamp(), **_bad_token_bucket())
+    if wait:
+        raise HeartbeatRefused(
+            429, "Too many wrong tokens from this address.", retry_after=math.ceil(wait)
+        )
 
 
 def heartbeat_forget_token(*, workspace_id) -> None:
@@ -227,6 +289,8 @@ def telemetry_outage_last(*, now: datetime) -> datetime | None:
 def heartbeat_limits_reset() -> None:
     """Forget what this process remembers of past heartbeats' limits and failures."""
     _outage_noted[0] = None
+    _requests.clear()
+    _bad_tokens.clear()
 
 
 def _update_agents(changed: dict) -> None:
@@ -258,13 +322,11 @@ def _locked_agents(workspace_ids) -> dict:
 
 
 def _fresh(agent: dict, samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
-    last_at = agent["last_at"]
-    return [
-        s
-        for s in samples
-        if (last_at is None or s.at > last_at)
-        and (s.at - now).total_seconds() <= CLOCK_SKEW_SECONDS
-    ]
+    """The samples newer than the agent's last by half an interval at least (_spaced), and
+    not over CLOCK_SKEW_SECONDS ahead of ``now``: however many heartbeats one token sends,
+    a workspace gets at most one sample row per half interval of time."""
+    latest = now + timedelta(seconds=CLOCK_SKEW_SECONDS)
+    return _spaced([s for s in samples if s.at <= latest], last=agent["last_at"])
 
 
 def _fold(agent: dict, fresh: list[ParsedSample]) -> None:

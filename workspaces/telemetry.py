@@ -37,8 +37,8 @@ GONE = frozenset({Status.DELETING, Status.DELETED})
 
 class HeartbeatRefused(Exception):
     """A heartbeat the portal does not take: ``status`` 400 (bad payload), 401 (bad token),
-    410 (workspace deleted, token revoked) or 503 (busy: retry after ``retry_after`` seconds);
-    the message says why, in words."""
+    410 (workspace deleted, token revoked), 429 (too many: retry after ``retry_after``
+    seconds) or 503 (busy: retry after ``retry_after`` seconds); the message says why."""
 
     def __init__(self, status: int, message: str, retry_after: int | None = None):
         super().__init__(message)

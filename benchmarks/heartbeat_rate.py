@@ -6,7 +6,14 @@ tokens, then posts one-sample heartbeats from several client processes over keep
 connections for a fixed time, and prints accepted heartbeats per second. Target: >= 2,000/s.
 After a graceful shutdown it counts the samples stored: every accepted one must be there.
 
+Each workspace's client behaves as its agent does: one heartbeat per agent interval, each
+sample one interval after the last, so the portal's per-token limits (HEARTBEAT_BURST, then
+two heartbeats per interval; samples closer than half an interval folded) take them all.
+The portal runs with AGENT_INTERVAL_SECONDS = --interval (0.05 s): 200 agents every 50 ms
+send what 120,000 agents send every 30 s. Refused answers (429, 503) are counted and printed.
+
     python benchmarks/heartbeat_rate.py [--seconds 10] [--clients 4] [--workers 2] [--sqlite]
+        [--interval 0.05]
 """
 
 import argparse
@@ -18,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -80,29 +88,36 @@ def _body(at: datetime) -> bytes:
     return json.dumps({"agent_version": "1.0", "samples": [sample]}).encode()
 
 
-def _client(pairs, seconds, counts, index) -> None:
+def _client(pairs, seconds, interval, counts, index) -> None:
     # Bodies are built before the clock starts: the load generator shares the CPUs with the
-    # server, and its JSON encoding is not the portal's cost.
+    # server, and its JSON encoding is not the portal's cost. Request i is workspace
+    # i % len(pairs)'s heartbeat number i // len(pairs), taken that many intervals after start.
     start = datetime.now(UTC)
     requests = [
         (
             f"/api/workspaces/{pairs[i % len(pairs)][0]}/heartbeat/",
-            _body(start + timedelta(milliseconds=i)),  # each sample newer than the last
+            _body(start + timedelta(seconds=interval * (i // len(pairs)))),
             {"Authorization": f"Bearer {pairs[i % len(pairs)][1]}"},
         )
         for i in range(PREBUILT)
     ]
     conn = http.client.HTTPConnection("127.0.0.1", PORT)
-    ok = sent = 0
-    deadline = time.monotonic() + seconds
+    statuses = Counter()
+    sent = 0
+    began = time.monotonic()
+    deadline = began + seconds
     while time.monotonic() < deadline and sent < PREBUILT:
+        # An agent posts once per interval: wait for this workspace's next turn if early.
+        early = began + interval * (sent // len(pairs)) - time.monotonic()
+        if early > 0:
+            time.sleep(early)
         path, body, headers = requests[sent]
         conn.request("POST", path, body, {**headers, "Content-Type": "application/json"})
         response = conn.getresponse()
         response.read()
-        ok += response.status == 202
+        statuses[response.status] += 1
         sent += 1
-    counts[index] = (ok, sent)
+    counts[index] = (statuses[202], sent, dict(statuses))
 
 
 def main(args) -> None:
@@ -120,6 +135,7 @@ def main(args) -> None:
             "DATABASE_URL": url,
             "LOG_LEVEL": "WARNING",
             "DATABASE_CONN_MAX_AGE": "600",
+            "AGENT_INTERVAL_SECONDS": str(args.interval),
         }
         pairs = multiprocessing.get_context("spawn").Pool(1).apply(_prepare, (env,))
         server = subprocess.Popen(
@@ -179,7 +195,9 @@ def _run_clients(pairs, args) -> int:
     counts = multiprocessing.Manager().dict()
     share = [pairs[i :: args.clients] for i in range(args.clients)]
     procs = [
-        multiprocessing.Process(target=_client, args=(share[i], args.seconds, counts, i))
+        multiprocessing.Process(
+            target=_client, args=(share[i], args.seconds, args.interval, counts, i)
+        )
         for i in range(args.clients)
     ]
     for p in procs:
@@ -188,11 +206,13 @@ def _run_clients(pairs, args) -> int:
         p.join()
     ok = sum(c[0] for c in counts.values())
     sent = sum(c[1] for c in counts.values())
+    statuses = sum((Counter(c[2]) for c in counts.values()), Counter())
     kind = "SQLite" if args.sqlite else "PostgreSQL"
     print(
         f"heartbeats through gunicorn ({args.workers} gthread workers x {args.threads} threads, "
-        f"{kind}, {args.clients} keep-alive clients, {os.cpu_count()} CPUs): "
-        f"{ok / args.seconds:.0f}/s accepted ({ok} of {sent} in {args.seconds} s)"
+        f"{kind}, {args.clients} keep-alive clients, {os.cpu_count()} CPUs, agents every "
+        f"{args.interval:g} s): {ok / args.seconds:.0f}/s accepted ({ok} of {sent} in "
+        f"{args.seconds} s; answers {dict(sorted(statuses.items()))})"
     )
     return ok
 
@@ -204,4 +224,5 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--sqlite", action="store_true")
+    parser.add_argument("--interval", type=float, default=0.05, help="agent interval, seconds")
     main(parser.parse_args())

@@ -68,11 +68,12 @@ def heartbeat_client(environ) -> str:
     forwarded = environ.get("HTTP_X_FORWARDED_FOR", "")
     if forwarded and address in settings.TRUSTED_PROXIES:
         address = forwarded.rsplit(",", 1)[-1].strip()
+    if ":" not in address:  # IPv4 (or no address): taken as it is, without parsing
+        return address[:64]
     try:
-        ip = ipaddress.ip_address(address)
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
     except ValueError:
         return address[:64]
-    return str(ipaddress.ip_network(f"{ip}/64", strict=False)) if ip.version == 6 else str(ip)
 
 
 _HEARTBEAT_PATH = re.compile(r"/api/workspaces/([0-9a-fA-F-]{36})/heartbeat/")

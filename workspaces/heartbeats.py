@@ -89,8 +89,9 @@ def heartbeat_ingest(
     wrong token, 410 revoked or deleted, 400 bad payload, 429 too many requests (with
     retry_after, seconds), 503 buffer full or the database failing."""
     heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now, client=client)
-    _throttle(workspace_id, now)
-    samples = _spaced(_in_window(heartbeat_parse(body), now), last=None)
+    interval = settings.AGENT_INTERVAL_SECONDS
+    _throttle(workspace_id, now, interval)
+    samples = _spaced(_in_window(heartbeat_parse(body), now), last=None, interval=interval)
     if not samples:
         return 0
     if settings.HEARTBEAT_FLUSH_SECONDS <= 0:
@@ -110,14 +111,11 @@ _requests = ratelimit.TokenBuckets()  # workspace id -> its agent's heartbeats
 _bad_tokens = ratelimit.TokenBuckets()  # client address -> wrong tokens it sent
 
 
-def _throttle(workspace_id, now: datetime) -> None:
+def _throttle(workspace_id, now: datetime, interval: float) -> None:
     """429 when this workspace's agent sent more heartbeats than one does: HEARTBEAT_BURST
-    at once (its backlog after an outage), then two per AGENT_INTERVAL_SECONDS."""
+    at once (its backlog after an outage), then two per ``interval`` (seconds)."""
     wait = _requests.take(
-        workspace_id,
-        now=now.timestamp(),
-        capacity=settings.HEARTBEAT_BURST,
-        rate=2 / settings.AGENT_INTERVAL_SECONDS,
+        workspace_id, now=now.timestamp(), capacity=settings.HEARTBEAT_BURST, rate=2 / interval
     )
     if wait:
         raise HeartbeatRefused(429, TOO_MANY, retry_after=math.ceil(wait))
@@ -126,10 +124,13 @@ def _throttle(workspace_id, now: datetime) -> None:
 TOO_MANY = "More heartbeats than the agent's interval allows; retry after Retry-After seconds."
 
 
-def _spaced(samples: list[ParsedSample], last: datetime | None) -> list[ParsedSample]:
-    """The samples (oldest first) at least half an agent interval after the one kept before
-    (and after ``last``): an agent samples once per interval, so the rest are folded away."""
-    gap = timedelta(seconds=settings.AGENT_INTERVAL_SECONDS / 2)
+def _spaced(
+    samples: list[ParsedSample], last: datetime | None, interval: float
+) -> list[ParsedSample]:
+    """The samples (oldest first) at least half an agent ``interval`` (seconds) after the
+    one kept before (and after ``last``): an agent samples once per interval, so the rest
+    are folded away."""
+    gap = timedelta(seconds=interval / 2)
     kept = []
     for sample in samples:
         if last is None or (sample.at > last and sample.at - last >= gap):
@@ -326,7 +327,8 @@ def _fresh(agent: dict, samples: list[ParsedSample], now: datetime) -> list[Pars
     not over CLOCK_SKEW_SECONDS ahead of ``now``: however many heartbeats one token sends,
     a workspace gets at most one sample row per half interval of time."""
     latest = now + timedelta(seconds=CLOCK_SKEW_SECONDS)
-    return _spaced([s for s in samples if s.at <= latest], last=agent["last_at"])
+    fresh = [s for s in samples if s.at <= latest]
+    return _spaced(fresh, last=agent["last_at"], interval=settings.AGENT_INTERVAL_SECONDS)
 
 
 def _fold(agent: dict, fresh: list[ParsedSample]) -> None:
@@ -386,10 +388,11 @@ class HeartbeatBuffer:
     def add(self, workspace_id, samples) -> str:
         """Queue a heartbeat; QUEUED (empty), FULL when HEARTBEAT_BUFFER_MAX heartbeats wait,
         or SHARE_FULL when this workspace's agent already has its share waiting."""
+        most, share = settings.HEARTBEAT_BUFFER_MAX, _share()
         with self._lock:
-            if len(self._items) >= settings.HEARTBEAT_BUFFER_MAX:
+            if len(self._items) >= most:
                 return FULL
-            if self._pending[workspace_id] >= _share():
+            if self._pending[workspace_id] >= share:
                 return SHARE_FULL
             self._items.append((workspace_id, samples))
             self._pending[workspace_id] += 1

@@ -139,9 +139,12 @@ def heartbeat_parse(body: bytes) -> list[ParsedSample]:
     return sorted(parsed, key=lambda s: s.at)
 
 
-def _json(body: bytes):
+def _json(body: bytes | str):
     try:
-        return json.loads(body, parse_constant=_no_constant)
+        # As json.loads(body) decodes, with a decoder made once: one per call costs 5 µs.
+        if isinstance(body, bytes | bytearray):
+            body = body.decode(json.detect_encoding(body), "surrogatepass")
+        return _DECODER.decode(body)
     except _NotFinite:
         raise HeartbeatRefused(400, "NaN and Infinity are not JSON numbers.") from None
     # RecursionError: thousands of nested brackets; the C parser gives up before the stack does.
@@ -157,6 +160,9 @@ def _no_constant(name: str):
     # json.loads takes NaN, Infinity and -Infinity, which are not JSON and compare false
     # with every bound.
     raise _NotFinite(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _sample(index: int, raw) -> ParsedSample:

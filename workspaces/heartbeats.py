@@ -101,13 +101,14 @@ def heartbeat_ingest(
         return stored[workspace_id]
     refused = BUFFER.add(workspace_id, samples)
     if refused == FULL:
-        telemetry_outage_record(now=now)  # the agents' samples wait on them, not here
+        telemetry_outage_record(now=now)  # the portal falls behind: no agent's silence
     if refused:
         raise HeartbeatRefused(503, BUSY, retry_after=5)
     return len(samples)
 
 
 _requests = ratelimit.TokenBuckets()  # workspace id -> its agent's heartbeats
+TOO_MANY = "More heartbeats than the agent's interval allows; retry after Retry-After seconds."
 _bad_tokens = ratelimit.TokenBuckets()  # client address -> wrong tokens it sent
 
 
@@ -119,9 +120,6 @@ def _throttle(workspace_id, now: datetime, interval: float) -> None:
     )
     if wait:
         raise HeartbeatRefused(429, TOO_MANY, retry_after=math.ceil(wait))
-
-
-TOO_MANY = "More heartbeats than the agent's interval allows; retry after Retry-After seconds."
 
 
 def _spaced(

@@ -40,6 +40,7 @@ PROC_STAT_PATH = "/proc/stat"
 JUPYTER_URL = "http://127.0.0.1:8888/api/kernels"
 
 MAX_GPUS = 64  # per sample, as the protocol allows
+MAX_NAME = 64  # characters of a GPU's name, as the protocol allows
 MAX_BATCH = 120  # samples per request
 MAX_BODY_BYTES = 256 * 1024
 MAX_BUFFER = 2880  # 24 h of samples at 30 s
@@ -133,7 +134,15 @@ def _forget(nvml) -> None:
 
 def _reason(exc: BaseException) -> str:
     # The portal takes an nvml status of at most 200 characters; keep well inside it.
-    return (str(exc) or type(exc).__name__)[:160]
+    return printable(str(exc) or type(exc).__name__, 160)
+
+
+def printable(text: str, limit: int) -> str:
+    """``text`` as the portal takes it: every character that is not printable (NUL, newlines,
+    escape sequences' ESC) becomes a space, runs of spaces one, at most ``limit`` characters.
+    The portal refuses a sample with anything else (400), and the agent would drop it."""
+    cleaned = "".join(c if c.isprintable() else " " for c in text)
+    return " ".join(cleaned.split())[:limit]
 
 
 def _gpu_entries(nvml, index: int) -> list[dict]:
@@ -165,7 +174,7 @@ def _mig_handles(nvml, handle) -> list:
 
 
 def _entry(nvml, index: int, handle, *, is_mig: bool) -> dict:
-    name = _text(nvml.nvmlDeviceGetName(handle))
+    name = printable(_text(nvml.nvmlDeviceGetName(handle)), MAX_NAME)
     memory = nvml.nvmlDeviceGetMemoryInfo(handle)
     return {
         "index": index,

@@ -6,7 +6,17 @@ tokens, then posts one-sample heartbeats from several client processes over keep
 connections for a fixed time, and prints accepted heartbeats per second. Target: >= 2,000/s.
 After a graceful shutdown it counts the samples stored: every accepted one must be there.
 
+Each workspace's client behaves as its agent does: one heartbeat per agent interval, each
+sample one interval after the last, so the portal's per-token limits (HEARTBEAT_BURST, then
+two heartbeats per interval; samples closer than half an interval folded) take them all.
+The portal runs with AGENT_INTERVAL_SECONDS = --interval (0.5 s): 2,000 agents every 0.5 s
+send what 120,000 agents send every 30 s. Fewer agents at a shorter interval would each pile
+more heartbeats into a process's buffer while a flush runs (20 in a one-second flush at
+0.05 s) and meet the per-agent share of HEARTBEAT_BURST (30), which at 30 s an agent meets
+only when flushes stall for 15 minutes. Refused answers (429, 503) are counted and printed.
+
     python benchmarks/heartbeat_rate.py [--seconds 10] [--clients 4] [--workers 2] [--sqlite]
+        [--interval 0.5] [--workspaces 2000]
 """
 
 import argparse
@@ -19,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -29,12 +40,12 @@ os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 ROOT = Path(__file__).resolve().parent.parent
 PG = "postgres://postgres@127.0.0.1:5432/portal_bench_heartbeat"
 PORT = 8199
-WORKSPACES = 200
 PREBUILT = 40_000  # per client: more than one client sends in the timed window
+SETTLE_SECONDS = 3  # after the first worker answers, for the others to boot
 
 
-def _prepare(env) -> list[tuple[str, str]]:
-    """Migrate, seed, and make WORKSPACES running workspaces; returns (id, token) pairs."""
+def _prepare(env, count: int) -> list[tuple[str, str]]:
+    """Migrate, seed, and make ``count`` running workspaces; returns (id, token) pairs."""
     os.environ.update(env)
     sys.path.insert(0, str(ROOT))
     import django
@@ -55,10 +66,7 @@ def _prepare(env) -> list[tuple[str, str]]:
     now = timezone.now()
     owner = team.memberships.first().user
     fleet = Workspace.objects.bulk_create(
-        [
-            running_workspace(team=team, owner=owner, name=f"hb-{i}", since=now)
-            for i in range(WORKSPACES)
-        ]
+        [running_workspace(team=team, owner=owner, name=f"hb-{i}", since=now) for i in range(count)]
     )
     return [(str(ws.pk), telemetry.agent_token_issue(workspace_id=ws.pk, now=now)) for ws in fleet]
 
@@ -85,29 +93,36 @@ def _body(at: datetime) -> bytes:
     return json.dumps({"agent_version": "1.0", "samples": [sample]}).encode()
 
 
-def _client(pairs, seconds, counts, index) -> None:
+def _client(pairs, seconds, interval, counts, index) -> None:
     # Bodies are built before the clock starts: the load generator shares the CPUs with the
-    # server, and its JSON encoding is not the portal's cost.
+    # server, and its JSON encoding is not the portal's cost. Request i is workspace
+    # i % len(pairs)'s heartbeat number i // len(pairs), taken that many intervals after start.
     start = datetime.now(UTC)
     requests = [
         (
             f"/api/workspaces/{pairs[i % len(pairs)][0]}/heartbeat/",
-            _body(start + timedelta(milliseconds=i)),  # each sample newer than the last
+            _body(start + timedelta(seconds=interval * (i // len(pairs)))),
             {"Authorization": f"Bearer {pairs[i % len(pairs)][1]}"},
         )
         for i in range(PREBUILT)
     ]
     conn = http.client.HTTPConnection("127.0.0.1", PORT)
-    ok = sent = 0
-    deadline = time.monotonic() + seconds
+    statuses = Counter()
+    sent = 0
+    began = time.monotonic()
+    deadline = began + seconds
     while time.monotonic() < deadline and sent < PREBUILT:
+        # An agent posts once per interval: wait for this workspace's next turn if early.
+        early = began + interval * (sent // len(pairs)) - time.monotonic()
+        if early > 0:
+            time.sleep(early)
         path, body, headers = requests[sent]
         conn.request("POST", path, body, {**headers, "Content-Type": "application/json"})
         response = conn.getresponse()
         response.read()
-        ok += response.status == 202
+        statuses[response.status] += 1
         sent += 1
-    counts[index] = (ok, sent)
+    counts[index] = (statuses[202], sent, dict(statuses))
 
 
 def main(args) -> None:
@@ -125,8 +140,9 @@ def main(args) -> None:
             "DATABASE_URL": url,
             "LOG_LEVEL": "WARNING",
             "DATABASE_CONN_MAX_AGE": "600",
+            "AGENT_INTERVAL_SECONDS": str(args.interval),
         }
-        pairs = multiprocessing.get_context("spawn").Pool(1).apply(_prepare, (env,))
+        pairs = multiprocessing.get_context("spawn").Pool(1).apply(_prepare, (env, args.workspaces))
         server = subprocess.Popen(
             [
                 sys.executable,
@@ -174,17 +190,23 @@ def _wait_up() -> None:
     for _ in range(100):
         try:
             http.client.HTTPConnection("127.0.0.1", PORT, timeout=1).request("GET", "/healthz")
-            return
+            break
         except OSError:
             time.sleep(0.1)
-    raise SystemExit("gunicorn did not start")
+    else:
+        raise SystemExit("gunicorn did not start")
+    # The first worker answers while the others still load Django; clients connecting now
+    # would all keep-alive on that one, measuring one CPU (about half the rate).
+    time.sleep(SETTLE_SECONDS)
 
 
 def _run_clients(pairs, args) -> int:
     counts = multiprocessing.Manager().dict()
     share = [pairs[i :: args.clients] for i in range(args.clients)]
     procs = [
-        multiprocessing.Process(target=_client, args=(share[i], args.seconds, counts, i))
+        multiprocessing.Process(
+            target=_client, args=(share[i], args.seconds, args.interval, counts, i)
+        )
         for i in range(args.clients)
     ]
     for p in procs:
@@ -193,11 +215,13 @@ def _run_clients(pairs, args) -> int:
         p.join()
     ok = sum(c[0] for c in counts.values())
     sent = sum(c[1] for c in counts.values())
+    statuses = sum((Counter(c[2]) for c in counts.values()), Counter())
     kind = "SQLite" if args.sqlite else "PostgreSQL"
     print(
         f"heartbeats through gunicorn ({args.workers} gthread workers x {args.threads} threads, "
-        f"{kind}, {args.clients} keep-alive clients, {os.cpu_count()} CPUs): "
-        f"{ok / args.seconds:.0f}/s accepted ({ok} of {sent} in {args.seconds} s)"
+        f"{kind}, {args.clients} keep-alive clients, {os.cpu_count()} CPUs, {len(pairs)} agents "
+        f"every {args.interval:g} s): {ok / args.seconds:.0f}/s accepted ({ok} of {sent} in "
+        f"{args.seconds} s; answers {dict(sorted(statuses.items()))})"
     )
     return ok
 
@@ -209,4 +233,6 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--sqlite", action="store_true")
+    parser.add_argument("--interval", type=float, default=0.5, help="agent interval, seconds")
+    parser.add_argument("--workspaces", type=int, default=2000)
     main(parser.parse_args())

@@ -85,6 +85,11 @@ TEMPLATES = [
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),
 }
+
+# Shared by every web and worker process: the idle sweep (a worker) reads there when a web
+# process last failed to store telemetry. Files under var/ for the embedded stack, all on one
+# host; production: redis://…, e.g. the broker's Redis with another database number.
+CACHES = {"default": env.cache("CACHE_URL", default=f"filecache://{VAR_DIR / 'cache'}")}
 DATABASES["default"].setdefault("TEST", {})
 # Seconds a connection is reused: a worker's task then skips the connect (tens of ms on a server).
 DATABASES["default"]["CONN_MAX_AGE"] = env.int("DATABASE_CONN_MAX_AGE", default=60)
@@ -253,6 +258,17 @@ IDLE_TIME_SCALE = env.float("IDLE_TIME_SCALE", default=1.0)
 # request); at most HEARTBEAT_BUFFER_MAX wait, then agents get 503 and keep their own buffer.
 HEARTBEAT_FLUSH_SECONDS = env.float("HEARTBEAT_FLUSH_SECONDS", default=0.25)
 HEARTBEAT_BUFFER_MAX = env.int("HEARTBEAT_BUFFER_MAX", default=20_000)
+# Heartbeats one agent token may send at once (its backlog after an outage: a day of samples
+# is 24 heartbeats of 120), refilled at two per AGENT_INTERVAL_SECONDS, per web process;
+# beyond it, 429 with Retry-After. Also the most heartbeats one agent may have waiting in a
+# process's buffer (never over a tenth of HEARTBEAT_BUFFER_MAX; beyond it, 503).
+HEARTBEAT_BURST = env.int("HEARTBEAT_BURST", default=30)
+# Wrong agent tokens one client address may send per minute (as a burst, too), per web
+# process; beyond it, 429 before the database is asked (a token once accepted still passes).
+HEARTBEAT_BAD_TOKENS_PER_MINUTE = env.int("HEARTBEAT_BAD_TOKENS_PER_MINUTE", default=30)
+# Addresses of the reverse proxies in front of the portal: for a request from one of them, the
+# client is the last address in X-Forwarded-For (the one the proxy added), not the proxy.
+TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 # Seconds a web process trusts an agent token it has checked; a revoked token is refused
 # within this time.
 HEARTBEAT_AUTH_CACHE_SECONDS = env.float("HEARTBEAT_AUTH_CACHE_SECONDS", default=30.0)

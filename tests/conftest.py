@@ -9,6 +9,8 @@ import pytest
 os.environ.setdefault("CELERY_TASK_ALWAYS_EAGER", "1")
 # Threads of the live server and the in-process worker must not keep sessions past a test.
 os.environ.setdefault("DATABASE_CONN_MAX_AGE", "0")
+# Each test process keeps its own cache, emptied by the fixtures that need it.
+os.environ.setdefault("CACHE_URL", "locmemcache://")
 
 from portal.celery import app as celery_app  # noqa: E402
 from teams.models import GpuQuota, Role  # noqa: E402
@@ -88,6 +90,18 @@ def _production_idle_timings(settings):
     # Heartbeats stored in the request, so a test reads them back at once; the buffered
     # path has its own tests (tests/test_heartbeat_buffer.py, test_idle_end_to_end.py).
     settings.HEARTBEAT_FLUSH_SECONDS = 0
+
+
+@pytest.fixture(autouse=True)
+def _heartbeat_limits_forgotten():
+    """What one test's heartbeats left in this process's limits is no other test's."""
+    from django.core.cache import cache
+
+    from workspaces import heartbeats
+
+    heartbeats.heartbeat_limits_reset()
+    cache.delete(heartbeats.OUTAGE_KEY)
+    yield
 
 
 @pytest.fixture(autouse=True)

@@ -180,3 +180,79 @@ def test_old_samples_are_folded_into_hours_and_raw_ones_kept_48_hours(cast):
     hour = ws.telemetryhour_set.get()
     assert (hour.samples, hour.gpu_util_max, hour.gpu_util_avg) == (6, 50, 25)
     assert list(TelemetrySample.objects.values_list("gpu_util", flat=True)) == [99]
+
+
+def _gpu(**over):
+    return {
+        "index": 0,
+        "name": "NVIDIA A100 80GB PCIe",
+        "util_percent": 82,
+        "mem_used_mib": 1,
+        "mem_total_mib": 2,
+        "processes": 1,
+        "mig_profile": None,
+        **over,
+    }
+
+
+@pytest.mark.parametrize(
+    "doc,message",
+    [
+        # What PostgreSQL refuses to store: NUL in text, \u0000 in jsonb, lone surrogates.
+        ({"samples": [sample(nvml="550\u0000")]}, "samples[0].nvml must be printable text"),
+        ({"samples": [sample(gpus=[_gpu(name="A100\u0000")])]}, "gpus[0].name must be printable"),
+        ({"samples": [sample(gpus=[_gpu(name="\ud800")])]}, "gpus[0].name must be printable"),
+        ({"samples": [sample(nvml="ok\x1b[31m")]}, "samples[0].nvml must be printable text"),
+        ({"samples": [sample(nvml="error: a\nb")]}, "samples[0].nvml must be printable text"),
+        ({"samples": [sample(gpus=[_gpu(mig_profile="1g.10gb\t")])]}, "mig_profile must be"),
+        ({"samples": [sample(gpus=[_gpu(name=7)])]}, "gpus[0].name must be printable text"),
+        ({"samples": [sample(gpus=[_gpu(name=["A100"])])]}, "gpus[0].name must be printable"),
+        ({"samples": [sample(gpus=[_gpu(name="x" * 65)])]}, "at most 64 characters"),
+        ({"agent_version": "1.0\u0000", "samples": [sample()]}, "agent_version must be"),
+    ],
+)
+def test_text_must_be_printable_and_bounded_or_it_is_a_400(client, cast, doc, message):
+    ws, token = _running(cast)
+    answer = post(client, ws, token, doc)
+    assert answer.status_code == 400
+    assert message in answer.json()["error"]
+    assert not TelemetrySample.objects.exists()
+    assert WorkspaceAgent.objects.get(pk=ws.pk).nvml == ""
+
+
+NAN_IN_AN_IGNORED_FIELD = json.dumps({"samples": [sample()]}).replace(
+    '"processes": 2', '"processes": NaN'
+)
+
+
+@pytest.mark.parametrize(
+    "body,message",
+    [
+        ({"samples": [sample(at="0001-01-01T00:00:00+05:00")]}, "samples[0].at must lie between"),
+        ({"samples": [sample(at="9999-12-31T23:59:59-05:00")]}, "samples[0].at must lie between"),
+        ({"samples": [sample(at="1970-01-01T00:00:00Z")]}, "samples[0].at must lie between"),
+        (b"[" * 100_000, "The body is not JSON"),
+        (NAN_IN_AN_IGNORED_FIELD.encode(), "NaN and Infinity are not JSON"),
+        (b'{"samples": [], "x": Infinity}', "NaN and Infinity are not JSON"),
+    ],
+)
+def test_out_of_range_input_is_a_400_not_a_500(client, cast, body, message):
+    ws, token = _running(cast)
+    answer = post(client, ws, token, body)
+    assert answer.status_code == 400
+    assert message in answer.json()["error"]
+    assert not TelemetrySample.objects.exists()
+
+
+def test_a_day_of_backlog_is_taken_and_older_samples_are_dropped(client, cast):
+    ws, token = _running(cast)
+    now = timezone.now()
+    answer = post(
+        client,
+        ws,
+        token,
+        {"samples": [sample(now - timedelta(days=2)), sample(now - timedelta(hours=23))]},
+    )
+    assert answer.status_code == 202 and answer.json()["accepted"] == 1
+    stored = TelemetrySample.objects.get(workspace=ws)
+    assert abs(stored.at - (now - timedelta(hours=23))) < timedelta(seconds=1)

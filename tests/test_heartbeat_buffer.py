@@ -1,14 +1,16 @@
 """Heartbeats as production takes them: answered in front of Django's middleware
 (portal.wsgi), queued per process and stored in batches (workspaces.heartbeats)."""
 
+import dataclasses
 import io
 import json
 import threading
+from collections import Counter
 from datetime import timedelta
 
 import pytest
 from django.core import signals
-from django.db import OperationalError, close_old_connections
+from django.db import OperationalError, close_old_connections, connection
 from django.utils import timezone
 
 from portal.wsgi import application
@@ -17,14 +19,18 @@ from workspaces import heartbeats, services, telemetry
 from workspaces.models import TelemetrySample, WorkspaceAgent
 
 
-def wsgi_post(ws_id, token, body, *, host="127.0.0.1", method="POST"):
-    """(status line, headers, JSON) from the portal's WSGI application, as gunicorn calls it."""
-    raw = json.dumps(body).encode()
+def wsgi_post(
+    ws_id, token, body, *, host="127.0.0.1", method="POST", client="127.0.0.1", forwarded=""
+):
+    """(status line, headers, JSON) from the portal's WSGI application, as gunicorn calls it
+    for a request from address ``client`` (with X-Forwarded-For ``forwarded``, if any)."""
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
     environ = {
         "REQUEST_METHOD": method,
         "PATH_INFO": f"/api/workspaces/{ws_id}/heartbeat/",
         "SERVER_NAME": host,
         "SERVER_PORT": "80",
+        "REMOTE_ADDR": client,
         "HTTP_HOST": host,
         "CONTENT_TYPE": "application/json",
         "CONTENT_LENGTH": str(len(raw)),
@@ -33,6 +39,8 @@ def wsgi_post(ws_id, token, body, *, host="127.0.0.1", method="POST"):
         "wsgi.url_scheme": "http",
         "wsgi.errors": io.StringIO(),
     }
+    if forwarded:
+        environ["HTTP_X_FORWARDED_FOR"] = forwarded
     answer = {}
 
     def start_response(status, headers, exc_info=None):
@@ -87,12 +95,12 @@ def test_one_flush_stores_many_heartbeats_with_the_same_queries(
         buffered.flush()
     for step in range(1, 4):  # three heartbeats each, one flush: in arrival order
         for ws, token in fleet:
-            wsgi_post(ws.pk, token, {"samples": [sample(now + timedelta(seconds=step))]})
+            wsgi_post(ws.pk, token, {"samples": [sample(now + timedelta(seconds=30 * step))]})
     with django_assert_num_queries(3 + 2):
         assert buffered.flush() == 36
     assert TelemetrySample.objects.count() == 1 + 36
     last = {a.last_at for a in WorkspaceAgent.objects.filter(pk__in=[ws.pk for ws, _ in fleet])}
-    assert last == {now + timedelta(seconds=3)}
+    assert last == {now + timedelta(seconds=90)}
 
 
 @pytest.mark.django_db
@@ -221,3 +229,66 @@ def test_the_flush_thread_stores_queued_heartbeats_by_itself(cast, settings, mon
             break
         stored.wait(0.05)
     assert stored.is_set()
+
+
+def _parsed(**over):
+    """A sample as the parser hands it on, changed by ``over``: a row that slipped past the
+    validation, so storing it is what fails."""
+    return dataclasses.replace(
+        telemetry.heartbeat_parse(json.dumps({"samples": [sample()]}))[0], **over
+    )
+
+
+@pytest.mark.django_db
+def test_a_heartbeat_the_database_refuses_is_dropped_and_the_others_are_stored(
+    cast, buffered, caplog
+):
+    fleet = [_running(cast) for _ in range(5)]
+    now = timezone.now()
+    poisoned = fleet[2][0]
+    for step in range(3):
+        for ws, token in fleet:
+            at = now + timedelta(seconds=30 * step)
+            assert wsgi_post(ws.pk, token, {"samples": [sample(at)]})[0] == "202 Accepted"
+        if step == 1:
+            # cpu_percent -1 breaks the column's CHECK (>= 0) on PostgreSQL and SQLite alike.
+            at = now + timedelta(seconds=45)
+            buffered.add(poisoned.pk, [_parsed(at=at, cpu_percent=-1)])
+
+    buffered.flush()
+
+    assert buffered.pending() == 0
+    stored = Counter(TelemetrySample.objects.values_list("workspace_id", flat=True))
+    assert stored == {ws.pk: 3 for ws, _ in fleet}
+    assert f"Dropped a heartbeat of workspace {poisoned.pk}" in caplog.text
+    # Nothing is held back for the next flush either.
+    for ws, token in fleet:
+        wsgi_post(ws.pk, token, {"samples": [sample(now + timedelta(seconds=90))]})
+    buffered.flush()
+    assert TelemetrySample.objects.count() == 5 * 4
+
+
+@pytest.mark.django_db
+def test_on_postgresql_a_nul_that_slipped_through_blocks_no_other_workspace(cast, buffered):
+    if connection.vendor != "postgresql":
+        pytest.skip("only PostgreSQL refuses NUL in text and \\u0000 in jsonb")
+    victim, victim_token = _running(cast)
+    in_text, in_jsonb = _running(cast)[0], _running(cast)[0]
+    now = timezone.now()
+    buffered.add(in_text.pk, [_parsed(at=now, nvml="550\u0000")])
+    gpus = [{"name": "A100\u0000", "util": 1, "mem_used": 1, "mem_total": 2}]
+    buffered.add(in_jsonb.pk, [_parsed(at=now, gpus=gpus)])
+    wsgi_post(victim.pk, victim_token, {"samples": [sample(now, util=82)]})
+
+    buffered.flush()
+
+    assert list(TelemetrySample.objects.values_list("workspace_id", flat=True)) == [victim.pk]
+    assert buffered.pending() == 0
+
+
+@pytest.mark.django_db
+def test_a_nul_from_an_agent_is_refused_with_400_and_never_queued(cast, buffered):
+    ws, token = _running(cast)
+    status, _, doc = wsgi_post(ws.pk, token, {"samples": [sample(nvml="550\u0000")]})
+    assert status == "400 Bad Request" and "printable" in doc["error"]
+    assert buffered.pending() == 0

@@ -1,6 +1,7 @@
 """The idle sweep: warnings, stops with their evidence, keep-running extensions, silent
 agents, constant queries, and two sweeps at once."""
 
+import dataclasses
 import json
 import threading
 import uuid
@@ -9,7 +10,7 @@ from datetime import UTC, datetime, time, timedelta
 import pytest
 import time_machine
 from django.core import mail
-from django.db import connection, connections
+from django.db import OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
@@ -40,22 +41,22 @@ def _running(cast, owner=None, name="train"):
     return ws, telemetry.agent_token_issue(workspace_id=ws.pk, now=T0)
 
 
+def _sample(at, util=0, ssh=0):
+    return {
+        "at": at.isoformat(),
+        "nvml": "ok",
+        "gpus": [{"util_percent": util, "mem_used_mib": 1, "mem_total_mib": 2}],
+        "ssh_sessions": ssh,
+        "jupyter_busy_kernels": 0,
+        "cpu_percent": 1,
+    }
+
+
 def _report(ws, token, start, minutes, util=0, ssh=0):
     """Heartbeats every 30 s from ``start`` for ``minutes``, as the agent sends them."""
     for i in range(int(minutes * 2)):
         at = start + timedelta(seconds=30 * i)
-        body = {
-            "samples": [
-                {
-                    "at": at.isoformat(),
-                    "nvml": "ok",
-                    "gpus": [{"util_percent": util, "mem_used_mib": 1, "mem_total_mib": 2}],
-                    "ssh_sessions": ssh,
-                    "jupyter_busy_kernels": 0,
-                    "cpu_percent": 1,
-                }
-            ]
-        }
+        body = {"samples": [_sample(at, util, ssh)]}
         heartbeats.heartbeat_ingest(
             workspace_id=ws.pk, token=token, body=json.dumps(body).encode(), now=at
         )
@@ -258,3 +259,88 @@ def test_under_time_machine_a_provisioned_vm_goes_idle_and_is_deallocated(cast, 
     assert ws.status == Status.STOPPED
     vm = next(v for v in sim.state()["virtualMachines"] if v["tags"]["workspace"] == str(ws.pk))
     assert vm["powerState"] == "deallocated"
+
+
+def _database_down(execute, sql, params, many, context):
+    raise OperationalError("connection to server at 127.0.0.1, port 5432 failed")
+
+
+@pytest.fixture
+def buffered(settings, monkeypatch):
+    settings.HEARTBEAT_FLUSH_SECONDS = 0.25
+    buffer = heartbeats.HeartbeatBuffer(flush_thread=False)
+    monkeypatch.setattr(heartbeats, "BUFFER", buffer)
+    return buffer
+
+
+def _agent_posts(ws, token, backlog: list, now) -> None:
+    """What the agent does each interval: post its unsent samples, keep them on a refusal."""
+    body = {"samples": [_sample(at, util=82) for at in backlog[-120:]]}
+    try:
+        heartbeats.heartbeat_ingest(
+            workspace_id=ws.pk, token=token, body=json.dumps(body).encode(), now=now
+        )
+    except telemetry.HeartbeatRefused as refused:
+        assert refused.status == 503 and refused.retry_after
+        return
+    backlog.clear()
+
+
+@pytest.mark.django_db
+def test_no_silent_stop_while_the_portal_itself_fails_to_store_telemetry(cast, buffered, settings):
+    busy, token = _running(cast, name="busy")
+    dead, dead_token = _running(cast, name="dead")
+    settings.HEARTBEAT_FLUSH_SECONDS = 0
+    _report(busy, token, _at(0), 5, util=82)
+    _report(dead, dead_token, _at(0), 5, util=82)
+    settings.HEARTBEAT_FLUSH_SECONDS = 0.25
+    # From 12:05 the busy VM's agent keeps posting, but the database refuses every flush.
+    backlog = []
+    for minute in range(5, 66):
+        backlog.append(_at(minute))
+        _agent_posts(busy, token, backlog, _at(minute))
+        with (
+            time_machine.travel(_at(minute), tick=False),
+            connection.execute_wrapper(_database_down),
+        ):
+            buffered.flush()
+
+    held = idle_sweep(now=_at(66))
+
+    assert held.stopped == [] and held.told_silent == []
+    assert Workspace.objects.get(pk=busy.pk).status == Status.RUNNING
+    # Storing works again: what was queued is stored, the agent sends what it kept.
+    with time_machine.travel(_at(66), tick=False):
+        buffered.flush()
+        _agent_posts(busy, token, [*backlog, _at(66)], _at(66))
+        buffered.flush()
+    assert idle_sweep(now=_at(67)).stopped == []
+    settings.HEARTBEAT_FLUSH_SECONDS = 0
+    _report(busy, token, _at(67), 3, util=82)
+    # The agent that really went silent is stopped 60 min after the portal last failed.
+    assert idle_sweep(now=_at(70)).told_silent == [dead.pk]
+    _report(busy, token, _at(70), 55, util=82)
+    assert idle_sweep(now=_at(124)).stopped == []
+    assert idle_sweep(now=_at(125)).stopped == [dead.pk]
+
+
+@pytest.mark.django_db
+def test_a_heartbeat_the_portal_failed_to_store_excuses_only_its_own_workspace(
+    cast, buffered, settings
+):
+    own, own_token = _running(cast, name="own")
+    other, other_token = _running(cast, name="other")
+    settings.HEARTBEAT_FLUSH_SECONDS = 0
+    _report(own, own_token, _at(0), 5, util=82)
+    _report(other, other_token, _at(0), 5, util=82)
+    # At 12:30 a heartbeat of "own" reaches the buffer that the database then refuses.
+    parsed = telemetry.heartbeat_parse(
+        json.dumps({"samples": [{"at": _at(30).isoformat(), "nvml": "ok", "gpus": []}]})
+    )
+    buffered.add(own.pk, [dataclasses.replace(parsed[0], cpu_percent=-1)])
+    with time_machine.travel(_at(30), tick=False):
+        buffered.flush()
+
+    assert idle_sweep(now=_at(66)).stopped == [other.pk]
+    assert idle_sweep(now=_at(89)).stopped == []
+    assert idle_sweep(now=_at(90)).stopped == [own.pk]

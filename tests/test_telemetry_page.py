@@ -8,6 +8,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.test_sweep import T0, _at, _report, _running
+from workspaces import heartbeats
 from workspaces.models import WorkspaceExtension
 
 pytestmark = pytest.mark.django_db
@@ -43,6 +44,15 @@ def test_a_silent_agent_shows_no_telemetry(client, cast):
     _report(ws, token, T0, 2, util=90)
     page = _page(client, cast.researcher, ws, _at(20)).content.decode()
     assert "<strong>No telemetry</strong> since 12:01; stops at 13:01" in page
+
+
+def test_while_the_portal_fails_to_store_telemetry_the_page_says_so_and_waits(client, cast):
+    ws, token = _running(cast)
+    _report(ws, token, T0, 2, util=90)
+    heartbeats.telemetry_outage_record(now=_at(18))
+    page = _page(client, cast.researcher, ws, _at(20)).content.decode()
+    assert "<strong>No telemetry</strong> since 12:01; stops at 13:18" in page
+    assert "The portal failed to store telemetry at 12:18" in page
 
 
 def test_times_show_in_the_users_time_zone(client, cast):

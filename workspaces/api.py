@@ -6,6 +6,7 @@ Heartbeats are the portal's busiest request (one per running workspace every 30 
 the same ``heartbeat_answer`` as the routed view that the test client and ``reverse`` use.
 """
 
+import ipaddress
 import json
 import re
 import uuid
@@ -22,10 +23,13 @@ from django.views.decorators.http import require_POST
 from workspaces import heartbeats, telemetry
 
 
-def heartbeat_answer(*, workspace_id, authorization: str, content_length: str, read_body, now):
-    """``(status, document, headers)`` for a heartbeat: 202 {"accepted": n,
-    "interval_seconds": s}; 400, 401, 410 or 503 {"error": "..."}, 503 with Retry-After.
-    ``read_body()`` is called only once the token and the length are good."""
+def heartbeat_answer(
+    *, workspace_id, authorization: str, content_length: str, read_body, now, client: str = ""
+):
+    """``(status, document, headers)`` for a heartbeat from address ``client``: 202
+    {"accepted": n, "interval_seconds": s}; 400, 401, 410, 429 or 503 {"error": "..."}, 429
+    and 503 with Retry-After (seconds). ``read_body()`` is called only once the token and
+    the length are good."""
     scheme, _, token = authorization.partition(" ")
     if scheme.lower() != "bearer" or not token:
         return 401, {"error": "Send 'Authorization: Bearer <token>'."}, {}
@@ -33,7 +37,7 @@ def heartbeat_answer(*, workspace_id, authorization: str, content_length: str, r
         return 400, {"error": f"The body must be at most {telemetry.MAX_BODY_BYTES} bytes."}, {}
     try:
         accepted = heartbeats.heartbeat_ingest(
-            workspace_id=workspace_id, token=token, body=read_body(), now=now
+            workspace_id=workspace_id, token=token, body=read_body(), now=now, client=client
         )
     except telemetry.HeartbeatRefused as refused:
         retry = {"Retry-After": str(refused.retry_after)} if refused.retry_after else {}
@@ -51,8 +55,25 @@ def agent_heartbeat(request, pk):
         content_length=request.headers.get("Content-Length", "0"),
         read_body=lambda: request.body,
         now=timezone.now(),
+        client=heartbeat_client(request.META),
     )
     return JsonResponse(doc, status=status, headers=headers)
+
+
+def heartbeat_client(environ) -> str:
+    """The address a heartbeat came from, as its limits count it: REMOTE_ADDR, or behind a
+    proxy in TRUSTED_PROXIES the last X-Forwarded-For entry; an IPv6 address stands for its
+    /64, which one host usually holds whole."""
+    address = environ.get("REMOTE_ADDR", "")
+    forwarded = environ.get("HTTP_X_FORWARDED_FOR", "")
+    if forwarded and address in settings.TRUSTED_PROXIES:
+        address = forwarded.rsplit(",", 1)[-1].strip()
+    if ":" not in address:  # IPv4 (or no address): taken as it is, without parsing
+        return address[:64]
+    try:
+        return str(ipaddress.ip_network(f"{address}/64", strict=False))
+    except ValueError:
+        return address[:64]
 
 
 _HEARTBEAT_PATH = re.compile(r"/api/workspaces/([0-9a-fA-F-]{36})/heartbeat/")
@@ -80,6 +101,7 @@ def heartbeat_fast_path(django_app):
                 content_length=length,
                 read_body=lambda: environ["wsgi.input"].read(int(length)),
                 now=timezone.now(),
+                client=heartbeat_client(environ),
             )
         finally:
             signals.request_finished.send(sender=heartbeat_fast_path)

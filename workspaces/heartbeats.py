@@ -10,8 +10,25 @@ agent's idle.Activity, so the sweep never re-reads samples.
 What the buffer trades: an acknowledged heartbeat waits up to HEARTBEAT_FLUSH_SECONDS before
 the sweep sees it, and a process killed with SIGKILL loses what it had not stored (a gap the
 idle policy treats like any telemetry gap). A full buffer answers 503 with Retry-After, so
-agents keep their own buffer instead. A token revoked in another process is refused within
-HEARTBEAT_AUTH_CACHE_SECONDS; samples that arrive meanwhile are dropped when stored.
+agents keep their own buffer instead; one agent holds at most its share of the buffer. A
+token revoked in another process is refused within HEARTBEAT_AUTH_CACHE_SECONDS; samples
+that arrive meanwhile are dropped when stored.
+
+Limits (docs/agent-protocol.md): a token gets 429 with Retry-After beyond HEARTBEAT_BURST
+heartbeats at once, then two per AGENT_INTERVAL_SECONDS (workspaces.ratelimit, per process);
+samples closer than half an interval to the one before are folded away, here and in the
+database; an address that sent HEARTBEAT_BAD_TOKENS_PER_MINUTE wrong tokens gets 429 before
+any database lookup, but never for a token this process has accepted.
+
+Poison: a batch the database refuses is split in halves, each stored in its own transaction,
+down to the one heartbeat that fails; that one is dropped and logged, so it never holds back
+other workspaces' heartbeats. Only a failure of the database itself (OperationalError,
+InterfaceError: unreachable, locked, shutting down) keeps the whole batch queued.
+
+The portal's own failures are not the agents' silence: a dropped heartbeat sets its agent's
+``store_failed_at``, and a batch kept queued because the database failed notes the time in
+Django's cache (telemetry_outage_record; Redis in production, shared by web and workers), so
+the idle sweep counts no silence before either (workspaces.idle.verdict).
 """
 
 from __future__ import annotations
@@ -19,6 +36,7 @@ from __future__ import annotations
 import atexit
 import hmac
 import logging
+import math
 import os
 import threading
 import time
@@ -26,10 +44,17 @@ from collections import Counter
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.core.cache import cache
+from django.db import (
+    InterfaceError,
+    OperationalError,
+    close_old_connections,
+    connection,
+    transaction,
+)
 from django.utils import timezone
 
-from workspaces import idle
+from workspaces import idle, ratelimit
 from workspaces.models import TelemetrySample, WorkspaceAgent
 from workspaces.telemetry import (
     GONE,
@@ -43,44 +68,104 @@ from workspaces.telemetry import (
 logger = logging.getLogger(__name__)
 
 CLOCK_SKEW_SECONDS = 300  # samples further ahead of the portal's clock are dropped
+# Older samples are dropped: the agent buffers a day (2,880 samples at 30 s); an hour more
+# for its clock and the time it takes to send the backlog.
+MAX_SAMPLE_AGE = timedelta(hours=25)
 _POLICY = "workspace__team__idle_policy__"
 _ACTIVITY = ("last_at", "evidence_since", "busy_since", "active_at")
 _LATEST = ("nvml", "gpus", "interactive", "cpu_percent")
+# Failures of the database itself, after which a batch is kept to be stored again; any other
+# error storing a batch is taken to come from its data.
+_DATABASE_DOWN = (OperationalError, InterfaceError)
+BUSY = "The portal is behind on storing telemetry; retry later."
 
 
-def heartbeat_ingest(*, workspace_id, token: str, body: bytes, now: datetime) -> int:
-    """Take one heartbeat; returns how many samples were taken: those stored as new when
-    storing in the request, all of the heartbeat's when queued (duplicates are dropped when
-    stored). Raises HeartbeatRefused: 401 wrong token, 410 revoked or deleted, 400 bad
-    payload, 503 buffer full."""
-    heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now)
-    samples = heartbeat_parse(body)
+def heartbeat_ingest(
+    *, workspace_id, token: str, body: bytes, now: datetime, client: str = ""
+) -> int:
+    """Take one heartbeat from address ``client``; returns how many samples were taken:
+    those stored as new when storing in the request, else all of the heartbeat's in its time
+    window and interval (duplicates are dropped when stored). Raises HeartbeatRefused: 401
+    wrong token, 410 revoked or deleted, 400 bad payload, 429 too many requests (with
+    retry_after, seconds), 503 buffer full or the database failing."""
+    heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now, client=client)
+    interval = settings.AGENT_INTERVAL_SECONDS
+    _throttle(workspace_id, now, interval)
+    samples = _spaced(_in_window(heartbeat_parse(body), now), last=None, interval=interval)
+    if not samples:
+        return 0
     if settings.HEARTBEAT_FLUSH_SECONDS <= 0:
-        return heartbeats_store(batch=[(workspace_id, samples)], now=now)[workspace_id]
-    if not BUFFER.add(workspace_id, samples):
-        raise HeartbeatRefused(
-            503, "The portal is behind on storing telemetry; retry later.", retry_after=5
-        )
+        stored, unstored = heartbeats_store_isolated(batch=[(workspace_id, samples)], now=now)
+        if unstored:
+            raise HeartbeatRefused(503, BUSY, retry_after=5)
+        return stored[workspace_id]
+    refused = BUFFER.add(workspace_id, samples)
+    if refused == FULL:
+        telemetry_outage_record(now=now)  # the portal falls behind: no agent's silence
+    if refused:
+        raise HeartbeatRefused(503, BUSY, retry_after=5)
     return len(samples)
+
+
+_requests = ratelimit.TokenBuckets()  # workspace id -> its agent's heartbeats
+TOO_MANY = "More heartbeats than the agent's interval allows; retry after Retry-After seconds."
+_bad_tokens = ratelimit.TokenBuckets()  # client address -> wrong tokens it sent
+
+
+def _throttle(workspace_id, now: datetime, interval: float) -> None:
+    """429 when this workspace's agent sent more heartbeats than one does: HEARTBEAT_BURST
+    at once (its backlog after an outage), then two per ``interval`` (seconds)."""
+    wait = _requests.take(
+        workspace_id, now=now.timestamp(), capacity=settings.HEARTBEAT_BURST, rate=2 / interval
+    )
+    if wait:
+        raise HeartbeatRefused(429, TOO_MANY, retry_after=math.ceil(wait))
+
+
+def _spaced(
+    samples: list[ParsedSample], last: datetime | None, interval: float
+) -> list[ParsedSample]:
+    """The samples (oldest first) at least half an agent ``interval`` (seconds) after the
+    one kept before (and after ``last``): an agent samples once per interval, so the rest
+    are folded away."""
+    gap = timedelta(seconds=interval / 2)
+    kept = []
+    for sample in samples:
+        if last is None or (sample.at > last and sample.at - last >= gap):
+            kept.append(sample)
+            last = sample.at
+    return kept
+
+
+def _in_window(samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
+    """The samples neither older than MAX_SAMPLE_AGE nor CLOCK_SKEW_SECONDS ahead of ``now``."""
+    oldest, latest = now - MAX_SAMPLE_AGE, now + timedelta(seconds=CLOCK_SKEW_SECONDS)
+    return [s for s in samples if oldest <= s.at <= latest]
 
 
 # workspace id -> (token SHA-256, cached until); only tokens that were accepted.
 _accepted_tokens: dict = {}
 
 
-def heartbeat_authenticate(*, workspace_id, token: str, now: datetime) -> None:
+def heartbeat_authenticate(*, workspace_id, token: str, now: datetime, client: str = "") -> None:
     """Check the Bearer token of a workspace's agent; raises HeartbeatRefused 401 (unknown
-    workspace or wrong token) or 410 (revoked or deleted). One query, none while cached."""
+    workspace or wrong token), 410 (revoked or deleted) or 429 (``client``, an address, sent
+    over HEARTBEAT_BAD_TOKENS_PER_MINUTE wrong tokens; the database is not asked). One
+    query, none while cached; a token this process accepted before is never throttled."""
     digest = _sha256(token)
     cached = _accepted_tokens.get(workspace_id)
-    if cached and cached[1] > now and hmac.compare_digest(cached[0], digest):
+    known = cached is not None and hmac.compare_digest(cached[0], digest)
+    if known and cached[1] > now:
         return
+    if not known:
+        _bad_token_wait(client, now)
     row = (
         WorkspaceAgent.objects.filter(pk=workspace_id)
         .values_list("token_sha256", "revoked_at", "workspace__status")
         .first()
     )
     if row is None or not hmac.compare_digest(digest, row[0]):
+        _bad_tokens.take(client, now=now.timestamp(), **_bad_token_bucket())
         raise HeartbeatRefused(401, "Unknown workspace or wrong token.")
     if row[1] is not None or row[2] in GONE:
         _accepted_tokens.pop(workspace_id, None)
@@ -89,6 +174,19 @@ def heartbeat_authenticate(*, workspace_id, token: str, now: datetime) -> None:
         _accepted_tokens.clear()
     ttl = timedelta(seconds=settings.HEARTBEAT_AUTH_CACHE_SECONDS)
     _accepted_tokens[workspace_id] = (digest, now + ttl)
+
+
+def _bad_token_bucket() -> dict:
+    per_minute = settings.HEARTBEAT_BAD_TOKENS_PER_MINUTE
+    return {"capacity": per_minute, "rate": per_minute / 60}
+
+
+def _bad_token_wait(client: str, now: datetime) -> None:
+    wait = _bad_tokens.wait(client, now=now.timestamp(), **_bad_token_bucket())
+    if wait:
+        raise HeartbeatRefused(
+            429, "Too many wrong tokens from this address.", retry_after=math.ceil(wait)
+        )
 
 
 def heartbeat_forget_token(*, workspace_id) -> None:
@@ -117,6 +215,81 @@ def heartbeats_store(*, batch: list[tuple], now: datetime) -> Counter:
         TelemetrySample.objects.bulk_create(rows)
         _update_agents(changed)
     return stored
+
+
+def heartbeats_store_isolated(*, batch: list[tuple], now: datetime) -> tuple[Counter, list]:
+    """heartbeats_store for a batch that may hold a heartbeat the database refuses: returns
+    (new samples per workspace id, the heartbeats left unstored because the database itself
+    failed, to be stored again). A failing batch is split in halves, each stored in its own
+    transaction, so a heartbeat that fails alone is dropped, logged and noted on its agent
+    (store_failed_at) while the others are stored. Never raises for storing."""
+    try:
+        return heartbeats_store(batch=batch, now=now), []
+    except _DATABASE_DOWN:
+        logger.warning("Storing %d heartbeats failed; the database failed.", len(batch))
+        telemetry_outage_record(now=now)
+        return Counter(), batch
+    except Exception:
+        if len(batch) > 1:
+            half = len(batch) // 2
+            first = heartbeats_store_isolated(batch=batch[:half], now=now)
+            second = heartbeats_store_isolated(batch=batch[half:], now=now)
+            return first[0] + second[0], first[1] + second[1]
+        workspace_id, samples = batch[0]
+        logger.exception(
+            "Dropped a heartbeat of workspace %s (%d samples): the database refused it.",
+            workspace_id,
+            len(samples),
+        )
+        _store_failed(workspace_id, now)
+        return Counter(), []
+
+
+def _store_failed(workspace_id, now: datetime) -> None:
+    """Note on the agent that the portal failed to store one of its heartbeats at ``now``."""
+    try:
+        WorkspaceAgent.objects.filter(pk=workspace_id).update(store_failed_at=now)
+    except Exception:
+        logger.exception("Noting the failure on workspace %s failed too.", workspace_id)
+        telemetry_outage_record(now=now)  # then it counts for everyone
+
+
+OUTAGE_KEY = "heartbeats:store-failed-at"
+_OUTAGE_TTL = 7 * 24 * 3600  # seconds; longer than any policy's minutes without telemetry
+_outage_noted: list = [None]  # when this process last wrote OUTAGE_KEY
+
+
+def telemetry_outage_record(*, now: datetime) -> None:
+    """Note, for the idle sweep of every process, that storing telemetry failed at ``now``
+    for a reason of the portal's own (the database failed, the buffer was full). Written to
+    Django's cache at most once a second per process; never raises (a cache that fails is
+    logged: the sweep then holds silent stops itself, see telemetry_outage_last)."""
+    noted = _outage_noted[0]
+    if noted is not None and timedelta(0) <= now - noted < timedelta(seconds=1):
+        return
+    _outage_noted[0] = now
+    try:
+        cache.set(OUTAGE_KEY, now, _OUTAGE_TTL)
+    except Exception:
+        logger.exception("Noting that storing telemetry failed in the cache failed.")
+
+
+def telemetry_outage_last(*, now: datetime) -> datetime | None:
+    """When some process last failed to store telemetry for a reason of the portal's own,
+    None if not within the last week. ``now`` when the cache cannot be read: nobody can tell
+    then, so the sweep holds off silent stops rather than blame the agents."""
+    try:
+        return cache.get(OUTAGE_KEY)
+    except Exception:
+        logger.exception("Reading when storing telemetry last failed failed; assuming now.")
+        return now
+
+
+def heartbeat_limits_reset() -> None:
+    """Forget what this process remembers of past heartbeats' limits and failures."""
+    _outage_noted[0] = None
+    _requests.clear()
+    _bad_tokens.clear()
 
 
 def _update_agents(changed: dict) -> None:
@@ -148,13 +321,12 @@ def _locked_agents(workspace_ids) -> dict:
 
 
 def _fresh(agent: dict, samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
-    last_at = agent["last_at"]
-    return [
-        s
-        for s in samples
-        if (last_at is None or s.at > last_at)
-        and (s.at - now).total_seconds() <= CLOCK_SKEW_SECONDS
-    ]
+    """The samples newer than the agent's last by half an interval at least (_spaced), and
+    not over CLOCK_SKEW_SECONDS ahead of ``now``: however many heartbeats one token sends,
+    a workspace gets at most one sample row per half interval of time."""
+    latest = now + timedelta(seconds=CLOCK_SKEW_SECONDS)
+    fresh = [s for s in samples if s.at <= latest]
+    return _spaced(fresh, last=agent["last_at"], interval=settings.AGENT_INTERVAL_SECONDS)
 
 
 def _fold(agent: dict, fresh: list[ParsedSample]) -> None:
@@ -195,44 +367,63 @@ def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
     )
 
 
+QUEUED, FULL, SHARE_FULL = "", "full", "share full"
+
+
 class HeartbeatBuffer:
     """Heartbeats taken but not yet stored, in this process. ``add`` is thread-safe and
     starts the flushing thread on first use (after any fork, so each gunicorn worker has its
-    own); ``flush`` stores what is queued and, should storing fail, queues it again."""
+    own); ``flush`` stores what is queued (heartbeats_store_isolated) and queues again what
+    the database failed to take."""
 
     def __init__(self, *, flush_thread: bool = True):
         self._lock = threading.Lock()
+        self._flushing = threading.Lock()  # one flush at a time: exit waits for the thread's
         self._items: list[tuple] = []
+        self._pending: Counter = Counter()  # workspace id -> its heartbeats in _items
         self._thread_pid = None if flush_thread else "never"
 
-    def add(self, workspace_id, samples) -> bool:
-        """Queue a heartbeat; False when HEARTBEAT_BUFFER_MAX heartbeats are waiting."""
+    def add(self, workspace_id, samples) -> str:
+        """Queue a heartbeat; QUEUED (empty), FULL when HEARTBEAT_BUFFER_MAX heartbeats wait,
+        or SHARE_FULL when this workspace's agent already has its share waiting."""
+        most, share = settings.HEARTBEAT_BUFFER_MAX, _share()
         with self._lock:
-            if len(self._items) >= settings.HEARTBEAT_BUFFER_MAX:
-                return False
+            if len(self._items) >= most:
+                return FULL
+            if self._pending[workspace_id] >= share:
+                return SHARE_FULL
             self._items.append((workspace_id, samples))
+            self._pending[workspace_id] += 1
             if self._thread_pid not in (os.getpid(), "never"):
                 self._thread_pid = os.getpid()
                 threading.Thread(target=self._run, name="heartbeat-flush", daemon=True).start()
-        return True
+        return QUEUED
 
     def pending(self) -> int:
         return len(self._items)
 
     def flush(self) -> int:
         """Store what is queued; returns how many heartbeats were taken from the queue."""
-        with self._lock:
-            items, self._items = self._items, []
-        if not items:
-            return 0
-        try:
-            heartbeats_store(batch=items, now=timezone.now())
-        except Exception:
-            logger.exception("Storing %d heartbeats failed; they stay queued.", len(items))
+        with self._flushing:
             with self._lock:
-                room = settings.HEARTBEAT_BUFFER_MAX - len(self._items)
-                self._items[:0] = items[-room:] if room > 0 else []
+                items, self._items = self._items, []
+                self._pending.clear()
+            if items:
+                _, unstored = heartbeats_store_isolated(batch=items, now=timezone.now())
+                self._queue_again(unstored)
         return len(items)
+
+    def _queue_again(self, items: list[tuple]) -> None:
+        """Put ``items`` back in front of what came meanwhile, as far as there is room."""
+        with self._lock:
+            room = max(settings.HEARTBEAT_BUFFER_MAX - len(self._items), 0)
+            kept = items[len(items) - room :] if room < len(items) else items
+            if len(kept) < len(items):
+                logger.error(
+                    "The heartbeat buffer is full: %d heartbeats lost.", len(items) - len(kept)
+                )
+            self._items[:0] = kept
+            self._pending.update(workspace_id for workspace_id, _ in kept)
 
     def _run(self) -> None:
         while True:
@@ -241,6 +432,12 @@ class HeartbeatBuffer:
                 close_old_connections()  # drops a broken or aged connection, as requests do
             else:
                 connection.close()  # an idle web process holds no database connection
+
+
+def _share() -> int:
+    """Heartbeats one agent may have waiting: a backlog's worth (HEARTBEAT_BURST), and never
+    more than a tenth of the buffer, so no one agent can fill it for the others."""
+    return max(1, min(settings.HEARTBEAT_BURST, settings.HEARTBEAT_BUFFER_MAX // 10))
 
 
 BUFFER = HeartbeatBuffer()

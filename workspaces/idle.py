@@ -12,7 +12,10 @@ Rules, in words:
 - Idleness needs evidence: a silence longer than ``gap_seconds`` between samples restarts it,
   so a workspace is never stopped for idleness over a stretch nobody saw.
 - With no sample for ``gap_seconds`` the agent is *silent*: the workspace shows "no telemetry"
-  and stops ``silent_minutes`` after its last sample (or its start).
+  and stops ``silent_minutes`` after its last sample (or its start). When the portal itself
+  failed to store telemetry after that sample (``unstored_at``), the silence may be the
+  portal's: it is counted from the failure, and nobody is told of it while the failure is
+  less than ``gap_seconds`` old.
 - The nightly stop (``nightly_stop`` in the team's ``timezone``) and the maximum lifetime stop a
   workspace however busy it is. A *keep running* extension delays every stop but the lifetime.
 """
@@ -85,13 +88,15 @@ class StopReason(StrEnum):
 class Verdict:
     """``since``: last work (active), start of idleness (idle) or last sample (silent).
     ``stop_at`` is when the workspace is stopped, for ``stop_reason``; ``warn_at`` when its
-    owner is warned. All times UTC-aware."""
+    owner is warned. All times UTC-aware. ``portal_failing``: silent, but the portal failed
+    to store telemetry within the last ``gap_seconds``, so the silence may be its own."""
 
     state: State
     since: datetime
     stop_at: datetime
     warn_at: datetime
     stop_reason: StopReason
+    portal_failing: bool = False
 
     def should_stop(self, now: datetime) -> bool:
         return now >= self.stop_at
@@ -131,10 +136,17 @@ def verdict(
     *,
     running_since: datetime,
     kept_until: datetime | None = None,
+    unstored_at: datetime | None = None,
 ) -> Verdict:
     """The verdict for a workspace running since ``running_since`` whose owner kept it running
-    until ``kept_until`` (or never)."""
+    until ``kept_until`` (or never), and whose telemetry the portal last failed to store at
+    ``unstored_at`` (or never)."""
     state, since, stop_at, reason = _base(activity, policy, now, running_since)
+    failing = False
+    if state is State.SILENT and unstored_at is not None and unstored_at > since:
+        # Heartbeats after ``since`` may have reached a portal that could not store them.
+        stop_at = max(stop_at, unstored_at + timedelta(minutes=policy.silent_minutes))
+        failing = now - unstored_at <= timedelta(seconds=policy.gap_seconds)
     nightly = next_nightly_stop(policy, after=running_since)
     if nightly is not None and nightly < stop_at:
         stop_at, reason = nightly, StopReason.NIGHTLY
@@ -145,7 +157,7 @@ def verdict(
         if end_of_life < stop_at:
             stop_at, reason = end_of_life, StopReason.LIFETIME
     warn_at = stop_at - timedelta(minutes=policy.warn_minutes)
-    return Verdict(state, since, stop_at, warn_at, reason)
+    return Verdict(state, since, stop_at, warn_at, reason, failing)
 
 
 def _base(activity: Activity, policy: Policy, now: datetime, running_since: datetime):

@@ -12,7 +12,7 @@ from datetime import datetime
 
 from cloud import kube
 from cloud.errors import CloudError
-from workspaces.heartbeats import heartbeats_store
+from workspaces.heartbeats import heartbeats_store_isolated
 from workspaces.models import Kind, Workspace
 from workspaces.states import Status
 from workspaces.telemetry import ParsedSample
@@ -24,7 +24,8 @@ def namespace_activity_scan(*, now: datetime) -> int:
     """Store one sample per running namespace workspace: how many of its pods that request
     GPUs run (one Kubernetes list per namespace). Returns how many were stored. A cluster
     that does not answer is logged and skipped; its namespaces simply get no sample (a gap,
-    as a silent agent)."""
+    as a silent agent). Samples the database fails to take are not retried: the next scan
+    counts again, and the sweep does not count the failure as silence."""
     from workspaces.aks_services import kube_api
 
     running = Workspace.objects.filter(kind=Kind.NAMESPACE, status=Status.RUNNING).select_related(
@@ -38,7 +39,8 @@ def namespace_activity_scan(*, now: datetime) -> int:
             log.warning("GPU pods of %s: %s: %s", workspace.namespace, exc.code, exc.message)
             continue
         batch.append((workspace.pk, [_sample(pods, now)]))
-    return sum(heartbeats_store(batch=batch, now=now).values()) if batch else 0
+    # Isolated: one namespace's sample the database refuses must not cost the others theirs.
+    return sum(heartbeats_store_isolated(batch=batch, now=now)[0].values()) if batch else 0
 
 
 def _sample(pods: int, now: datetime) -> ParsedSample:

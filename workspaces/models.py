@@ -218,6 +218,9 @@ class WorkspaceAgent(models.Model):
     # The owner was told the agent is silent since this time (once per silence).
     silent_told_since = models.DateTimeField(null=True, blank=True)
     kept_until = models.DateTimeField(null=True, blank=True)
+    # The portal last failed to store a heartbeat of this agent (its own failure, not the
+    # agent's): the idle sweep counts no silence before it (workspaces.idle).
+    store_failed_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return f"Agent of {self.workspace_id}"

@@ -362,6 +362,15 @@ class TelemetryView:
 
     now: datetime
     extension_hours: int
+    unstored_at: datetime | None = None  # the portal last failed to store its telemetry
+
+    @property
+    def portal_failed_at(self) -> datetime | None:
+        """When the portal failed to store telemetry during this silence, if it did: the
+        silence counts from then (workspaces.idle.verdict)."""
+        v, at = self.verdict, self.unstored_at
+        silent = v is not None and v.state == "no_telemetry"
+        return at if silent and at is not None and at > v.since else None
 
     @property
     def warned(self) -> bool:
@@ -379,25 +388,30 @@ SPARK_BUCKET_MINUTES = 15
 
 
 def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView:
-    """The telemetry of one workspace for its page: five queries."""
+    """The telemetry of one workspace for its page: five queries and, while it runs, a cache
+    read (when the portal last failed to store telemetry)."""
     from datetime import timedelta
 
     from teams.models import IdlePolicy
     from workspaces import idle
+    from workspaces.heartbeats import telemetry_outage_last
     from workspaces.models import TelemetrySample, WorkspaceAgent
     from workspaces.telemetry import policy_from_row
 
     agent = WorkspaceAgent.objects.filter(pk=workspace.pk).first()
     row = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
     policy = policy_from_row(row)
-    verdict = None
+    verdict = unstored_at = None
     if agent is not None and workspace.status == Status.RUNNING:
+        outage = telemetry_outage_last(now=now)
+        unstored_at = max((t for t in (agent.store_failed_at, outage) if t), default=None)
         verdict = idle.verdict(
             idle.activity_of(vars(agent)),
             policy,
             now,
             running_since=workspace.status_changed_at,
             kept_until=agent.kept_until,
+            unstored_at=unstored_at,
         )
     day_ago = now - timedelta(hours=24)
     extensions = list(workspace.extensions.select_related("user")[:10])
@@ -414,6 +428,7 @@ def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView
         extensions_left=max(0, row.extensions_per_day - used_today),
         now=now,
         extension_hours=row.extension_hours,
+        unstored_at=unstored_at,
     )
 
 

@@ -21,6 +21,7 @@ from django.urls import reverse
 from teams.models import IdlePolicy
 from teams.services import Message, notice_send_many
 from workspaces import idle
+from workspaces.heartbeats import telemetry_outage_last
 from workspaces.models import Lease, WorkspaceAgent
 from workspaces.states import Status
 from workspaces.telemetry import policy_from_row
@@ -79,6 +80,7 @@ COLUMNS = (
     "warned_stop_at",
     "silent_told_since",
     "kept_until",
+    "store_failed_at",
     "workspace__status_changed_at",
     "workspace__team_id",
     "workspace__owner_id",
@@ -87,8 +89,10 @@ COLUMNS = (
 
 
 def workspaces_judge(*, now: datetime) -> list[Judged]:
-    """Every running workspace with an agent, judged by its team's policy: two queries."""
+    """Every running workspace with an agent, judged by its team's policy: two queries and a
+    cache read (when the portal last failed to store anyone's telemetry)."""
     rows = list(WorkspaceAgent.objects.filter(workspace__status=Status.RUNNING).values(*COLUMNS))
+    outage = telemetry_outage_last(now=now)
     team_ids = {r["workspace__team_id"] for r in rows}
     policies = {
         p.team_id: policy_from_row(p) for p in IdlePolicy.objects.filter(team_id__in=team_ids)
@@ -103,9 +107,14 @@ def workspaces_judge(*, now: datetime) -> list[Judged]:
             now,
             running_since=row["workspace__status_changed_at"],
             kept_until=row["kept_until"],
+            unstored_at=_latest(row["store_failed_at"], outage),
         )
         judged.append(Judged(row, policy, verdict))
     return judged
+
+
+def _latest(*times):
+    return max((t for t in times if t is not None), default=None)
 
 
 def idle_sweep(*, now: datetime) -> SweepResult:
@@ -122,12 +131,16 @@ def idle_sweep(*, now: datetime) -> SweepResult:
         result.warned = _warn(
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )
-        result.told_silent = _tell_silent(
-            [j for j in judged if j.verdict.state is idle.State.SILENT and _untold(j)], now
-        )
+        result.told_silent = _tell_silent([j for j in judged if _silent_to_tell(j)], now)
         return result
     finally:
         _lease_release(holder, now)
+
+
+def _silent_to_tell(j: Judged) -> bool:
+    # While the portal itself fails to store telemetry, the agents are not to blame.
+    v = j.verdict
+    return v.state is idle.State.SILENT and not v.portal_failing and _untold(j)
 
 
 def _unwarned(j: Judged) -> bool:

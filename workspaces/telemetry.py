@@ -27,13 +27,18 @@ from workspaces.states import Status
 MAX_BODY_BYTES = 256 * 1024
 MAX_SAMPLES = 120
 MAX_GPUS = 64
+MAX_GPU_NAME = 64  # characters of a GPU's name or MIG profile
+# Sample times outside these are no clock's reading; times inside but too old or too far ahead
+# for the idle policy are dropped by workspaces.heartbeats, not refused.
+EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
+LATEST = datetime(2100, 1, 1, tzinfo=UTC)
 GONE = frozenset({Status.DELETING, Status.DELETED})
 
 
 class HeartbeatRefused(Exception):
     """A heartbeat the portal does not take: ``status`` 400 (bad payload), 401 (bad token),
-    410 (workspace deleted, token revoked) or 503 (busy: retry after ``retry_after`` seconds);
-    the message says why, in words."""
+    410 (workspace deleted, token revoked), 429 (too many: retry after ``retry_after``
+    seconds) or 503 (busy: retry after ``retry_after`` seconds); the message says why."""
 
     def __init__(self, status: int, message: str, retry_after: int | None = None):
         super().__init__(message)
@@ -82,6 +87,7 @@ _FORGET = {
     "warned_stop_at": None,
     "silent_told_since": None,
     "kept_until": None,
+    "store_failed_at": None,
 }
 
 
@@ -117,20 +123,46 @@ class ParsedSample:
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
     """The samples of a heartbeat body, oldest first. Raises HeartbeatRefused(400) for
-    anything the protocol does not allow, saying what."""
+    anything the protocol does not allow, saying what: every text printable and bounded,
+    every number finite and in its range, every time between EARLIEST and LATEST."""
     if len(body) > MAX_BODY_BYTES:
         raise HeartbeatRefused(400, f"The body is over {MAX_BODY_BYTES} bytes.")
-    try:
-        doc = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        raise HeartbeatRefused(400, "The body is not JSON.") from None
+    doc = _json(body)
     samples = doc.get("samples") if isinstance(doc, dict) else None
     if not isinstance(samples, list) or not samples:
         raise HeartbeatRefused(400, "'samples' must be a non-empty list.")
     if len(samples) > MAX_SAMPLES:
         raise HeartbeatRefused(400, f"At most {MAX_SAMPLES} samples per heartbeat.")
+    if "agent_version" in doc:
+        _text(doc["agent_version"], "agent_version", 32)
     parsed = [_sample(i, s) for i, s in enumerate(samples)]
     return sorted(parsed, key=lambda s: s.at)
+
+
+def _json(body: bytes | str):
+    try:
+        # As json.loads(body) decodes, with a decoder made once: one per call costs 5 µs.
+        if isinstance(body, bytes | bytearray):
+            body = body.decode(json.detect_encoding(body), "surrogatepass")
+        return _DECODER.decode(body)
+    except _NotFinite:
+        raise HeartbeatRefused(400, "NaN and Infinity are not JSON numbers.") from None
+    # RecursionError: thousands of nested brackets; the C parser gives up before the stack does.
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        raise HeartbeatRefused(400, "The body is not JSON.") from None
+
+
+class _NotFinite(Exception):
+    pass
+
+
+def _no_constant(name: str):
+    # json.loads takes NaN, Infinity and -Infinity, which are not JSON and compare false
+    # with every bound.
+    raise _NotFinite(name)
+
+
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _sample(index: int, raw) -> ParsedSample:
@@ -142,9 +174,7 @@ def _sample(index: int, raw) -> ParsedSample:
         raise HeartbeatRefused(400, f"{where}.gpus must be a list of at most {MAX_GPUS}.")
     shown = [_gpu(f"{where}.gpus[{i}]", g) for i, g in enumerate(gpus)]
     utils = [g["util"] for g in shown if g["util"] is not None]
-    nvml = raw.get("nvml")
-    if not isinstance(nvml, str) or len(nvml) > 200:
-        raise HeartbeatRefused(400, f"{where}.nvml must be a string (at most 200 characters).")
+    nvml = _text(raw.get("nvml"), f"{where}.nvml", 200)
     ssh = _int(raw, "ssh_sessions", where, 0, 10_000)
     kernels = _int(raw, "jupyter_busy_kernels", where, 0, 10_000)
     cpu = raw.get("cpu_percent")
@@ -167,13 +197,26 @@ def _gpu(where: str, raw) -> dict:
     util = raw.get("util_percent")
     if util is not None and not _number(util, 0, 100):
         raise HeartbeatRefused(400, f"{where}.util_percent must be a number from 0 to 100.")
-    name = raw.get("mig_profile") or raw.get("name") or "GPU"
+    name, profile = raw.get("name"), raw.get("mig_profile")
+    if name is not None:
+        _text(name, f"{where}.name", MAX_GPU_NAME)
+    if profile is not None:
+        _text(profile, f"{where}.mig_profile", MAX_GPU_NAME)
     return {
-        "name": str(name)[:64],
+        "name": profile or name or "GPU",
         "util": None if util is None else round(util),
         "mem_used": _int(raw, "mem_used_mib", where, 0, 10**7),
         "mem_total": _int(raw, "mem_total_mib", where, 0, 10**7),
     }
+
+
+def _text(value, where: str, most: int) -> str:
+    """``value`` if it is printable text of at most ``most`` characters; else a 400. What is
+    not printable (control characters such as NUL, lone surrogates) PostgreSQL either refuses
+    to store or shows nobody any good."""
+    if not isinstance(value, str) or len(value) > most or not value.isprintable():
+        raise HeartbeatRefused(400, f"{where} must be printable text of at most {most} characters.")
+    return value
 
 
 def _number(value, low, high) -> bool:
@@ -188,13 +231,23 @@ def _int(raw: dict, key: str, where: str, low: int, high: int) -> int:
 
 
 def _when(value, where: str) -> datetime:
+    if not isinstance(value, str) or len(value) > 40:
+        raise HeartbeatRefused(400, f"{where}.at must be an ISO 8601 time.")
     try:
         at = datetime.fromisoformat(value)
-    except (TypeError, ValueError):
+    except ValueError:
         raise HeartbeatRefused(400, f"{where}.at must be an ISO 8601 time.") from None
     if at.tzinfo is None:
         raise HeartbeatRefused(400, f"{where}.at must carry its UTC offset (e.g. Z).")
-    return at.astimezone(UTC)
+    try:
+        at = at.astimezone(UTC)  # year 1 or 9999 with an offset overflows
+    except OverflowError:
+        at = None
+    if at is None or not EARLIEST <= at < LATEST:
+        raise HeartbeatRefused(
+            400, f"{where}.at must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)."
+        )
+    return at
 
 
 def policy_from_row(row) -> idle.Policy:

@@ -190,6 +190,22 @@ def test_an_nvml_status_stays_short_enough_for_the_portal():
     assert len(status) <= 200
 
 
+def test_names_and_statuses_reach_the_portal_as_printable_bounded_text():
+    # The portal refuses control characters and names over 64 characters (400, and the
+    # agent would drop the batch), so the agent cleans what NVML hands it.
+    padded = gpu(name=b"NVIDIA A100\x00\x00\x1b[0m" + b"x" * 100)
+    status, gpus = agent.read_gpus(fake_nvml([padded]))
+    assert status == "ok"
+    assert gpus[0]["name"].startswith("NVIDIA A100 [0mxxx") and len(gpus[0]["name"]) == 64
+    assert gpus[0]["name"].isprintable()
+
+    def two_lines(nvml):
+        return nvml.NVMLError_LibraryNotFound("driver\nnot loaded\x00")
+
+    status, _ = agent.read_gpus(fake_nvml([], init_error=two_lines))
+    assert status == "unavailable: driver not loaded"
+
+
 def test_a_naive_time_is_taken_as_utc():
     assert agent.utc_iso(datetime(2026, 11, 20, 13, 4, 30)) == "2026-11-20T13:04:30.000Z"
 

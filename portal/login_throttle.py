@@ -8,8 +8,6 @@ A lockout is audited once, when it starts (teams.services.login_lockout_record);
 unlock in the admin (teams.services.login_lockout_reset, audited).
 """
 
-import ipaddress
-
 from axes.attempts import get_cool_off_threshold
 from axes.handlers.database import AxesDatabaseHandler
 from axes.helpers import get_client_username, get_cool_off
@@ -18,6 +16,7 @@ from django.conf import settings
 from django.db.models import Sum
 from django.shortcuts import render
 
+from common.client_address import client_address
 from teams.services import login_lockout_record
 
 
@@ -75,23 +74,9 @@ class LoginThrottleHandler(AxesDatabaseHandler):
 
 
 def client_ip(request) -> str | None:
-    """The client's address (AXES_CLIENT_IP_CALLABLE): REMOTE_ADDR, or behind
-    TRUSTED_PROXY_COUNT reverse proxies that each append the address they saw to
-    X-Forwarded-For, the address the outermost one appended (the count-th from the right).
-    Addresses further left were written by the client and are ignored; a request that did not
-    pass the proxies, or a malformed entry, falls back to REMOTE_ADDR."""
-    remote = request.META.get("REMOTE_ADDR")
-    proxies = settings.TRUSTED_PROXY_COUNT
-    if proxies <= 0:
-        return remote
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR", "")
-    hops = [hop.strip() for hop in forwarded.split(",") if hop.strip()]
-    if len(hops) < proxies:
-        return remote
-    try:
-        return str(ipaddress.ip_address(hops[-proxies]))
-    except ValueError:
-        return remote
+    """The client's address (AXES_CLIENT_IP_CALLABLE): common.client_address's rule, the
+    same the heartbeat limits use."""
+    return client_address(request.META) or None
 
 
 def lockout_response(request, original_response=None, credentials=None):

@@ -176,7 +176,8 @@ AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False
 AXES_LOCKOUT_CALLABLE = "portal.login_throttle.lockout_response"
 AXES_HTTP_RESPONSE_CODE = 429
 # Reverse proxies in front of gunicorn that append the client's address to X-Forwarded-For
-# (1 behind one nginx); 0 takes REMOTE_ADDR. Too high lets clients pick their address.
+# (1 behind one nginx); 0 takes REMOTE_ADDR. Too high lets clients pick their address. The
+# login lockout and the heartbeat limits both count by it (common/client_address.py).
 TRUSTED_PROXY_COUNT = env.int("TRUSTED_PROXY_COUNT", default=0)
 AXES_CLIENT_IP_CALLABLE = "portal.login_throttle.client_ip"
 # The lockouts have the portal's own admin page (teams/admin.py), open to platform admins,
@@ -266,9 +267,6 @@ HEARTBEAT_BURST = env.int("HEARTBEAT_BURST", default=30)
 # Wrong agent tokens one client address may send per minute (as a burst, too), per web
 # process; beyond it, 429 before the database is asked (a token once accepted still passes).
 HEARTBEAT_BAD_TOKENS_PER_MINUTE = env.int("HEARTBEAT_BAD_TOKENS_PER_MINUTE", default=30)
-# Addresses of the reverse proxies in front of the portal: for a request from one of them, the
-# client is the last address in X-Forwarded-For (the one the proxy added), not the proxy.
-TRUSTED_PROXIES = env.list("TRUSTED_PROXIES", default=[])
 # Seconds a web process trusts an agent token it has checked; a revoked token is refused
 # within this time.
 HEARTBEAT_AUTH_CACHE_SECONDS = env.float("HEARTBEAT_AUTH_CACHE_SECONDS", default=30.0)

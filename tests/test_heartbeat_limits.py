@@ -101,20 +101,22 @@ def test_wrong_tokens_are_throttled_per_address_before_the_database_is_asked(
 
 
 def test_behind_a_trusted_proxy_wrong_tokens_count_per_forwarded_client(cast, settings):
-    settings.TRUSTED_PROXIES = ["10.0.0.2"]
+    settings.TRUSTED_PROXY_COUNT = 1
     ws, token = _running(cast)
     body = {"samples": [sample(T)]}
+    proxy = "10.0.0.2"
     with time_machine.travel(T, tick=False):
         for i in range(30):
-            # A client behind no trusted proxy cannot pass for another with the header.
-            wsgi_post(ws.pk, f"wsa_{i}", body, client="203.0.113.7", forwarded="198.51.100.1")
-        via_proxy = {"client": "10.0.0.2", "forwarded": "203.0.113.7"}
+            wsgi_post(ws.pk, f"wsa_{i}", body, client=proxy, forwarded="203.0.113.7")
+        via_proxy = {"client": proxy, "forwarded": "203.0.113.7"}
         assert wsgi_post(ws.pk, "wsa_x", body, **via_proxy)[0] == "429 Too Many Requests"
-        other = {"client": "10.0.0.2", "forwarded": "192.0.2.1, 198.51.100.1"}
-        assert wsgi_post(ws.pk, "wsa_x", body, **other)[0] == "401 Unauthorized"
+        # A client cannot pass for another by writing the header itself: the proxy appends
+        # the address it saw, and only that one counts.
+        spoofed = {"client": proxy, "forwarded": "192.0.2.1, 198.51.100.1"}
+        assert wsgi_post(ws.pk, "wsa_x", body, **spoofed)[0] == "401 Unauthorized"
         # The right token is not yet known to this process, so it waits behind that address.
         assert wsgi_post(ws.pk, token, body, **via_proxy)[0] == "429 Too Many Requests"
-        assert wsgi_post(ws.pk, token, body, **other)[0] == "202 Accepted"
+        assert wsgi_post(ws.pk, token, body, **spoofed)[0] == "202 Accepted"
 
 
 def test_one_noisy_agent_cannot_fill_the_buffer_for_the_others(cast, buffered, settings):  # noqa: F811

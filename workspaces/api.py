@@ -20,6 +20,7 @@ from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from common.client_address import client_address
 from workspaces import heartbeats, telemetry
 
 
@@ -61,13 +62,10 @@ def agent_heartbeat(request, pk):
 
 
 def heartbeat_client(environ) -> str:
-    """The address a heartbeat came from, as its limits count it: REMOTE_ADDR, or behind a
-    proxy in TRUSTED_PROXIES the last X-Forwarded-For entry; an IPv6 address stands for its
-    /64, which one host usually holds whole."""
-    address = environ.get("REMOTE_ADDR", "")
-    forwarded = environ.get("HTTP_X_FORWARDED_FOR", "")
-    if forwarded and address in settings.TRUSTED_PROXIES:
-        address = forwarded.rsplit(",", 1)[-1].strip()
+    """The address a heartbeat came from, as its limits count it (common.client_address:
+    REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT proxies the address the outermost appended to
+    X-Forwarded-For); an IPv6 address stands for its /64, which one host usually holds whole."""
+    address = client_address(environ)
     if ":" not in address:  # IPv4 (or no address): taken as it is, without parsing
         return address[:64]
     try:

@@ -344,3 +344,31 @@ def test_a_heartbeat_the_portal_failed_to_store_excuses_only_its_own_workspace(
     assert idle_sweep(now=_at(66)).stopped == [other.pk]
     assert idle_sweep(now=_at(89)).stopped == []
     assert idle_sweep(now=_at(90)).stopped == [own.pk]
+
+
+@pytest.mark.django_db
+def test_a_workspace_whose_stop_fails_holds_back_no_other_stop(cast, caplog):
+    """One bad item never blocks a queue: the database refuses the first workspace's stop
+    (its row locked elsewhere, say), and the sweep still stops the second."""
+    stuck, stuck_token = _running(cast, name="stuck")
+    idle_ws, idle_token = _running(cast, name="idle")
+    for ws, token in ((stuck, stuck_token), (idle_ws, idle_token)):
+        _report(ws, token, _at(0), 40, util=0)
+    stuck_id = stuck.pk.hex
+
+    def refuse_stuck(execute, sql, params, many, context):
+        if sql.lstrip().startswith("UPDATE") and any(
+            str(p).replace("-", "") == stuck_id for p in (params or ())
+        ):
+            raise OperationalError("could not obtain lock on row")
+        return execute(sql, params, many, context)
+
+    idle_sweep(now=_at(20))  # the warnings
+    with connection.execute_wrapper(refuse_stuck):
+        swept = idle_sweep(now=_at(30))
+
+    assert swept.stopped == [idle_ws.pk]
+    assert Workspace.objects.get(pk=idle_ws.pk).status != Status.RUNNING
+    assert Workspace.objects.get(pk=stuck.pk).status == Status.RUNNING
+    assert f"stopping workspace {stuck.pk} failed" in caplog.text
+    assert idle_sweep(now=_at(31)).stopped == [stuck.pk]  # the next sweep tries again

@@ -9,6 +9,7 @@ sweeps started together neither double-warn nor double-stop.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -25,6 +26,8 @@ from workspaces.heartbeats import telemetry_outage_last
 from workspaces.models import Lease, WorkspaceAgent
 from workspaces.states import Status
 from workspaces.telemetry import policy_from_row
+
+log = logging.getLogger(__name__)
 
 LEASE = "idle-sweep"
 LEASE_SECONDS = 60
@@ -127,7 +130,7 @@ def idle_sweep(*, now: datetime) -> SweepResult:
         judged = workspaces_judge(now=now)
         result = SweepResult(evaluated=len(judged))
         due = [j for j in judged if j.verdict.should_stop(now)]
-        result.stopped = [j.agent["workspace_id"] for j in due if _stop(j, now)]
+        result.stopped = [j.agent["workspace_id"] for j in due if _stop_one(j, now)]
         result.warned = _warn(
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )
@@ -248,6 +251,17 @@ def stop_reason(j: Judged) -> str:
 
 def _minutes(delta: timedelta) -> str:
     return f"{delta.total_seconds() / 60:.0f} min"
+
+
+def _stop_one(j: Judged, now: datetime) -> bool:
+    """``_stop``, with one workspace's failure logged and left for the next sweep: a
+    workspace that cannot be stopped never holds back the stops of the others."""
+    try:
+        with transaction.atomic():
+            return _stop(j, now)
+    except Exception:
+        log.exception("Idle sweep: stopping workspace %s failed", j.agent["workspace_id"])
+        return False
 
 
 def _stop(j: Judged, now: datetime) -> bool:

@@ -72,7 +72,7 @@ def _first_put(sim, short_id: str, what: str, timeout: float = 30.0) -> float:
 def _post_request(client, team_id, offering) -> str:
     data = {
         "team": team_id,
-        "name": "bench",
+        "name": f"bench-{uuid.uuid4().hex[:8]}",  # names are unique per team
         "region": offering.region,
         "offering": offering.pk,
         "ssh_public_key": SSH_KEY,

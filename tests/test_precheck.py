@@ -35,7 +35,7 @@ def _request(cast, *, user=None, offering=None, spot=False):
     return services.workspace_request(
         user=user or cast.researcher,
         team=cast.team,
-        name="llm-finetune",
+        name=f"llm-finetune-{uuid.uuid4().hex[:6]}",  # unique per team
         offering=offering or OfferingFactory(),
         ssh_public_key=SSH_KEY,
         request_key=uuid.uuid4(),

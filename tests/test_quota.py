@@ -26,7 +26,7 @@ def _request(cast, user=None, justification="", team=None, offering=None):
     return services.workspace_request(
         user=user or cast.researcher,
         team=team or cast.team,
-        name="big-train",
+        name=f"big-train-{uuid.uuid4().hex[:6]}",  # unique per team
         offering=offering or OfferingFactory(),
         ssh_public_key=SSH_KEY,
         request_key=uuid.uuid4(),
@@ -329,7 +329,7 @@ def _race_once(team, users, offering, results):
                 services.workspace_request(
                     user=user,
                     team=team,
-                    name="race",
+                    name=f"race-{uuid.uuid4().hex[:8]}",  # the race is for the GPU
                     offering=offering,
                     ssh_public_key=SSH_KEY,
                     request_key=uuid.uuid4(),

@@ -40,11 +40,11 @@ def spot_price(unit_price=SPOT_PRICE, *, sku=A100, region="eastus", start=LONG_A
     )
 
 
-def request(cast, *, spot=True, offering=None, now=None):
+def request(cast, *, spot=True, offering=None, now=None, name="spot-train"):
     return services.workspace_request(
         user=cast.researcher,
         team=cast.team,
-        name="spot-train",
+        name=name,
         offering=offering or OfferingFactory(),
         ssh_public_key=SSH_KEY,
         request_key=uuid.uuid4(),
@@ -161,7 +161,7 @@ class TestSpotLife:
     def test_running_vms_and_regular_workspaces_are_left_alone(self, cast, sim):
         spot_price()
         spot = request(cast)
-        regular = request(cast, spot=False)
+        regular = request(cast, spot=False, name="regular-train")
         # Someone deallocates the regular VM outside the portal: that is no eviction.
         name = f"ws-{regular.short_id}"
         token = azure_vm.begin(services.azure_settings(), "deallocate", name=name)
@@ -224,7 +224,7 @@ class TestSpotRequest:
         spot_price()
         nov_1 = datetime(2026, 11, 1, tzinfo=UTC)
 
-        regular = request(cast, spot=False, now=nov_1)
+        regular = request(cast, spot=False, now=nov_1, name="regular-train")
         spot = request(cast, now=nov_1)
 
         assert regular.status == Status.PENDING_APPROVAL

@@ -151,10 +151,16 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
     the monthly budget, queue its provisioning; above any of them it waits as
     ``pending_approval`` with a QuotaRequest. The quota is checked while holding the team row
     (``select_for_update``) in the transaction that inserts, so concurrent requests cannot
-    overshoot it. Idempotent on ``request_key``. Raises JustificationNeeded."""
+    overshoot it; the name is checked there too (unique per team among workspaces not
+    deleted). Idempotent on ``request_key``. Raises JustificationNeeded, NameTaken."""
     try:
         with transaction.atomic():
             team = Team.objects.select_for_update().get(pk=ask.team.pk)
+            # A double submit that waited for the lock finds its twin, not a taken name.
+            twin = Workspace.objects.filter(request_key=ask.request_key, owner=ask.user).first()
+            if twin:
+                return twin
+            _check_name_free(team, ask.fields["name"])
             check = selectors.quota_check(
                 team=team,
                 user=ask.user,
@@ -191,6 +197,20 @@ def spot_unavailable(offering: SizeOffering) -> str:
         f"Azure has no Spot price for {offering.vm_size} in {offering.region}, so it cannot be "
         "requested as a Spot VM. Untick Spot VM or choose a size with a Spot price."
     )
+
+
+class NameTaken(WorkspaceActionError):
+    """The team already has a workspace of that name that is not deleted."""
+
+
+def _check_name_free(team: Team, name: str) -> None:
+    """Raises NameTaken when ``team`` has a workspace named ``name`` that is not deleted.
+    Called while holding the team row, so two requests racing for one name get one each way."""
+    if Workspace.objects.filter(team=team, name=name).exclude(status=Status.DELETED).exists():
+        raise NameTaken(
+            f"The team already has a workspace named “{name}”; pick another name, or delete "
+            "that one first."
+        )
 
 
 class JustificationNeeded(WorkspaceActionError):

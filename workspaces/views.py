@@ -119,6 +119,8 @@ def _submit_request(request, form):
         )
     except services.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
+    except services.NameTaken as exc:
+        form.add_error("name", str(exc))
     except services.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None
@@ -200,6 +202,8 @@ def _submit_aks(request, form, request_service, **kwargs):
         )
     except services.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
+    except services.NameTaken as exc:
+        form.add_error("name", str(exc))
     except services.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None

@@ -41,18 +41,24 @@ def _month(request, now) -> tuple[date | None, MonthForm]:
 def team_spend(request, slug):
     """Month-to-date spend, budget, forecast, chart, the workspaces' table, and the estimate
     against Azure's actual cost (Cost Management) where Azure has reported."""
-    team, now = _team(request, slug), timezone.now()
+    return _team_spend_page(request, _team(request, slug))
+
+
+def _team_spend_page(request, team: Team, export: ExportForm | None = None):
+    """The team's spend page for the month asked for; ``export`` is a bound export form
+    whose errors the page shows (answered 400), else a fresh one for the month."""
+    now = timezone.now()
     month, month_form = _month(request, now)
     if month is None:
         return render(
             request, "billing/team_spend.html", {"team": team, "month_form": month_form}, status=400
         )
     spend = selectors.spend_month(team=team, month=month, now=now)
-    export = ExportForm(initial={"start": spend.first, "end": spend.last})
+    export = export or ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
     context["method"] = selectors.FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
-    return render(request, "billing/team_spend.html", context)
+    return render(request, "billing/team_spend.html", context, status=400 if export.errors else 200)
 
 
 @login_required
@@ -103,17 +109,17 @@ def team_spend_data(request, slug):
 @login_required
 @require_GET
 def team_spend_csv(request, slug):
-    """The team's spend for a period as chargeback CSV; 400 JSON for a bad period."""
+    """The team's spend for a period as chargeback CSV; a bad period is the spend page with
+    the export form's errors (400)."""
     team = _team(request, slug)
-    return _csv(request, [team], team.slug)
-
-
-def _csv(request, teams, label: str) -> StreamingHttpResponse:
-    """Chargeback CSV of ``teams`` over the period in the query string (start, end)."""
     form = ExportForm(request.GET)
     if not form.is_valid():
-        errors = [e for field in form.errors.values() for e in field]
-        return JsonResponse({"error": " ".join(errors)}, status=400)
+        return _team_spend_page(request, team, export=form)
+    return _csv(form, [team], team.slug)
+
+
+def _csv(form: ExportForm, teams, label: str) -> StreamingHttpResponse:
+    """Chargeback CSV of ``teams`` over the valid ``form``'s period (start, end)."""
     start, end = form.cleaned_data["start"], form.cleaned_data["end"]
     table = selectors.spend_export(teams=teams, first=start, last=end, now=timezone.now())
     response = StreamingHttpResponse(
@@ -135,16 +141,21 @@ def platform_spend(request):
     """Every team's month so far (spend, budget use, forecast, runway) and the top
     workspaces across teams, for platform admins (403 for others)."""
     _platform_admin(request)
+    return _platform_spend_page(request)
+
+
+def _platform_spend_page(request, export: ExportForm | None = None):
+    """All teams' spend page; ``export`` is a bound export form whose errors it shows (400)."""
     now = timezone.now()
     overview = selectors.spend_overview(teams=Team.objects.order_by("name"), now=now)
     today = timezone.localdate(now)
     context = {
         "overview": overview,
         "method": selectors.FORECAST_METHOD,
-        "first": today.replace(day=1),
-        "today": today,
+        "export": export or ExportForm(initial={"start": today.replace(day=1), "end": today}),
     }
-    return render(request, "billing/platform_spend.html", context)
+    status = 400 if context["export"].errors else 200
+    return render(request, "billing/platform_spend.html", context, status=status)
 
 
 @login_required
@@ -167,7 +178,11 @@ def platform_spend_reconciliation(request):
 @login_required
 @require_GET
 def platform_spend_csv(request):
-    """Chargeback CSV for all teams: one row per team, workspace and day; 400 JSON for a bad
-    period, 403 for anyone but a platform admin."""
+    """Chargeback CSV for all teams: one row per team, workspace and day; a bad period is the
+    all-teams spend page with the export form's errors (400); 403 for anyone but a platform
+    admin."""
     _platform_admin(request)
-    return _csv(request, list(Team.objects.order_by("name")), "all-teams")
+    form = ExportForm(request.GET)
+    if not form.is_valid():
+        return _platform_spend_page(request, export=form)
+    return _csv(form, list(Team.objects.order_by("name")), "all-teams")

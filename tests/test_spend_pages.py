@@ -84,12 +84,15 @@ def test_the_csv_has_one_row_per_workspace_and_day_and_matches_the_page(client, 
         ({"start": "tomorrow", "end": "2026-11-30"}, "Enter a valid date."),
     ],
 )
-def test_a_bad_export_period_gets_a_clear_400(client, cast, period, message):
+def test_a_bad_export_period_is_a_form_error_on_the_spend_page(client, cast, period, message):
     client.force_login(cast.researcher)
 
     response = client.get(reverse("team-spend-csv", args=[cast.team.slug]), period)
 
-    assert response.status_code == 400 and message in response.json()["error"]
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+    page = response.content.decode()
+    assert message in page and "Spend" in page  # the page, with the form's error
+    assert f'value="{period["start"]}"' in page  # what was typed stays in the form
 
 
 def test_a_bad_month_gets_a_form_error_not_a_500(client, cast):
@@ -180,14 +183,15 @@ def test_the_chargeback_csv_covers_all_teams_one_row_per_team_workspace_and_day(
     assert [(r["day"], r["compute_usd"]) for r in nlp] == [("2026-11-10", "30.00")]  # 10 h x $3
 
 
-def test_a_bad_chargeback_period_gets_a_clear_400(client, cast):
+def test_a_bad_chargeback_period_is_a_form_error_on_the_spend_page(client, cast):
     client.force_login(cast.platform_admin)
 
     response = client.get(
         reverse("platform-spend-csv"), {"start": "2026-11-30", "end": "2026-11-01"}
     )
 
-    assert response.status_code == 400 and "ends before it starts" in response.json()["error"]
+    assert response.status_code == 400 and response["Content-Type"].startswith("text/html")
+    assert "ends before it starts" in response.content.decode()
 
 
 @pytest.mark.parametrize(

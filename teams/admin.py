@@ -2,7 +2,7 @@ from axes.models import AccessAttempt
 from django.contrib import admin, messages
 from django.utils import timezone
 
-from portal.admin_access import PlatformAdminAccess
+from common.admin_access import PlatformAdminAccess
 from teams import services
 from teams.models import IdleBounds, Membership, Team
 

@@ -4,7 +4,7 @@ from django import forms
 from django.contrib import admin, messages
 
 from billing.services import offering_unpriced_reason
-from portal.admin_access import PlatformAdminAccess
+from common.admin_access import PlatformAdminAccess
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
 
 

@@ -319,9 +319,17 @@ def _priced(i: _Interval, prices, window, tz, midnights) -> list[tuple]:
     ]
 
 
-def burn_rates(*, team_ids, now: datetime) -> dict[int, Decimal]:
-    """USD/hour of every open interval at the price in effect now, per team. Open intervals
-    are counted per meter price in SQL, so the rows read do not grow with the fleet."""
+def team_burn_rate(*, team_ids, now: datetime) -> dict[int, Decimal]:
+    """The burn rate: USD/hour that Azure bills each team for at ``now``, the one definition
+    every page and email shows ({team_id: Decimal}; teams burning nothing may be missing).
+
+    What counts: every open UsageInterval (billing.services.usage_meter), priced at the price
+    in effect at ``now``. So a VM burns its compute while allocated (states.BILLABLE) and its
+    OS disk from its first run until it is deleted, stopped or not; a MIG slice or namespace
+    burns while running (states.BILLABLE_ON_AKS). A workspace pending approval, waiting for
+    Azure (requested: it holds GPU quota, see team_gpus_in_use) or failed burns nothing.
+    Open intervals are counted per meter price in SQL, so the rows read do not grow with the
+    fleet: two queries whatever the number of teams."""
     groups = list(
         UsageInterval.objects.filter(team_id__in=team_ids, ended_at__isnull=True)
         .values(*_PRICE_FIELDS)
@@ -431,7 +439,7 @@ def team_spend(*, team_ids, now: datetime) -> dict[int, TeamSpend]:
         spent[team] += cost
     for line in live_spend(windows=_live_windows(months, rolled, now, zones), zones=zones):
         spent[line.team_id] += metering.to_cents(line.cost)  # what the CSV charges, line by line
-    burn = burn_rates(team_ids=team_ids, now=now)
+    burn = team_burn_rate(team_ids=team_ids, now=now)
     return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
 
 
@@ -497,7 +505,9 @@ def spend_month(*, team, month: date, now: datetime, top: int = 50) -> SpendMont
     current = start <= now < end
     total = sums.total(team.pk)
     burn = (
-        burn_rates(team_ids=[team.pk], now=now).get(team.pk, Decimal(0)) if current else Decimal(0)
+        team_burn_rate(team_ids=[team.pk], now=now).get(team.pk, Decimal(0))
+        if current
+        else Decimal(0)
     )
     forecast = _forecast(total, burn, start, end, now) if current else None
     return SpendMonth(
@@ -703,7 +713,7 @@ def spend_overview(*, teams, now: datetime, top: int = 20) -> SpendOverview:
         t: (month_bounds(now, zones[t])[0].date(), now.astimezone(zones[t]).date()) for t in ids
     }
     sums = _month_sums(months, now, zones, top=top)
-    burn = burn_rates(team_ids=ids, now=now)
+    burn = team_burn_rate(team_ids=ids, now=now)
     rows = [
         _team_month(team, sums.total(team.pk), burn.get(team.pk, Decimal(0)), zones[team.pk], now)
         for team in teams

@@ -5,7 +5,7 @@ from datetime import date, datetime
 from decimal import Decimal
 from fractions import Fraction
 
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet
 
 from teams.models import (
     AuditEntry,
@@ -62,7 +62,7 @@ def quota_request_queue(*, now) -> list[QueueRow]:
     number of queries whatever the number of requests (requests with their team, requester
     and workspace; the teams' quotas; the teams' usage; the teams' spend)."""
     from teams.services import cost_estimate
-    from workspaces.selectors import team_budget, team_gpu_usage
+    from workspaces.selectors import team_budget, team_gpus_in_use
 
     requests = list(
         QuotaRequest.objects.filter(decision=Decision.PENDING)
@@ -73,7 +73,7 @@ def quota_request_queue(*, now) -> list[QueueRow]:
     quotas = {
         (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
     }
-    usage = team_gpu_usage(team_ids=team_ids)
+    usage = team_gpus_in_use(team_ids=team_ids)
     budgets = team_budget(teams={r.team_id: r.team for r in requests}.values(), now=now)
     return [
         QueueRow(
@@ -109,15 +109,29 @@ def team_members(*, team: Team) -> QuerySet[Membership]:
     )
 
 
+def team_member_count(*, team_ids) -> dict[int, int]:
+    """Members per team, the one definition every page shows ({team_id: int}, every team
+    present). What counts: the team's memberships, researchers and team admins alike; a
+    platform admin (staff) is a member only where a membership says so. The team page lists
+    exactly these (team_members). One query whatever the number of teams."""
+    counts = dict(
+        Membership.objects.filter(team_id__in=list(team_ids))
+        .values("team_id")
+        .annotate(n=Count("pk"))
+        .values_list("team_id", "n")
+    )
+    return {t: counts.get(t, 0) for t in team_ids}
+
+
 @dataclass(frozen=True)
 class TeamRow:
     """One team's usage against its limits, for the teams overview and a team's page."""
 
     team: Team
-    lines: list  # workspaces.selectors.QuotaLine per GPU model (GPUs used, quota)
-    members: int
+    lines: list  # workspaces.selectors.QuotaLine per GPU model (team_gpus_in_use, quota)
+    members: int  # team_member_count
     pending_increases: int
-    spend_per_hour: Decimal  # USD/hour of the workspaces holding GPUs now
+    spend_per_hour: Decimal  # USD/hour: the burn rate, billing.selectors.team_burn_rate
 
     @property
     def spend_per_month(self) -> Decimal:
@@ -125,47 +139,38 @@ class TeamRow:
         return (self.spend_per_hour * 730).quantize(Decimal("0.01"))
 
 
-def _spend_per_hour(team_ids) -> dict[int, Decimal]:
-    from workspaces.models import Workspace
-    from workspaces.states import HOLDS_GPUS
-
-    rows = (
-        Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
-        .values("team_id")
-        .annotate(rate=Sum("price_per_hour"))
-    )
-    return {r["team_id"]: r["rate"] or Decimal(0) for r in rows}
-
-
-def _team_rows(teams: QuerySet[Team]) -> list[TeamRow]:
+def _team_rows(teams: QuerySet[Team], now: datetime) -> list[TeamRow]:
+    from billing.selectors import team_burn_rate
     from workspaces.selectors import team_quota_overview
 
-    teams = teams.annotate(
-        n_members=Count("memberships", distinct=True),
-        n_pending=Count(
-            "quota_increases",
-            filter=Q(quota_increases__decision=Decision.PENDING),
-            distinct=True,
-        ),
+    # Counted apart from ``teams``: annotating Count("memberships") on a queryset filtered by
+    # the user's membership reuses that join and counts the user alone.
+    pending = dict(
+        TeamQuotaIncrease.objects.filter(team__in=teams, decision=Decision.PENDING)
+        .values("team_id")
+        .annotate(n=Count("pk"))
+        .values_list("team_id", "n")
     )
     overview = team_quota_overview(teams=teams)
-    spend = _spend_per_hour([t.pk for t, _ in overview])
+    ids = [t.pk for t, _ in overview]
+    members = team_member_count(team_ids=ids)
+    burn = team_burn_rate(team_ids=ids, now=now)
     return [
-        TeamRow(t, lines, t.n_members, t.n_pending, spend.get(t.pk, Decimal(0)))
+        TeamRow(t, lines, members[t.pk], pending.get(t.pk, 0), burn.get(t.pk, Decimal(0)))
         for t, lines in overview
     ]
 
 
-def team_overview(*, user) -> list[TeamRow]:
-    """Every team visible to the user (all for a platform admin), by name, with GPUs used
-    against quota, budget, member count, pending increase requests and current spend rate.
-    Four queries whatever the number of teams."""
-    return _team_rows(team_visible_to(user=user))
+def team_overview(*, user, now: datetime) -> list[TeamRow]:
+    """Every team visible to the user (all for a platform admin), by name, with GPUs in use
+    against quota, budget, member count, pending increase requests and the burn rate at
+    ``now``. A constant number of queries whatever the number of teams."""
+    return _team_rows(team_visible_to(user=user), now)
 
 
-def team_overview_one(*, user, team: Team) -> TeamRow:
+def team_overview_one(*, user, team: Team, now: datetime) -> TeamRow:
     """team_overview of one team visible to the user; Team.DoesNotExist otherwise."""
-    rows = _team_rows(team_visible_to(user=user).filter(pk=team.pk))
+    rows = _team_rows(team_visible_to(user=user).filter(pk=team.pk), now)
     if not rows:
         raise Team.DoesNotExist
     return rows[0]
@@ -192,14 +197,14 @@ class IncreaseRow:
 def team_increase_queue() -> list[IncreaseRow]:
     """Pending increase requests of all teams with current quota and usage of the asked GPU
     model. Three queries whatever the number of requests."""
-    from workspaces.selectors import team_gpu_usage
+    from workspaces.selectors import team_gpus_in_use
 
     increases = team_increases_pending()
     team_ids = {i.team_id for i in increases}
     quotas = {
         (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
     }
-    usage = team_gpu_usage(team_ids=team_ids) if team_ids else {}
+    usage = team_gpus_in_use(team_ids=team_ids) if team_ids else {}
     rows = []
     for i in increases:
         asked = bool(i.gpu_model)

@@ -74,7 +74,7 @@ def account(request):
 @require_GET
 def team_list(request):
     _require(request, "teams.list_teams")
-    rows = selectors.team_overview(user=request.user)
+    rows = selectors.team_overview(user=request.user, now=timezone.now())
     can_set_quota = request.user.has_perm("teams.set_quota")
     return render(request, "teams/list.html", {"rows": rows, "can_set_quota": can_set_quota})
 
@@ -83,7 +83,7 @@ def _page_context(request, team: Team, **forms) -> dict:
     user = request.user
     return {
         "team": team,
-        "row": selectors.team_overview_one(user=user, team=team),
+        "row": selectors.team_overview_one(user=user, team=team, now=timezone.now()),
         "members": selectors.team_members(team=team),
         "increases": selectors.team_increases_pending(team=team),
         "can_manage": user.has_perm("teams.manage_team", team),
@@ -209,7 +209,7 @@ def team_increase(request, slug):
 @login_required
 def team_quota(request, slug):
     team = _team(request, slug, "teams.set_quota")
-    row = selectors.team_overview_one(user=request.user, team=team)
+    row = selectors.team_overview_one(user=request.user, team=team, now=timezone.now())
     if request.method == "POST":
         form = LimitsForm(request.POST)
         if form.is_valid():

@@ -259,10 +259,15 @@ class QuotaCheck:
         return not self.over
 
 
-def team_gpu_usage(*, team_ids) -> dict[int, dict[str, Fraction]]:
-    """GPUs held now per team and GPU model ({team_id: {"A100": Fraction(22, 7)}}), a MIG
-    slice counting as its sevenths, in one query. Stopped, pending, failed and deleted
-    workspaces hold none."""
+def team_gpus_in_use(*, team_ids) -> dict[int, dict[str, Fraction]]:
+    """GPUs in use: what each team holds against its GPU quota now, the one definition every
+    page, form and approval shows ({team_id: {"A100": Fraction(22, 7)}}; a MIG slice counts as
+    its sevenths, a namespace as its GPU quota). One query whatever the number of teams.
+
+    What counts: workspaces in states.HOLDS_GPUS, requested (approved or within quota, waiting
+    for Azure or a free slice), provisioning, running, stopping and starting. A workspace
+    waiting for Azure holds its quota but burns nothing (billing.selectors.team_burn_rate).
+    Pending approval, stopped (deallocated), failed and deleted workspaces hold none."""
     rows = (
         Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
         .values("team_id", "gpu_model")
@@ -273,6 +278,10 @@ def team_gpu_usage(*, team_ids) -> dict[int, dict[str, Fraction]]:
         share = gpu_share(gpus=row["gpus"] or 0, slices=row["slices"] or 0)
         usage.setdefault(row["team_id"], {})[row["gpu_model"]] = share
     return usage
+
+
+# The old name, kept for callers written before it became the figure's one selector.
+team_gpu_usage = team_gpus_in_use
 
 
 def quota_check(
@@ -288,7 +297,7 @@ def quota_check(
         .values_list("gpus", flat=True)
         .first()
     )
-    used = team_gpu_usage(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, 0)
+    used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, 0)
     held = Workspace.objects.filter(team=team, owner=user, status__in=HELD).count()
     # Requested but not yet billing: it will burn soon, so it counts like this request.
     queued = Workspace.objects.filter(team=team, status=Status.REQUESTED).aggregate(
@@ -337,7 +346,7 @@ def team_quota_overview(*, teams) -> list[tuple]:
     quotas: dict[int, dict[str, int]] = {}
     for q in GpuQuota.objects.filter(team_id__in=ids):
         quotas.setdefault(q.team_id, {})[q.gpu_model] = q.gpus
-    usage = team_gpu_usage(team_ids=ids)
+    usage = team_gpus_in_use(team_ids=ids)
     overview = []
     for team in teams:
         team_quota, team_usage = quotas.get(team.pk, {}), usage.get(team.pk, {})
@@ -371,6 +380,14 @@ class TelemetryView:
         v, at = self.verdict, self.unstored_at
         silent = v is not None and v.state == "no_telemetry"
         return at if silent and at is not None and at > v.since else None
+
+    @property
+    def extension_words(self) -> str:
+        """How long Keep running keeps it, in words, as long as the deadline it sets
+        (scaled by IDLE_TIME_SCALE in demos): "4 hours", "24 minutes"."""
+        from workspaces.telemetry import duration_words, extension_minutes
+
+        return duration_words(extension_minutes(self.extension_hours))
 
     @property
     def warned(self) -> bool:

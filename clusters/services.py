@@ -312,9 +312,18 @@ def pool_advance(*, pool_id: int, clock: Callable[[], datetime]) -> Next:
     done = {"operation_token": "", "error_code": "", "error_message": ""}
     if progress.pool is not None:
         done["node_count"] = progress.pool.count
+    _usage_changed(pool)
     to = PoolStatus.READY if operation == "create" else PoolStatus.DELETED
     _pool_transition(pool, (pool.status,), to, clock(), **done)
     return Next.DONE
+
+
+def _usage_changed(pool: NodePool) -> None:
+    """The pool's nodes count against the region's vCPU quota: Azure headroom must be read
+    again (workspaces.services.azure_usage_changed)."""
+    from workspaces.services import azure_usage_changed
+
+    azure_usage_changed(region=pool.cluster.location)
 
 
 def _pool_operation(pool: NodePool, operation: str) -> aks.PoolProgress:
@@ -323,6 +332,7 @@ def _pool_operation(pool: NodePool, operation: str) -> aks.PoolProgress:
     if not token:
         spec = _pool_spec(pool) if operation == "create" else None
         token = aks.pool_begin(settings, ref, operation, name=pool.name, spec=spec)
+        _usage_changed(pool)
         # Saved before polling: the worker that takes over after a crash resumes from it.
         NodePool.objects.filter(pk=pool.pk, status=pool.status).update(operation_token=token)
     return aks.pool_poll(settings, ref, operation, name=pool.name, token=token)

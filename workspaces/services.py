@@ -660,12 +660,32 @@ class Headroom:
         return SPOT_QUOTA_LABEL if self.spot else self.family
 
 
+def _usage_generation_key(region: str) -> str:
+    return f"azure-usage-generation:{region}"
+
+
+def azure_usage_changed(*, region: str) -> None:
+    """Forget what Azure's quota usage in ``region`` was: the portal has just begun or ended
+    an operation that changes it (a VM's or a node pool's create, start, deallocate or
+    delete), so the next azure_headroom asks Azure again instead of showing the vCPUs left
+    before it."""
+    key = _usage_generation_key(region)
+    try:
+        cache.incr(key)
+    except ValueError:  # never counted yet (or evicted): any new value makes old entries stale
+        cache.set(key, uuid.uuid4().int % 10**9, None)
+
+
 def azure_headroom(*, region: str, vm_size: str, spot: bool = False) -> Headroom:
-    """Azure's quota left for ``vm_size`` in ``region``, as a Spot VM if ``spot`` (Resource
-    SKUs and usages APIs: two ARM GETs), kept AZURE_HEADROOM_CACHE_SECONDS so a busy approval
-    queue does not get the subscription throttled. Azure errors come back as ``problem``; it
+    """Azure headroom: the quota left for ``vm_size`` in ``region``, as a Spot VM if ``spot``
+    (Resource SKUs and usages APIs: two ARM GETs), the one definition the approvals page
+    shows. Freshness rule: kept at most AZURE_HEADROOM_CACHE_SECONDS so a busy approval queue
+    does not get the subscription throttled, and forgotten at once whenever the portal
+    changes the region's usage (azure_usage_changed), so it never shows the vCPUs left before
+    a VM or node pool the portal made or deleted. Azure errors come back as ``problem``; it
     never raises them."""
-    key = f"azure-headroom:{region}:{vm_size}:{'spot' if spot else 'regular'}"
+    generation = cache.get(_usage_generation_key(region), 0)
+    key = f"azure-headroom:{region}:{vm_size}:{'spot' if spot else 'regular'}:{generation}"
     headroom = cache.get(key)
     if headroom is None:
         try:
@@ -746,6 +766,7 @@ def _run_operation(workspace: Workspace, operation: str, clock) -> azure_vm.Prog
     if not token:
         spec = _vm_spec(workspace, clock()) if operation == "create" else None
         token = azure_vm.begin(azure_settings(), operation, name=name, spec=spec)
+        azure_usage_changed(region=workspace.region)
         # Saved before polling: the worker that takes over after a crash resumes from it.
         Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
             operation=operation, operation_token=token
@@ -754,6 +775,7 @@ def _run_operation(workspace: Workspace, operation: str, clock) -> azure_vm.Prog
 
 
 def _finish(workspace, operation, done, result, now) -> None:
+    azure_usage_changed(region=workspace.region)
     fields = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
     if result is not None and result.private_ip:
         fields["private_ip"] = result.private_ip

@@ -44,9 +44,12 @@ class PoolRow:
 
 def pool_capacity(*, cluster: AksCluster | None = None, cluster_ids=None) -> list[PoolRow]:
     """Every pool that is not deleted (of ``cluster``, or of ``cluster_ids``), with its
-    capacity, in one query (ordered by cluster and name). MIG pools count their MIG
+    capacity, in one query (ordered by cluster and name): the one definition of pool capacity
+    that the clusters pages and the MIG and namespace forms use. MIG pools count their MIG
     workspaces' slices; whole-GPU pools count the GPU quota of the namespace workspaces on
-    them."""
+    them. Only a ready pool has capacity: one still being created, failed (e.g. Azure refused
+    its nodes for quota) or being deleted counts a total of 0, whatever node count it asked
+    for."""
     pools = NodePool.objects.exclude(status=PoolStatus.DELETED).select_related("cluster")
     if cluster is not None:
         pools = pools.filter(cluster=cluster)
@@ -66,9 +69,10 @@ def pool_capacity(*, cluster: AksCluster | None = None, cluster_ids=None) -> lis
 
 def _row(pool: NodePool) -> PoolRow:
     capacity = pool.capacity
+    total = capacity.total if pool.status == PoolStatus.READY else 0
     if pool.gpu_instance_profile:
-        return PoolRow(pool, capacity.unit, capacity.total, pool.mig_bound, pool.mig_waiting)
-    return PoolRow(pool, capacity.unit, capacity.total, pool.ns_gpus or 0, 0)
+        return PoolRow(pool, capacity.unit, total, pool.mig_bound, pool.mig_waiting)
+    return PoolRow(pool, capacity.unit, total, pool.ns_gpus or 0, 0)
 
 
 def team_clusters(*, team) -> list[ClusterTeam]:

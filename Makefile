@@ -15,6 +15,9 @@ run: export CLOUDSIM_AGENT_PROFILE ?= idle
 # The demo's AKS cluster exists in the emulator from start-up; seed_demo registers it and asks
 # the worker to create its MIG and GPU node pools.
 run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-portal/research-aks
+# The demo subscription's vCPU quota (cloudsim/demo.py): Azure's default 96 vCPUs per family
+# does not fit the demo pools, let alone a VM, a MIG slice and a namespace requested at once.
+run: export CLOUDSIM_DEMO_QUOTA ?= 1
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 

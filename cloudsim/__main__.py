@@ -5,7 +5,7 @@ import logging
 import os
 import sys
 
-from . import aks
+from . import aks, demo
 from .agent_protocol import PROFILES
 from .server import make_server
 from .skus import DEFAULT_CATALOG
@@ -48,6 +48,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="SUB/RG/NAME[/LOCATION]",
         help="create this AKS managed cluster at startup (location default eastus)",
     )
+    parser.add_argument(
+        "--demo-quota",
+        action="store_true",
+        default=env.get("CLOUDSIM_DEMO_QUOTA", "0") == "1",
+        help="give the subscription the demo vCPU quota (cloudsim/demo.py; CLOUDSIM_DEMO_QUOTA=1)",
+    )
     return parser
 
 
@@ -78,6 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         agents=args.agents,
         agent_profile=args.agent_profile,
     )
+    if args.demo_quota:
+        demo.apply_demo_quota(sim.state)
     if cluster is not None:
         with sim.state.lock:
             aks.create_cluster_now(sim.state, *cluster)

@@ -77,6 +77,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "teams.context_processors.notices",
+                "workspaces.context_processors.demo_timings",
             ],
         },
     },

@@ -73,7 +73,7 @@ def test_keep_running_from_the_page_is_logged_and_shown(client, cast):
     extension = WorkspaceExtension.objects.get(workspace=ws)
     assert extension.user == cast.researcher and extension.hours == 4
     page = _page(client, cast.researcher, ws, _at(26)).content.decode()
-    assert "alice kept it for 4 h" in page and "1 extension left today" in page
+    assert "alice kept it for 4 hours" in page and "1 extension left today" in page
 
 
 def test_a_teammate_sees_the_telemetry_but_no_keep_button(client, cast):

@@ -279,6 +279,14 @@ class WorkspaceExtension(models.Model):
     def __str__(self):
         return f"{self.workspace_id} kept until {self.until:%Y-%m-%d %H:%M}"
 
+    @property
+    def length_words(self) -> str:
+        """How long it really kept the workspace, in words ("4 hours"; "24 minutes" with demo
+        timings): ``hours`` is the policy's, ``until`` the real deadline."""
+        from workspaces.telemetry import duration_words
+
+        return duration_words((self.until - self.at).total_seconds() / 60)
+
 
 class Lease(models.Model):
     """A named lease that one periodic job holds at a time (the idle sweep), taken by

@@ -307,3 +307,45 @@ def telemetry_downsample(*, now: datetime) -> int:
         )
         folded, _ = old.delete()
     return folded
+
+
+def duration_words(minutes: float) -> str:
+    """A duration in words as the owner would say it: "4 hours", "24 minutes", "1 hour 30
+    minutes", "30 seconds". ``minutes`` may be fractional (scaled demo timings)."""
+    seconds = round(minutes * 60)
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    hours, mins = divmod(round(seconds / 60), 60)
+    parts = [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []
+    if mins:
+        parts.append(f"{mins} minute{'s' if mins != 1 else ''}")
+    return " ".join(parts)
+
+
+def extension_minutes(hours: int) -> float:
+    """The real length of a Keep running extension of ``hours`` in the team's policy
+    (minutes): scaled like every idle-policy duration (IDLE_TIME_SCALE), so the button's
+    label and the deadline it sets agree."""
+    return hours * 60 * settings.IDLE_TIME_SCALE
+
+
+def demo_timings_note() -> str:
+    """A note for every page when idle-policy durations are scaled (IDLE_TIME_SCALE != 1,
+    as `make run` does), with the default policy's real durations; "" in production."""
+    scale = settings.IDLE_TIME_SCALE
+    if scale == 1:
+        return ""
+    row = _default_policy()
+    policy = policy_from_row(row)
+    kept = duration_words(extension_minutes(row.extension_hours))
+    return (
+        f"Demo timings (×{scale:g}): an idle workspace is stopped after "
+        f"{duration_words(policy.idle_minutes)}, warned {duration_words(policy.warn_minutes)} "
+        f"before; Keep running keeps it {kept}. Every time shown is the real one."
+    )
+
+
+def _default_policy():
+    from teams.models import IdlePolicy
+
+    return IdlePolicy()

@@ -1,0 +1,6 @@
+from workspaces.telemetry import demo_timings_note
+
+
+def demo_timings(request):
+    """The demo timings note for every page ("" in production: no query, no work)."""
+    return {"demo_timings": demo_timings_note()}

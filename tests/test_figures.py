@@ -276,3 +276,34 @@ def test_the_budget_alert_and_the_spend_page_count_the_same_month(client, cast):
     html = page(client, cast.team_admin, reverse("team-spend", args=[cast.team.slug]))
     total = re.search(r'data-testid="spend-total">\$([\d,.]+)<', html).group(1)
     assert Decimal(total.replace(",", "")) == spent
+
+
+# --- Azure headroom --------------------------------------------------------------------------
+
+A100_FAMILY = "standardNCADSA100v4Family"
+
+
+def _advance_until(ws, status):
+    from workspaces import services
+
+    for _ in range(200):
+        services.workspace_advance(workspace_id=ws.pk, clock=timezone.now)
+        ws.refresh_from_db()
+        if ws.status == status:
+            return
+    raise AssertionError(f"{ws.name} is {ws.status}")
+
+
+def test_azure_headroom_is_read_again_once_the_portal_makes_or_deletes_a_vm(cast, sim):
+    from workspaces import services
+
+    sim.set_quota("eastus", A100_FAMILY, 100)
+    assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100
+    ws = workspace(cast, Status.REQUESTED)
+    _advance_until(ws, Status.RUNNING)
+    assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 76
+    states.transition(
+        workspace_id=ws.pk, expected=Status.RUNNING, to=Status.DELETING, now=timezone.now()
+    )
+    _advance_until(ws, Status.DELETED)
+    assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100

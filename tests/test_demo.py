@@ -52,10 +52,13 @@ def _pools():
     return list(NodePool.objects.values_list("name", "status", "error_code"))
 
 
-def test_the_demo_runs_a_vm_a_mig_slice_and_a_namespace_at_once(sim, celery_worker_thread):
+def test_the_demo_runs_a_vm_a_mig_slice_and_a_namespace_at_once(client, sim, celery_worker_thread):
     _seed(sim, demo_quota=True)
     _wait(lambda: NodePool.objects.filter(status=PoolStatus.READY).count() == 3, _pools)
     alice = get_user_model().objects.get(username="alice")
+    client.force_login(alice)
+    form = client.get(reverse("workspaces:request-namespace")).content.decode()
+    assert "a100 (Standard_NC96ads_A100_v4)" in form  # a pool serves the team
     team, now = Team.objects.get(slug="vision-lab"), timezone.now()
     vm = services.workspace_request(
         user=alice,

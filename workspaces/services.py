@@ -845,6 +845,7 @@ def _clean_up_failed_create(workspace: Workspace) -> None:
         clean_up_failed_create(workspace)
     else:
         azure_vm.delete_leftovers(azure_settings(), name=azure_vm.vm_names(workspace.pk).vm)
+        azure_usage_changed(region=workspace.region)
 
 
 def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> None:

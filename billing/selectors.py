@@ -345,6 +345,10 @@ def team_burn_rate(*, team_ids, now: datetime) -> dict[int, Decimal]:
     return rates
 
 
+# The old name, kept for callers written before it became the figure's one selector.
+burn_rates = team_burn_rate
+
+
 class _PriceKey(NamedTuple):
     team_id: int
     price_kind: str

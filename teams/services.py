@@ -15,7 +15,7 @@ from decimal import Decimal
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail, send_mass_mail
+from django.core.mail import send_mass_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
@@ -30,6 +30,7 @@ from teams.models import (
     IdlePolicy,
     Membership,
     Notice,
+    NoticeKind,
     Profile,
     QuotaRequest,
     Role,
@@ -69,32 +70,64 @@ def audit_record(
     )
 
 
-def notice_send(*, users, subject: str, text: str, link: str, now: datetime) -> None:
-    """Tell each user in-app (a Notice) and by email (Django's email backend)."""
+def notice_about(obj) -> str:
+    """The key a notice about ``obj`` (a model instance) is filed under: "<model>:<pk>",
+    e.g. "workspace:12". The service that ends the state the notice reports resolves it by
+    this key and the notice's kind."""
+    return f"{obj._meta.model_name}:{obj.pk}"
+
+
+def notice_send(
+    *,
+    users,
+    subject: str,
+    text: str,
+    link: str,
+    now: datetime,
+    kind: str = NoticeKind.INFO,
+    about: str = "",
+    expires_at: datetime | None = None,
+) -> None:
+    """Tell each user in-app (a Notice of ``kind`` about ``about``, see Notice) and by email
+    with ``subject`` (Django's email backend). The notices are written in the caller's
+    transaction, so they exist exactly when the state they report does; the emails leave once
+    it commits."""
     users = [u for u in users if u is not None]
-    Notice.objects.bulk_create(
-        [Notice(user=u, text=text, link=link, created_at=now) for u in users]
-    )
-    url = f"{settings.PORTAL_URL}{link}"
-    for user in users:
-        if user.email:
-            send_mail(subject, f"{text}\n\n{url}\n", settings.DEFAULT_FROM_EMAIL, [user.email])
+    messages = [Message(u, subject, text, link, kind, about) for u in users]
+    notice_send_many(messages=messages, now=now, expires_at=expires_at)
 
 
 @dataclass(frozen=True)
 class Message:
-    """One notice for one user: in-app text and an email with the same text and link."""
+    """One notice for one user: in-app text and an email with the same text and link;
+    ``kind`` and ``about`` say what state it reports (Notice)."""
 
     user: object
     subject: str
     text: str
     link: str
+    kind: str = NoticeKind.INFO
+    about: str = ""
 
 
-def notice_send_many(*, messages: list[Message], now: datetime) -> None:
-    """Send many different notices at once: one INSERT, and the emails over one connection."""
+def notice_send_many(
+    *, messages: list[Message], now: datetime, expires_at: datetime | None = None
+) -> None:
+    """Send many different notices at once: one INSERT in the caller's transaction, and the
+    emails over one connection once it commits."""
     Notice.objects.bulk_create(
-        [Notice(user=m.user, text=m.text, link=m.link, created_at=now) for m in messages]
+        [
+            Notice(
+                user=m.user,
+                text=m.text,
+                link=m.link,
+                kind=m.kind,
+                about=m.about,
+                created_at=now,
+                expires_at=expires_at,
+            )
+            for m in messages
+        ]
     )
     mails = [
         (m.subject, f"{m.text}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
@@ -102,12 +135,34 @@ def notice_send_many(*, messages: list[Message], now: datetime) -> None:
         if m.user.email
     ]
     if mails:
-        send_mass_mail(mails)
+        transaction.on_commit(lambda: send_mass_mail(mails))
+
+
+def notice_resolve(
+    *, about: str, kinds, now: datetime, by=None, reason: str = "", users=None
+) -> int:
+    """Resolve every open notice of one of ``kinds`` about ``about`` (notice_about): what it
+    said is no longer true, because of ``reason`` (words, for the history), done by ``by``
+    (a user, or None for the portal itself). ``users`` limits it to those users' notices.
+    Call it in the transaction that ends the state. Returns how many were resolved; one
+    UPDATE."""
+    open_ = Notice.objects.filter(about=about, kind__in=list(kinds), resolved_at=None)
+    if users is not None:
+        open_ = open_.filter(user__in=users)
+    return open_.update(resolved_at=now, resolved_by=by, resolved_reason=reason[:300])
 
 
 def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
-    """Mark one of the user's notices read; another user's notice is left alone."""
-    Notice.objects.filter(pk=notice_id, user=user, read_at=None).update(read_at=now)
+    """Mark one of the user's notices read, with the older open ones of its group (same kind
+    about the same thing: the compact area shows a group as one line); another user's notice
+    is left alone."""
+    notice = Notice.objects.filter(pk=notice_id, user=user).first()
+    if notice is None:
+        return
+    group = Notice.objects.filter(pk=notice.pk)
+    if notice.about:
+        group = Notice.objects.filter(user=user, kind=notice.kind, about=notice.about)
+    group.filter(read_at=None).update(read_at=now)
 
 
 def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
@@ -166,25 +221,34 @@ def quota_request_open(*, workspace, over: list[str], justification: str, now: d
         created_at=now,
         expires_at=now + timedelta(days=settings.QUOTA_REQUEST_EXPIRY_DAYS),
     )
-    transaction.on_commit(lambda: _tell_opened(request, now))
+    _tell_opened(request, now)
     return request
 
 
 def _tell_opened(request: QuotaRequest, now: datetime) -> None:
-    notice_send(
-        users=[request.requester],
-        subject=f"Waiting for approval: {request.workspace.name}",
-        text=f"{request.workspace.name} waits for a platform admin: {' '.join(request.over_quota)}",
-        link=_detail_link(request.workspace),
-        now=now,
+    """Notices that stay until the request is decided (states.NOTICE_TRUE_WHILE resolves
+    them when the workspace leaves pending approval); the emails leave after commit."""
+    workspace, about = request.workspace, notice_about(request.workspace)
+    waits = Message(
+        request.requester,
+        f"Waiting for approval: {workspace.name}",
+        f"{workspace.name} waits for a platform admin: {' '.join(request.over_quota)}",
+        _detail_link(workspace),
+        NoticeKind.AWAITING_APPROVAL,
+        about,
     )
-    notice_send(
-        users=_platform_admins(),
-        subject=f"Approval needed: {request.summary}",
-        text=f"{request.requester.username} asks for {request.summary}: {request.justification}",
-        link=reverse("approvals"),
-        now=now,
-    )
+    asks = [
+        Message(
+            admin,
+            f"Approval needed: {request.summary}",
+            f"{request.requester.username} asks for {request.summary}: {request.justification}",
+            reverse("approvals"),
+            NoticeKind.APPROVAL_ASKED,
+            about,
+        )
+        for admin in _platform_admins()
+    ]
+    notice_send_many(messages=[waits, *asks], now=now)
 
 
 def _decide(*, quota_request_id, actor, decision: str, comment: str, now: datetime):
@@ -521,6 +585,8 @@ def team_limits_set(
         after = _limits(team)
         if after == before:
             return None
+        if after["monthly_budget"] != before["monthly_budget"]:
+            _budget_notices_resolve(team, actor, after["monthly_budget"], now)
         return audit_record(
             actor=actor,
             team=team,
@@ -530,6 +596,19 @@ def team_limits_set(
             after=after,
             now=now,
         )
+
+
+def _budget_notices_resolve(team: Team, actor, budget: str | None, now: datetime) -> None:
+    """A budget alert speaks of the old budget's percentages: no longer true once it changed
+    (the next check tells of each mark of the new budget not yet told this month)."""
+    to = "no budget limit" if budget is None else f"${Decimal(budget):,.2f} a month"
+    notice_resolve(
+        about=notice_about(team),
+        kinds=[NoticeKind.BUDGET],
+        now=now,
+        by=actor,
+        reason=f"Budget changed to {to} by {actor.username}",
+    )
 
 
 def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditEntry | None:
@@ -591,14 +670,14 @@ def team_increase_request(
             justification=justification.strip(),
             created_at=now,
         )
-        transaction.on_commit(
-            lambda: notice_send(
-                users=_platform_admins(),
-                subject=f"Quota increase asked: {increase.summary}",
-                text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
-                link=reverse("approvals"),
-                now=now,
-            )
+        notice_send(
+            users=_platform_admins(),
+            subject=f"Quota increase asked: {increase.summary}",
+            text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
+            link=reverse("approvals"),
+            now=now,
+            kind=NoticeKind.INCREASE_ASKED,
+            about=notice_about(increase),
         )
         audit_record(
             actor=actor,
@@ -635,6 +714,13 @@ def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, no
     increase.decision, increase.decided_by = decision, actor
     increase.decided_at, increase.comment = now, comment.strip()
     increase.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    notice_resolve(
+        about=notice_about(increase),
+        kinds=[NoticeKind.INCREASE_ASKED],
+        now=now,
+        by=actor,
+        reason=f"{Decision(decision).label} by {actor.username}",
+    )
     audit_record(
         actor=actor,
         team=increase.team,
@@ -830,14 +916,22 @@ def _alert_tell(alert: BudgetAlertSend, users: list, text: str, now: datetime) -
     """Notices in the alert's transaction (they exist exactly when it does); the emails, over
     one connection, after it commits."""
     subject = f"{alert.team.name} has spent {alert.thresholds[-1]}% of its {alert.month:%B} budget"
+    from billing.selectors import month_bounds, team_timezones
+
     link = reverse("team-spend", kwargs={"slug": alert.team.slug})
-    Notice.objects.bulk_create(
-        [Notice(user=u, text=text, link=link, created_at=now) for u in users]
+    zone = team_timezones(team_ids=[alert.team.pk])[alert.team.pk]
+    month_start = datetime.combine(alert.month, datetime.min.time(), tzinfo=zone)
+    notice_send(
+        users=users,
+        subject=subject,
+        text=text,
+        link=link,
+        now=now,
+        kind=NoticeKind.BUDGET,
+        about=notice_about(alert.team),
+        # About this month's spend: no longer true once the team's month is over.
+        expires_at=month_bounds(month_start, zone)[1],
     )
-    body = f"{text}\n\n{settings.PORTAL_URL}{link}\n"
-    mails = [(subject, body, None, [u.email]) for u in users if u.email]
-    if mails:
-        transaction.on_commit(lambda: send_mass_mail(mails))
 
 
 def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datetime) -> list:

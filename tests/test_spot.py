@@ -104,14 +104,15 @@ class TestSpotLife:
         assert vm_of(sim, ws)["priority"] == "Spot"
 
     def test_an_eviction_stops_the_workspace_once_tells_the_owner_and_closes_the_meter(
-        self, cast, sim
+        self, cast, sim, django_capture_on_commit_callbacks
     ):
         spot_price()
         ws = request(cast)
         sim.evict(f"ws-{ws.short_id}")
         now = timezone.now()
 
-        first = workspace_evictions_detect(now=now)
+        with django_capture_on_commit_callbacks(execute=True):  # the email leaves on commit
+            first = workspace_evictions_detect(now=now)
         second = workspace_evictions_detect(now=now + timedelta(minutes=1))
 
         assert first.evicted == [ws.pk] and second.evicted == [] and second.checked == 0

@@ -63,11 +63,14 @@ def _report(ws, token, start, minutes, util=0, ssh=0):
 
 
 @pytest.mark.django_db
-def test_an_idle_workspace_is_warned_once_then_stopped_with_its_evidence(cast):
+def test_an_idle_workspace_is_warned_once_then_stopped_with_its_evidence(
+    cast, django_capture_on_commit_callbacks
+):
     ws, token = _running(cast)
     _report(ws, token, _at(0), 10, util=90)  # busy until 12:09:30
     _report(ws, token, _at(10), 30, util=0)  # idle since
-    first = idle_sweep(now=_at(30))
+    with django_capture_on_commit_callbacks(execute=True):  # emails leave on commit
+        first = idle_sweep(now=_at(30))
     assert first.warned == [ws.pk] and first.stopped == []
     assert (
         "train is idle and stops in about 10 min" in Notice.objects.get(user=cast.researcher).text

@@ -19,8 +19,8 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from teams.models import IdlePolicy
-from teams.services import Message, notice_send_many
+from teams.models import IdlePolicy, NoticeKind
+from teams.services import Message, notice_resolve, notice_send_many
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.models import Lease, WorkspaceAgent
@@ -35,13 +35,15 @@ LEASE_SECONDS = 60
 
 @dataclass
 class SweepResult:
-    """How many running workspaces were judged, warned, told of silence and stopped;
-    ``skipped`` when another sweep held the lease."""
+    """How many running workspaces were judged, warned, told of silence and stopped, and
+    whose warnings or silence notices no longer held (``resolved``); ``skipped`` when another
+    sweep held the lease."""
 
     evaluated: int = 0
     warned: list = field(default_factory=list)
     told_silent: list = field(default_factory=list)
     stopped: list = field(default_factory=list)
+    resolved: list = field(default_factory=list)
     skipped: bool = False
 
 
@@ -131,6 +133,7 @@ def idle_sweep(*, now: datetime) -> SweepResult:
         result = SweepResult(evaluated=len(judged))
         due = [j for j in judged if j.verdict.should_stop(now)]
         result.stopped = [j.agent["workspace_id"] for j in due if _stop_one(j, now)]
+        result.resolved = _resolve_passed([j for j in judged if j not in due], now)
         result.warned = _warn(
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )
@@ -175,6 +178,48 @@ def _claim(judged: list[Judged], column: str, value) -> list[Judged]:
     ]
 
 
+def _resolve_passed(judged: list[Judged], now: datetime) -> list:
+    """Resolve the stop warnings whose stop moved (the workspace is in use again, or its stop
+    was put off) and the silence notices of agents that report again, and forget that they
+    were told, so that a later warning or silence is told afresh. Writes only for those."""
+    moved = [j for j in judged if j.agent["warned_stop_at"] not in (None, j.verdict.stop_at)]
+    heard = [
+        j
+        for j in judged
+        if j.agent["silent_told_since"] is not None and j.verdict.state is not idle.State.SILENT
+    ]
+    resolved = []
+    for j in _claim_back(moved, "warned_stop_at"):
+        resolved += _resolve(j, NoticeKind.STOP_WARNING, _moved_why(j), now)
+    for j in _claim_back(heard, "silent_told_since"):
+        resolved += _resolve(j, NoticeKind.NO_TELEMETRY, "The agent reports again", now)
+    return resolved
+
+
+def _claim_back(judged: list[Judged], column: str) -> list[Judged]:
+    """Those of ``judged`` whose ``column`` this call cleared (conditional, as _claim)."""
+    return [
+        j
+        for j in judged
+        if WorkspaceAgent.objects.filter(
+            pk=j.agent["workspace_id"], **{column: j.agent[column]}
+        ).update(**{column: None})
+    ]
+
+
+def _resolve(j: Judged, kind: str, reason: str, now: datetime) -> list:
+    about = f"workspace:{j.agent['workspace_id']}"
+    notice_resolve(about=about, kinds=[kind], now=now, reason=reason)
+    return [j.agent["workspace_id"]]
+
+
+def _moved_why(j: Judged) -> str:
+    when = _local(j.verdict.stop_at, j.policy)
+    if j.verdict.state is idle.State.ACTIVE:
+        return f"In use again; it stops for idleness at {when} at the earliest"
+    return f"Its stop moved to {when}"
+
+
 def _warn(judged: list[Judged], now: datetime) -> list:
     if not judged:
         return []
@@ -196,6 +241,8 @@ def _warning(j: Judged, owners: dict, now: datetime) -> Message:
         f"{name} {why} and stops in about {minutes} min "
         f"({_local(j.verdict.stop_at, j.policy)}). Open it and choose Keep running to keep it.",
         _link(j),
+        NoticeKind.STOP_WARNING,
+        f"workspace:{j.agent['workspace_id']}",
     )
 
 
@@ -222,6 +269,8 @@ def _tell_silent(judged: list[Judged], now: datetime) -> list:
             f"{_local(j.verdict.since, j.policy)}; it stops at "
             f"{_local(j.verdict.stop_at, j.policy)} unless the agent reports again.",
             _link(j),
+            NoticeKind.NO_TELEMETRY,
+            f"workspace:{j.agent['workspace_id']}",
         )
         for j in judged
     ]

@@ -312,7 +312,7 @@ def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
         if request.comment:
             reason += f": {request.comment}"
         apply(workspace_id=request.workspace_id, actor=actor, reason=reason, now=now)
-        transaction.on_commit(lambda: _tell_decided(request, now))
+        _tell_decided(request, now)  # in the transaction; its email leaves on commit
     return request
 
 
@@ -352,7 +352,7 @@ def quota_requests_expire(*, now: datetime) -> int:
                 reason="Request expired before a platform admin decided",
                 now=now,
             )
-            transaction.on_commit(lambda r=request: _tell_decided(r, now))
+            _tell_decided(request, now)
             expired += 1
     return expired
 
@@ -755,7 +755,7 @@ def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetim
             max_workspaces_per_user=team.max_workspaces_per_user,
             now=now,
         )
-        transaction.on_commit(lambda: _tell_increase_decided(increase, now))
+        _tell_increase_decided(increase, now)
     return increase
 
 
@@ -769,7 +769,7 @@ def team_increase_reject(*, increase_id: int, actor, comment: str, now: datetime
             comment=comment,
             now=now,
         )
-        transaction.on_commit(lambda: _tell_increase_decided(increase, now))
+        _tell_increase_decided(increase, now)
     return increase
 
 

@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo
 
 from django.db import migrations
 
-WORKSPACE_LINK = re.compile(r"^/workspaces/(\d+)/$")
+WORKSPACE_LINK = re.compile(r"^/workspaces/([0-9a-f-]{36})/$")
 SPEND_LINK = re.compile(r"^/teams/([-\w]+)/spend/$")
 ASKS = re.compile(r"^(\S+) asks for ")
 # (pattern in the text, kind, statuses of the workspace in which the notice stays true)

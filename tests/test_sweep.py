@@ -14,7 +14,7 @@ from django.db import OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from teams.models import IdlePolicy, Notice
+from teams.models import IdlePolicy, Notice, NoticeKind
 from tests.factories import WorkspaceFactory
 from workspaces import heartbeats, services, telemetry
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
@@ -233,7 +233,9 @@ def test_two_sweeps_at_once_neither_double_warn_nor_double_stop(cast):
         t.join()
     assert sum(len(r.warned) for r in results) == 5
     assert sum(len(r.stopped) for r in results) == 5
-    assert Notice.objects.filter(user=cast.researcher).count() == 5
+    told = Notice.objects.filter(user=cast.researcher)
+    assert told.filter(kind=NoticeKind.STOP_WARNING).count() == 5  # each warned once
+    assert told.filter(kind=NoticeKind.AUTO_STOP).count() == 5  # each stop told once
     stops = Workspace.objects.filter(events__to_status=Status.STOPPING).count()
     assert stops == 5
 

@@ -309,7 +309,7 @@ def test_the_area_counts_notices_and_shows_one_line_per_group(client, cast):
     client.force_login(cast.researcher)
     page = client.get(reverse("workspaces:list")).content.decode()
     area = re.search(r'<section id="notices".*?</section>', page, re.S)[0]
-    assert area.count("<details") == 1 and area.count('<li class="notice') == 4
+    assert area.count("<details") == 1 and area.count('<li class="notice notice-') == 4
     assert re.search(r"<summary>.*5 notices.*news 2", area, re.S)
     assert "×2" in area and "train stops in 1" not in area  # the group shows its newest
     assert re.search(r'<time datetime="2026-11-20T12:05:00\+00:00"', area)
@@ -322,6 +322,25 @@ def test_the_area_counts_notices_and_shows_one_line_per_group(client, cast):
     assert response.status_code == 302 and response["Location"] == reverse("workspaces:list")
     assert "3 notices" in _shown(client, cast.researcher)
     assert "train stops" not in _shown(client, cast.researcher)
+
+
+@pytest.mark.django_db
+def test_the_notices_page_reads_them_in_full_and_serves_the_area_to_htmx(client, cast):
+    text = "A long notice " + "word " * 60
+    Notice.objects.create(user=cast.researcher, text=text, created_at=_at(0))
+    client.force_login(cast.researcher)
+    page = client.get(reverse("notice-list")).content.decode()
+    assert "<h1>Notices</h1>" in page and text.strip() in html.unescape(page)
+
+    for here, back in (
+        ("http://testserver/teams/vision/", "/teams/vision/"),
+        ("https://evil.example/x", "/"),
+    ):
+        headers = {"HX-Request": "true", "HX-Current-URL": here}
+        part = client.get(reverse("notice-list"), headers=headers)
+        body = part.content.decode()
+        assert body.lstrip().startswith('<section id="notices"') and "<html" not in body
+        assert f'name="next" value="{back}"' in body
 
 
 @pytest.mark.django_db

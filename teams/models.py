@@ -190,6 +190,7 @@ class NoticeKind(models.TextChoices):
     INCREASE_ASKED = "increase_asked", "Quota increase asked"
     BUDGET = "budget", "Budget alert"
     AUTO_STOP = "auto_stop", "Stopped automatically"
+    MEMBER_ADDED = "member_added", "Added to a team"
 
 
 class Notice(models.Model):

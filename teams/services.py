@@ -462,6 +462,8 @@ def _membership_add(*, actor, team: Team, user, role: str, now: datetime) -> Mem
             text=f"{actor.username} added you to {team.name} as {membership.get_role_display()}.",
             link=link,
             now=now,
+            kind=NoticeKind.MEMBER_ADDED,
+            about=notice_about(membership),
         )
     )
     return membership
@@ -498,6 +500,7 @@ def membership_change_role(*, actor, team: Team, membership_id: int, role: str, 
         before = {"user": membership.user.username, "role": membership.role}
         membership.role = role
         membership.save(update_fields=["role"])
+        _member_notices_resolve(membership, actor, f"Role changed to {role.label}", now)
         after = {"user": membership.user.username, "role": role.value}
         audit_record(
             actor=actor,
@@ -529,7 +532,19 @@ def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -
             after={},
             now=now,
         )
+        _member_notices_resolve(membership, actor, f"Removed from {team.name}", now)
         membership.delete()
+
+
+def _member_notices_resolve(membership: Membership, actor, reason: str, now: datetime) -> None:
+    """ "… added you to <team> as <role>" is no longer true once the role or membership ends."""
+    notice_resolve(
+        about=notice_about(membership),
+        kinds=[NoticeKind.MEMBER_ADDED],
+        now=now,
+        by=actor,
+        reason=f"{reason} by {actor.username}",
+    )
 
 
 def _limits(team: Team) -> dict:

@@ -127,6 +127,7 @@ class TestSpotLife:
         assert event.reason == EVICTION_REASON == "Evicted by Azure (Spot capacity)"
         [notice] = Notice.objects.filter(user=cast.researcher)
         assert "deallocated" in notice.text and notice.link == f"/workspaces/{ws.pk}/"
+        assert notice.text.startswith(f"spot-train was stopped automatically at {now:%H:%M} UTC.")
         assert [m.subject for m in mail.outbox] == ["spot-train was evicted by Azure"]
         compute = UsageInterval.objects.get(workspace=ws, meter="compute")
         assert compute.ended_at == now

@@ -133,7 +133,10 @@ def idle_sweep(*, now: datetime) -> SweepResult:
         result = SweepResult(evaluated=len(judged))
         due = [j for j in judged if j.verdict.should_stop(now)]
         result.stopped = [j.agent["workspace_id"] for j in due if _stop_one(j, now)]
-        result.resolved = _resolve_passed([j for j in judged if j not in due], now)
+        stopping = {j.agent["workspace_id"] for j in due}
+        result.resolved = _resolve_passed(
+            [j for j in judged if j.agent["workspace_id"] not in stopping], now
+        )
         result.warned = _warn(
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )

@@ -54,6 +54,29 @@ def test_a_notice_on_an_open_page_goes_once_the_request_is_decided(live_server, 
     expect(notices).to_contain_text("was rejected. Comment: No A100s this month")
 
 
+def test_the_stop_warning_goes_when_the_owner_keeps_the_workspace_running(
+    live_server, cast, sim, browser_page
+):
+    from datetime import timedelta
+
+    from tests.test_notices import _report, _running
+    from workspaces.sweep import idle_sweep
+
+    now = timezone.now()
+    ws, token = _running(cast, at=now - timedelta(minutes=22))
+    _report(ws, token, now - timedelta(minutes=22), 22)  # idle all along
+    assert idle_sweep(now=now).warned == [ws.pk]
+    page, base = browser_page, live_server.url
+    _log_in(page, base, "alice")
+    page.goto(f"{base}/workspaces/{ws.pk}/")
+    notices = page.locator("#notices")
+    expect(notices).to_contain_text("train is idle and stops in about 8 min")
+
+    page.get_by_role("button", name="Keep running for 4 hours").click()
+    expect(page.get_by_role("heading", name="train")).to_be_visible()
+    expect(notices).not_to_contain_text("stops in about")
+
+
 def test_many_notices_take_one_line_at_390_px_and_expand_one_line_each(
     live_server, cast, browser_page
 ):

@@ -11,6 +11,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from axes.models import AccessAttempt
 from django.conf import settings
@@ -20,6 +21,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 
+from teams import notice_text
 from teams.models import (
     ALERT_THRESHOLDS,
     IDLE_FIELDS,
@@ -87,13 +89,15 @@ def notice_send(
     kind: str = NoticeKind.INFO,
     about: str = "",
     expires_at: datetime | None = None,
+    zone: str = "UTC",
 ) -> None:
     """Tell each user in-app (a Notice of ``kind`` about ``about``, see Notice) and by email
-    with ``subject`` (Django's email backend). The notices are written in the caller's
-    transaction, so they exist exactly when the state they report does; the emails leave once
-    it commits."""
+    with ``subject`` (Django's email backend). Times marked in ``text`` (teams.notice_text)
+    show in the reader's zone on a page and in ``zone`` (an IANA name) in the email. The
+    notices are written in the caller's transaction, so they exist exactly when the state they
+    report does; the emails leave once it commits."""
     users = [u for u in users if u is not None]
-    messages = [Message(u, subject, text, link, kind, about) for u in users]
+    messages = [Message(u, subject, text, link, kind, about, zone) for u in users]
     notice_send_many(messages=messages, now=now, expires_at=expires_at)
 
 
@@ -108,6 +112,7 @@ class Message:
     link: str
     kind: str = NoticeKind.INFO
     about: str = ""
+    zone: str = "UTC"  # the email's time zone for the times marked in text (notice_text)
 
 
 def notice_send_many(
@@ -130,12 +135,16 @@ def notice_send_many(
         ]
     )
     mails = [
-        (m.subject, f"{m.text}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
+        (m.subject, f"{_in_zone(m)}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
         for m in messages
         if m.user.email
     ]
     if mails:
         transaction.on_commit(lambda: send_mass_mail(mails))
+
+
+def _in_zone(message: Message) -> str:
+    return notice_text.in_zone(message.text, ZoneInfo(message.zone))
 
 
 def notice_resolve(

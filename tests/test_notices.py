@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from teams import services as team_services
 from teams.models import GpuQuota, IdlePolicy, Notice, NoticeKind, Team
+from teams.notice_text import in_zone
 from teams.selectors import notice_area
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import heartbeats, services, states, telemetry
@@ -35,7 +36,7 @@ def _shown(client, user) -> str:
     client.force_login(user)
     page = client.get(reverse("workspaces:list")).content.decode()
     area = re.search(r'<section id="notices".*?</section>', page, re.S)
-    text = re.sub(r"<[^>]+>", " ", area[0]) if area else ""
+    text = re.sub(r"<[^>]+>", "", area[0]) if area else ""
     return re.sub(r"\s+", " ", html.unescape(text))
 
 
@@ -165,6 +166,15 @@ def test_the_stop_warning_stays_while_true_and_resolves_when_the_workspace_stops
 
 
 @pytest.mark.django_db
+def test_times_in_a_notice_follow_the_readers_zone_with_utc_on_hover(client, cast):
+    _warned(cast)
+    client.cookies["tz"] = "America/New_York"
+    assert "stops in about 9 min (07:30 EST)" in _shown(client, cast.researcher)
+    page = client.get(reverse("workspaces:list")).content.decode()
+    assert '<time datetime="2026-11-20T12:30:00+00:00" title="2026-11-20 12:30 UTC">' in page
+
+
+@pytest.mark.django_db
 def test_the_stop_warning_resolves_when_the_workspace_is_in_use_again(client, cast):
     ws, token = _warned(cast)
     _report(ws, token, _at(21), 3, util=90)  # two minutes of work: no longer idle
@@ -233,6 +243,37 @@ def test_a_budget_alert_resolves_when_the_budget_changes_and_ends_with_its_month
     assert alert.resolved_reason == "Budget changed to $1,000.00 a month by pat"
 
 
+# --- Membership ------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("change", ["remove", "role"])
+def test_added_to_a_team_resolves_once_removed_or_the_role_changes(
+    client, cast, change, django_capture_on_commit_callbacks
+):
+    from tests.factories import UserFactory
+
+    dave = UserFactory(username="dave")
+    with django_capture_on_commit_callbacks(execute=True):
+        membership = team_services.membership_invite(
+            actor=cast.team_admin, team=cast.team, identifier="dave", role="researcher", now=T0
+        )
+    assert "victor added you to Vision Lab as Researcher" in _shown(client, dave)
+    if change == "remove":
+        team_services.membership_remove(
+            actor=cast.team_admin, team=cast.team, membership_id=membership.pk, now=_at(1)
+        )
+    else:
+        team_services.membership_change_role(
+            actor=cast.team_admin,
+            team=cast.team,
+            membership_id=membership.pk,
+            role="team_admin",
+            now=_at(1),
+        )
+    assert "added you" not in _shown(client, dave)
+
+
 # --- Automatic stops: notice and email, with the reason ---------------------------------------
 
 
@@ -262,13 +303,19 @@ def test_an_idle_stop_tells_the_owner_by_notice_and_email_in_their_teams_zone(cl
     _report(ws, token, since, 31)
     assert idle_sweep(now=since + timedelta(minutes=31)).stopped == [ws.pk]
 
+    berlin, stopped_at = ZoneInfo("Europe/Berlin"), since + timedelta(minutes=31)
     notice = Notice.objects.get(user=cast.researcher, kind=NoticeKind.AUTO_STOP)
-    local = (since + timedelta(minutes=31)).astimezone(ZoneInfo("Europe/Berlin"))
-    assert notice.text.startswith(f"e2e was stopped automatically at {local:%H:%M CET}. ")
-    assert "Stopped for idleness: GPU < 5% and no interactive session for 30 min" in notice.text
+    told = in_zone(notice.text, berlin)
+    assert told.startswith(
+        f"e2e was stopped automatically at {stopped_at.astimezone(berlin):%H:%M} CET. "
+    )
+    assert "Stopped for idleness: GPU < 5% and no interactive session for 30 min" in told
     [email] = [m for m in mail.outbox if m.subject == "e2e was stopped automatically"]
-    assert email.to == ["alice@example.org"] and email.body.startswith(notice.text)
-    assert notice.text in _shown(client, cast.researcher)
+    assert email.to == ["alice@example.org"] and email.body.startswith(told)
+    # On a page, the same words with the times in the reader's zone (UTC here: no cookie).
+    assert in_zone(notice.text, UTC) in _shown(client, cast.researcher)
+    client.cookies["tz"] = "Europe/Berlin"
+    assert told in _shown(client, cast.researcher)
 
     # Started again: the notice has done its work.
     ws.refresh_from_db()
@@ -285,9 +332,10 @@ def test_a_budget_stop_tells_the_owner_why(cast, sim):
     later = ws.status_changed_at + timedelta(hours=3)  # $11.02 of $10
     assert team_services.budget_alerts_check(now=later).stopped == [ws.pk]
     notice = Notice.objects.get(user=cast.researcher, kind=NoticeKind.AUTO_STOP)
-    assert "Team budget of $10.00 used up (stop at 100% is on)." in notice.text
+    told = in_zone(notice.text, UTC)  # the team's zone: no idle policy, UTC
+    assert "Team budget of $10.00 used up (stop at 100% is on)." in told
     [email] = [m for m in mail.outbox if m.subject == "e2e was stopped automatically"]
-    assert email.to == ["alice@example.org"] and email.body.startswith(notice.text)
+    assert email.to == ["alice@example.org"] and email.body.startswith(told)
 
 
 # --- The compact area ---------------------------------------------------------------------------
@@ -399,3 +447,17 @@ def test_old_notices_get_their_subject_and_those_already_passed_resolve(cast):
     assert budget.expires_at == datetime(2026, 12, 1, tzinfo=UTC) and budget.kind == "budget"
     assert news.kind == "info" and news.resolved_at is None
     assert notice_area(user=cast.team_admin, now=datetime(2026, 12, 1, tzinfo=UTC)).count == 0
+
+
+def test_a_mark_that_is_no_time_stays_text_and_text_is_escaped():
+    from django.utils import timezone as tz
+
+    from teams.templatetags.notices import notice_html
+
+    tz.activate(ZoneInfo("Europe/Berlin"))
+    try:
+        html_ = notice_html("<b>x</b> at [[time:2026-11-20T12:30:00+00:00]] [[time:nope]]")
+    finally:
+        tz.deactivate()
+    assert html_.startswith("&lt;b&gt;x&lt;/b&gt; at <time ")
+    assert ">13:30 CET</time>" in html_ and html_.endswith("[[time:nope]]")

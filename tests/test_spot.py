@@ -15,6 +15,7 @@ from django.utils import timezone
 from billing.models import Price, UsageInterval
 from cloud import azure_vm
 from teams.models import Notice, Team
+from teams.notice_text import in_zone
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import services, tasks
 from workspaces.evictions import EVICTION_REASON, workspace_evictions_detect
@@ -127,7 +128,9 @@ class TestSpotLife:
         assert event.reason == EVICTION_REASON == "Evicted by Azure (Spot capacity)"
         [notice] = Notice.objects.filter(user=cast.researcher)
         assert "deallocated" in notice.text and notice.link == f"/workspaces/{ws.pk}/"
-        assert notice.text.startswith(f"spot-train was stopped automatically at {now:%H:%M} UTC.")
+        told = in_zone(notice.text, UTC)  # the team's zone
+        assert told.startswith(f"spot-train was stopped automatically at {now:%H:%M} UTC.")
+        assert mail.outbox[0].body.startswith(told)
         assert [m.subject for m in mail.outbox] == ["spot-train was evicted by Azure"]
         compute = UsageInterval.objects.get(workspace=ws, meter="compute")
         assert compute.ended_at == now

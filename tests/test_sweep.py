@@ -15,6 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from teams.models import IdlePolicy, Notice, NoticeKind
+from teams.notice_text import in_zone
 from tests.factories import WorkspaceFactory
 from workspaces import heartbeats, services, telemetry
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
@@ -144,7 +145,8 @@ def test_a_silent_agent_is_told_once_and_stopped_after_60_minutes(cast):
     _report(ws, token, _at(0), 5, util=90)
     told = idle_sweep(now=_at(10))
     assert told.told_silent == [ws.pk]
-    assert "has sent no telemetry since 12:04 UTC" in Notice.objects.get(user=cast.researcher).text
+    told = in_zone(Notice.objects.get(user=cast.researcher).text, UTC)
+    assert "has sent no telemetry since 12:04 UTC" in told
     assert idle_sweep(now=_at(11)).told_silent == []
     assert idle_sweep(now=_at(5 + 60)).stopped == [ws.pk]
     assert "no telemetry for 60 min" in ws.events.get(to_status=Status.STOPPING).reason

@@ -328,11 +328,14 @@ def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
     )
 
 
-def workspace_stop_automatically(*, workspace_id, reason: str, detail: dict, now: datetime) -> bool:
+def workspace_stop_automatically(
+    *, workspace_id, reason: str, detail: dict, now: datetime, told: str = ""
+) -> bool:
     """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime, the
     team's budget): the same transition and task as a user's Stop, with ``reason`` (a
     sentence) and its evidence (``detail``) in the history and no actor, and its owner told
-    by notice and email (workspace_stopped_tell). False when it was no longer running."""
+    by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
+    marked (teams.notice_text), or else ``reason``. False when it was no longer running."""
     with transaction.atomic():
         moved = _transition_and_queue(
             workspace_id=workspace_id,
@@ -343,7 +346,7 @@ def workspace_stop_automatically(*, workspace_id, reason: str, detail: dict, now
             detail=detail,
         )
         if moved:
-            workspace_stopped_tell(workspace_id=workspace_id, why=reason, now=now)
+            workspace_stopped_tell(workspace_id=workspace_id, why=told or reason, now=now)
     return moved
 
 
@@ -351,28 +354,30 @@ def workspace_stopped_tell(
     *, workspace_id, why: str, now: datetime, what: str = "was stopped automatically"
 ) -> None:
     """Tell the owner in-app and by email, in the same words, that the workspace was stopped
-    automatically at ``now`` (shown in the team's time zone, as the idle warnings are) and
+    automatically at ``now`` (in the reader's time zone on a page, the team's in the email, as
+    the idle warnings) and
     ``why`` (one or more sentences); the email's subject is the name and ``what``. The
     notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
     once the caller's transaction commits."""
     from teams.models import IdlePolicy, NoticeKind
+    from teams.notice_text import mark
     from teams.services import notice_about, notice_send
 
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
     policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
-    zone = ZoneInfo(policies.values_list("timezone", flat=True).first() or "UTC")
     why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
     notice_send(
         users=[workspace.owner],
         subject=f"{workspace.name} {what}",
         text=(
-            f"{workspace.name} was stopped automatically at "
-            f"{now.astimezone(zone):%H:%M %Z}. {why} Start it again when you need it."
+            f"{workspace.name} was stopped automatically at {mark(now)}. {why} "
+            "Start it again when you need it."
         ),
         link=reverse("workspaces:detail", args=[workspace.pk]),
         now=now,
         kind=NoticeKind.AUTO_STOP,
         about=notice_about(workspace),
+        zone=policies.values_list("timezone", flat=True).first() or "UTC",
     )
 
 

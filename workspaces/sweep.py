@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 
 from teams.models import IdlePolicy, NoticeKind
+from teams.notice_text import mark
 from teams.services import Message, notice_resolve, notice_send_many
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
@@ -242,10 +243,11 @@ def _warning(j: Judged, owners: dict, now: datetime) -> Message:
         owners[j.agent["workspace__owner_id"]],
         f"{name} stops in {minutes} min",
         f"{name} {why} and stops in about {minutes} min "
-        f"({_local(j.verdict.stop_at, j.policy)}). Open it and choose Keep running to keep it.",
+        f"({mark(j.verdict.stop_at)}). Open it and choose Keep running to keep it.",
         _link(j),
         NoticeKind.STOP_WARNING,
         f"workspace:{j.agent['workspace_id']}",
+        j.policy.timezone,
     )
 
 
@@ -269,11 +271,12 @@ def _tell_silent(judged: list[Judged], now: datetime) -> list:
             owners[j.agent["workspace__owner_id"]],
             f"{j.agent['workspace__name']}: no telemetry",
             f"{j.agent['workspace__name']} has sent no telemetry since "
-            f"{_local(j.verdict.since, j.policy)}; it stops at "
-            f"{_local(j.verdict.stop_at, j.policy)} unless the agent reports again.",
+            f"{mark(j.verdict.since)}; it stops at "
+            f"{mark(j.verdict.stop_at)} unless the agent reports again.",
             _link(j),
             NoticeKind.NO_TELEMETRY,
             f"workspace:{j.agent['workspace_id']}",
+            j.policy.timezone,
         )
         for j in judged
     ]
@@ -285,10 +288,12 @@ def _local(at: datetime, policy: idle.Policy) -> str:
     return at.astimezone(ZoneInfo(policy.timezone)).strftime("%H:%M %Z")
 
 
-def stop_reason(j: Judged) -> str:
-    """The history's sentence for an automatic stop, with its evidence."""
+def stop_reason(j: Judged, show=None) -> str:
+    """The history's sentence for an automatic stop, with its evidence; its times as
+    ``show(at)`` gives them (default: in the team's zone, "13:40 CET")."""
     v, p = j.verdict, j.policy
-    since, until = _local(v.since, p), _local(v.stop_at, p)
+    show = show or (lambda at: _local(at, p))
+    since, until = show(v.since), show(v.stop_at)
     if v.stop_reason is idle.StopReason.IDLE:
         return (
             f"Stopped for idleness: GPU < {p.gpu_threshold}% and no interactive session for "
@@ -328,5 +333,9 @@ def _stop(j: Judged, now: datetime) -> bool:
         "gpu_threshold_percent": j.policy.gpu_threshold,
     }
     return workspace_stop_automatically(
-        workspace_id=j.agent["workspace_id"], reason=stop_reason(j), detail=detail, now=now
+        workspace_id=j.agent["workspace_id"],
+        reason=stop_reason(j),
+        detail=detail,
+        now=now,
+        told=stop_reason(j, show=mark),  # its times in each reader's zone
     )

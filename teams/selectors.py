@@ -1,7 +1,7 @@
 """Reads of teams, always scoped to the user asking."""
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
@@ -131,6 +131,14 @@ def notice_area(*, user, now: datetime) -> NoticeArea:
         key = (notice.kind, notice.about) if notice.about else ("", notice.pk)
         groups.setdefault(key, []).append(notice)
     return NoticeArea(count, tuple(NoticeGroup(g[0], len(g)) for g in groups.values()))
+
+
+def notice_resolved_recent(*, user, now: datetime, days: int = 7, limit: int = 20) -> list:
+    """The user's notices resolved in the ``days`` before ``now``, newest first (at most
+    ``limit``), with who resolved them: what the notices page lists as gone by itself."""
+    since = now - timedelta(days=days)
+    notices = Notice.objects.filter(user=user, resolved_at__gt=since).select_related("resolved_by")
+    return list(notices.order_by("-resolved_at", "-id")[:limit])
 
 
 def team_get(*, user, slug: str) -> Team:

@@ -374,8 +374,10 @@ def notice_list(request):
         here = request.htmx.current_url_abs_path or ""
         next_path = here if _safe_next(request, here) else reverse("home")
         return render(request, "_notices.html", {"notices_next": next_path})
-    area = selectors.notice_area(user=request.user, now=timezone.now())
-    return render(request, "teams/notices.html", {"area": area})
+    now = timezone.now()
+    area = selectors.notice_area(user=request.user, now=now)
+    resolved = selectors.notice_resolved_recent(user=request.user, now=now)
+    return render(request, "teams/notices.html", {"area": area, "resolved": resolved})
 
 
 def _safe_next(request, target: str) -> bool:

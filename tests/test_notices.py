@@ -71,6 +71,9 @@ def test_approval_notices_resolve_once_the_request_is_decided(client, cast, deci
 
     assert "waits for a platform admin" not in _shown(client, cast.researcher)
     assert "asks for" not in _shown(client, cast.platform_admin)
+    gone = html.unescape(client.get(reverse("notice-list")).content.decode())
+    pattern = rf"alice asks for .*No longer true since .*: {done.title()} by pat"
+    assert re.search(pattern, gone, re.S)  # the platform admin's notices page says why
     waited = Notice.objects.get(user=cast.researcher, kind=NoticeKind.AWAITING_APPROVAL)
     assert waited.resolved_by == cast.platform_admin
     assert waited.resolved_reason == f"{done.title()} by pat"

@@ -108,3 +108,10 @@ def test_many_notices_take_one_line_at_390_px_and_expand_one_line_each(
 
     lines.first.get_by_role("button", name="Dismiss").click()
     expect(page.locator("#notices summary")).to_contain_text("4 notices")
+
+    page.locator("#notices summary").click()
+    page.get_by_role("link", name="Read them in full").click()
+    expect(page.get_by_role("heading", name="Notices")).to_be_visible()
+    full = page.locator("ul.notice-list")
+    expect(full.get_by_text("as the banners were before.")).to_have_count(4)  # whole text
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390

@@ -1,4 +1,5 @@
-"""Business rules of teams: approvals of requests above quota, notices, the audit log, team
+"""Business rules of teams: approvals of requests above quota, notices (each names what it is
+about, and the service that ends that state resolves it: notice_resolve), the audit log, team
 membership, quotas and budgets, teams' requests for a permanent increase, budget alerts
 (with the stop at 100 %), and the audit and unlock of login lockouts.
 

@@ -1,6 +1,9 @@
-from teams.selectors import notice_unread
+from django.utils import timezone
+
+from teams.selectors import notice_area
 
 
 def notices(request):
-    """Unread notices for the banner on every page (one query, none when logged out)."""
-    return {"notices": notice_unread(user=request.user)}
+    """The compact notice area on every page (templates/_notices.html): the user's open
+    notices, grouped (one query, none when logged out)."""
+    return {"notice_area": notice_area(user=request.user, now=timezone.now())}

@@ -1,7 +1,7 @@
 """Reads of teams, always scoped to the user asking."""
 
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
@@ -87,11 +87,58 @@ def quota_request_queue(*, now) -> list[QueueRow]:
     ]
 
 
-def notice_unread(*, user) -> list[Notice]:
-    """The user's unread notices, newest first (at most 5)."""
+NOTICE_AREA_LIMIT = 50
+
+
+@dataclass(frozen=True)
+class NoticeGroup:
+    """The open notices of one kind about one thing (or one notice about nothing in
+    particular): ``notice`` the newest, ``count`` how many."""
+
+    notice: Notice
+    count: int
+
+
+@dataclass(frozen=True)
+class NoticeArea:
+    """What the compact notice area shows: ``count`` open notices in all, in ``groups``,
+    newest group first."""
+
+    count: int = 0
+    groups: tuple = ()
+
+
+def notice_open(*, user, now: datetime):
+    """The user's notices still to show: neither dismissed, nor resolved, nor expired at
+    ``now`` (a queryset, newest first)."""
+    return Notice.objects.filter(user=user, read_at=None, resolved_at=None).filter(
+        Q(expires_at=None) | Q(expires_at__gt=now)
+    )
+
+
+def notice_area(*, user, now: datetime) -> NoticeArea:
+    """The user's open notices grouped by kind and subject (Notice.about) for the compact
+    area on every page: at most NOTICE_AREA_LIMIT newest are read. No query when logged
+    out, one (two past the limit) otherwise."""
     if not user.is_authenticated:
-        return []
-    return list(Notice.objects.filter(user=user, read_at=None)[:5])
+        return NoticeArea()
+    notices = list(notice_open(user=user, now=now)[:NOTICE_AREA_LIMIT])
+    count = len(notices)
+    if count == NOTICE_AREA_LIMIT:
+        count = notice_open(user=user, now=now).count()
+    groups: dict[tuple, list[Notice]] = {}
+    for notice in notices:
+        key = (notice.kind, notice.about) if notice.about else ("", notice.pk)
+        groups.setdefault(key, []).append(notice)
+    return NoticeArea(count, tuple(NoticeGroup(g[0], len(g)) for g in groups.values()))
+
+
+def notice_resolved_recent(*, user, now: datetime, days: int = 7, limit: int = 20) -> list:
+    """The user's notices resolved in the ``days`` before ``now``, newest first (at most
+    ``limit``), with who resolved them: what the notices page lists as gone by itself."""
+    since = now - timedelta(days=days)
+    notices = Notice.objects.filter(user=user, resolved_at__gt=since).select_related("resolved_by")
+    return list(notices.order_by("-resolved_at", "-id")[:limit])
 
 
 def team_get(*, user, slug: str) -> Team:

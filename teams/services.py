@@ -1,4 +1,5 @@
-"""Business rules of teams: approvals of requests above quota, notices, the audit log, team
+"""Business rules of teams: approvals of requests above quota, notices (each names what it is
+about, and the service that ends that state resolves it: notice_resolve), the audit log, team
 membership, quotas and budgets, teams' requests for a permanent increase, budget alerts
 (with the stop at 100 %), and the audit and unlock of login lockouts.
 
@@ -11,15 +12,17 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.mail import send_mail, send_mass_mail
+from django.core.mail import send_mass_mail
 from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 
+from teams import notice_text
 from teams.models import (
     ALERT_THRESHOLDS,
     IDLE_FIELDS,
@@ -30,6 +33,7 @@ from teams.models import (
     IdlePolicy,
     Membership,
     Notice,
+    NoticeKind,
     Profile,
     QuotaRequest,
     Role,
@@ -69,45 +73,106 @@ def audit_record(
     )
 
 
-def notice_send(*, users, subject: str, text: str, link: str, now: datetime) -> None:
-    """Tell each user in-app (a Notice) and by email (Django's email backend)."""
+def notice_about(obj) -> str:
+    """The key a notice about ``obj`` (a model instance) is filed under: "<model>:<pk>",
+    e.g. "workspace:12". The service that ends the state the notice reports resolves it by
+    this key and the notice's kind."""
+    return f"{obj._meta.model_name}:{obj.pk}"
+
+
+def notice_send(
+    *,
+    users,
+    subject: str,
+    text: str,
+    link: str,
+    now: datetime,
+    kind: str = NoticeKind.INFO,
+    about: str = "",
+    expires_at: datetime | None = None,
+    zone: str = "UTC",
+) -> None:
+    """Tell each user in-app (a Notice of ``kind`` about ``about``, see Notice) and by email
+    with ``subject`` (Django's email backend). Times marked in ``text`` (teams.notice_text)
+    show in the reader's zone on a page and in ``zone`` (an IANA name) in the email. The
+    notices are written in the caller's transaction, so they exist exactly when the state they
+    report does; the emails leave once it commits."""
     users = [u for u in users if u is not None]
-    Notice.objects.bulk_create(
-        [Notice(user=u, text=text, link=link, created_at=now) for u in users]
-    )
-    url = f"{settings.PORTAL_URL}{link}"
-    for user in users:
-        if user.email:
-            send_mail(subject, f"{text}\n\n{url}\n", settings.DEFAULT_FROM_EMAIL, [user.email])
+    messages = [Message(u, subject, text, link, kind, about, zone) for u in users]
+    notice_send_many(messages=messages, now=now, expires_at=expires_at)
 
 
 @dataclass(frozen=True)
 class Message:
-    """One notice for one user: in-app text and an email with the same text and link."""
+    """One notice for one user: in-app text and an email with the same text and link;
+    ``kind`` and ``about`` say what state it reports (Notice)."""
 
     user: object
     subject: str
     text: str
     link: str
+    kind: str = NoticeKind.INFO
+    about: str = ""
+    zone: str = "UTC"  # the email's time zone for the times marked in text (notice_text)
 
 
-def notice_send_many(*, messages: list[Message], now: datetime) -> None:
-    """Send many different notices at once: one INSERT, and the emails over one connection."""
+def notice_send_many(
+    *, messages: list[Message], now: datetime, expires_at: datetime | None = None
+) -> None:
+    """Send many different notices at once: one INSERT in the caller's transaction, and the
+    emails over one connection once it commits."""
     Notice.objects.bulk_create(
-        [Notice(user=m.user, text=m.text, link=m.link, created_at=now) for m in messages]
+        [
+            Notice(
+                user=m.user,
+                text=m.text,
+                link=m.link,
+                kind=m.kind,
+                about=m.about,
+                created_at=now,
+                expires_at=expires_at,
+            )
+            for m in messages
+        ]
     )
     mails = [
-        (m.subject, f"{m.text}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
+        (m.subject, f"{_in_zone(m)}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
         for m in messages
         if m.user.email
     ]
     if mails:
-        send_mass_mail(mails)
+        transaction.on_commit(lambda: send_mass_mail(mails))
+
+
+def _in_zone(message: Message) -> str:
+    return notice_text.in_zone(message.text, ZoneInfo(message.zone))
+
+
+def notice_resolve(
+    *, about: str, kinds, now: datetime, by=None, reason: str = "", users=None
+) -> int:
+    """Resolve every open notice of one of ``kinds`` about ``about`` (notice_about): what it
+    said is no longer true, because of ``reason`` (words, for the history), done by ``by``
+    (a user, or None for the portal itself). ``users`` limits it to those users' notices.
+    Call it in the transaction that ends the state. Returns how many were resolved; one
+    UPDATE."""
+    open_ = Notice.objects.filter(about=about, kind__in=list(kinds), resolved_at=None)
+    if users is not None:
+        open_ = open_.filter(user__in=users)
+    return open_.update(resolved_at=now, resolved_by=by, resolved_reason=reason[:300])
 
 
 def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
-    """Mark one of the user's notices read; another user's notice is left alone."""
-    Notice.objects.filter(pk=notice_id, user=user, read_at=None).update(read_at=now)
+    """Mark one of the user's notices read, with the older open ones of its group (same kind
+    about the same thing: the compact area shows a group as one line); another user's notice
+    is left alone."""
+    notice = Notice.objects.filter(pk=notice_id, user=user).first()
+    if notice is None:
+        return
+    group = Notice.objects.filter(pk=notice.pk)
+    if notice.about:
+        group = Notice.objects.filter(user=user, kind=notice.kind, about=notice.about)
+    group.filter(read_at=None).update(read_at=now)
 
 
 def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
@@ -166,25 +231,34 @@ def quota_request_open(*, workspace, over: list[str], justification: str, now: d
         created_at=now,
         expires_at=now + timedelta(days=settings.QUOTA_REQUEST_EXPIRY_DAYS),
     )
-    transaction.on_commit(lambda: _tell_opened(request, now))
+    _tell_opened(request, now)
     return request
 
 
 def _tell_opened(request: QuotaRequest, now: datetime) -> None:
-    notice_send(
-        users=[request.requester],
-        subject=f"Waiting for approval: {request.workspace.name}",
-        text=f"{request.workspace.name} waits for a platform admin: {' '.join(request.over_quota)}",
-        link=_detail_link(request.workspace),
-        now=now,
+    """Notices that stay until the request is decided (states.NOTICE_TRUE_WHILE resolves
+    them when the workspace leaves pending approval); the emails leave after commit."""
+    workspace, about = request.workspace, notice_about(request.workspace)
+    waits = Message(
+        request.requester,
+        f"Waiting for approval: {workspace.name}",
+        f"{workspace.name} waits for a platform admin: {' '.join(request.over_quota)}",
+        _detail_link(workspace),
+        NoticeKind.AWAITING_APPROVAL,
+        about,
     )
-    notice_send(
-        users=_platform_admins(),
-        subject=f"Approval needed: {request.summary}",
-        text=f"{request.requester.username} asks for {request.summary}: {request.justification}",
-        link=reverse("approvals"),
-        now=now,
-    )
+    asks = [
+        Message(
+            admin,
+            f"Approval needed: {request.summary}",
+            f"{request.requester.username} asks for {request.summary}: {request.justification}",
+            reverse("approvals"),
+            NoticeKind.APPROVAL_ASKED,
+            about,
+        )
+        for admin in _platform_admins()
+    ]
+    notice_send_many(messages=[waits, *asks], now=now)
 
 
 def _decide(*, quota_request_id, actor, decision: str, comment: str, now: datetime):
@@ -248,7 +322,7 @@ def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
         if request.comment:
             reason += f": {request.comment}"
         apply(workspace_id=request.workspace_id, actor=actor, reason=reason, now=now)
-        transaction.on_commit(lambda: _tell_decided(request, now))
+        _tell_decided(request, now)  # in the transaction; its email leaves on commit
     return request
 
 
@@ -288,7 +362,7 @@ def quota_requests_expire(*, now: datetime) -> int:
                 reason="Request expired before a platform admin decided",
                 now=now,
             )
-            transaction.on_commit(lambda r=request: _tell_decided(r, now))
+            _tell_decided(request, now)
             expired += 1
     return expired
 
@@ -398,6 +472,8 @@ def _membership_add(*, actor, team: Team, user, role: str, now: datetime) -> Mem
             text=f"{actor.username} added you to {team.name} as {membership.get_role_display()}.",
             link=link,
             now=now,
+            kind=NoticeKind.MEMBER_ADDED,
+            about=notice_about(membership),
         )
     )
     return membership
@@ -434,6 +510,7 @@ def membership_change_role(*, actor, team: Team, membership_id: int, role: str, 
         before = {"user": membership.user.username, "role": membership.role}
         membership.role = role
         membership.save(update_fields=["role"])
+        _member_notices_resolve(membership, actor, f"Role changed to {role.label}", now)
         after = {"user": membership.user.username, "role": role.value}
         audit_record(
             actor=actor,
@@ -465,7 +542,19 @@ def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -
             after={},
             now=now,
         )
+        _member_notices_resolve(membership, actor, f"Removed from {team.name}", now)
         membership.delete()
+
+
+def _member_notices_resolve(membership: Membership, actor, reason: str, now: datetime) -> None:
+    """ "… added you to <team> as <role>" is no longer true once the role or membership ends."""
+    notice_resolve(
+        about=notice_about(membership),
+        kinds=[NoticeKind.MEMBER_ADDED],
+        now=now,
+        by=actor,
+        reason=f"{reason} by {actor.username}",
+    )
 
 
 def _limits(team: Team) -> dict:
@@ -521,6 +610,8 @@ def team_limits_set(
         after = _limits(team)
         if after == before:
             return None
+        if after["monthly_budget"] != before["monthly_budget"]:
+            _budget_notices_resolve(team, actor, after["monthly_budget"], now)
         return audit_record(
             actor=actor,
             team=team,
@@ -530,6 +621,19 @@ def team_limits_set(
             after=after,
             now=now,
         )
+
+
+def _budget_notices_resolve(team: Team, actor, budget: str | None, now: datetime) -> None:
+    """A budget alert speaks of the old budget's percentages: no longer true once it changed
+    (the next check tells of each mark of the new budget not yet told this month)."""
+    to = "no budget limit" if budget is None else f"${Decimal(budget):,.2f} a month"
+    notice_resolve(
+        about=notice_about(team),
+        kinds=[NoticeKind.BUDGET],
+        now=now,
+        by=actor,
+        reason=f"Budget changed to {to} by {actor.username}",
+    )
 
 
 def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditEntry | None:
@@ -591,14 +695,14 @@ def team_increase_request(
             justification=justification.strip(),
             created_at=now,
         )
-        transaction.on_commit(
-            lambda: notice_send(
-                users=_platform_admins(),
-                subject=f"Quota increase asked: {increase.summary}",
-                text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
-                link=reverse("approvals"),
-                now=now,
-            )
+        notice_send(
+            users=_platform_admins(),
+            subject=f"Quota increase asked: {increase.summary}",
+            text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
+            link=reverse("approvals"),
+            now=now,
+            kind=NoticeKind.INCREASE_ASKED,
+            about=notice_about(increase),
         )
         audit_record(
             actor=actor,
@@ -635,6 +739,13 @@ def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, no
     increase.decision, increase.decided_by = decision, actor
     increase.decided_at, increase.comment = now, comment.strip()
     increase.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    notice_resolve(
+        about=notice_about(increase),
+        kinds=[NoticeKind.INCREASE_ASKED],
+        now=now,
+        by=actor,
+        reason=f"{Decision(decision).label} by {actor.username}",
+    )
     audit_record(
         actor=actor,
         team=increase.team,
@@ -669,7 +780,7 @@ def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetim
             max_workspaces_per_user=team.max_workspaces_per_user,
             now=now,
         )
-        transaction.on_commit(lambda: _tell_increase_decided(increase, now))
+        _tell_increase_decided(increase, now)
     return increase
 
 
@@ -683,7 +794,7 @@ def team_increase_reject(*, increase_id: int, actor, comment: str, now: datetime
             comment=comment,
             now=now,
         )
-        transaction.on_commit(lambda: _tell_increase_decided(increase, now))
+        _tell_increase_decided(increase, now)
     return increase
 
 
@@ -830,14 +941,22 @@ def _alert_tell(alert: BudgetAlertSend, users: list, text: str, now: datetime) -
     """Notices in the alert's transaction (they exist exactly when it does); the emails, over
     one connection, after it commits."""
     subject = f"{alert.team.name} has spent {alert.thresholds[-1]}% of its {alert.month:%B} budget"
+    from billing.selectors import month_bounds, team_timezones
+
     link = reverse("team-spend", kwargs={"slug": alert.team.slug})
-    Notice.objects.bulk_create(
-        [Notice(user=u, text=text, link=link, created_at=now) for u in users]
+    zone = team_timezones(team_ids=[alert.team.pk])[alert.team.pk]
+    month_start = datetime.combine(alert.month, datetime.min.time(), tzinfo=zone)
+    notice_send(
+        users=users,
+        subject=subject,
+        text=text,
+        link=link,
+        now=now,
+        kind=NoticeKind.BUDGET,
+        about=notice_about(alert.team),
+        # About this month's spend: no longer true once the team's month is over.
+        expires_at=month_bounds(month_start, zone)[1],
     )
-    body = f"{text}\n\n{settings.PORTAL_URL}{link}\n"
-    mails = [(subject, body, None, [u.email]) for u in users if u.email]
-    if mails:
-        transaction.on_commit(lambda: send_mass_mail(mails))
 
 
 def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datetime) -> list:

@@ -18,6 +18,7 @@ urlpatterns = [
         views.increase_decide,
         name="increase-decide",
     ),
+    path("notices/", views.notice_list, name="notice-list"),
     path("notices/<int:pk>/dismiss/", views.notice_dismiss, name="notice-dismiss"),
     path("account/", views.account, name="account"),
     path("teams/", views.team_list, name="team-list"),

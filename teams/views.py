@@ -365,13 +365,31 @@ def _decide(request, pending, decide, partial: str, **ids):
 
 
 @login_required
+@require_GET
+def notice_list(request):
+    """The user's open notices in full. For htmx, the compact area alone
+    (templates/_notices.html), its Dismiss buttons returning to the page that asked for it,
+    so a page can fetch it again to show notices as they come and go."""
+    if request.htmx:
+        here = request.htmx.current_url_abs_path or ""
+        next_path = here if _safe_next(request, here) else reverse("home")
+        return render(request, "_notices.html", {"notices_next": next_path})
+    now = timezone.now()
+    area = selectors.notice_area(user=request.user, now=now)
+    resolved = selectors.notice_resolved_recent(user=request.user, now=now)
+    return render(request, "teams/notices.html", {"area": area, "resolved": resolved})
+
+
+def _safe_next(request, target: str) -> bool:
+    # Only a path on this site: redirect() would take a bare word for a URL name.
+    return target.startswith("/") and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}
+    )
+
+
+@login_required
 @require_POST
 def notice_dismiss(request, pk):
     services.notice_dismiss(user=request.user, notice_id=pk, now=timezone.now())
-    # Only a path on this site: redirect() would take a bare word for a URL name.
     target = request.POST.get("next", "")
-    if not target.startswith("/") or not url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}
-    ):
-        target = reverse("home")
-    return redirect(target)
+    return redirect(target if _safe_next(request, target) else reverse("home"))

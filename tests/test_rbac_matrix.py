@@ -48,6 +48,7 @@ EXPECTED = {
     "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
     "increase-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="increase"),
+    "notice-list": Row("GET", (_, 200, 200, 200, 200, 200)),
     "notice-dismiss": Row("POST", (_, 302, 302, 302, 302, 302), pk="notice"),
     # Everyone's own Entra ID identity, nobody else's.
     "account": Row("GET", (_, 200, 200, 200, 200, 200)),

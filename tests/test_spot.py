@@ -15,6 +15,7 @@ from django.utils import timezone
 from billing.models import Price, UsageInterval
 from cloud import azure_vm
 from teams.models import Notice, Team
+from teams.notice_text import in_zone
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import services, tasks
 from workspaces.evictions import EVICTION_REASON, workspace_evictions_detect
@@ -104,14 +105,15 @@ class TestSpotLife:
         assert vm_of(sim, ws)["priority"] == "Spot"
 
     def test_an_eviction_stops_the_workspace_once_tells_the_owner_and_closes_the_meter(
-        self, cast, sim
+        self, cast, sim, django_capture_on_commit_callbacks
     ):
         spot_price()
         ws = request(cast)
         sim.evict(f"ws-{ws.short_id}")
         now = timezone.now()
 
-        first = workspace_evictions_detect(now=now)
+        with django_capture_on_commit_callbacks(execute=True):  # the email leaves on commit
+            first = workspace_evictions_detect(now=now)
         second = workspace_evictions_detect(now=now + timedelta(minutes=1))
 
         assert first.evicted == [ws.pk] and second.evicted == [] and second.checked == 0
@@ -126,6 +128,9 @@ class TestSpotLife:
         assert event.reason == EVICTION_REASON == "Evicted by Azure (Spot capacity)"
         [notice] = Notice.objects.filter(user=cast.researcher)
         assert "deallocated" in notice.text and notice.link == f"/workspaces/{ws.pk}/"
+        told = in_zone(notice.text, UTC)  # the team's zone
+        assert told.startswith(f"spot-train was stopped automatically at {now:%H:%M} UTC.")
+        assert mail.outbox[0].body.startswith(told)
         assert [m.subject for m in mail.outbox] == ["spot-train was evicted by Azure"]
         compute = UsageInterval.objects.get(workspace=ws, meter="compute")
         assert compute.ended_at == now

@@ -14,7 +14,8 @@ from django.db import OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from teams.models import IdlePolicy, Notice
+from teams.models import IdlePolicy, Notice, NoticeKind
+from teams.notice_text import in_zone
 from tests.factories import WorkspaceFactory
 from workspaces import heartbeats, services, telemetry
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
@@ -63,11 +64,14 @@ def _report(ws, token, start, minutes, util=0, ssh=0):
 
 
 @pytest.mark.django_db
-def test_an_idle_workspace_is_warned_once_then_stopped_with_its_evidence(cast):
+def test_an_idle_workspace_is_warned_once_then_stopped_with_its_evidence(
+    cast, django_capture_on_commit_callbacks
+):
     ws, token = _running(cast)
     _report(ws, token, _at(0), 10, util=90)  # busy until 12:09:30
     _report(ws, token, _at(10), 30, util=0)  # idle since
-    first = idle_sweep(now=_at(30))
+    with django_capture_on_commit_callbacks(execute=True):  # emails leave on commit
+        first = idle_sweep(now=_at(30))
     assert first.warned == [ws.pk] and first.stopped == []
     assert (
         "train is idle and stops in about 10 min" in Notice.objects.get(user=cast.researcher).text
@@ -141,7 +145,8 @@ def test_a_silent_agent_is_told_once_and_stopped_after_60_minutes(cast):
     _report(ws, token, _at(0), 5, util=90)
     told = idle_sweep(now=_at(10))
     assert told.told_silent == [ws.pk]
-    assert "has sent no telemetry since 12:04 UTC" in Notice.objects.get(user=cast.researcher).text
+    told = in_zone(Notice.objects.get(user=cast.researcher).text, UTC)
+    assert "has sent no telemetry since 12:04 UTC" in told
     assert idle_sweep(now=_at(11)).told_silent == []
     assert idle_sweep(now=_at(5 + 60)).stopped == [ws.pk]
     assert "no telemetry for 60 min" in ws.events.get(to_status=Status.STOPPING).reason
@@ -230,7 +235,9 @@ def test_two_sweeps_at_once_neither_double_warn_nor_double_stop(cast):
         t.join()
     assert sum(len(r.warned) for r in results) == 5
     assert sum(len(r.stopped) for r in results) == 5
-    assert Notice.objects.filter(user=cast.researcher).count() == 5
+    told = Notice.objects.filter(user=cast.researcher)
+    assert told.filter(kind=NoticeKind.STOP_WARNING).count() == 5  # each warned once
+    assert told.filter(kind=NoticeKind.AUTO_STOP).count() == 5  # each stop told once
     stops = Workspace.objects.filter(events__to_status=Status.STOPPING).count()
     assert stops == 5
 

@@ -25,16 +25,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.urls import reverse
+from django.db import transaction
 
 from cloud import azure_vm
-from teams.services import notice_send
 from workspaces import states
 from workspaces.models import Workspace
-from workspaces.services import azure_settings
+from workspaces.services import azure_settings, workspace_stopped_tell
 from workspaces.states import Status
 
 EVICTION_REASON = "Evicted by Azure (Spot capacity)"
+# What the owner is told, by notice and email.
+EVICTION_WHY = (
+    "Azure needed the capacity of this Spot VM back and deallocated it (a Spot eviction). Its "
+    "OS disk is kept; if Azure has no Spot capacity yet, a start fails and you can try later."
+)
 
 
 @dataclass
@@ -69,27 +73,20 @@ def workspace_evictions_detect(*, now: datetime) -> EvictionSweep:
 
 
 def _record_eviction(workspace: Workspace, now: datetime) -> bool:
-    """running -> stopped for the eviction, and tell the owner; False when the workspace
-    moved on meanwhile (another sweep, or its owner)."""
-    moved = states.transition(
-        workspace_id=workspace.pk,
-        expected=Status.RUNNING,
-        to=Status.STOPPED,
-        now=now,
-        reason=EVICTION_REASON,
-        detail={"power_state": "deallocated", "evicted": True},
-        evicted_at=now,
-    )
-    if moved:
-        notice_send(
-            users=[workspace.owner],
-            subject=f"{workspace.name} was evicted by Azure",
-            text=(
-                f"Azure needed the capacity of your Spot VM {workspace.name} back and "
-                "deallocated it. Its OS disk is kept; start it again when you need it (if "
-                "Azure has no Spot capacity yet, the start fails and you can try later)."
-            ),
-            link=reverse("workspaces:detail", args=[workspace.pk]),
+    """running -> stopped for the eviction, and tell the owner in the same transaction; False
+    when the workspace moved on meanwhile (another sweep, or its owner)."""
+    with transaction.atomic():
+        moved = states.transition(
+            workspace_id=workspace.pk,
+            expected=Status.RUNNING,
+            to=Status.STOPPED,
             now=now,
+            reason=EVICTION_REASON,
+            detail={"power_state": "deallocated", "evicted": True},
+            evicted_at=now,
         )
+        if moved:
+            workspace_stopped_tell(
+                workspace_id=workspace.pk, why=EVICTION_WHY, now=now, what="was evicted by Azure"
+            )
     return moved

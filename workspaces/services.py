@@ -11,10 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
+from django.urls import reverse
 
 from agent import cloud_init
 from cloud import azure_vm
@@ -326,17 +328,56 @@ def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
     )
 
 
-def workspace_stop_automatically(*, workspace_id, reason: str, detail: dict, now: datetime) -> bool:
-    """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime):
-    the same transition and task as a user's Stop, with ``reason`` and its evidence
-    (``detail``) in the history and no actor. False when it was no longer running."""
-    return _transition_and_queue(
-        workspace_id=workspace_id,
-        expected=Status.RUNNING,
-        to=Status.STOPPING,
+def workspace_stop_automatically(
+    *, workspace_id, reason: str, detail: dict, now: datetime, told: str = ""
+) -> bool:
+    """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime, the
+    team's budget): the same transition and task as a user's Stop, with ``reason`` (a
+    sentence) and its evidence (``detail``) in the history and no actor, and its owner told
+    by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
+    marked (teams.notice_text), or else ``reason``. False when it was no longer running."""
+    with transaction.atomic():
+        moved = _transition_and_queue(
+            workspace_id=workspace_id,
+            expected=Status.RUNNING,
+            to=Status.STOPPING,
+            now=now,
+            reason=reason,
+            detail=detail,
+        )
+        if moved:
+            workspace_stopped_tell(workspace_id=workspace_id, why=told or reason, now=now)
+    return moved
+
+
+def workspace_stopped_tell(
+    *, workspace_id, why: str, now: datetime, what: str = "was stopped automatically"
+) -> None:
+    """Tell the owner in-app and by email, in the same words, that the workspace was stopped
+    automatically at ``now`` (in the reader's time zone on a page, the team's in the email, as
+    the idle warnings) and
+    ``why`` (one or more sentences); the email's subject is the name and ``what``. The
+    notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
+    once the caller's transaction commits."""
+    from teams.models import IdlePolicy, NoticeKind
+    from teams.notice_text import mark
+    from teams.services import notice_about, notice_send
+
+    workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
+    policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
+    why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
+    notice_send(
+        users=[workspace.owner],
+        subject=f"{workspace.name} {what}",
+        text=(
+            f"{workspace.name} was stopped automatically at {mark(now)}. {why} "
+            "Start it again when you need it."
+        ),
+        link=reverse("workspaces:detail", args=[workspace.pk]),
         now=now,
-        reason=reason,
-        detail=detail,
+        kind=NoticeKind.AUTO_STOP,
+        about=notice_about(workspace),
+        zone=policies.values_list("timezone", flat=True).first() or "UTC",
     )
 
 
@@ -377,7 +418,22 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
             workspace=workspace, user=user, at=now, hours=policy.extension_hours, until=until
         )
         WorkspaceAgent.objects.filter(pk=workspace.pk).update(kept_until=until)
+        _stop_warnings_resolve(workspace, user, until, policy, now)
     return extension
+
+
+def _stop_warnings_resolve(workspace: Workspace, user, until: datetime, policy, now) -> None:
+    from teams.models import NoticeKind
+    from teams.services import notice_resolve
+
+    local = until.astimezone(ZoneInfo(policy.timezone or "UTC"))
+    notice_resolve(
+        about=f"workspace:{workspace.pk}",
+        kinds=[NoticeKind.STOP_WARNING],
+        now=now,
+        by=user,
+        reason=f"Kept running by {user.username} until {local:%H:%M %Z}",
+    )
 
 
 def _extension_in_force(workspace: Workspace, policy, now: datetime) -> WorkspaceExtension | None:

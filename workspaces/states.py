@@ -3,8 +3,9 @@ changes ``Workspace.status``.
 
 Every change is a compare-and-set (``filter(pk=..., status=expected).update(...)``): when no row
 changes, another worker or click already moved the workspace on, and the caller stops quietly.
-Each change writes one WorkspaceEvent (who, from, to, why, when) and opens or closes the
-workspace's billing interval (billing.models.UsageInterval).
+Each change writes one WorkspaceEvent (who, from, to, why, when), opens or closes the
+workspace's billing interval (billing.models.UsageInterval) and resolves the notices that
+the change made untrue (NOTICE_TRUE_WHILE).
 """
 
 from dataclasses import dataclass
@@ -73,6 +74,16 @@ IN_PROGRESS = frozenset(
 )
 # Nothing changes without a person: the page stops polling.
 STEADY = frozenset(set(Status) - IN_PROGRESS)
+
+# Notices about a workspace (teams.models.NoticeKind -> the statuses in which what they say is
+# true): the transition that leaves those statuses resolves them, in its transaction.
+NOTICE_TRUE_WHILE = {
+    "stop_warning": frozenset({Status.RUNNING}),
+    "no_telemetry": frozenset({Status.RUNNING}),
+    "awaiting_approval": frozenset({Status.PENDING_APPROVAL}),
+    "approval_asked": frozenset({Status.PENDING_APPROVAL}),
+    "auto_stop": frozenset({Status.STOPPING, Status.STOPPED}),
+}
 
 # Status while a worker acts -> (Azure operation, status once it succeeded).
 OPERATION = {
@@ -153,7 +164,25 @@ def transition(
             detail=detail or {},
         )
         _meter(workspace_id, expected, to, now)
+        _resolve_notices(workspace_id, expected, to, now, actor, reason)
     return True
+
+
+def _resolve_notices(workspace_id, expected: str, to: str, now: datetime, actor, reason) -> None:
+    """Resolve the workspace's notices that were true in ``expected`` and are not in ``to``
+    (one UPDATE, only for such transitions)."""
+    from teams.services import notice_resolve
+
+    kinds = [k for k, true_while in NOTICE_TRUE_WHILE.items() if expected in true_while]
+    kinds = [k for k in kinds if to not in NOTICE_TRUE_WHILE[k]]
+    if kinds:
+        notice_resolve(
+            about=f"workspace:{workspace_id}",
+            kinds=kinds,
+            now=now,
+            by=actor,
+            reason=reason or f"Now {Status(to).label.lower()}",
+        )
 
 
 def _meter(workspace_id, expected: str, to: str, now: datetime) -> None:

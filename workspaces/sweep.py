@@ -19,8 +19,9 @@ from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from teams.models import IdlePolicy
-from teams.services import Message, notice_send_many
+from teams.models import IdlePolicy, NoticeKind
+from teams.notice_text import mark
+from teams.services import Message, notice_resolve, notice_send_many
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.models import Lease, WorkspaceAgent
@@ -35,13 +36,15 @@ LEASE_SECONDS = 60
 
 @dataclass
 class SweepResult:
-    """How many running workspaces were judged, warned, told of silence and stopped;
-    ``skipped`` when another sweep held the lease."""
+    """How many running workspaces were judged, warned, told of silence and stopped, and
+    whose warnings or silence notices no longer held (``resolved``); ``skipped`` when another
+    sweep held the lease."""
 
     evaluated: int = 0
     warned: list = field(default_factory=list)
     told_silent: list = field(default_factory=list)
     stopped: list = field(default_factory=list)
+    resolved: list = field(default_factory=list)
     skipped: bool = False
 
 
@@ -131,6 +134,10 @@ def idle_sweep(*, now: datetime) -> SweepResult:
         result = SweepResult(evaluated=len(judged))
         due = [j for j in judged if j.verdict.should_stop(now)]
         result.stopped = [j.agent["workspace_id"] for j in due if _stop_one(j, now)]
+        stopping = {j.agent["workspace_id"] for j in due}
+        result.resolved = _resolve_passed(
+            [j for j in judged if j.agent["workspace_id"] not in stopping], now
+        )
         result.warned = _warn(
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )
@@ -175,6 +182,48 @@ def _claim(judged: list[Judged], column: str, value) -> list[Judged]:
     ]
 
 
+def _resolve_passed(judged: list[Judged], now: datetime) -> list:
+    """Resolve the stop warnings whose stop moved (the workspace is in use again, or its stop
+    was put off) and the silence notices of agents that report again, and forget that they
+    were told, so that a later warning or silence is told afresh. Writes only for those."""
+    moved = [j for j in judged if j.agent["warned_stop_at"] not in (None, j.verdict.stop_at)]
+    heard = [
+        j
+        for j in judged
+        if j.agent["silent_told_since"] is not None and j.verdict.state is not idle.State.SILENT
+    ]
+    resolved = []
+    for j in _claim_back(moved, "warned_stop_at"):
+        resolved += _resolve(j, NoticeKind.STOP_WARNING, _moved_why(j), now)
+    for j in _claim_back(heard, "silent_told_since"):
+        resolved += _resolve(j, NoticeKind.NO_TELEMETRY, "The agent reports again", now)
+    return resolved
+
+
+def _claim_back(judged: list[Judged], column: str) -> list[Judged]:
+    """Those of ``judged`` whose ``column`` this call cleared (conditional, as _claim)."""
+    return [
+        j
+        for j in judged
+        if WorkspaceAgent.objects.filter(
+            pk=j.agent["workspace_id"], **{column: j.agent[column]}
+        ).update(**{column: None})
+    ]
+
+
+def _resolve(j: Judged, kind: str, reason: str, now: datetime) -> list:
+    about = f"workspace:{j.agent['workspace_id']}"
+    notice_resolve(about=about, kinds=[kind], now=now, reason=reason)
+    return [j.agent["workspace_id"]]
+
+
+def _moved_why(j: Judged) -> str:
+    when = _local(j.verdict.stop_at, j.policy)
+    if j.verdict.state is idle.State.ACTIVE:
+        return f"In use again; it stops for idleness at {when} at the earliest"
+    return f"Its stop moved to {when}"
+
+
 def _warn(judged: list[Judged], now: datetime) -> list:
     if not judged:
         return []
@@ -194,8 +243,11 @@ def _warning(j: Judged, owners: dict, now: datetime) -> Message:
         owners[j.agent["workspace__owner_id"]],
         f"{name} stops in {minutes} min",
         f"{name} {why} and stops in about {minutes} min "
-        f"({_local(j.verdict.stop_at, j.policy)}). Open it and choose Keep running to keep it.",
+        f"({mark(j.verdict.stop_at)}). Open it and choose Keep running to keep it.",
         _link(j),
+        NoticeKind.STOP_WARNING,
+        f"workspace:{j.agent['workspace_id']}",
+        j.policy.timezone,
     )
 
 
@@ -219,9 +271,12 @@ def _tell_silent(judged: list[Judged], now: datetime) -> list:
             owners[j.agent["workspace__owner_id"]],
             f"{j.agent['workspace__name']}: no telemetry",
             f"{j.agent['workspace__name']} has sent no telemetry since "
-            f"{_local(j.verdict.since, j.policy)}; it stops at "
-            f"{_local(j.verdict.stop_at, j.policy)} unless the agent reports again.",
+            f"{mark(j.verdict.since)}; it stops at "
+            f"{mark(j.verdict.stop_at)} unless the agent reports again.",
             _link(j),
+            NoticeKind.NO_TELEMETRY,
+            f"workspace:{j.agent['workspace_id']}",
+            j.policy.timezone,
         )
         for j in judged
     ]
@@ -233,10 +288,12 @@ def _local(at: datetime, policy: idle.Policy) -> str:
     return at.astimezone(ZoneInfo(policy.timezone)).strftime("%H:%M %Z")
 
 
-def stop_reason(j: Judged) -> str:
-    """The history's sentence for an automatic stop, with its evidence."""
+def stop_reason(j: Judged, show=None) -> str:
+    """The history's sentence for an automatic stop, with its evidence; its times as
+    ``show(at)`` gives them (default: in the team's zone, "13:40 CET")."""
     v, p = j.verdict, j.policy
-    since, until = _local(v.since, p), _local(v.stop_at, p)
+    show = show or (lambda at: _local(at, p))
+    since, until = show(v.since), show(v.stop_at)
     if v.stop_reason is idle.StopReason.IDLE:
         return (
             f"Stopped for idleness: GPU < {p.gpu_threshold}% and no interactive session for "
@@ -276,5 +333,9 @@ def _stop(j: Judged, now: datetime) -> bool:
         "gpu_threshold_percent": j.policy.gpu_threshold,
     }
     return workspace_stop_automatically(
-        workspace_id=j.agent["workspace_id"], reason=stop_reason(j), detail=detail, now=now
+        workspace_id=j.agent["workspace_id"],
+        reason=stop_reason(j),
+        detail=detail,
+        now=now,
+        told=stop_reason(j, show=mark),  # its times in each reader's zone
     )

@@ -287,6 +287,7 @@ def quota_requests_expire(*, now: datetime) -> int:
                 actor=None,
                 reason="Request expired before a platform admin decided",
                 now=now,
+                outcome="expired",
             )
             transaction.on_commit(lambda r=request: _tell_decided(r, now))
             expired += 1

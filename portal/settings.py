@@ -78,9 +78,14 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "teams.context_processors.notices",
             ],
+            # The one money filter, time tag and labels, in every template (no {% load %}).
+            "builtins": ["common.templatetags.display"],
         },
     },
 ]
+
+# Bootstrap 5 classes on every form field (common/forms.py).
+FORM_RENDERER = "common.forms.BootstrapFormRenderer"
 
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),

@@ -74,10 +74,20 @@ def _number(number) -> str:
 
 
 def label(value) -> str:
-    """The word label of an enum value the portal stores: a workspace status or kind, a
-    decision, a node pool status, a team role. Unknown values come back as given (GPU models
-    such as 'A100' are already their own label)."""
-    return _labels().get(str(value), str(value)) if value is not None else ""
+    """The word label of a value the portal stores: a workspace status or kind, a decision, a
+    node pool status, a team role; an audit action such as 'quota_request.approved' reads
+    'Quota request approved'. Other values come back as given (GPU models such as 'A100' are
+    already their own label)."""
+    if value is None:
+        return ""
+    text = str(value)
+    known = _labels().get(text)
+    if known:
+        return known
+    if text.islower() and ("_" in text or "." in text):
+        words = text.replace(".", " ").replace("_", " ").split()
+        return " ".join(words).capitalize()
+    return text
 
 
 def _labels() -> dict[str, str]:

@@ -132,6 +132,8 @@ def test_every_status_kind_decision_and_role_has_a_word_label():
             shown = _render("{{ v|label }}", v=value)
             assert shown and "_" not in shown and shown[0].isupper(), (value, shown)
     assert _render("{{ v|label }}", v="pending_approval") == "Pending approval"
+    assert _render("{{ v|label }}", v="quota_request.approved") == "Quota request approved"
+    assert _render("{{ v|label }}", v="A100") == "A100"
     assert all(style.label for style in STYLE.values())
 
 

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 
+from common.words import usd
 from teams.models import (
     ALERT_THRESHOLDS,
     IDLE_FIELDS,
@@ -814,7 +815,7 @@ def _alert_text(alert: BudgetAlertSend, stopped: list[dict]) -> str:
     passed = marks[0] if len(marks) == 1 else f"{', '.join(marks[:-1])} and {marks[-1]}"
     text = (
         f"{team.name} passed {passed} of its {alert.month:%B} budget: "
-        f"${alert.spent:,.2f} of ${budget:,.2f} spent."
+        f"{usd(alert.spent)} of {usd(budget)} spent."
     )
     if ALERT_THRESHOLDS[-1] not in alert.thresholds:
         return text
@@ -846,7 +847,7 @@ def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datet
     idle stop, and count them on the 100 % ``alert``. Those stopped (others moved on)."""
     from workspaces.services import workspace_stop_automatically
 
-    reason = f"Team budget of ${team.monthly_budget:,.2f} used up (stop at 100% is on)"
+    reason = f"Team budget of {usd(team.monthly_budget)} used up (stop at 100% is on)"
     detail = {
         "rule": "budget",
         "budget_usd": str(team.monthly_budget),

@@ -150,3 +150,16 @@ def test_the_platform_admin_sees_every_team_in_the_spend_chart(live_server, cast
     assert sorted(teams) == ["NLP", "Vision Lab"]
     assert _overflow(page)["width"] <= PHONE["width"]
     _screenshot(page, "all-teams-chart")
+
+
+def test_the_ssh_command_is_copied_with_one_click(live_server, cast, objects, phone):
+    Workspace.objects.filter(pk=objects["workspace"].pk).update(private_ip="10.0.0.4")
+    phone.grant_permissions(["clipboard-read", "clipboard-write"], origin=live_server.url)
+    page = phone.new_page()
+    _log_in(phone, live_server.url, cast.researcher)
+    page.goto(f"{live_server.url}/workspaces/{objects['workspace'].pk}/")
+    button = page.get_by_role("button", name="Copy the ssh command")
+    button.click()
+    assert page.evaluate("() => navigator.clipboard.readText()") == "ssh researcher@10.0.0.4"
+    assert button.inner_text() == "Copied"
+    assert page.locator("#copy-status").inner_text() == "Copied"  # said to screen readers

@@ -1,5 +1,7 @@
 """403, 404 and 500 are the portal's own pages, with its navigation and Bootstrap."""
 
+import re
+
 import pytest
 from django.test import RequestFactory
 from django.urls import reverse
@@ -40,3 +42,11 @@ def test_the_500_page_renders_without_a_request_context_or_database():
     assert response.status_code == 500
     assert BOOTSTRAP in page and 'class="navbar' in page
     assert "Something went wrong on our side" in page and 'href="/workspaces/"' in page
+
+
+@pytest.mark.django_db
+def test_the_navbar_marks_the_section_the_user_is_in(client, cast):
+    client.force_login(cast.platform_admin)
+    page = client.get(reverse("platform-spend")).content.decode()
+    current = re.findall(r'aria-current="page" href="[^"]*">([^<]+)</a>', page)
+    assert current == ["Spend"]

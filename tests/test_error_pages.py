@@ -50,3 +50,15 @@ def test_the_navbar_marks_the_section_the_user_is_in(client, cast):
     page = client.get(reverse("platform-spend")).content.decode()
     current = re.findall(r'aria-current="page" href="[^"]*">([^<]+)</a>', page)
     assert current == ["Spend"]
+
+
+def test_the_400_page_is_styled_too():
+    from django.contrib.auth.models import AnonymousUser
+    from django.core.exceptions import SuspiciousOperation
+
+    request = RequestFactory().get("/")
+    request.user = AnonymousUser()  # as the middleware leaves it before the error
+    response = defaults.bad_request(request, SuspiciousOperation("bad"))
+    page = response.content.decode()
+    assert response.status_code == 400
+    assert BOOTSTRAP in page and 'class="navbar' in page and "could not read" in page

@@ -62,3 +62,9 @@ def test_the_400_page_is_styled_too():
     page = response.content.decode()
     assert response.status_code == 400
     assert BOOTSTRAP in page and 'class="navbar' in page and "could not read" in page
+
+
+def test_a_request_for_another_host_gets_the_styled_400(client):
+    response = client.get("/workspaces/", HTTP_HOST="evil.example")
+    assert response.status_code == 400
+    assert 'class="navbar' in response.content.decode()

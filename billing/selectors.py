@@ -985,3 +985,24 @@ def _workspace_names(ids) -> dict:
     from workspaces.models import Workspace
 
     return dict(Workspace.objects.filter(pk__in=ids).values_list("pk", "name"))
+
+
+def spend_overview_chart(*, overview: SpendOverview, top: int = 12) -> dict:
+    """The all-teams chart's data, from ``overview`` (no query): the ``top`` teams by
+    forecast, then one bar for all the others, as {"currency": "USD", "teams": [names],
+    "spent": [USD str], "rest": [forecast minus spent, USD str], "budget": [USD str or None]}.
+    A month-end forecast per bar, split into what is spent and what the burn adds."""
+    rows = sorted(overview.teams, key=lambda r: (-r.forecast, r.team.name))
+    bars = [(r.team.name, r.spent, r.forecast, r.budget) for r in rows[:top]]
+    others = rows[top:]
+    if others:
+        spent = sum((r.spent for r in others), Decimal(0))
+        forecast = sum((r.forecast for r in others), Decimal(0))
+        bars.append((f"{len(others)} other teams", spent, forecast, None))
+    return {
+        "currency": "USD",
+        "teams": [name for name, *_ in bars],
+        "spent": [f"{spent:.2f}" for _, spent, _, _ in bars],
+        "rest": [f"{max(forecast - spent, Decimal(0)):.2f}" for _, spent, forecast, _ in bars],
+        "budget": [None if budget is None else f"{budget:.2f}" for *_, budget in bars],
+    }

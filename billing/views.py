@@ -151,6 +151,7 @@ def _platform_spend_page(request, export: ExportForm | None = None):
     today = timezone.localdate(now)
     context = {
         "overview": overview,
+        "chart": selectors.spend_overview_chart(overview=overview),
         "method": selectors.FORECAST_METHOD,
         "export": export or ExportForm(initial={"start": today.replace(day=1), "end": today}),
     }

@@ -67,11 +67,11 @@ class PoolStatus(models.TextChoices):
 
 
 POOL_COLOUR = {
-    PoolStatus.CREATING: "blue",
-    PoolStatus.READY: "green",
-    PoolStatus.DELETING: "blue",
-    PoolStatus.FAILED: "red",
-    PoolStatus.DELETED: "grey",
+    PoolStatus.CREATING: "primary",
+    PoolStatus.READY: "success",
+    PoolStatus.DELETING: "primary",
+    PoolStatus.FAILED: "danger",
+    PoolStatus.DELETED: "secondary",
 }
 # A worker owes the pool an Azure operation.
 POOL_IN_PROGRESS = frozenset({PoolStatus.CREATING, PoolStatus.DELETING})

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters import selectors, services
 from clusters.forms import ClusterRegisterForm, ClusterTeamForm, NodePoolForm
 from clusters.models import POOL_IN_PROGRESS, AksCluster, NodePool
+from common.words import usd
 from teams.models import Team
 from workspaces.models import SizeOffering
 
@@ -53,7 +54,9 @@ def _sizes(cluster: AksCluster) -> list[tuple[str, str]]:
     offerings = SizeOffering.objects.filter(region=cluster.location).order_by(
         "gpu_model", "gpu_count", "vm_size"
     )
-    return [(o.vm_size, f"{o.vm_size} ({o.gpu_summary}, ${o.price_per_hour}/h)") for o in offerings]
+    return [
+        (o.vm_size, f"{o.vm_size} ({o.gpu_summary}, {usd(o.price_per_hour)}/h)") for o in offerings
+    ]
 
 
 def _detail_context(request, cluster, pool_form=None, team_form=None) -> dict:

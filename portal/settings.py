@@ -79,9 +79,14 @@ TEMPLATES = [
                 "teams.context_processors.notices",
                 "workspaces.context_processors.demo_timings",
             ],
+            # The one money filter, time tag and labels, in every template (no {% load %}).
+            "builtins": ["common.templatetags.display"],
         },
     },
 ]
+
+# Bootstrap 5 classes on every form field (common/forms.py).
+FORM_RENDERER = "common.forms.BootstrapFormRenderer"
 
 DATABASES = {
     "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'portal.sqlite3'}"),

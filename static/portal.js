@@ -7,3 +7,41 @@
     }
   } catch (e) { /* an old browser keeps the server's default zone */ }
 })();
+
+// Copy buttons: <button data-copy-target="#id"> copies the text of that element (an ssh command,
+// kubectl lines, a token). One listener on the document, so panels htmx swaps in work too.
+// The Clipboard API needs a secure context (HTTPS or localhost); elsewhere the text is selected
+// and copied the old way. The result is said in the button and to screen readers (aria-live).
+(function () {
+  function say(button, text) {
+    var label = button.getAttribute("data-label") || button.textContent;
+    button.setAttribute("data-label", label);
+    button.textContent = text;
+    var live = document.getElementById("copy-status");
+    if (live) { live.textContent = text; }
+    setTimeout(function () { button.textContent = label; }, 2000);
+  }
+  function selectAndCopy(node) {
+    var range = document.createRange();
+    range.selectNodeContents(node);
+    var selection = window.getSelection();
+    selection.removeAllRanges();
+    selection.addRange(range);
+    try { return document.execCommand("copy"); } catch (e) { return false; }
+  }
+  document.addEventListener("click", function (event) {
+    var button = event.target.closest("[data-copy-target]");
+    if (!button) { return; }
+    var node = document.querySelector(button.getAttribute("data-copy-target"));
+    if (!node) { return; }
+    var text = node.textContent.trim();
+    if (navigator.clipboard && window.isSecureContext) {
+      navigator.clipboard.writeText(text).then(
+        function () { say(button, "Copied"); },
+        function () { say(button, selectAndCopy(node) ? "Copied" : "Press Ctrl+C"); }
+      );
+    } else {
+      say(button, selectAndCopy(node) ? "Copied" : "Press Ctrl+C");
+    }
+  });
+})();

@@ -24,3 +24,29 @@ document.addEventListener("DOMContentLoaded", async () => {
   });
   canvas.dataset.ready = String(chart.data.datasets.length);
 });
+
+// The all-teams chart: per team, spend so far and what the burn adds by month end (stacked,
+// horizontal so 12 team names stay legible on a phone), from the page's JSON (json_script).
+document.addEventListener("DOMContentLoaded", () => {
+  const canvas = document.getElementById("all-teams-chart");
+  const source = document.getElementById("all-teams-chart-data");
+  if (!canvas || !source || !window.Chart) return;
+  const data = JSON.parse(source.textContent);
+  const chart = new Chart(canvas, {
+    type: "bar",
+    data: {
+      labels: data.teams,
+      datasets: [
+        { label: "Spent so far", data: data.spent.map(Number), backgroundColor: "#2b6cb0" },
+        { label: "Forecast to month end", data: data.rest.map(Number), backgroundColor: "#90cdf4" },
+      ],
+    },
+    options: {
+      indexAxis: "y",
+      animation: false,
+      maintainAspectRatio: false,
+      scales: { x: { stacked: true, title: { display: true, text: data.currency } }, y: { stacked: true } },
+    },
+  });
+  canvas.dataset.ready = String(chart.data.labels.length);
+});

@@ -5,5 +5,11 @@ from teams.selectors import notice_area
 
 def notices(request):
     """The compact notice area on every page (templates/_notices.html): the user's open
-    notices, grouped (one query, none when logged out)."""
-    return {"notice_area": notice_area(user=request.user, now=timezone.now())}
+    notices, grouped (one query, none when logged out).
+
+    A request refused before the authentication middleware ran (a bad Host: the 400 page) has
+    no user, and no notices."""
+    user = getattr(request, "user", None)
+    if user is None:
+        return {"notice_area": None}
+    return {"notice_area": notice_area(user=user, now=timezone.now())}

@@ -3,6 +3,8 @@
 from django.conf import settings
 from django.db import models
 
+from common.words import counted, usd
+
 
 class Role(models.TextChoices):
     RESEARCHER = "researcher", "Researcher"
@@ -275,12 +277,12 @@ class TeamQuotaIncrease(models.Model):
 
     @property
     def summary(self) -> str:
-        """What is asked, in words, e.g. "8 A100 GPUs and a budget of $5000.00/month"."""
+        """What is asked, in words, e.g. "8 A100 GPUs and a budget of $5,000.00/month"."""
         parts = []
         if self.gpu_model and self.gpus is not None:
-            parts.append(f"{self.gpus} {self.gpu_model} GPUs")
+            parts.append(counted(self.gpus, f"{self.gpu_model} GPU"))
         if self.monthly_budget is not None:
-            parts.append(f"a budget of ${self.monthly_budget}/month")
+            parts.append(f"a budget of {usd(self.monthly_budget)}/month")
         return f"{self.team.name}: " + " and ".join(parts)
 
 

@@ -22,6 +22,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 
+from common.words import usd
 from teams import notice_text
 from teams.models import (
     ALERT_THRESHOLDS,
@@ -361,6 +362,7 @@ def quota_requests_expire(*, now: datetime) -> int:
                 actor=None,
                 reason="Request expired before a platform admin decided",
                 now=now,
+                outcome="expired",
             )
             _tell_decided(request, now)
             expired += 1
@@ -626,7 +628,7 @@ def team_limits_set(
 def _budget_notices_resolve(team: Team, actor, budget: str | None, now: datetime) -> None:
     """A budget alert speaks of the old budget's percentages: no longer true once it changed
     (the next check tells of each mark of the new budget not yet told this month)."""
-    to = "no budget limit" if budget is None else f"${Decimal(budget):,.2f} a month"
+    to = "no budget limit" if budget is None else f"{usd(Decimal(budget))} a month"
     notice_resolve(
         about=notice_about(team),
         kinds=[NoticeKind.BUDGET],
@@ -924,7 +926,7 @@ def _alert_text(alert: BudgetAlertSend, stopped: list[dict]) -> str:
     passed = marks[0] if len(marks) == 1 else f"{', '.join(marks[:-1])} and {marks[-1]}"
     text = (
         f"{team.name} passed {passed} of its {alert.month:%B} budget: "
-        f"${alert.spent:,.2f} of ${budget:,.2f} spent."
+        f"{usd(alert.spent)} of {usd(budget)} spent."
     )
     if ALERT_THRESHOLDS[-1] not in alert.thresholds:
         return text
@@ -964,7 +966,7 @@ def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datet
     idle stop, and count them on the 100 % ``alert``. Those stopped (others moved on)."""
     from workspaces.services import workspace_stop_automatically
 
-    reason = f"Team budget of ${team.monthly_budget:,.2f} used up (stop at 100% is on)"
+    reason = f"Team budget of {usd(team.monthly_budget)} used up (stop at 100% is on)"
     detail = {
         "rule": "budget",
         "budget_usd": str(team.monthly_budget),

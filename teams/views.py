@@ -360,7 +360,7 @@ def _decide(request, pending, decide, partial: str, **ids):
     if error:
         messages.error(request, error)
     else:
-        messages.success(request, f"{pending.summary}: {pending.decision}.")
+        messages.success(request, f"{pending.summary}: {pending.get_decision_display().lower()}.")
     return redirect("approvals")
 
 

@@ -58,7 +58,8 @@ def test_the_budget_sentence_says_what_is_left_and_when_it_runs_out(cast):
     team = Team.objects.get(pk=cast.team.pk)
     budget = team_budget(teams=[team], now=now)[team.pk]
     assert budget.sentence() == (
-        "$2,600 of the $5,000 November budget is left; at the current rate that lasts until 21 Nov."
+        "$2,600.00 of the $5,000.00 November budget is left;"
+        " at the current rate that lasts until 21 Nov."
     )
 
 
@@ -98,4 +99,4 @@ def test_the_request_form_shows_the_budget(client, cast):
     client.force_login(cast.researcher)
     with time_machine.travel(NOV_1 + timedelta(days=3), tick=False):
         page = client.get(reverse("workspaces:request")).content.decode()
-    assert "$5,000 of the $5,000 November budget is left" in page
+    assert "$5,000.00 of the $5,000.00 November budget is left" in page

@@ -348,7 +348,7 @@ def _request(cast, justification="", at=NOV_1 + timedelta(hours=101)):
 def test_with_the_budget_used_up_a_new_request_waits_for_approval(cast):
     _budget(cast.team, 1000)
     _workspace(cast)  # $10/hour from 1 Nov: $1,010 by 101 hours
-    reason = "Vision Lab has used up its $1,000 November budget ($1,010.00 spent)."
+    reason = "Vision Lab has used up its $1,000.00 November budget ($1,010.00 spent)."
     with pytest.raises(services.JustificationNeeded) as refused:
         _request(cast)
     assert str(refused.value).startswith(reason)
@@ -363,7 +363,7 @@ def test_with_the_budget_used_up_a_stopped_workspace_cannot_start(cast):
     _workspace(cast)
     parked = _workspace(cast, path=[*RUN, Status.STOPPING, Status.STOPPED], name="parked")
     parked.refresh_from_db()
-    with pytest.raises(services.WorkspaceActionError, match="has used up its \\$1,000"):
+    with pytest.raises(services.WorkspaceActionError, match="has used up its \\$1,000.00"):
         services.workspace_start(
             user=cast.researcher, workspace=parked, now=NOV_1 + timedelta(hours=101)
         )
@@ -385,7 +385,7 @@ def test_the_request_form_says_the_budget_is_used_up(client, cast):
     client.force_login(cast.researcher)
     with time_machine.travel(NOV_1 + timedelta(hours=101), tick=False):
         page = client.get(reverse("workspaces:request")).content.decode()
-    assert "The $1,000 November budget is used up: $1,010.00 spent." in page
+    assert "The $1,000.00 November budget is used up: $1,010.00 spent." in page
 
 
 # --- Pages ----------------------------------------------------------------------------------
@@ -403,7 +403,7 @@ def test_the_team_and_spend_pages_list_the_months_alerts(client, cast):
         spend = client.get(reverse("team-spend", kwargs={"slug": "vision"})).content.decode()
         october = client.get(reverse("team-spend", kwargs={"slug": "vision"}), {"month": "2026-10"})
     for page in (team_page, spend):
-        assert "50% alert sent <time" in page and "3 Nov 02:01</time>" in page
+        assert "50% alert sent <time" in page and "3 Nov 02:01 UTC</time>" in page
         assert "100% alert sent" in page and "1 running workspace stopped" in page
     assert "No budget alert sent in this month." in october.content.decode()
 

@@ -139,7 +139,7 @@ def test_mig_slices_count_as_sevenths_of_a_gpu(cast):
         )
 
     assert check(1).fits
-    assert check(2).over == ["It needs 2/7 A100 GPU(s); Vision Lab has 1/7 of its 1 left."]
+    assert check(2).over == ["It needs 2/7 A100 GPU; Vision Lab has 1/7 of its 1 left."]
 
 
 @pytest.mark.django_db

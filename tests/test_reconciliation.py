@@ -428,7 +428,7 @@ def test_the_page_shows_the_estimate_made_at_the_fetch_until_the_next_one(
     page = reconciliation_section(client, cast)
 
     assert "the estimate was computed when Azure's costs were fetched" in page
-    assert "fetched 10 Nov 12:00" in page
+    assert "10 Nov 12:00 UTC</time>" in page
     assert "$102.00</td>" in page and late.name not in page  # as of the fetch: 30 + 72
     actual_costs_sync(now=NOW)
     page = reconciliation_section(client, cast)

@@ -114,7 +114,7 @@ def test_the_forecast_says_when_the_budget_runs_out(client, cast, spending):
 
     # About $141 spent by 10 Nov 12:00; the rate is the mean of the burn ($3.054/h) and the
     # month's average (~$0.60/h), ~$1.83/h: the $359 left lasts ~196 h, to about 18 Nov.
-    assert "the $500 budget runs out on 18 Nov" in page
+    assert "the $500.00 budget runs out on 18 Nov" in page
     assert "Forecast: spend so far plus" in page
 
 
@@ -197,12 +197,12 @@ def test_a_bad_chargeback_period_is_a_form_error_on_the_spend_page(client, cast)
 @pytest.mark.parametrize(
     ("amount", "shown"),
     [
-        (Decimal("1234567.891"), "1,234,567.89"),
-        (Decimal("0.005"), "0.01"),  # half up, as floatformat
-        (Decimal("2.675"), "2.68"),
-        (Decimal("-1234.5"), "-1,234.50"),
-        (Decimal("-0.001"), "0.00"),  # never '-0.00'
-        (5, "5.00"),
+        (Decimal("1234567.891"), "$1,234,567.89"),
+        (Decimal("0.005"), "$0.01"),  # half up, as floatformat
+        (Decimal("2.675"), "$2.68"),
+        (Decimal("-1234.5"), "-$1,234.50"),
+        (Decimal("-0.001"), "$0.00"),  # never '-0.00'
+        (5, "$5.00"),
         (None, ""),
         ("", ""),
         ("n/a", ""),
@@ -210,4 +210,4 @@ def test_a_bad_chargeback_period_is_a_form_error_on_the_spend_page(client, cast)
 )
 def test_amounts_are_shown_in_usd_to_the_cent_as_floatformat_would(amount, shown):
     assert usd(amount) == shown
-    assert usd(amount) == floatformat(amount, "2g")
+    assert usd(amount).replace("$", "") == floatformat(amount, "2g")

@@ -264,7 +264,8 @@ class TestSpotPages:
         assert shown == ["$0.73", '<span aria-label="no Spot price">—</span>']
         text = page.content.decode()
         assert "$3.67" in text  # the pay-as-you-go price beside it
-        assert 'id="spot-help">Up to ~90% cheaper' in text and "Azure can evict it" in text
+        assert 'class="form-text d-block">Up to ~90% cheaper' in text
+        assert "Azure can evict it" in text
 
     def test_spot_for_a_size_without_a_spot_price_is_a_form_error(self, client, cast):
         offering = OfferingFactory()

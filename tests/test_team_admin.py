@@ -84,7 +84,7 @@ def test_an_unknown_username_or_email_is_a_form_error(client, cast, identifier):
     data = {"identifier": identifier, "role": "researcher"}
     response = client.post(_url("team-invite", cast), data)
     assert response.status_code == 200
-    assert 'class="error"' in response.content.decode()
+    assert 'class="invalid-feedback' in response.content.decode()
     assert Membership.objects.filter(team=cast.team).count() == 3
     # An invite naming no account is audited (see below); an empty form never looks.
     refused = AuditEntry.objects.filter(action="membership.invite_refused").count()
@@ -304,7 +304,7 @@ def test_a_platform_admin_sets_quotas_budget_and_cap_and_it_is_audited(client, c
     assert entry.after["gpu_quotas"] == {"A100": 16, "H100": 2, "T4": 8}
     assert entry.before["monthly_budget"] is None and entry.after["monthly_budget"] == "25000.50"
     overview = client.get(reverse("team-list")).content.decode()
-    assert "0 / 16 A100" in overview and "$25000.50" in overview
+    assert "0 / 16 A100" in overview and "$25,000.50" in overview
 
 
 @pytest.mark.parametrize(
@@ -382,7 +382,7 @@ def test_a_team_admin_asks_for_more_and_platform_admins_see_it(
     assert any(m.to == ["pat@example.org"] for m in mail.outbox)
     assert "Waiting for a platform admin" in client.get(_url("team-detail", cast)).content.decode()
     queue = _as(client, cast.platform_admin).get(reverse("approvals")).content.decode()
-    assert "New grant" in queue and "0 / 4 A100" in queue and "$9000.00/month" in queue
+    assert "New grant" in queue and "0 / 4 A100" in queue and "$9,000.00/month" in queue
     assert _quota(cast.team) == 4  # nothing changes before a decision
 
 

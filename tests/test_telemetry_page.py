@@ -6,12 +6,18 @@ import pytest
 import time_machine
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import strip_tags
 
 from tests.test_sweep import T0, _at, _report, _running
 from workspaces import heartbeats
 from workspaces.models import WorkspaceExtension
 
 pytestmark = pytest.mark.django_db
+
+
+def _text(response) -> str:
+    """What a person reads on the card: its text without the markup."""
+    return " ".join(strip_tags(response.content.decode()).split())
 
 
 def _page(client, user, ws, when):
@@ -23,8 +29,9 @@ def _page(client, user, ws, when):
 def test_a_busy_workspace_says_why_it_runs_with_gpus_and_a_sparkline(client, cast):
     ws, token = _running(cast)
     _report(ws, token, T0, 10, util=87)
-    page = _page(client, cast.researcher, ws, _at(10)).content.decode()
-    assert "<strong>Active:</strong> GPU 87% at 12:09." in page
+    response = _page(client, cast.researcher, ws, _at(10))
+    page = response.content.decode()
+    assert "Active: GPU 87% at 12:09 UTC." in _text(response)
     assert "<polyline" in page and "GPU utilisation, last 24 hours" in page
 
 
@@ -32,35 +39,36 @@ def test_an_idle_workspace_says_since_when_and_when_it_stops(client, cast):
     ws, token = _running(cast)
     _report(ws, token, T0, 5, util=90)
     _report(ws, token, _at(5), 20, util=0)
-    page = _page(client, cast.researcher, ws, _at(25)).content.decode()
-    assert "<strong>Idle since 12:04</strong>" in page
-    assert "stops at 12:34 unless you keep it" in page
-    assert "This workspace stops at 12:34." in page  # inside the 10-minute warning
+    page = _text(_page(client, cast.researcher, ws, _at(25)))
+    assert "Idle since 12:04 UTC" in page
+    assert "stops at 12:34 UTC unless you keep it" in page
+    assert "This workspace stops at 12:34 UTC." in page  # inside the 10-minute warning
     assert "Keep running for 4 hours" in page
 
 
 def test_a_silent_agent_shows_no_telemetry(client, cast):
     ws, token = _running(cast)
     _report(ws, token, T0, 2, util=90)
-    page = _page(client, cast.researcher, ws, _at(20)).content.decode()
-    assert "<strong>No telemetry</strong> since 12:01; stops at 13:01" in page
+    page = _text(_page(client, cast.researcher, ws, _at(20)))
+    assert "No telemetry since 12:01 UTC; stops at 13:01 UTC" in page
 
 
 def test_while_the_portal_fails_to_store_telemetry_the_page_says_so_and_waits(client, cast):
     ws, token = _running(cast)
     _report(ws, token, T0, 2, util=90)
     heartbeats.telemetry_outage_record(now=_at(18))
-    page = _page(client, cast.researcher, ws, _at(20)).content.decode()
-    assert "<strong>No telemetry</strong> since 12:01; stops at 13:18" in page
-    assert "The portal failed to store telemetry at 12:18" in page
+    page = _text(_page(client, cast.researcher, ws, _at(20)))
+    assert "No telemetry since 12:01 UTC; stops at 13:18 UTC" in page
+    assert "The portal failed to store telemetry at 12:18 UTC" in page
 
 
 def test_times_show_in_the_users_time_zone(client, cast):
     ws, token = _running(cast)
     _report(ws, token, T0, 10, util=87)
     client.cookies["tz"] = "Asia/Tokyo"
-    page = _page(client, cast.researcher, ws, _at(10)).content.decode()
-    assert "GPU 87% at 21:09." in page
+    response = _page(client, cast.researcher, ws, _at(10))
+    assert "GPU 87% at 21:09 JST." in _text(response)
+    assert 'title="2026-11-20 12:09 UTC"' in response.content.decode()  # UTC on hover
 
 
 def test_keep_running_from_the_page_is_logged_and_shown(client, cast):

@@ -25,6 +25,7 @@ from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from clusters.services import cluster_ref
+from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import states, telemetry
 from workspaces.gpus import SLICES_PER_GPU
@@ -90,7 +91,8 @@ def workspace_request_mig(
         namespace=link.namespace,
         image=image.strip() or DEFAULT_IMAGE,
     )
-    reason = f"Requested a {gpu_model} {profile} MIG slice on node pool {choice.pool.name}"
+    slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
+    reason = f"Requested {slice_name} on node pool {choice.pool.name}"
     ask = Ask(user, team, request_key, fields, Fraction(choice.slices, SLICES_PER_GPU), reason)
     return workspace_insert(ask=ask, justification=justification, now=now)
 

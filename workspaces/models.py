@@ -5,7 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
-from workspaces.states import STYLE, TRANSITIONS, Status
+from workspaces.states import STYLE, TRANSITIONS, Status, event_style
 
 
 class Kind(models.TextChoices):
@@ -186,7 +186,17 @@ class WorkspaceEvent(models.Model):
 
     @property
     def to_style(self):
-        return STYLE[self.to_status]
+        return event_style(
+            from_status=self.from_status,
+            to_status=self.to_status,
+            detail=self.detail,
+            by_person=self.actor_id is not None,
+        )
+
+    @property
+    def from_label(self) -> str:
+        """The status it moved from, in words ('' for the first event)."""
+        return STYLE[self.from_status].label if self.from_status in STYLE else self.from_status
 
 
 class WorkspaceAgent(models.Model):

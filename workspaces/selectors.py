@@ -8,6 +8,7 @@ from fractions import Fraction
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 
 from billing.selectors import budget_runs_out, month_bounds, team_spend
+from common.words import counted, usd
 from teams.selectors import team_visible_to
 from workspaces import chains
 from workspaces.gpus import format_gpus, gpu_share
@@ -183,8 +184,8 @@ class Budget:
             return "No monthly budget is set."
         month = self.now.strftime("%B")
         if self.used_up:
-            return f"The ${self.budget:,.0f} {month} budget is used up: ${self.spent:,.2f} spent."
-        text = f"${self.left:,.0f} of the ${self.budget:,.0f} {month} budget is left"
+            return f"The {usd(self.budget)} {month} budget is used up: {usd(self.spent)} spent."
+        text = f"{usd(self.left)} of the {usd(self.budget)} {month} budget is left"
         end = self.runs_out()
         if self.lasts_the_month():
             return f"{text}; at the current rate that lasts the month."
@@ -226,7 +227,7 @@ class QuotaCheck:
         if self.gpus_asked <= self.gpus_left:
             return ""
         return (
-            f"It needs {format_gpus(self.gpus_asked)} {self.gpu_model} GPU(s); {self.team_name}"
+            f"It needs {counted(self.gpus_asked, self.gpu_model + ' GPU')}; {self.team_name}"
             f" has {format_gpus(self.gpus_left)} of its {self.gpus_quota} left."
         )
 
@@ -235,7 +236,7 @@ class QuotaCheck:
         if self.user_held < self.user_cap:
             return ""
         return (
-            f"You already hold {self.user_held} workspace(s); the team allows "
+            f"You already hold {counted(self.user_held, 'workspace')}; the team allows "
             f"{self.user_cap} per member."
         )
 
@@ -243,15 +244,15 @@ class QuotaCheck:
     def budget_reason(self) -> str:
         if self.budget.used_up:
             return (
-                f"{self.team_name} has used up its ${self.budget.budget:,.0f} "
-                f"{self.budget.now:%B} budget (${self.budget.spent:,.2f} spent)."
+                f"{self.team_name} has used up its {usd(self.budget.budget)} "
+                f"{self.budget.now:%B} budget ({usd(self.budget.spent)} spent)."
             )
         if self.budget.lasts_the_month(self.price_per_hour):
             return ""
         end = self.budget.runs_out(self.price_per_hour)
         return (
-            f"At ${self.price_per_hour * 24:,.2f} per day on top of the current rate, the "
-            f"${self.budget.budget:,.0f} budget runs out on {end:%-d %b}."
+            f"At {usd(self.price_per_hour * 24)} per day on top of the current rate, the "
+            f"{usd(self.budget.budget)} budget runs out on {end:%-d %b}."
         )
 
     @property

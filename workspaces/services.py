@@ -271,8 +271,11 @@ def _transition_and_queue(**transition) -> bool:
     return moved
 
 
-def workspace_close_unapproved(*, workspace_id, actor, reason: str, now: datetime) -> bool:
-    """Close a workspace whose request was rejected or expired; nothing exists in Azure yet.
+def workspace_close_unapproved(
+    *, workspace_id, actor, reason: str, now: datetime, outcome: str = "rejected"
+) -> bool:
+    """Close a workspace whose request was rejected or expired (``outcome``: 'rejected' or
+    'expired', shown in its history instead of 'Deleted'); nothing exists in Azure yet.
     False when it was no longer pending."""
     return states.transition(
         workspace_id=workspace_id,
@@ -281,6 +284,7 @@ def workspace_close_unapproved(*, workspace_id, actor, reason: str, now: datetim
         now=now,
         actor=actor,
         reason=reason,
+        detail={"outcome": outcome},
     )
 
 

@@ -30,21 +30,38 @@ class Status(models.TextChoices):
 @dataclass(frozen=True)
 class StatusStyle:
     label: str
-    colour: str  # CSS class in static/portal.css; each pairs text and background at >= 4.5:1
+    colour: str  # Bootstrap colour: badge "text-bg-<colour>" pairs text and background at >= 4.5:1
 
 
 STYLE = {
-    Status.PENDING_APPROVAL: StatusStyle("Pending approval", "amber"),
-    Status.REQUESTED: StatusStyle("Requested", "blue"),
-    Status.PROVISIONING: StatusStyle("Provisioning", "blue"),
-    Status.RUNNING: StatusStyle("Running", "green"),
-    Status.STOPPING: StatusStyle("Stopping", "blue"),
-    Status.STOPPED: StatusStyle("Stopped", "grey"),
-    Status.STARTING: StatusStyle("Starting", "blue"),
-    Status.DELETING: StatusStyle("Deleting", "blue"),
-    Status.DELETED: StatusStyle("Deleted", "grey"),
-    Status.FAILED: StatusStyle("Failed", "red"),
+    Status.PENDING_APPROVAL: StatusStyle("Pending approval", "warning"),
+    Status.REQUESTED: StatusStyle("Requested", "primary"),
+    Status.PROVISIONING: StatusStyle("Provisioning", "primary"),
+    Status.RUNNING: StatusStyle("Running", "success"),
+    Status.STOPPING: StatusStyle("Stopping", "primary"),
+    Status.STOPPED: StatusStyle("Stopped", "secondary"),
+    Status.STARTING: StatusStyle("Starting", "primary"),
+    Status.DELETING: StatusStyle("Deleting", "primary"),
+    Status.DELETED: StatusStyle("Deleted", "secondary"),
+    Status.FAILED: StatusStyle("Failed", "danger"),
 }
+# A request closed before anything existed in Azure is "Deleted" only in the database: people
+# read it as the decision (WorkspaceEvent.detail["outcome"], written by the close).
+CLOSED_UNAPPROVED_STYLE = {
+    "rejected": StatusStyle("Rejected", "danger"),
+    "expired": StatusStyle("Expired", "secondary"),
+}
+
+
+def event_style(*, from_status: str, to_status: str, detail: dict, by_person: bool) -> StatusStyle:
+    """The style of the status an event moved to: 'Rejected' or 'Expired' for a request closed
+    unapproved (older events without an outcome: rejected when a person closed it), else
+    STYLE's."""
+    if from_status == Status.PENDING_APPROVAL and to_status == Status.DELETED:
+        outcome = (detail or {}).get("outcome") or ("rejected" if by_person else "expired")
+        return CLOSED_UNAPPROVED_STYLE.get(outcome, STYLE[to_status])
+    return STYLE[to_status]
+
 
 # Holds or will hold Azure resources: counts against quota, shown in the default list.
 ACTIVE = frozenset(

@@ -1,0 +1,114 @@
+"""Money, labels, articles and plurals in words: the one place pages, notices and emails get
+them from, so "$5,000.00" never stands beside "$5000.00", and no page says "a A100",
+"1 GPUs" or "pending_approval".
+"""
+
+from decimal import ROUND_HALF_UP, Decimal, InvalidOperation
+from fractions import Fraction
+
+# Letters whose spoken name starts with a vowel sound: "an H100", "an A10", "an MI300X".
+_VOWEL_SOUND_LETTERS = frozenset("AEFHILMNORSX")
+_VOWELS = frozenset("aeiou")
+
+
+def usd(amount, places: int = 2) -> str:
+    """``amount`` (Decimal, int, float or numeric str) in USD as '$5,000.00'.
+
+    ``places`` decimals, rounded half up (per-hour prices may want 3 or 4). A negative amount
+    reads '-$5.00'; no '-$0.00'. Returns '' for None, '' or anything that is not a number.
+    """
+    if amount is None or amount == "":
+        return ""
+    try:
+        exponent = Decimal(1).scaleb(-int(places))
+        value = Decimal(str(amount)).quantize(exponent, rounding=ROUND_HALF_UP)
+    except (InvalidOperation, ValueError, TypeError):
+        return ""
+    sign = "-" if value < 0 else ""
+    return f"{sign}${abs(value):,.{int(places)}f}"
+
+
+def article(word) -> str:
+    """'a' or 'an' for ``word`` as it is spoken: 'an A100', 'a T4', 'an hour', 'a MIG slice'
+    is 'an MIG slice' read letter by letter, so acronyms (all capitals or a capital followed by
+    a digit) go by their first letter's name."""
+    text = str(word).strip()
+    if not text:
+        return "a"
+    head = text.split()[0]
+    spelled = head.isupper() or (len(head) > 1 and head[0].isalpha() and head[1].isdigit())
+    if spelled:
+        return "an" if head[0].upper() in _VOWEL_SOUND_LETTERS else "a"
+    if head.lower().startswith(("hour", "honest")):
+        return "an"
+    if head.lower().startswith(("uni", "use", "usu", "one")):
+        return "a"
+    return "an" if head[0].lower() in _VOWELS else "a"
+
+
+def with_article(word) -> str:
+    """'an A100', 'a T4'."""
+    return f"{article(word)} {word}"
+
+
+def counted(number, noun: str, plural: str = "") -> str:
+    """'1 GPU', '2 GPUs', '0 GPUs', '3/7 GPU' (a fraction of one is singular).
+
+    ``plural`` defaults to ``noun`` + 's'. ``number`` may be an int, Decimal, Fraction or str.
+    """
+    try:
+        amount = Fraction(str(number))
+    except (ValueError, ZeroDivisionError):
+        return f"{number} {plural or noun + 's'}"
+    word = noun if 0 < amount <= 1 else (plural or noun + "s")
+    return f"{_number(number)} {word}"
+
+
+def _number(number) -> str:
+    if isinstance(number, Fraction):
+        whole, part = divmod(number, 1)
+        if not part:
+            return str(whole)
+        return f"{whole} {part}" if whole else str(part)
+    return str(number)
+
+
+def label(value) -> str:
+    """The word label of a value the portal stores: a workspace status or kind, a decision, a
+    node pool status, a team role; an audit action such as 'quota_request.approved' reads
+    'Quota request approved'. Other values come back as given (GPU models such as 'A100' are
+    already their own label)."""
+    if value is None:
+        return ""
+    text = str(value)
+    known = _labels().get(text)
+    if known:
+        return known
+    if text.islower() and ("_" in text or "." in text):
+        words = text.replace(".", " ").replace("_", " ").split()
+        return " ".join(words).capitalize()
+    return text
+
+
+def _labels() -> dict[str, str]:
+    global _LABELS
+    if _LABELS is None:
+        _LABELS = _collect_labels()
+    return _LABELS
+
+
+_LABELS: dict[str, str] | None = None
+
+
+def _collect_labels() -> dict[str, str]:
+    # Imported late: this module is imported by models' modules and template tags alike.
+    from clusters.models import PoolStatus
+    from teams.models import Decision, Role
+    from workspaces.models import Kind
+    from workspaces.states import STYLE
+
+    found: dict[str, str] = {}
+    for choices in (PoolStatus, Decision, Role, Kind):
+        found.update({str(value): str(text) for value, text in choices.choices})
+    found.update({str(status): style.label for status, style in STYLE.items()})
+    return found

@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F, Q
 from django.urls import reverse
 
+from teams.live_topics import notices_changed
 from teams.models import (
     ALERT_THRESHOLDS,
     IDLE_FIELDS,
@@ -75,6 +76,7 @@ def notice_send(*, users, subject: str, text: str, link: str, now: datetime) -> 
     Notice.objects.bulk_create(
         [Notice(user=u, text=text, link=link, created_at=now) for u in users]
     )
+    notices_changed(u.pk for u in users)
     url = f"{settings.PORTAL_URL}{link}"
     for user in users:
         if user.email:
@@ -96,6 +98,7 @@ def notice_send_many(*, messages: list[Message], now: datetime) -> None:
     Notice.objects.bulk_create(
         [Notice(user=m.user, text=m.text, link=m.link, created_at=now) for m in messages]
     )
+    notices_changed(m.user.pk for m in messages)
     mails = [
         (m.subject, f"{m.text}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
         for m in messages
@@ -107,7 +110,8 @@ def notice_send_many(*, messages: list[Message], now: datetime) -> None:
 
 def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
     """Mark one of the user's notices read; another user's notice is left alone."""
-    Notice.objects.filter(pk=notice_id, user=user, read_at=None).update(read_at=now)
+    if Notice.objects.filter(pk=notice_id, user=user, read_at=None).update(read_at=now):
+        notices_changed([user.pk])
 
 
 def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
@@ -834,6 +838,7 @@ def _alert_tell(alert: BudgetAlertSend, users: list, text: str, now: datetime) -
     Notice.objects.bulk_create(
         [Notice(user=u, text=text, link=link, created_at=now) for u in users]
     )
+    notices_changed(u.pk for u in users)
     body = f"{text}\n\n{settings.PORTAL_URL}{link}\n"
     mails = [(subject, body, None, [u.email]) for u in users if u.email]
     if mails:

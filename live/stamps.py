@@ -31,12 +31,29 @@ def topic(kind: str, key=None) -> str:
     return kind if key is None else f"{kind}:{key}"
 
 
+class AfterCommit:
+    """A live bump waiting for its transaction to commit: ``run(*args)`` then. A class, not a
+    lambda, so that a test counting on_commit callbacks can tell these from other work."""
+
+    def __init__(self, run, *args):
+        self.run, self.args = run, args
+
+    def __call__(self):
+        self.run(*self.args)
+
+
+def after_commit(run, *args) -> None:
+    """Call ``run(*args)`` once the current transaction commits (at once outside one), never
+    on rollback; an exception it raises is logged, not raised into the committing code."""
+    transaction.on_commit(AfterCommit(run, *args), robust=True)
+
+
 def bump(*topics: str) -> None:
     """Mark ``topics`` changed once the current transaction commits (at once outside one);
     nothing happens on rollback. Never raises: a cache outage costs liveness, not the write."""
     wanted = {t for t in topics if t}
     if wanted:
-        transaction.on_commit(lambda: bump_now(wanted), robust=True)
+        after_commit(bump_now, wanted)
 
 
 def bump_now(topics: Iterable[str]) -> None:

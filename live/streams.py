@@ -16,6 +16,8 @@ import asyncio
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from django.db import connections
+
 from live import stamps
 
 TICK = 1.0  # seconds between looks at the cache: the stream's share of the 5 s promise
@@ -34,10 +36,11 @@ def _hello() -> bytes:
     return f"retry: {RETRY_MS}\n: live\n\n".encode()
 
 
-def sync_stream(topics: list[str], seen: str, lifetime: float = WSGI_LIFETIME):
+def sync_stream(topics: list[str], seen: str, lifetime: float | None = None):
     """A WSGI response body: events for ``topics`` whose version differs from ``seen``."""
+    _release_database()
     yield _hello()
-    deadline = time.monotonic() + lifetime
+    deadline = time.monotonic() + (WSGI_LIFETIME if lifetime is None else lifetime)
     generation, quiet_since = None, time.monotonic()
     while time.monotonic() < deadline:
         now_generation = stamps.generation()
@@ -51,6 +54,14 @@ def sync_stream(topics: list[str], seen: str, lifetime: float = WSGI_LIFETIME):
             quiet_since = time.monotonic()
             yield b": keep-alive\n\n"
         time.sleep(TICK)
+
+
+def _release_database() -> None:
+    # The stream reads only the cache: this thread's database connection (opened for the
+    # session) would otherwise stay open, idle, as long as the stream.
+    for connection in connections.all(initialized_only=True):
+        if not connection.in_atomic_block:
+            connection.close()
 
 
 class _Subscriber:
@@ -73,15 +84,16 @@ class Hub:
         # One thread: Django's cache connections are per thread, so it keeps its own.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-hub")
 
-    async def stream(self, topics: list[str], seen: str, lifetime: float = ASGI_LIFETIME):
+    async def stream(self, topics: list[str], seen: str, lifetime: float | None = None):
         """An ASGI response body: as ``sync_stream``, fed by the hub."""
+        lifetime = ASGI_LIFETIME if lifetime is None else lifetime
         subscriber = _Subscriber(topics)
         self.subscribers.add(subscriber)
         loop = asyncio.get_running_loop()
         missing = [t for t in topics if t not in self.values]
         if missing:
             self.values.update(await loop.run_in_executor(self.executor, stamps.read, missing))
-        if self.task is None or self.task.done():
+        if self.task is None or self.task.done() or self.task.get_loop() is not loop:
             self.task = loop.create_task(self._run())
         deadline = loop.time() + lifetime
         try:

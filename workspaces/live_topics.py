@@ -7,7 +7,6 @@ rows (workspaces.states); other visible columns written with ``.update()`` call
 ``workspaces_changed`` where they are written. Telemetry only bumps ``ws:W``.
 """
 
-from django.db import transaction
 from django.db.models.signals import post_save
 
 from live import stamps
@@ -18,7 +17,7 @@ def workspaces_changed(ids) -> None:
     query then, for their teams and owners). Nothing on rollback."""
     ids = {i for i in ids if i is not None}
     if ids:
-        transaction.on_commit(lambda: _bump(ids), robust=True)
+        stamps.after_commit(_bump, ids)
 
 
 def telemetry_changed(ids) -> None:

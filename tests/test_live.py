@@ -11,7 +11,7 @@ import pytest
 from asgiref.sync import sync_to_async
 from django.core.cache import cache
 from django.core.signing import b64_encode
-from django.db import transaction
+from django.db import connections, transaction
 from django.test import AsyncClient
 from django.urls import reverse
 from django.utils import timezone
@@ -153,5 +153,7 @@ def test_the_asgi_stream_wakes_only_for_its_topics(cast, monkeypatch):
         await sync_to_async(stamps.bump_now)([mine])
         assert (await asyncio.wait_for(nxt, 5)).startswith(b"event: change")
         nxt.cancel()
+        # The view ran in asgiref's thread: close its database connection there.
+        await sync_to_async(connections.close_all)()
 
     asyncio.run(scenario())

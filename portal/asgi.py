@@ -4,36 +4,28 @@ Open pages hold one server-sent event stream each (live/streams.py): thousands o
 connections, which sync WSGI workers cannot hold. So ``/live/stream/`` goes to Django's ASGI
 handler, where a stream is a coroutine of the process's event loop; every other request goes,
 unchanged, to the WSGI application of portal/wsgi.py (the heartbeat fast path, the frozen
-start-up objects) through asgiref's WsgiToAsgi, which runs it one request at a time per
-process in one thread, as a sync gunicorn worker did.
+start-up objects) through a2wsgi, which runs it in a pool of PORTAL_WSGI_THREADS threads per
+process, as gunicorn's gthread workers would. (asgiref's WsgiToAsgi, tried first, failed
+concurrent requests with "CurrentThreadExecutor already quit" and refused the leading space
+Django's WSGI handler writes in Set-Cookie values; a2wsgi does neither.)
 """
 
+import asyncio
 import os
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
-from asgiref.wsgi import WsgiToAsgi  # noqa: E402
+from a2wsgi import WSGIMiddleware  # noqa: E402
 from django.core.asgi import get_asgi_application  # noqa: E402
 
 django_asgi = get_asgi_application()
 
 from portal.wsgi import application as wsgi_application  # noqa: E402 (after setup)
+from workspaces import heartbeats  # noqa: E402
 
-
-def _trimmed_headers(app):
-    """Django's WSGI handler writes Set-Cookie values with a leading space, which WSGI servers
-    trim and ASGI's h11 refuses ("Illegal header value"): trim them here."""
-
-    def trimmed(environ, start_response):
-        def start(status, headers, exc_info=None):
-            return start_response(status, [(k, v.strip()) for k, v in headers], exc_info)
-
-        return app(environ, start)
-
-    return trimmed
-
-
-wsgi_as_asgi = WsgiToAsgi(_trimmed_headers(wsgi_application))
+# Threads per process running WSGI requests, as gunicorn's gthread workers would.
+WSGI_THREADS = int(os.environ.get("PORTAL_WSGI_THREADS", "4"))
+wsgi_as_asgi = WSGIMiddleware(wsgi_application, workers=WSGI_THREADS)
 STREAM_PREFIX = "/live/stream/"
 
 
@@ -54,5 +46,8 @@ async def _lifespan(receive, send) -> None:
         if message["type"] == "lifespan.startup":
             await send({"type": "lifespan.startup.complete"})
         elif message["type"] == "lifespan.shutdown":
+            # uvicorn ends its worker by re-raising SIGTERM, so atexit handlers never run:
+            # store the heartbeats still queued here (the requests are all answered by now).
+            await asyncio.to_thread(heartbeats.BUFFER.flush)
             await send({"type": "lifespan.shutdown.complete"})
             return

@@ -31,16 +31,28 @@
   }
 
   function editing(region) {
-    // Never swap away what someone is typing or choosing.
+    // Never swap away what someone is typing or choosing, nor a form they changed.
     var el = document.activeElement;
-    return el && region.contains(el) && el.matches("input, select, textarea");
+    if (el && region.contains(el) && el.matches("input, select, textarea")) return true;
+    return Array.prototype.some.call(region.querySelectorAll("input, textarea, option"),
+      function (f) {
+        if (f.tagName === "OPTION") return f.selected !== f.defaultSelected;
+        if (f.type === "checkbox" || f.type === "radio") return f.checked !== f.defaultChecked;
+        return f.type !== "hidden" && f.value !== f.defaultValue;
+      });
+  }
+
+  function same(a, b) {
+    // Each render masks the CSRF token anew: that alone is no change.
+    var token = /name="csrfmiddlewaretoken" value="[^"]*"/g;
+    return a.outerHTML.replace(token, "") === b.outerHTML.replace(token, "");
   }
 
   function swap(html) {
     var doc = new DOMParser().parseFromString(html, "text/html");
     document.querySelectorAll("[data-live]").forEach(function (old) {
       var fresh = old.id && doc.getElementById(old.id);
-      if (!fresh || fresh.outerHTML === old.outerHTML) return;
+      if (!fresh || same(fresh, old)) return;
       if (editing(old)) { held = true; return; }
       var node = document.importNode(fresh, true);
       old.replaceWith(node);

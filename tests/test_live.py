@@ -157,3 +157,22 @@ def test_the_asgi_stream_wakes_only_for_its_topics(cast, monkeypatch):
         await sync_to_async(connections.close_all)()
 
     asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(
+    ("who", "page", "topic"),
+    [
+        ("platform_admin", "workspaces:list", "workspaces"),
+        ("researcher", "workspaces:list", "team:{team}"),
+        ("researcher", "team-detail", "team:{team}"),
+        ("platform_admin", "approvals", "approvals"),
+    ],
+)
+def test_each_page_follows_the_topics_it_shows(client, cast, who, page, topic):
+    user = getattr(cast, who)
+    client.force_login(user)
+    kwargs = {"slug": cast.team.slug} if page == "team-detail" else {}
+    token, _ = _config(client, reverse(page, kwargs=kwargs))
+    topics = tokens.parse(token, user_id=user.pk)
+    assert topic.format(team=cast.team.pk) in topics and f"user:{user.pk}" in topics
+    assert f"team:{cast.other_team.pk}" not in topics  # nothing it may not see

@@ -43,11 +43,15 @@ def live_config(context) -> str:
     if user is None or not user.is_authenticated:
         return ""
     topics = sorted(_topics(request) | {stamps.topic("user", user.pk)})
+    try:
+        version = stamps.current_version(topics)
+    except Exception:  # noqa: BLE001 (a cache outage must not break the page, its 500 page included)
+        version = ""  # unknown: the stream tells the page to refresh once the cache answers
     return format_html(
         '<div id="live-config" hidden data-token="{}" data-version="{}" data-stream="{}"'
         ' data-poll="{}"></div>',
         tokens.sign(user_id=user.pk, topics=topics),
-        stamps.current_version(topics),
+        version,
         reverse("live-stream"),
         reverse("live-poll"),
     )

@@ -75,19 +75,44 @@
       .catch(function () { setTimeout(function () { poll(etag); }, POLL_MS); });
   }
 
+  function open(version) {
+    var url = config.dataset.stream + "?t=" + encodeURIComponent(config.dataset.token) +
+      "&v=" + encodeURIComponent(version);
+    var source = new EventSource(url);
+    source.addEventListener("change", function (event) {
+      seen = event.lastEventId || seen;
+      schedule();
+    });
+    source.addEventListener("error", function () {
+      // CONNECTING: the browser retries by itself. CLOSED: refused for good; poll instead.
+      if (source.readyState === EventSource.CLOSED && source === stream) {
+        stream = null;
+        polling = true;
+        poll(null);
+      }
+    });
+    return source;
+  }
+
+  var stream = null, seen = "", polling = false;
+
+  function follow() {
+    // A browser holds 6 connections per host over HTTP/1.1: a hidden tab gives its stream
+    // back and, when shown again, reopens it with the version it last saw, so it is told at
+    // once of what changed meanwhile.
+    if (polling) return;
+    if (document.hidden && stream) { stream.close(); stream = null; }
+    else if (!document.hidden && !stream) stream = open(seen);
+  }
+
   function listen() {
     config = document.getElementById("live-config");
     if (!config) return;
+    seen = config.dataset.version;
     document.addEventListener("focusout", function () { if (held) { held = false; schedule(); } });
     if (!window.EventSource) { poll(null); return; }
-    var url = config.dataset.stream + "?t=" + encodeURIComponent(config.dataset.token) +
-      "&v=" + encodeURIComponent(config.dataset.version);
-    var source = new EventSource(url);
-    source.addEventListener("change", schedule);
-    source.addEventListener("error", function () {
-      // CONNECTING: the browser retries by itself. CLOSED: refused for good; poll instead.
-      if (source.readyState === EventSource.CLOSED) poll(null);
-    });
+    document.addEventListener("visibilitychange", follow);
+    follow();
   }
 
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", listen);

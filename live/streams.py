@@ -90,11 +90,13 @@ class Hub:
         subscriber = _Subscriber(topics)
         self.subscribers.add(subscriber)
         loop = asyncio.get_running_loop()
+        if self.task is None or self.task.done() or self.task.get_loop() is not loop:
+            # Nobody was listening: what the hub last read may be stale, so forget it.
+            self.values, self.generation = {}, None
+            self.task = loop.create_task(self._run())
         missing = [t for t in topics if t not in self.values]
         if missing:
             self.values.update(await loop.run_in_executor(self.executor, stamps.read, missing))
-        if self.task is None or self.task.done() or self.task.get_loop() is not loop:
-            self.task = loop.create_task(self._run())
         deadline = loop.time() + lifetime
         try:
             yield _hello()

@@ -74,6 +74,7 @@ bench: venv
 	$(BIN)/python benchmarks/make_run_startup.py
 	$(BIN)/python benchmarks/idle_sweep.py
 	$(BIN)/python benchmarks/heartbeat_rate.py
+	$(BIN)/python benchmarks/live_tabs.py
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

@@ -143,28 +143,7 @@ def main(args) -> None:
             "AGENT_INTERVAL_SECONDS": str(args.interval),
         }
         pairs = multiprocessing.get_context("spawn").Pool(1).apply(_prepare, (env, args.workspaces))
-        server = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "portal.wsgi",
-                "--bind",
-                f"127.0.0.1:{PORT}",
-                "--workers",
-                str(args.workers),
-                "--threads",
-                str(args.threads),
-                "-k",
-                "gthread",
-                "--keep-alive",
-                "30",
-                "--log-level",
-                "warning",
-            ],
-            cwd=ROOT,
-            env={**os.environ, **env},
-        )
+        server = subprocess.Popen(_command(args), cwd=ROOT, env={**os.environ, **env})
         try:
             _wait_up()
             ok = _run_clients(pairs, args)
@@ -173,6 +152,18 @@ def main(args) -> None:
             server.wait(10)
         stored = multiprocessing.get_context("spawn").Pool(1).apply(_stored, (env,))
         print(f"samples in the database after shutdown: {stored} of {ok} accepted")
+
+
+def _command(args) -> list[str]:
+    """gunicorn's command line: gthread workers on portal.wsgi, or with --asgi the Procfile's
+    uvicorn workers on portal.asgi (heartbeats through WsgiToAsgi, as `make run` serves them)."""
+    common = ["--bind", f"127.0.0.1:{PORT}", "--workers", str(args.workers)]
+    common += ["--keep-alive", "30", "--log-level", "warning"]
+    if args.asgi:
+        worker = ["portal.asgi:application", "-k", "uvicorn_worker.UvicornWorker"]
+    else:
+        worker = ["portal.wsgi", "--threads", str(args.threads), "-k", "gthread"]
+    return [sys.executable, "-m", "gunicorn", *worker, *common]
 
 
 def _stored(env) -> int:
@@ -218,7 +209,8 @@ def _run_clients(pairs, args) -> int:
     statuses = sum((Counter(c[2]) for c in counts.values()), Counter())
     kind = "SQLite" if args.sqlite else "PostgreSQL"
     print(
-        f"heartbeats through gunicorn ({args.workers} gthread workers x {args.threads} threads, "
+        f"heartbeats through gunicorn ({args.workers} "
+        f"{'uvicorn workers' if args.asgi else f'gthread workers x {args.threads} threads'}, "
         f"{kind}, {args.clients} keep-alive clients, {os.cpu_count()} CPUs, {len(pairs)} agents "
         f"every {args.interval:g} s): {ok / args.seconds:.0f}/s accepted ({ok} of {sent} in "
         f"{args.seconds} s; answers {dict(sorted(statuses.items()))})"
@@ -233,6 +225,7 @@ if __name__ == "__main__":
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--threads", type=int, default=4)
     parser.add_argument("--sqlite", action="store_true")
+    parser.add_argument("--asgi", action="store_true", help="the Procfile's uvicorn workers")
     parser.add_argument("--interval", type=float, default=0.5, help="agent interval, seconds")
     parser.add_argument("--workspaces", type=int, default=2000)
     main(parser.parse_args())

@@ -38,6 +38,7 @@ INSTALLED_APPS = [
     "workspaces",
     "billing",
     "clusters",
+    "live",
 ]
 
 MIDDLEWARE = [

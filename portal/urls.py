@@ -19,6 +19,7 @@ urlpatterns = [
     path("workspaces/", include("workspaces.urls")),
     path("clusters/", include("clusters.urls")),
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
+    path("", include("live.urls")),
     path("", include("teams.urls")),
     path("admin/", admin.site.urls),
 ]

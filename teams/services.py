@@ -24,6 +24,7 @@ from django.urls import reverse
 
 from common.words import usd
 from teams import notice_text
+from teams.live_topics import notices_changed
 from teams.models import (
     ALERT_THRESHOLDS,
     IDLE_FIELDS,
@@ -136,6 +137,7 @@ def notice_send_many(
             for m in messages
         ]
     )
+    notices_changed(m.user.pk for m in messages)
     mails = [
         (m.subject, f"{_in_zone(m)}\n\n{settings.PORTAL_URL}{m.link}\n", None, [m.user.email])
         for m in messages
@@ -155,12 +157,17 @@ def notice_resolve(
     """Resolve every open notice of one of ``kinds`` about ``about`` (notice_about): what it
     said is no longer true, because of ``reason`` (words, for the history), done by ``by``
     (a user, or None for the portal itself). ``users`` limits it to those users' notices.
-    Call it in the transaction that ends the state. Returns how many were resolved; one
-    UPDATE."""
+    Call it in the transaction that ends the state. Returns how many were resolved; a
+    SELECT of the readers (their open pages are told) and one UPDATE."""
     open_ = Notice.objects.filter(about=about, kind__in=list(kinds), resolved_at=None)
     if users is not None:
         open_ = open_.filter(user__in=users)
-    return open_.update(resolved_at=now, resolved_by=by, resolved_reason=reason[:300])
+    readers = list(open_.values_list("user_id", flat=True).distinct())
+    if not readers:
+        return 0
+    resolved = open_.update(resolved_at=now, resolved_by=by, resolved_reason=reason[:300])
+    notices_changed(readers)  # .update() sends no signal: tell the open pages
+    return resolved
 
 
 def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
@@ -173,7 +180,8 @@ def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
     group = Notice.objects.filter(pk=notice.pk)
     if notice.about:
         group = Notice.objects.filter(user=user, kind=notice.kind, about=notice.about)
-    group.filter(read_at=None).update(read_at=now)
+    if group.filter(read_at=None).update(read_at=now):
+        notices_changed([user.pk])
 
 
 def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:

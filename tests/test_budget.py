@@ -10,6 +10,7 @@ from django.urls import reverse
 
 from billing.models import UsageInterval
 from billing.selectors import team_spend
+from live.stamps import AfterCommit
 from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import services, states
@@ -90,7 +91,8 @@ def test_a_request_inside_the_budget_goes_ahead(cast, django_capture_on_commit_c
     Team.objects.filter(pk=cast.team.pk).update(monthly_budget=Decimal("5000"))
     with django_capture_on_commit_callbacks() as callbacks:
         ws = _request(cast, OfferingFactory(price_per_hour=Decimal("3.673")))
-    assert ws.status == Status.REQUESTED and len(callbacks) == 1
+    tasks = [c for c in callbacks if not isinstance(c, AfterCommit)]  # live pages' bumps aside
+    assert ws.status == Status.REQUESTED and len(tasks) == 1
 
 
 def test_the_request_form_shows_the_budget(client, cast):

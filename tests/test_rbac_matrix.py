@@ -50,6 +50,10 @@ EXPECTED = {
     "increase-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="increase"),
     "notice-list": Row("GET", (_, 200, 200, 200, 200, 200)),
     "notice-dismiss": Row("POST", (_, 302, 302, 302, 302, 302), pk="notice"),
+    # Live pages: a subscription signed for the user (live/tokens.py) or 400; never a login
+    # redirect, which an EventSource would follow to an HTML page.
+    "live-stream": Row("GET", (403, 400, 400, 400, 400, 400)),
+    "live-poll": Row("GET", (403, 400, 400, 400, 400, 400)),
     # Everyone's own Entra ID identity, nobody else's.
     "account": Row("GET", (_, 200, 200, 200, 200, 200)),
     "team-list": Row("GET", (_, 200, 200, 200, 200, 200)),

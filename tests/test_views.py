@@ -8,6 +8,7 @@ import pytest
 import time_machine
 from django.urls import reverse
 
+from live.stamps import AfterCommit
 from teams.models import Team
 from tests.factories import SSH_KEY, MembershipFactory, OfferingFactory, WorkspaceFactory
 from workspaces.models import Workspace
@@ -166,7 +167,8 @@ def test_double_click_on_request_creates_one_workspace(
         second = c.post(reverse("workspaces:request"), data)
     assert first.status_code == second.status_code == 302
     assert first["Location"] == second["Location"]
-    assert Workspace.objects.count() == 1 and len(callbacks) == 1
+    tasks = [c for c in callbacks if not isinstance(c, AfterCommit)]  # live pages' bumps aside
+    assert Workspace.objects.count() == 1 and len(tasks) == 1
 
 
 def test_healthz_reports_database_and_broker(client):

@@ -29,6 +29,7 @@ from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import states, telemetry
 from workspaces.gpus import SLICES_PER_GPU
+from workspaces.live_topics import workspaces_changed
 from workspaces.models import Kind, Workspace
 from workspaces.services import (
     Ask,
@@ -208,6 +209,8 @@ def advance(workspace: Workspace, clock: Callable[[], datetime]) -> Next:
     api = kube_api(workspace.node_pool)
     step = _act(api, workspace, clock())
     if not step.done:
+        if step.waiting != workspace.waiting_reason:
+            workspaces_changed([workspace.pk])
         Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
             waiting_reason=step.waiting, updated_at=clock()
         )

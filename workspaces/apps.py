@@ -3,3 +3,8 @@ from django.apps import AppConfig
 
 class WorkspacesConfig(AppConfig):
     name = "workspaces"
+
+    def ready(self):
+        from workspaces import live_topics
+
+        live_topics.connect()

@@ -55,6 +55,7 @@ from django.db import (
 from django.utils import timezone
 
 from workspaces import idle, ratelimit
+from workspaces.live_topics import telemetry_changed
 from workspaces.models import TelemetrySample, WorkspaceAgent
 from workspaces.telemetry import (
     GONE,
@@ -214,6 +215,7 @@ def heartbeats_store(*, batch: list[tuple], now: datetime) -> Counter:
                 stored[workspace_id] += len(fresh)
         TelemetrySample.objects.bulk_create(rows)
         _update_agents(changed)
+        telemetry_changed(changed)
     return stored
 
 

@@ -27,6 +27,7 @@ from teams.selectors import membership_role, user_is_team_admin
 from workspaces import chains, selectors, states, telemetry
 from workspaces.chains import Next
 from workspaces.gpus import gpu_share
+from workspaces.live_topics import workspaces_changed
 from workspaces.models import (
     Kind,
     SizeOffering,
@@ -605,6 +606,7 @@ def _provision_or_wait(workspace: Workspace, clock: Callable[[], datetime]) -> N
         Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
             waiting_reason=placement.waiting, updated_at=clock()
         )
+        workspaces_changed([workspace.pk])
         return Next.WAIT
     reason = f"Creating the NIC and VM {azure_vm.vm_names(workspace.pk).vm} in Azure"
     fields: dict = {"waiting_reason": ""}

@@ -24,6 +24,7 @@ from teams.notice_text import mark
 from teams.services import Message, notice_resolve, notice_send_many
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
+from workspaces.live_topics import telemetry_changed
 from workspaces.models import Lease, WorkspaceAgent
 from workspaces.states import Status
 from workspaces.telemetry import policy_from_row
@@ -173,13 +174,16 @@ def _link(j: Judged) -> str:
 def _claim(judged: list[Judged], column: str, value) -> list[Judged]:
     """Those of ``judged`` whose ``column`` this call set to ``value(j)``: a conditional
     write per row, so a sweep that lost its lease mid-way cannot tell anyone twice."""
-    return [
+    claimed = [
         j
         for j in judged
         if WorkspaceAgent.objects.filter(pk=j.agent["workspace_id"])
         .exclude(**{column: value(j)})
         .update(**{column: value(j)})
     ]
+    # The warning shows on the workspace's page: tell it (live pages).
+    telemetry_changed(j.agent["workspace_id"] for j in claimed)
+    return claimed
 
 
 def _resolve_passed(judged: list[Judged], now: datetime) -> list:

@@ -41,6 +41,7 @@ def test_a_notice_on_an_open_page_goes_once_the_request_is_decided(live_server, 
     notices = page.locator("#notices")
     expect(notices).to_contain_text("1 notice")
     expect(notices).to_contain_text("big-train waits for a platform admin")
+    page.evaluate("window.notReloaded = true")
 
     team_services.quota_request_reject(
         quota_request_id=ws.quota_request.pk,
@@ -48,10 +49,10 @@ def test_a_notice_on_an_open_page_goes_once_the_request_is_decided(live_server, 
         comment="No A100s this month",
         now=timezone.now(),
     )
-    # Live refresh of the area is the live-update mechanism's; here the page is reloaded.
-    page.reload()
-    expect(notices).not_to_contain_text("waits for a platform admin")
+    # No reload: the open page's stream (static/live.js) brings the resolved area.
+    expect(notices).not_to_contain_text("waits for a platform admin", timeout=8000)
     expect(notices).to_contain_text("was rejected. Comment: No A100s this month")
+    assert page.evaluate("window.notReloaded") is True
 
 
 def test_the_stop_warning_goes_when_the_owner_keeps_the_workspace_running(

@@ -9,7 +9,6 @@ requests get the changed section as a partial.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -19,7 +18,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from teams import selectors, services
 from teams.forms import (
-    AuditFilterForm,
     DecisionForm,
     EntraIdentityForm,
     IdlePolicyForm,
@@ -30,8 +28,6 @@ from teams.forms import (
 )
 from teams.models import IdleBounds, IdlePolicy, Profile, QuotaRequest, Team, TeamQuotaIncrease
 from workspaces import services as workspace_services
-
-AUDIT_PAGE_SIZE = 50
 
 
 def _require(request, perm: str, obj=None) -> None:
@@ -251,24 +247,14 @@ def audit_log(request):
     """The audit rows the user may see, filtered by team, actor and action; 400 with the
     form's error for a filter that is not printable text of its field's length."""
     _require(request, "teams.view_audit")
-    form = AuditFilterForm(request.GET)
-    valid = form.is_valid()
-    data = form.cleaned_data if valid else {}
-    filters = {
-        "team_slug": data.get("team", ""),
-        "actor": data.get("actor", ""),
-        "action": data.get("action", ""),
-    }
-    entries = selectors.audit_list(user=request.user, **filters)
-    page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
+    filters, page = selectors.audit_page(user=request.user, params=request.GET)
+    valid = filters.is_valid()
+    data = filters.form.cleaned_data
     context = {
         "page": page,
-        "filters": filters,
-        "filter_errors": [e for errors in form.errors.values() for e in errors],
+        "filters": {k: data.get(k, "") for k in ("team", "actor", "action")},
+        "filter_errors": [e for errors in filters.errors.values() for e in errors],
         "choices": selectors.audit_filter_choices(user=request.user),
-        "query": query.urlencode() if valid else "",
     }
     template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
     return render(request, template, context, status=200 if valid else 400)

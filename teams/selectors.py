@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from django.db.models import Count, Q, QuerySet, Sum
 
-from common.listing import DEFAULT_PAGE_SIZE, keyset_page, sort_from
+from common.listing import DEFAULT_PAGE_SIZE, keyset_page, number_page, sort_from
 from teams.models import (
     AuditEntry,
     BudgetAlert,
@@ -58,18 +58,17 @@ class QueueRow:
     budget: object  # workspaces.selectors.Budget: the team's month so far
 
 
-def quota_request_queue(*, now) -> list[QueueRow]:
-    """Pending requests, oldest first, with each team's usage, quota and budget. A constant
-    number of queries whatever the number of requests (requests with their team, requester
-    and workspace; the teams' quotas; the teams' usage; the teams' spend)."""
+def quota_request_queue(*, now, requests=None) -> list[QueueRow]:
+    """Pending requests, oldest first (or ``requests``, a list of pending QuotaRequests with
+    team, requester and workspace loaded: one page of them), with each team's usage, quota
+    and budget. A constant number of queries whatever the number of requests (requests with
+    their team, requester and workspace; the teams' quotas; the teams' usage; the teams'
+    spend)."""
     from teams.services import cost_estimate
     from workspaces.selectors import team_budget, team_gpu_usage
 
-    requests = list(
-        QuotaRequest.objects.filter(decision=Decision.PENDING)
-        .select_related("team", "requester", "workspace")
-        .order_by("created_at")
-    )
+    if requests is None:
+        requests = list(_pending_requests().order_by("created_at"))
     team_ids = {r.team_id for r in requests}
     quotas = {
         (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
@@ -86,6 +85,42 @@ def quota_request_queue(*, now) -> list[QueueRow]:
         )
         for r in requests
     ]
+
+
+def _pending_requests() -> QuerySet[QuotaRequest]:
+    return QuotaRequest.objects.filter(decision=Decision.PENDING).select_related(
+        "team", "requester", "workspace"
+    )
+
+
+# The approval queue's sort keys (as in the URL) and the fields they order by.
+QUEUE_SORTS = {"asked": "created_at", "price": "price_per_hour", "team": "team__name"}
+# Each row of the queue asks Azure for its quota left once loaded: a short page.
+QUEUE_PAGE_SIZE = 20
+
+
+@dataclass
+class QueuePage:
+    """One page of the approval queue: ``filters`` (bound teams.filters.QueueFilter),
+    ``page`` (Django's Page of requests), ``rows`` (its QueueRows), ``sort`` (its key)."""
+
+    filters: object
+    page: object
+    rows: list
+    sort: str
+
+
+def quota_request_page(*, params, now, size: int = QUEUE_PAGE_SIZE) -> QueuePage:
+    """One page of quota_request_queue, filtered (teams.filters.QueueFilter: team, GPU model,
+    region, kind, search) and sorted (QUEUE_SORTS; oldest first by default) as the query
+    string ``params`` asks. A constant number of queries whatever the queue's length."""
+    from teams.filters import QueueFilter
+
+    filters = QueueFilter(params, queryset=_pending_requests())
+    sort = sort_from(params.get("sort"), allowed=QUEUE_SORTS, default="asked")
+    page = number_page(filters.qs, sort=sort, number=params.get("page"), size=size)
+    rows = quota_request_queue(now=now, requests=list(page.object_list))
+    return QueuePage(filters=filters, page=page, rows=rows, sort=sort.key)
 
 
 def notice_unread(*, user) -> list[Notice]:
@@ -162,6 +197,36 @@ def team_overview(*, user) -> list[TeamRow]:
     against quota, budget, member count, pending increase requests and current spend rate.
     Four queries whatever the number of teams."""
     return _team_rows(team_visible_to(user=user))
+
+
+# The teams list's sort keys (as in the URL) and the fields they order by.
+TEAM_SORTS = {"name": "name", "budget": "monthly_budget", "created": "created_at"}
+
+
+@dataclass
+class TeamPage:
+    """One page of the teams list: ``filters`` (bound teams.filters.TeamFilter), ``page``
+    (Django's Page of teams), ``rows`` (TeamRow of each team on the page), ``sort`` (its key)."""
+
+    filters: object
+    page: object
+    rows: list
+    sort: str
+
+
+def team_overview_page(*, user, params, size: int = DEFAULT_PAGE_SIZE) -> TeamPage:
+    """team_overview of one page of the visible teams, searched by ``q`` and sorted by
+    ``sort`` (a TEAM_SORTS key, "-" for descending; by name by default) as the query string
+    ``params`` asks. A constant number of queries: the page, its count, and team_overview's
+    four for the page's teams only."""
+    from teams.filters import TeamFilter
+
+    filters = TeamFilter(params, queryset=team_visible_to(user=user))
+    sort = sort_from(params.get("sort"), allowed=TEAM_SORTS, default="name")
+    page = number_page(filters.qs.only("pk"), sort=sort, number=params.get("page"), size=size)
+    ids = [t.pk for t in page.object_list]
+    rows = _team_rows(Team.objects.filter(pk__in=ids).order_by(*sort.order_by))
+    return TeamPage(filters=filters, page=page, rows=rows, sort=sort.key)
 
 
 def team_overview_one(*, user, team: Team) -> TeamRow:

@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from common.listing import bootstrap_form
 from teams import selectors, services
 from teams.forms import (
     DecisionForm,
@@ -70,9 +71,17 @@ def account(request):
 @require_GET
 def team_list(request):
     _require(request, "teams.list_teams")
-    rows = selectors.team_overview(user=request.user)
-    can_set_quota = request.user.has_perm("teams.set_quota")
-    return render(request, "teams/list.html", {"rows": rows, "can_set_quota": can_set_quota})
+    listing = selectors.team_overview_page(user=request.user, params=request.GET)
+    context = {
+        "filters": listing.filters,
+        "form": bootstrap_form(listing.filters.form),
+        "page": listing.page,
+        "rows": listing.rows,
+        "sort": listing.sort,
+        "can_set_quota": request.user.has_perm("teams.set_quota"),
+    }
+    template = "teams/_list_table.html" if request.htmx else "teams/list.html"
+    return render(request, template, context)
 
 
 def _page_context(request, team: Team, **forms) -> dict:
@@ -264,9 +273,18 @@ def audit_log(request):
 @require_GET
 def approval_queue(request):
     _require(request, "teams.decide_requests")
-    rows = selectors.quota_request_queue(now=timezone.now())
-    increases = selectors.team_increase_queue()
-    return render(request, "teams/approvals.html", {"rows": rows, "increases": increases})
+    queue = selectors.quota_request_page(params=request.GET, now=timezone.now())
+    context = {
+        "filters": queue.filters,
+        "form": bootstrap_form(queue.filters.form),
+        "page": queue.page,
+        "rows": queue.rows,
+        "sort": queue.sort,
+    }
+    if request.htmx:
+        return render(request, "teams/_approval_rows.html", context)
+    context["increases"] = selectors.team_increase_queue()
+    return render(request, "teams/approvals.html", context)
 
 
 @login_required

@@ -5,15 +5,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('teams', '0006_entra_profile'),
+        ("teams", "0006_entra_profile"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='auditentry',
-            index=models.Index(fields=['at', 'id'], name='teams_audit_at_86c59d_idx'),
+            model_name="auditentry",
+            index=models.Index(fields=["at", "id"], name="teams_audit_at_86c59d_idx"),
         ),
     ]

@@ -5,17 +5,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('clusters', '0002_operation_chain'),
-        ('teams', '0007_list_keyset_indexes'),
-        ('workspaces', '0011_agent_store_failed_at'),
+        ("clusters", "0002_operation_chain"),
+        ("teams", "0007_list_keyset_indexes"),
+        ("workspaces", "0011_agent_store_failed_at"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='workspace',
-            index=models.Index(fields=['created_at', 'id'], name='workspaces__created_bcec1f_idx'),
+            model_name="workspace",
+            index=models.Index(fields=["created_at", "id"], name="workspaces__created_bcec1f_idx"),
         ),
     ]

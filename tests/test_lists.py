@@ -183,3 +183,19 @@ def test_the_workspace_list_runs_as_many_queries_for_many_rows_as_for_few(client
     few = _queries(client, cast.platform_admin, url)
     _many(cast, DEFAULT_PAGE_SIZE * 3)
     assert _queries(client, cast.platform_admin, url) == few
+
+
+@pytest.mark.parametrize("sort", ["status", "-status", "team", "-owner", "price", "-region"])
+def test_paging_by_a_column_with_ties_shows_every_row_once(client, cast, sort):
+    for i in range(DEFAULT_PAGE_SIZE + 10):
+        owner = cast.researcher if i % 2 else cast.teammate
+        WorkspaceFactory(team=cast.team, owner=owner, name=f"tie-{i:03d}",
+                         status=(Status.RUNNING, Status.STOPPED)[i % 2])  # fmt: skip
+    seen, url = [], f"{reverse('workspaces:list')}?sort={sort}"
+    client.force_login(cast.platform_admin)
+    while url:
+        html = client.get(url).content.decode()
+        seen += _names(html)
+        link = _next_link(html)
+        url = reverse("workspaces:list") + link if link else None
+    assert len(seen) == DEFAULT_PAGE_SIZE + 10 == len(set(seen))

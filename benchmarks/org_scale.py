@@ -6,8 +6,8 @@ entries and a year of usage (UsageInterval rows written with COPY, rolled up int
 the product's own ``rollup_rebuild``). Then starts gunicorn as the Procfile does, logs in the
 platform admin through the login form, and for each page measures:
 
-- one client: median and p95 wall time of 50 sequential requests (keep-alive, loopback, so
-  this is the server's time plus well under a millisecond), and the page's weight (HTML);
+- one client: median and p95 server time of 50 sequential requests (keep-alive), as
+  gunicorn's access log gives it (``%(D)s``), and the page's weight (HTML);
 - the SQL queries one request runs (Django's test client in this process, same database);
 - 8 concurrent clients: wrk (Debian's package, ``apt-get install wrk``) for ``--seconds``,
   its median and p95 latency and requests/s.
@@ -46,7 +46,7 @@ TEAMS, USERS, WORKSPACES, AUDIT = 200, 2_000, 10_000, 50_000
 PAGES = {
     "workspaces": "/workspaces/",
     "workspaces, filtered": "/workspaces/?status=running&region=eastus&sort=-price",
-    "workspaces, search": "/workspaces/?q=ws-12",
+    "workspaces, search": "/workspaces/?q=ws-012",
     "teams": "/teams/",
     "approvals": "/approvals/",
     "spend": "/spend/",
@@ -260,11 +260,12 @@ def _queries(path: str) -> int:
     return len(captured)
 
 
-def _gunicorn(env: dict) -> subprocess.Popen:
-    """gunicorn as the Procfile starts it (2 workers), on PORT; waits until it answers."""
+def _gunicorn(env: dict, log: Path) -> subprocess.Popen:
+    """gunicorn as the Procfile starts it (2 workers), on PORT, its access log giving each
+    request's time in the server in microseconds (``%(D)s``); waits until it answers."""
     server = subprocess.Popen(
         [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "--bind", f"127.0.0.1:{PORT}",
-         "--workers", "2"],
+         "--workers", "2", "--access-logfile", str(log), "--access-logformat", "%(D)s"],
         cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     for _ in range(100):
@@ -298,21 +299,39 @@ def _login(username: str, password: str) -> str:
     return f"csrftoken={csrf}; sessionid={session.group(1)}"
 
 
-def _one_client(path: str, cookie: str, runs: int) -> tuple[float, float, int]:
-    """(median ms, p95 ms, bytes) of ``runs`` sequential requests on one connection."""
+def _cpu_seconds(server: subprocess.Popen) -> float:
+    """CPU time (user + system) used so far by gunicorn's workers: on a machine shared with
+    other work, wall times grow with the load, CPU time per request much less."""
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    ticks = 0
+    for pid in children:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _one_client(path: str, cookie: str, runs: int, log: Path, server) -> tuple:
+    """(median ms, p95 ms, bytes, worker CPU ms per request) of ``runs`` sequential requests
+    on one connection, the times as the server logged them (from reading the request to
+    sending the answer)."""
     conn = http.client.HTTPConnection("127.0.0.1", PORT)
-    times, size = [], 0
-    for n in range(runs + 3):
-        t0 = time.perf_counter()
+    size = 0
+    for _ in range(3):  # the first ones warm both workers up
+        conn.request("GET", path, headers={"Cookie": cookie})
+        conn.getresponse().read()
+    time.sleep(0.2)
+    start, cpu = log.stat().st_size, _cpu_seconds(server)
+    for _ in range(runs):
         conn.request("GET", path, headers={"Cookie": cookie})
         response = conn.getresponse()
-        body = response.read()
-        if n >= 3:  # the first ones warm both workers up
-            times.append((time.perf_counter() - t0) * 1000)
+        size = len(response.read())
         assert response.status == 200, (path, response.status)
-        size = len(body)
-    times.sort()
-    return statistics.median(times), times[round(0.95 * (len(times) - 1))], size
+    cpu = (_cpu_seconds(server) - cpu) * 1000 / runs
+    time.sleep(0.2)  # the log is written after the answer
+    with log.open() as f:
+        f.seek(start)
+        times = sorted(int(line) / 1000 for line in f.read().split())
+    return statistics.median(times), times[round(0.95 * (len(times) - 1))], size, cpu
 
 
 def _wrk(path: str, cookie: str, seconds: int, script: str) -> dict:
@@ -327,21 +346,25 @@ def _wrk(path: str, cookie: str, seconds: int, script: str) -> dict:
 def _measure(args, env: dict) -> None:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is missing: apt-get install -y wrk")
-    script = Path(tempfile.mkdtemp()) / "report.lua"
+    work = Path(tempfile.mkdtemp())
+    script, log = work / "report.lua", work / "access.log"
     script.write_text(WRK_SCRIPT)
-    server = _gunicorn(env)
+    server = _gunicorn(env, log)
     try:
         cookie = _login("pat", "demo-pass-2026")
-        print(f"\n{'page':<22} {'1 client':>19} {'8 clients (wrk)':>28} {'KB':>6} {'queries':>8}")
-        print(f"{'':<22} {'median':>9} {'p95':>9} {'median':>9} {'p95':>9} {'req/s':>8}")
+        print(f"\n{'page':<22} {'1 client (server time)':>30} {'8 clients (wrk)':>28}")
+        print(
+            f"{'':<22} {'median':>9} {'p95':>9} {'CPU/req':>10} {'median':>9} {'p95':>9} "
+            f"{'req/s':>8} {'KB':>6} {'queries':>8}"
+        )
         for label, path in PAGES.items():
-            median, p95, size = _one_client(path, cookie, args.runs)
+            median, p95, size, cpu = _one_client(path, cookie, args.runs, log, server)
             loaded = _wrk(path, cookie, args.seconds, str(script))
             rate = loaded["requests"] / loaded["seconds"]
             print(
-                f"{label:<22} {median:7.1f}ms {p95:7.1f}ms {loaded['p50'] / 1000:7.1f}ms "
-                f"{loaded['p95'] / 1000:7.1f}ms {rate:8.1f} {size / 1024:6.1f} "
-                f"{_queries(path):>8}"
+                f"{label:<22} {median:7.1f}ms {p95:7.1f}ms {cpu:8.1f}ms "
+                f"{loaded['p50'] / 1000:7.1f}ms {loaded['p95'] / 1000:7.1f}ms {rate:8.1f} "
+                f"{size / 1024:6.1f} {_queries(path):>8}"
                 + (f"  ({loaded['errors']} errors)" if loaded["errors"] else "")
             )
     finally:

@@ -6,7 +6,7 @@ from django import forms
 from django.db.models import Q
 
 from clusters.models import AksCluster, PoolStatus
-from workspaces.filters import TextFilter
+from common.listing import TextFilter
 
 
 def _locations() -> list[tuple[str, str]]:

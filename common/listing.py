@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+import django_filters
 from django import forms
 from django.core import signing
 from django.core.exceptions import ValidationError
@@ -23,6 +24,8 @@ from django.core.paginator import Paginator
 from django.db.models import F, Q, QuerySet
 from django.forms.utils import flatatt
 from django.utils.html import format_html, format_html_join
+
+from common.validation import TextField
 
 CURSOR_SALT = "common.listing.cursor"
 DEFAULT_PAGE_SIZE = 50
@@ -150,6 +153,13 @@ def number_page(queryset, *, sort: Sort | None, number, size: int = DEFAULT_PAGE
     if sort is not None:
         queryset = queryset.order_by(*sort.order_by)
     return Paginator(queryset, size).get_page(number)
+
+
+class TextFilter(django_filters.CharFilter):
+    """A django-filter CharFilter of printable text (no NUL, controls or bidi overrides: see
+    common.validation), at most ``max_length`` characters."""
+
+    field_class = TextField
 
 
 class QuickSelect(forms.Select):

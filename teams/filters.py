@@ -6,8 +6,9 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
+from common.listing import TextFilter
 from teams.models import Team
-from workspaces.filters import TextFilter, _offered
+from workspaces.filters import offered_choices
 from workspaces.models import Kind
 
 
@@ -49,11 +50,11 @@ class QueueFilter(django_filters.FilterSet):
     )  # fmt: skip
     gpu_model = django_filters.ChoiceFilter(
         label="GPU model", field_name="workspace__gpu_model",
-        choices=lambda: _offered("gpu_model"), empty_label="Any GPU",
+        choices=lambda: offered_choices("gpu_model"), empty_label="Any GPU",
     )  # fmt: skip
     region = django_filters.ChoiceFilter(
         label="Region", field_name="workspace__region",
-        choices=lambda: _offered("region"), empty_label="Any region",
+        choices=lambda: offered_choices("region"), empty_label="Any region",
     )  # fmt: skip
     kind = django_filters.ChoiceFilter(
         label="Kind", field_name="workspace__kind", choices=Kind.choices, empty_label="Any kind"

@@ -10,19 +10,13 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
-from common.validation import TextField
+from common.listing import TextFilter
 from workspaces.models import Kind, SizeOffering
 from workspaces.states import Status
 
 
-class TextFilter(django_filters.CharFilter):
-    """A CharFilter of printable text (no NUL, controls or bidi overrides: see
-    common.validation), at most ``max_length`` characters."""
-
-    field_class = TextField
-
-
-def _offered(field: str) -> list[tuple[str, str]]:
+def offered_choices(field: str) -> list[tuple[str, str]]:
+    """(value, value) of each distinct ``field`` ("region", "gpu_model") of the catalog."""
     values = SizeOffering.objects.order_by(field).values_list(field, flat=True).distinct()
     return [(v, v) for v in values]
 
@@ -46,10 +40,10 @@ class WorkspaceFilter(django_filters.FilterSet):
     )
     kind = django_filters.ChoiceFilter(label="Kind", choices=Kind.choices, empty_label="Any kind")
     gpu_model = django_filters.ChoiceFilter(
-        label="GPU model", choices=lambda: _offered("gpu_model"), empty_label="Any GPU"
+        label="GPU model", choices=lambda: offered_choices("gpu_model"), empty_label="Any GPU"
     )
     region = django_filters.ChoiceFilter(
-        label="Region", choices=lambda: _offered("region"), empty_label="Any region"
+        label="Region", choices=lambda: offered_choices("region"), empty_label="Any region"
     )
 
     def __init__(self, data=None, queryset=None, *, teams, **kwargs):

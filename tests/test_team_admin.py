@@ -305,7 +305,7 @@ def test_a_platform_admin_sets_quotas_budget_and_cap_and_it_is_audited(client, c
     assert entry.after["gpu_quotas"] == {"A100": 16, "H100": 2, "T4": 8}
     assert entry.before["monthly_budget"] is None and entry.after["monthly_budget"] == "25000.50"
     overview = client.get(reverse("team-list")).content.decode()
-    assert "0 / 16 A100" in overview and "$25000.50" in overview
+    assert "0 / 16 A100" in overview and "$25,000.50" in overview
 
 
 @pytest.mark.parametrize(

@@ -289,14 +289,15 @@ def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
 def audit_page(*, user, params, size: int = DEFAULT_PAGE_SIZE):
     """(filters, page): the user's visible audit rows, newest first, with actor and team
     loaded, filtered by the query string ``params`` (teams.filters.AuditFilter: team slug,
-    actor username, action prefix) and paged by keyset after ``cursor``
+    actor username, action prefix), oldest first with ``sort=at``, and paged by keyset after
+    ``cursor``
     (common.listing.KeysetPage). One query for the rows however many there are."""
     from teams.filters import AuditFilter
 
     filters = AuditFilter(
         params, queryset=audit_visible_to(user=user).select_related("actor", "team")
     )
-    sort = sort_from("", allowed={"at": "at"}, default="-at")
+    sort = sort_from(params.get("sort"), allowed={"at": "at"}, default="-at")
     return filters, keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
 
 

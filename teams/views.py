@@ -264,6 +264,7 @@ def audit_log(request):
         "filters": {k: data.get(k, "") for k in ("team", "actor", "action")},
         "filter_errors": [e for errors in filters.errors.values() for e in errors],
         "choices": selectors.audit_filter_choices(user=request.user),
+        "sort": page.sort.key,
     }
     template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
     return render(request, template, context, status=200 if valid else 400)

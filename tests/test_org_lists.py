@@ -196,3 +196,24 @@ def test_each_page_runs_as_many_queries_for_many_rows_as_for_few(client, cast, n
     few = _queries(client, cast.platform_admin, name)
     _grow(cast, 60)
     assert _queries(client, cast.platform_admin, name) == few
+
+
+def test_the_audit_log_sorts_oldest_first_and_pages_on(client, cast):
+    now = timezone.now()
+    AuditEntry.objects.bulk_create(
+        AuditEntry(
+            at=now - timedelta(minutes=n),
+            team=cast.team,
+            action="team.limits",
+            object_type="teams.Team",
+            object_id=str(n),
+        )  # fmt: skip
+        for n in range(60)
+    )
+    html = _html(client, cast.platform_admin, "audit", sort="at")
+    objects = re.findall(r"teams\.Team #(\d+)<", html)
+    assert objects[:2] == ["59", "58"] and len(objects) == 50
+    cursor = re.search(r'rel="next" href="\?([^"]+)"', html).group(1).replace("&amp;", "&")
+    client.force_login(cast.platform_admin)
+    rest = client.get(reverse("audit") + "?" + cursor).content.decode()
+    assert re.findall(r"teams\.Team #(\d+)<", rest) == [str(n) for n in range(9, -1, -1)]

@@ -70,11 +70,15 @@ test-sqlite: venv
 test: venv chromium lint test-postgres test-sqlite
 
 bench: venv
+	@command -v wrk >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq wrk; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq wrk; fi; }
 	$(BIN)/python benchmarks/request_to_put.py
 	$(BIN)/python benchmarks/make_run_startup.py
 	$(BIN)/python benchmarks/idle_sweep.py
 	$(BIN)/python benchmarks/heartbeat_rate.py
 	$(BIN)/python benchmarks/live_tabs.py
+	$(BIN)/python benchmarks/org_scale.py
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

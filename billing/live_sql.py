@@ -174,10 +174,13 @@ def month_ranking(queryset, windows: dict, rolled: list[tuple[int, date]], top: 
     ({(team, kind): USD}, [(workspace_id, team_id, kind, rolled compute hours, live compute
     microseconds, USD)] the ``top`` costliest, how many workspaces spent). One query."""
     sql, params = _lines(queryset, windows)
-    where = " OR ".join(["(team_id = %s AND month = %s)"] * len(rolled)) or "FALSE"
+    months: dict[date, list[int]] = defaultdict(list)  # one condition per month, not per team
+    for team, month in rolled:
+        months[month].append(team)
+    where = " OR ".join(["(month = %s AND team_id = ANY(%s))"] * len(months)) or "FALSE"
     query = _RANKING.format(lines=sql, rolled=where, monthspend=MonthSpend._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(query, [*params, *(v for pair in rolled for v in pair), top])
+        cursor.execute(query, [*params, *(v for pair in months.items() for v in pair), top])
         rows = cursor.fetchall()
     kinds: dict[tuple, Decimal] = {}
     ranked, count = [], 0

@@ -15,6 +15,7 @@ from functools import reduce
 from typing import NamedTuple
 from zoneinfo import ZoneInfo
 
+from django.core.paginator import Paginator
 from django.db.models import (
     Count,
     DurationField,
@@ -289,8 +290,8 @@ def _overlapping(windows: dict, keys: set[tuple] | None = None):
     """UsageInterval rows of each team in ``windows`` that overlap its window; only those
     whose price book key is in ``keys``, when given."""
     query = Q(pk__in=[])
-    for team, (start, end) in windows.items():
-        query |= Q(team_id=team, started_at__lt=end) & (
+    for (start, end), teams in _teams_by_value(windows).items():
+        query |= Q(team_id__in=teams, started_at__lt=end) & (
             Q(ended_at__isnull=True) | Q(ended_at__gt=start)
         )
     if keys is not None:
@@ -407,11 +408,26 @@ def _live_windows(days: dict, rolled: dict, now: datetime, zones: dict) -> dict:
 
 
 def _rolled_filter(days: dict, rolled: dict) -> Q:
+    """Rows of each team's rolled-up stretch of ``days``; teams with the same stretch share
+    one condition, so an organisation's 200 teams in one time zone make one, not 200."""
+    spans = {
+        team: (first, min(last, rolled[team]))
+        for team, (first, last) in days.items()
+        if team in rolled and rolled[team] >= first
+    }
     query = Q(pk__in=[])
-    for team, (first, last) in days.items():
-        if team in rolled and rolled[team] >= first:
-            query |= Q(team_id=team, day__gte=first, day__lte=min(last, rolled[team]))
+    for (first, last), teams in _teams_by_value(spans).items():
+        query |= Q(team_id__in=teams, day__gte=first, day__lte=last)
     return query
+
+
+def _teams_by_value(per_team: dict) -> dict:
+    """{value: [team ids]} of ``{team_id: value}``: teams that share a window or a month
+    share one SQL condition (Django compiles each condition in Python, per request)."""
+    teams: dict = defaultdict(list)
+    for team, value in per_team.items():
+        teams[value].append(team)
+    return teams
 
 
 @dataclass(frozen=True)
@@ -728,6 +744,48 @@ def spend_overview(*, teams, now: datetime, top: int = 20) -> SpendOverview:
         forecast=sum((r.forecast for r in rows), Decimal(0)),
         workspaces=_named(sums.top),
     )
+
+
+# The all-teams table's sort keys (as in the URL) and the TeamMonth value each orders by.
+TEAM_MONTH_SORTS = {
+    "team": lambda r: r.team.name.lower(),
+    "spent": lambda r: r.spent,
+    "used": lambda r: r.used_percent if r.used_percent is not None else Decimal(-1),
+    "burn": lambda r: r.burn_per_hour,
+    "forecast": lambda r: r.forecast,
+}
+
+
+@dataclass
+class TeamMonthPage:
+    """One page of the all-teams table: ``filters`` (bound teams.filters.TeamFilter),
+    ``page`` (Django's Page of TeamMonth rows), ``sort`` (its key, "-" for descending)."""
+
+    filters: object
+    page: object
+    sort: str
+
+
+def team_month_page(*, overview: SpendOverview, params, size: int = 50) -> TeamMonthPage:
+    """The page of ``overview``'s team rows that the query string ``params`` asks for:
+    searched by ``q`` (team name), sorted by ``sort`` (a TEAM_MONTH_SORTS key; the largest
+    spend first by default), page ``page``. The totals stay those of every team. One query
+    (the search), the rows being computed already."""
+    from teams.filters import TeamFilter
+    from teams.models import Team
+
+    filters = TeamFilter(params, queryset=Team.objects.all())
+    rows = overview.teams
+    if filters.is_valid() and filters.form.cleaned_data.get("q"):
+        found = set(filters.qs.values_list("pk", flat=True))
+        rows = [r for r in rows if r.team.pk in found]
+    key = params.get("sort") if isinstance(params.get("sort"), str) else ""
+    if key.lstrip("-") not in TEAM_MONTH_SORTS:
+        key = "-spent"
+    rows = sorted(rows, key=lambda r: r.team.name.lower())  # ties by name
+    rows.sort(key=TEAM_MONTH_SORTS[key.lstrip("-")], reverse=key.startswith("-"))
+    page = Paginator(rows, size).get_page(params.get("page"))
+    return TeamMonthPage(filters=filters, page=page, sort=key)
 
 
 def _team_month(team, spent: Decimal, burn: Decimal, tz, now: datetime) -> TeamMonth:

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET
 
 from billing import csv_export, selectors
 from billing.forms import ExportForm, MonthForm
+from common.listing import bootstrap_form
 from teams.models import Team
 from teams.selectors import budget_alert_list, team_get
 
@@ -149,13 +150,20 @@ def _platform_spend_page(request, export: ExportForm | None = None):
     now = timezone.now()
     overview = selectors.spend_overview(teams=Team.objects.order_by("name"), now=now)
     today = timezone.localdate(now)
+    table = selectors.team_month_page(overview=overview, params=request.GET)
     context = {
         "overview": overview,
         "chart": selectors.spend_overview_chart(overview=overview),
+        "filters": table.filters,
+        "form": bootstrap_form(table.filters.form),
+        "page": table.page,
+        "sort": table.sort,
         "method": selectors.FORECAST_METHOD,
         "export": export or ExportForm(initial={"start": today.replace(day=1), "end": today}),
     }
     status = 400 if context["export"].errors else 200
+    if request.htmx and request.htmx.target == "team-months":  # a filter, sort or page change
+        return render(request, "billing/_team_months.html", context)
     return render(request, "billing/platform_spend.html", context, status=status)
 
 

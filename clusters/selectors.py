@@ -8,9 +8,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
+from django.core.paginator import Paginator
 from django.db.models import Count, Q, Sum
 
 from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
+from common.listing import DEFAULT_PAGE_SIZE
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind
 from workspaces.states import HOLDS_GPUS, Status
@@ -55,8 +57,35 @@ def pool_capacity(*, cluster: AksCluster | None = None, cluster_ids=None) -> lis
         pools = pools.filter(cluster=cluster)
     if cluster_ids is not None:
         pools = pools.filter(cluster_id__in=cluster_ids)
+    return [_row(pool) for pool in _with_capacity(pools)]
+
+
+@dataclass
+class PoolPage:
+    """One page of the clusters page's pool table: ``filters`` (bound
+    clusters.filters.PoolFilter), ``page`` (Django's Page of pools), ``rows`` (PoolRows)."""
+
+    filters: object
+    page: object
+    rows: list
+
+
+def pool_capacity_page(*, params, size: int = DEFAULT_PAGE_SIZE) -> PoolPage:
+    """pool_capacity of one page of the pools that are not deleted, filtered as the query
+    string ``params`` asks (clusters.filters.PoolFilter), by cluster and name. Two queries
+    (the page and its count)."""
+    from clusters.filters import PoolFilter
+
+    pools = NodePool.objects.exclude(status=PoolStatus.DELETED).select_related("cluster")
+    filters = PoolFilter(params, queryset=pools)
+    qs = _with_capacity(filters.qs).order_by("cluster__name", "name", "pk")
+    page = Paginator(qs, size).get_page(params.get("page"))
+    return PoolPage(filters=filters, page=page, rows=[_row(pool) for pool in page.object_list])
+
+
+def _with_capacity(pools):
     mig = Q(workspaces__kind=Kind.MIG)
-    pools = pools.annotate(
+    return pools.annotate(
         mig_bound=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_BOUND)),
         mig_waiting=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_WAITING)),
         ns_gpus=Sum(
@@ -64,7 +93,6 @@ def pool_capacity(*, cluster: AksCluster | None = None, cluster_ids=None) -> lis
             filter=Q(workspaces__kind=Kind.NAMESPACE, workspaces__status__in=HOLDS_GPUS),
         ),
     )
-    return [_row(pool) for pool in pools]
 
 
 def _row(pool: NodePool) -> PoolRow:

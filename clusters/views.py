@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters import selectors, services
 from clusters.forms import ClusterRegisterForm, ClusterTeamForm, NodePoolForm
 from clusters.models import POOL_IN_PROGRESS, AksCluster, NodePool
+from common.listing import bootstrap_form
 from common.words import usd
 from teams.models import Team
 from workspaces.models import SizeOffering
@@ -42,11 +43,17 @@ def cluster_list(request):
         else:
             messages.success(request, f"Registered {cluster.name} in {cluster.location}.")
             return redirect("clusters:detail", pk=cluster.pk)
+    pools = selectors.pool_capacity_page(params=request.GET)
     context = {
         "clusters": AksCluster.objects.all(),
-        "rows": selectors.pool_capacity(),
+        "filters": pools.filters,
+        "pool_form": bootstrap_form(pools.filters.form),
+        "page": pools.page,
+        "rows": pools.rows,
         "form": form,
     }
+    if request.htmx and request.htmx.target == "pool-capacity":  # a filter or page change
+        return render(request, "clusters/_pool_capacity.html", context)
     return render(request, "clusters/list.html", context)
 
 

@@ -34,6 +34,8 @@ INSTALLED_APPS = [
     "django_htmx",
     "rules.apps.AutodiscoverRulesConfig",
     "axes",
+    "django_filters",
+    "common",
     "teams",
     "workspaces",
     "billing",

@@ -175,7 +175,8 @@ class AuditEntry(models.Model):
 
     class Meta:
         ordering = ["-at", "-id"]
-        indexes = [models.Index(fields=["team", "at"])]
+        # The log is paged by keyset on (at, id), newest first: one index scan per page.
+        indexes = [models.Index(fields=["team", "at"]), models.Index(fields=["at", "id"])]
 
     def __str__(self):
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor}: {self.action} {self.object_type}"

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from django.db.models import Count, Q, QuerySet
 
+from common.listing import DEFAULT_PAGE_SIZE, keyset_page, number_page, sort_from
 from teams.models import (
     AuditEntry,
     BudgetAlert,
@@ -57,18 +58,17 @@ class QueueRow:
     budget: object  # workspaces.selectors.Budget: the team's month so far
 
 
-def quota_request_queue(*, now) -> list[QueueRow]:
-    """Pending requests, oldest first, with each team's usage, quota and budget. A constant
-    number of queries whatever the number of requests (requests with their team, requester
-    and workspace; the teams' quotas; the teams' usage; the teams' spend)."""
+def quota_request_queue(*, now, requests=None) -> list[QueueRow]:
+    """Pending requests, oldest first (or ``requests``, a list of pending QuotaRequests with
+    team, requester and workspace loaded: one page of them), with each team's usage, quota
+    and budget. A constant number of queries whatever the number of requests (requests with
+    their team, requester and workspace; the teams' quotas; the teams' usage; the teams'
+    spend)."""
     from teams.services import cost_estimate
     from workspaces.selectors import team_budget, team_gpus_in_use
 
-    requests = list(
-        QuotaRequest.objects.filter(decision=Decision.PENDING)
-        .select_related("team", "requester", "workspace")
-        .order_by("created_at")
-    )
+    if requests is None:
+        requests = list(_pending_requests().order_by("created_at"))
     team_ids = {r.team_id for r in requests}
     quotas = {
         (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
@@ -85,6 +85,42 @@ def quota_request_queue(*, now) -> list[QueueRow]:
         )
         for r in requests
     ]
+
+
+def _pending_requests() -> QuerySet[QuotaRequest]:
+    return QuotaRequest.objects.filter(decision=Decision.PENDING).select_related(
+        "team", "requester", "workspace"
+    )
+
+
+# The approval queue's sort keys (as in the URL) and the fields they order by.
+QUEUE_SORTS = {"asked": "created_at", "price": "price_per_hour", "team": "team__name"}
+# Each row of the queue asks Azure for its quota left once loaded: a short page.
+QUEUE_PAGE_SIZE = 20
+
+
+@dataclass
+class QueuePage:
+    """One page of the approval queue: ``filters`` (bound teams.filters.QueueFilter),
+    ``page`` (Django's Page of requests), ``rows`` (its QueueRows), ``sort`` (its key)."""
+
+    filters: object
+    page: object
+    rows: list
+    sort: str
+
+
+def quota_request_page(*, params, now, size: int = QUEUE_PAGE_SIZE) -> QueuePage:
+    """One page of quota_request_queue, filtered (teams.filters.QueueFilter: team, GPU model,
+    region, kind, search) and sorted (QUEUE_SORTS; oldest first by default) as the query
+    string ``params`` asks. A constant number of queries whatever the queue's length."""
+    from teams.filters import QueueFilter
+
+    filters = QueueFilter(params, queryset=_pending_requests())
+    sort = sort_from(params.get("sort"), allowed=QUEUE_SORTS, default="asked")
+    page = number_page(filters.qs, sort=sort, number=params.get("page"), size=size)
+    rows = quota_request_queue(now=now, requests=list(page.object_list))
+    return QueuePage(filters=filters, page=page, rows=rows, sort=sort.key)
 
 
 NOTICE_AREA_LIMIT = 50
@@ -215,6 +251,36 @@ def team_overview(*, user, now: datetime) -> list[TeamRow]:
     return _team_rows(team_visible_to(user=user), now)
 
 
+# The teams list's sort keys (as in the URL) and the fields they order by.
+TEAM_SORTS = {"name": "name", "budget": "monthly_budget", "created": "created_at"}
+
+
+@dataclass
+class TeamPage:
+    """One page of the teams list: ``filters`` (bound teams.filters.TeamFilter), ``page``
+    (Django's Page of teams), ``rows`` (TeamRow of each team on the page), ``sort`` (its key)."""
+
+    filters: object
+    page: object
+    rows: list
+    sort: str
+
+
+def team_overview_page(*, user, params, now: datetime, size: int = DEFAULT_PAGE_SIZE) -> TeamPage:
+    """team_overview of one page of the visible teams, searched by ``q`` and sorted by
+    ``sort`` (a TEAM_SORTS key, "-" for descending; by name by default) as the query string
+    ``params`` asks. A constant number of queries: the page, its count, and team_overview's
+    constant few for the page's teams only."""
+    from teams.filters import TeamFilter
+
+    filters = TeamFilter(params, queryset=team_visible_to(user=user))
+    sort = sort_from(params.get("sort"), allowed=TEAM_SORTS, default="name")
+    page = number_page(filters.qs.only("pk"), sort=sort, number=params.get("page"), size=size)
+    ids = [t.pk for t in page.object_list]
+    rows = _team_rows(Team.objects.filter(pk__in=ids).order_by(*sort.order_by), now)
+    return TeamPage(filters=filters, page=page, rows=rows, sort=sort.key)
+
+
 def team_overview_one(*, user, team: Team, now: datetime) -> TeamRow:
     """team_overview of one team visible to the user; Team.DoesNotExist otherwise."""
     rows = _team_rows(team_visible_to(user=user).filter(pk=team.pk), now)
@@ -272,26 +338,29 @@ def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
     return AuditEntry.objects.filter(team_id__in=admin_of)
 
 
-def audit_list(*, user, team_slug: str = "", actor: str = "", action: str = ""):
-    """The user's visible audit rows, newest first, with actor and team loaded, filtered by
-    team slug, actor username and action prefix (each ignored when empty)."""
-    qs = audit_visible_to(user=user).select_related("actor", "team")
-    if team_slug:
-        qs = qs.filter(team__slug=team_slug)
-    if actor:
-        qs = qs.filter(actor__username=actor)
-    if action:
-        qs = qs.filter(action__startswith=action)
-    return qs
+def audit_page(*, user, params, size: int = DEFAULT_PAGE_SIZE):
+    """(filters, page): the user's visible audit rows, newest first, with actor and team
+    loaded, filtered by the query string ``params`` (teams.filters.AuditFilter: team slug,
+    actor username, action prefix), oldest first with ``sort=at``, and paged by keyset after
+    ``cursor``
+    (common.listing.KeysetPage). One query for the rows however many there are."""
+    from teams.filters import AuditFilter
+
+    filters = AuditFilter(
+        params, queryset=audit_visible_to(user=user).select_related("actor", "team")
+    )
+    sort = sort_from(params.get("sort"), allowed={"at": "at"}, default="-at")
+    return filters, keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
 
 
 def audit_filter_choices(*, user) -> dict[str, list[str]]:
-    """Values offered by the audit page's filters: team slugs, actor usernames, actions."""
+    """Values offered by the audit page's filters: team slugs and actions (the actor is
+    typed: an organisation's thousands of usernames would weigh the page down)."""
     qs = audit_visible_to(user=user)
     return {
         "teams": list(team_visible_to(user=user).values_list("slug", flat=True).order_by("slug")),
-        "actors": sorted({a for a in qs.values_list("actor__username", flat=True).distinct() if a}),
-        "actions": sorted(set(qs.values_list("action", flat=True).distinct())),
+        # order_by: the model's default order (at, id) would make DISTINCT keep every row.
+        "actions": list(qs.order_by("action").values_list("action", flat=True).distinct()),
     }
 
 

@@ -9,7 +9,6 @@ requests get the changed section as a partial.
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
@@ -17,9 +16,9 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from common.listing import bootstrap_form
 from teams import selectors, services
 from teams.forms import (
-    AuditFilterForm,
     DecisionForm,
     EntraIdentityForm,
     IdlePolicyForm,
@@ -30,8 +29,6 @@ from teams.forms import (
 )
 from teams.models import IdleBounds, IdlePolicy, Profile, QuotaRequest, Team, TeamQuotaIncrease
 from workspaces import services as workspace_services
-
-AUDIT_PAGE_SIZE = 50
 
 
 def _require(request, perm: str, obj=None) -> None:
@@ -74,9 +71,19 @@ def account(request):
 @require_GET
 def team_list(request):
     _require(request, "teams.list_teams")
-    rows = selectors.team_overview(user=request.user, now=timezone.now())
-    can_set_quota = request.user.has_perm("teams.set_quota")
-    return render(request, "teams/list.html", {"rows": rows, "can_set_quota": can_set_quota})
+    listing = selectors.team_overview_page(
+        user=request.user, params=request.GET, now=timezone.now()
+    )
+    context = {
+        "filters": listing.filters,
+        "form": bootstrap_form(listing.filters.form),
+        "page": listing.page,
+        "rows": listing.rows,
+        "sort": listing.sort,
+        "can_set_quota": request.user.has_perm("teams.set_quota"),
+    }
+    template = "teams/_list_table.html" if request.htmx else "teams/list.html"
+    return render(request, template, context)
 
 
 def _page_context(request, team: Team, **forms) -> dict:
@@ -251,24 +258,15 @@ def audit_log(request):
     """The audit rows the user may see, filtered by team, actor and action; 400 with the
     form's error for a filter that is not printable text of its field's length."""
     _require(request, "teams.view_audit")
-    form = AuditFilterForm(request.GET)
-    valid = form.is_valid()
-    data = form.cleaned_data if valid else {}
-    filters = {
-        "team_slug": data.get("team", ""),
-        "actor": data.get("actor", ""),
-        "action": data.get("action", ""),
-    }
-    entries = selectors.audit_list(user=request.user, **filters)
-    page = Paginator(entries, AUDIT_PAGE_SIZE).get_page(request.GET.get("page"))
-    query = request.GET.copy()
-    query.pop("page", None)
+    filters, page = selectors.audit_page(user=request.user, params=request.GET)
+    valid = filters.is_valid()
+    data = filters.form.cleaned_data
     context = {
         "page": page,
-        "filters": filters,
-        "filter_errors": [e for errors in form.errors.values() for e in errors],
+        "filters": {k: data.get(k, "") for k in ("team", "actor", "action")},
+        "filter_errors": [e for errors in filters.errors.values() for e in errors],
         "choices": selectors.audit_filter_choices(user=request.user),
-        "query": query.urlencode() if valid else "",
+        "sort": page.sort.key,
     }
     template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
     return render(request, template, context, status=200 if valid else 400)
@@ -278,9 +276,18 @@ def audit_log(request):
 @require_GET
 def approval_queue(request):
     _require(request, "teams.decide_requests")
-    rows = selectors.quota_request_queue(now=timezone.now())
-    increases = selectors.team_increase_queue()
-    return render(request, "teams/approvals.html", {"rows": rows, "increases": increases})
+    queue = selectors.quota_request_page(params=request.GET, now=timezone.now())
+    context = {
+        "filters": queue.filters,
+        "form": bootstrap_form(queue.filters.form),
+        "page": queue.page,
+        "rows": queue.rows,
+        "sort": queue.sort,
+    }
+    if request.htmx:
+        return render(request, "teams/_approval_rows.html", context)
+    context["increases"] = selectors.team_increase_queue()
+    return render(request, "teams/approvals.html", context)
 
 
 @login_required

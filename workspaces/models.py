@@ -124,7 +124,11 @@ class Workspace(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
-        indexes = [models.Index(fields=["status", "updated_at"])]
+        # The list is paged by keyset on (created_at, id), newest first, by default.
+        indexes = [
+            models.Index(fields=["status", "updated_at"]),
+            models.Index(fields=["created_at", "id"]),
+        ]
 
     def __str__(self):
         return self.name

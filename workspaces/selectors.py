@@ -8,6 +8,7 @@ from fractions import Fraction
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 
 from billing.selectors import budget_runs_out, month_bounds, team_spend
+from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, keyset_page, sort_from
 from common.words import counted, usd
 from teams.selectors import team_visible_to
 from workspaces import chains
@@ -31,6 +32,47 @@ def workspace_list(*, user, include_deleted: bool = False) -> QuerySet[Workspace
     if not include_deleted:
         qs = qs.exclude(status=Status.DELETED)
     return qs
+
+
+# The workspace list's sort keys (as in the URL) and the fields they order by.
+WORKSPACE_SORTS = {
+    "name": "name",
+    "status": "status",
+    "team": "team__name",
+    "owner": "owner__username",
+    "region": "region",
+    "price": "price_per_hour",
+    "created": "created_at",
+}
+
+
+@dataclass
+class WorkspacePage:
+    """One page of the workspace list: ``filters`` (the bound WorkspaceFilter, whose form
+    shows the choices and errors), ``page`` (common.listing.KeysetPage of Workspace rows)."""
+
+    filters: object
+    page: KeysetPage
+
+
+def workspace_page(*, user, params, size: int = DEFAULT_PAGE_SIZE) -> WorkspacePage:
+    """The page of the user's visible workspaces that the query string ``params`` (a
+    QueryDict) asks for: filtered (workspaces.filters.WorkspaceFilter; a refused value is a
+    form error and is left out), sorted by ``sort`` (a WORKSPACE_SORTS key, "-" for
+    descending; newest first by default), after ``cursor``. Deleted ones only with
+    ``deleted=1`` or when filtering by that status. One query for the rows, whatever their
+    number, plus the filter form's choices."""
+    from workspaces.filters import WorkspaceFilter
+
+    deleted = params.get("deleted") == "1" or params.get("status") == Status.DELETED
+    filters = WorkspaceFilter(
+        params,
+        queryset=workspace_list(user=user, include_deleted=deleted),
+        teams=team_visible_to(user=user),
+    )
+    sort = sort_from(params.get("sort"), allowed=WORKSPACE_SORTS, default="-created")
+    page = keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
+    return WorkspacePage(filters=filters, page=page)
 
 
 def workspace_events(*, workspace: Workspace) -> QuerySet[WorkspaceEvent]:

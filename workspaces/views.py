@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET, require_POST
 from billing.selectors import workspace_cost
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
+from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
 from workspaces import aks_services, selectors, services
 from workspaces.forms import MigRequestForm, NamespaceRequestForm, WorkspaceRequestForm
@@ -30,10 +31,18 @@ HTMX_STOP_POLLING = 286
 @login_required
 @require_GET
 def workspace_list(request):
-    workspaces = selectors.workspace_list(
-        user=request.user, include_deleted=request.GET.get("deleted") == "1"
-    )
-    return render(request, "workspaces/list.html", {"workspaces": workspaces})
+    """The visible workspaces, filtered, sorted and paged by the query string (see
+    selectors.workspace_page); htmx gets only the table, for a filter or a page change."""
+    listing = selectors.workspace_page(user=request.user, params=request.GET)
+    context = {
+        "filters": listing.filters,
+        "form": bootstrap_form(listing.filters.form),
+        "page": listing.page,
+        "sort": listing.page.sort.key,
+        "keep": [("deleted", "1")] if request.GET.get("deleted") == "1" else [],
+    }
+    template = "workspaces/_list_table.html" if request.htmx else "workspaces/list.html"
+    return render(request, template, context)
 
 
 def _request_form(request, data=None):

@@ -1,0 +1,406 @@
+"""The pages a platform admin lands on, at the scale of an organisation, under gunicorn.
+
+Builds a fresh PostgreSQL database (portal_orgscale) with the demo data plus 200 teams, 2,000
+users, 10,000 workspaces in every status and kind, their pending approvals, 50,000 audit
+entries and a year of usage (UsageInterval rows written with COPY, rolled up into DailySpend by
+the product's own ``rollup_rebuild``). Then starts gunicorn as the Procfile does, logs in the
+platform admin through the login form, and for each page measures:
+
+- one client: median and p95 server time of 50 sequential requests (keep-alive), as
+  gunicorn's access log gives it (``%(D)s``), and the page's weight (HTML);
+- the SQL queries one request runs (Django's test client in this process, same database);
+- 8 concurrent clients: wrk (Debian's package, ``apt-get install wrk``) for ``--seconds``,
+  its median and p95 latency and requests/s.
+
+    python benchmarks/org_scale.py              # build, then measure
+    python benchmarks/org_scale.py --reuse      # measure the database built before
+
+Targets (issue 15): one-client p95 <= 100 ms, <= 200 KB, queries constant in the rows.
+"""
+
+import argparse
+import http.client
+import json
+import os
+import random
+import re
+import secrets
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.parse
+import uuid
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+
+ROOT = Path(__file__).resolve().parent.parent
+PG_ADMIN = "postgres://postgres@127.0.0.1:5432/postgres"
+BENCH_DB = "portal_orgscale"
+PORT = 8766
+TEAMS, USERS, WORKSPACES, AUDIT = 200, 2_000, 10_000, 50_000
+PAGES = {
+    "workspaces": "/workspaces/",
+    "workspaces, filtered": "/workspaces/?status=running&region=eastus&sort=-price",
+    "workspaces, search": "/workspaces/?q=ws-012",
+    "teams": "/teams/",
+    "approvals": "/approvals/",
+    "spend": "/spend/",
+    "clusters": "/clusters/",
+    "audit": "/audit/",
+}
+WRK_SCRIPT = """
+done = function(summary, latency, requests)
+  io.write(string.format('{"p50": %d, "p95": %d, "requests": %d, "seconds": %f, "errors": %d}\\n',
+    latency:percentile(50), latency:percentile(95), summary.requests, summary.duration / 1e6,
+    summary.errors.status + summary.errors.connect + summary.errors.read + summary.errors.timeout))
+end
+"""
+
+
+def _fresh_database() -> None:
+    import psycopg
+
+    with psycopg.connect(PG_ADMIN, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {BENCH_DB} WITH (FORCE)")
+        conn.execute(f"CREATE DATABASE {BENCH_DB}")
+
+
+def _people(rng: random.Random, now: datetime):
+    """200 teams (the demo's two among them) with GPU quotas, 2,000 users, each in one team
+    (one in ten its admin). Returns (teams, members by team pk)."""
+    from django.contrib.auth import get_user_model
+    from django.contrib.auth.hashers import make_password
+
+    from teams.models import GpuQuota, Membership, Role, Team
+
+    User = get_user_model()
+    Team.objects.bulk_create(
+        Team(name=f"Team {n:03d}", slug=f"team-{n:03d}", monthly_budget=rng.choice([None, 5000]))
+        for n in range(TEAMS - Team.objects.count())
+    )
+    teams = list(Team.objects.order_by("pk"))
+    password = make_password("bench")  # hashed once: 2,000 hashes would take minutes
+    users = User.objects.bulk_create(
+        User(username=f"user{n:04d}", password=password, email=f"user{n:04d}@example.org")
+        for n in range(USERS - User.objects.count())
+    )
+    Membership.objects.bulk_create(
+        Membership(
+            team=teams[n % len(teams)],
+            user=user,
+            role=Role.TEAM_ADMIN if n % 10 == 0 else Role.RESEARCHER,
+        )
+        for n, user in enumerate(users)
+    )
+    GpuQuota.objects.bulk_create(
+        (GpuQuota(team=t, gpu_model=m, gpus=8) for t in teams for m in ("A100", "T4", "A10")),
+        ignore_conflicts=True,
+    )
+    members: dict[int, list] = {}
+    for m in Membership.objects.values("team_id", "user_id"):
+        members.setdefault(m["team_id"], []).append(m["user_id"])
+    return teams, members
+
+
+def _workspaces(rng: random.Random, teams, members, now: datetime) -> list:
+    """10,000 workspaces, every status in turn, created over the past year; one in ten a MIG
+    slice and one in ten a namespace on the demo's node pools."""
+    from clusters.models import NodePool
+    from workspaces.models import Kind, SizeOffering, Workspace
+    from workspaces.states import Status
+
+    offerings = list(SizeOffering.objects.filter(offered=True))
+    pools = list(NodePool.objects.all())
+    statuses = list(Status)
+    rows = []
+    for n in range(WORKSPACES):
+        team = teams[n % len(teams)]
+        offering = offerings[n % len(offerings)]
+        kind = Kind.VM if not pools or n % 10 > 1 else (Kind.MIG if n % 10 == 0 else Kind.NAMESPACE)
+        created = now - timedelta(days=rng.uniform(0, 365))
+        rows.append(
+            Workspace(
+                id=uuid.UUID(int=rng.getrandbits(128)),
+                team=team,
+                owner_id=rng.choice(members[team.pk]),
+                kind=kind,
+                node_pool=pools[n % len(pools)] if kind != Kind.VM else None,
+                name=f"ws-{n:05d}",
+                status=statuses[n % len(statuses)],
+                status_changed_at=created,
+                vm_size=offering.vm_size,
+                region=offering.region,
+                price_per_hour=offering.price_per_hour,
+                gpu_model=offering.gpu_model,
+                gpu_count=offering.gpu_count,
+                ssh_user="researcher",
+                ssh_public_key="ssh-ed25519 AAAA bench",
+                request_key=uuid.UUID(int=rng.getrandbits(128)),
+                created_at=created,
+                updated_at=created,
+            )
+        )
+    return Workspace.objects.bulk_create(rows, batch_size=2000)
+
+
+def _approvals_and_audit(rng: random.Random, workspaces, now: datetime) -> None:
+    from teams.models import AuditEntry, QuotaRequest
+    from workspaces.states import Status
+
+    QuotaRequest.objects.bulk_create(
+        QuotaRequest(
+            team_id=w.team_id,
+            requester_id=w.owner_id,
+            workspace=w,
+            summary=f"{w.vm_size} in {w.region}",
+            over_quota=["over the team's GPU quota"],
+            justification="benchmark",
+            price_per_hour=w.price_per_hour,
+            created_at=w.created_at,
+            expires_at=now + timedelta(days=7),
+        )
+        for w in workspaces
+        if w.status == Status.PENDING_APPROVAL
+    )
+    AuditEntry.objects.bulk_create(
+        (
+            AuditEntry(
+                at=now - timedelta(minutes=rng.uniform(0, 525_600)),
+                actor_id=w.owner_id,
+                team_id=w.team_id,
+                action=rng.choice(["workspace.request", "workspace.stop", "team.quota"]),
+                object_type="workspace",
+                object_id=str(w.pk),
+                before={"status": "running"},
+                after={"status": "stopped"},
+            )
+            for w in (rng.choice(workspaces) for _ in range(AUDIT))
+        ),
+        batch_size=5000,
+    )
+
+
+def _usage(rng: random.Random, workspaces, now: datetime) -> int:
+    """A year of compute: each workspace runs one session of 1-6 h on two weekdays in three
+    from its creation until now (open if running now). Written with COPY; returns the count."""
+    from django.db import connection
+
+    from workspaces.states import Status
+
+    columns = (
+        "workspace_id, team_id, kind, meter, price_kind, sku, region, started_at, ended_at, "
+        "price_per_hour, spot, share_num, share_den"
+    )
+    count = 0
+    with (
+        connection.cursor() as cursor,
+        cursor.connection.cursor().copy(
+            f"COPY billing_usageinterval ({columns}) FROM STDIN"
+        ) as copy,
+    ):
+        for w in workspaces:
+            day = w.created_at.replace(hour=9, minute=0, second=0, microsecond=0)
+            while day < now - timedelta(days=1):
+                if day.weekday() < 5 and rng.random() < 0.66 and day > w.created_at:
+                    end = day + timedelta(hours=rng.uniform(1, 6))
+                    copy.write_row(
+                        (w.id, w.team_id, w.kind, "compute", "vm", w.vm_size, w.region,
+                         day, end, w.price_per_hour, False, 1, 1)
+                    )  # fmt: skip
+                    count += 1
+                day += timedelta(days=1)
+            if w.status == Status.RUNNING:
+                copy.write_row(
+                    (w.id, w.team_id, w.kind, "compute", "vm", w.vm_size, w.region,
+                     now - timedelta(hours=2), None, w.price_per_hour, False, 1, 1)
+                )  # fmt: skip
+                count += 1
+    return count
+
+
+def _build(now: datetime) -> None:
+    from django.core.management import call_command
+    from django.db import connection
+
+    from billing.services import rollup_rebuild
+
+    rng = random.Random(15)
+    t0 = time.perf_counter()
+    with open(os.devnull, "w") as quiet:
+        call_command("seed_demo", stdout=quiet)
+    teams, members = _people(rng, now)
+    workspaces = _workspaces(rng, teams, members, now)
+    _approvals_and_audit(rng, workspaces, now)
+    intervals = _usage(rng, workspaces, now)
+    print(f"built {len(teams)} teams, {sum(map(len, members.values()))} members, "
+          f"{len(workspaces):,} workspaces, {intervals:,} intervals in "
+          f"{time.perf_counter() - t0:.0f} s")  # fmt: skip
+    t0 = time.perf_counter()
+    written = rollup_rebuild(now=now, since=(now - timedelta(days=400)).date())
+    print(f"rollup_rebuild: {written:,} DailySpend rows in {time.perf_counter() - t0:.0f} s")
+    with connection.cursor() as cursor:
+        cursor.execute("VACUUM ANALYZE")  # what autovacuum does after a bulk load
+
+
+def _queries(path: str) -> int:
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test import Client
+    from django.test.utils import CaptureQueriesContext
+
+    client = Client()
+    client.force_login(get_user_model().objects.get(username="pat"))
+    with CaptureQueriesContext(connection) as captured:
+        assert client.get(path).status_code == 200, path
+    return len(captured)
+
+
+def _gunicorn(env: dict, log: Path) -> subprocess.Popen:
+    """gunicorn as the Procfile starts it (2 workers), on PORT, its access log giving each
+    request's time in the server in microseconds (``%(D)s``); waits until it answers."""
+    server = subprocess.Popen(
+        [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "--bind", f"127.0.0.1:{PORT}",
+         "--workers", "2", "--access-logfile", str(log), "--access-logformat", "%(D)s"],
+        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    for _ in range(100):
+        try:
+            http.client.HTTPConnection("127.0.0.1", PORT, timeout=1).request("GET", "/healthz")
+            return server
+        except OSError:
+            time.sleep(0.2)
+    server.kill()
+    raise SystemExit("gunicorn did not start")
+
+
+def _login(username: str, password: str) -> str:
+    """The Cookie header of a session logged in through the login form, as a browser does."""
+    conn = http.client.HTTPConnection("127.0.0.1", PORT)
+    conn.request("GET", "/accounts/login/")
+    response = conn.getresponse()
+    page = response.read().decode()
+    csrf = re.search(r"csrftoken=([^;]+)", response.getheader("Set-Cookie")).group(1)
+    token = re.search(r'name="csrfmiddlewaretoken" value="([^"]+)"', page).group(1)
+    body = urllib.parse.urlencode(
+        {"username": username, "password": password, "csrfmiddlewaretoken": token}
+    )
+    headers = {"Content-Type": "application/x-www-form-urlencoded", "Cookie": f"csrftoken={csrf}"}
+    conn.request("POST", "/accounts/login/", body, headers)
+    response = conn.getresponse()
+    response.read()
+    session = re.search(r"sessionid=([^;]+)", response.getheader("Set-Cookie") or "")
+    if response.status != 302 or not session:
+        raise SystemExit(f"login failed: {response.status}")
+    return f"csrftoken={csrf}; sessionid={session.group(1)}"
+
+
+def _cpu_seconds(server: subprocess.Popen) -> float:
+    """CPU time (user + system) used so far by gunicorn's workers: on a machine shared with
+    other work, wall times grow with the load, CPU time per request much less."""
+    children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
+    ticks = 0
+    for pid in children:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        ticks += int(fields[11]) + int(fields[12])  # utime, stime
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def _one_client(path: str, cookie: str, runs: int, log: Path, server) -> tuple:
+    """(median ms, p95 ms, bytes, worker CPU ms per request) of ``runs`` sequential requests
+    on one connection, the times as the server logged them (from reading the request to
+    sending the answer)."""
+    conn = http.client.HTTPConnection("127.0.0.1", PORT)
+    size = 0
+    for _ in range(3):  # the first ones warm both workers up
+        conn.request("GET", path, headers={"Cookie": cookie})
+        conn.getresponse().read()
+    time.sleep(0.2)
+    start, cpu = log.stat().st_size, _cpu_seconds(server)
+    for _ in range(runs):
+        conn.request("GET", path, headers={"Cookie": cookie})
+        response = conn.getresponse()
+        size = len(response.read())
+        assert response.status == 200, (path, response.status)
+    cpu = (_cpu_seconds(server) - cpu) * 1000 / runs
+    time.sleep(0.2)  # the log is written after the answer
+    with log.open() as f:
+        f.seek(start)
+        times = sorted(int(line) / 1000 for line in f.read().split())
+    return statistics.median(times), times[round(0.95 * (len(times) - 1))], size, cpu
+
+
+def _wrk(path: str, cookie: str, seconds: int, script: str) -> dict:
+    out = subprocess.run(
+        ["wrk", "-t", "2", "-c", "8", "-d", f"{seconds}s", "-s", script, "-H", f"Cookie: {cookie}",
+         f"http://127.0.0.1:{PORT}{path}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def _measure(args, env: dict) -> None:
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is missing: apt-get install -y wrk")
+    work = Path(tempfile.mkdtemp())
+    script, log = work / "report.lua", work / "access.log"
+    script.write_text(WRK_SCRIPT)
+    server = _gunicorn(env, log)
+    try:
+        cookie = _login("pat", "demo-pass-2026")
+        print(f"\n{'page':<22} {'1 client (server time)':>30} {'8 clients (wrk)':>28}")
+        print(
+            f"{'':<22} {'median':>9} {'p95':>9} {'CPU/req':>10} {'median':>9} {'p95':>9} "
+            f"{'req/s':>8} {'KB':>6} {'queries':>8}"
+        )
+        for label, path in PAGES.items():
+            median, p95, size, cpu = _one_client(path, cookie, args.runs, log, server)
+            loaded = _wrk(path, cookie, args.seconds, str(script))
+            rate = loaded["requests"] / loaded["seconds"]
+            print(
+                f"{label:<22} {median:7.1f}ms {p95:7.1f}ms {cpu:8.1f}ms "
+                f"{loaded['p50'] / 1000:7.1f}ms {loaded['p95'] / 1000:7.1f}ms {rate:8.1f} "
+                f"{size / 1024:6.1f} {_queries(path):>8}"
+                + (f"  ({loaded['errors']} errors)" if loaded["errors"] else "")
+            )
+    finally:
+        server.terminate()
+        server.wait()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--reuse", action="store_true", help="measure the existing database")
+    parser.add_argument("--runs", type=int, default=50, help="one-client requests per page")
+    parser.add_argument("--seconds", type=int, default=10, help="wrk's duration per page")
+    args = parser.parse_args()
+    if not args.reuse:
+        _fresh_database()
+    env = dict(
+        os.environ,
+        DATABASE_URL=f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}",
+        PORTAL_VAR_DIR=str(ROOT / "var" / "orgscale"),
+        ALLOWED_HOSTS="testserver,127.0.0.1,localhost",
+        LOG_LEVEL="WARNING",
+        DJANGO_SETTINGS_MODULE="portal.settings",
+    )
+    os.environ.update(env)
+    sys.path.insert(0, str(ROOT))
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+    call_command("collectstatic", interactive=False, verbosity=0)
+    if not args.reuse:
+        _build(datetime.now(UTC))
+    _measure(args, env)
+
+
+if __name__ == "__main__":
+    main()

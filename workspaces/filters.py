@@ -1,0 +1,55 @@
+"""The workspace list's filters (django-filter), read from the query string.
+
+A value a field refuses (an unknown status, a team the user cannot see, text with control
+characters) is a form error shown above the table, and that filter is left out; the rest
+still apply. The queryset given is already limited to what the user may see
+(workspaces.selectors.workspace_visible_to), so a filter can only narrow it.
+"""
+
+import django_filters
+from django import forms
+from django.db.models import Q
+
+from common.listing import TextFilter
+from workspaces.models import Kind, SizeOffering
+from workspaces.states import Status
+
+
+def offered_choices(field: str) -> list[tuple[str, str]]:
+    """(value, value) of each distinct ``field`` ("region", "gpu_model") of the catalog."""
+    values = SizeOffering.objects.order_by(field).values_list(field, flat=True).distinct()
+    return [(v, v) for v in values]
+
+
+class WorkspaceFilter(django_filters.FilterSet):
+    """Search and filters of the workspace list: ``q`` (name or owner contains), ``team``
+    (slug), ``owner`` (username), ``status``, ``kind``, ``gpu_model``, ``region``."""
+
+    q = TextFilter(
+        label="Search",
+        method="search",
+        max_length=64,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "name or owner"}),
+    )
+    team = django_filters.ModelChoiceFilter(
+        label="Team", to_field_name="slug", queryset=None, empty_label="All teams"
+    )
+    owner = TextFilter(label="Owner", field_name="owner__username", max_length=150)
+    status = django_filters.ChoiceFilter(
+        label="Status", choices=Status.choices, empty_label="Any status"
+    )
+    kind = django_filters.ChoiceFilter(label="Kind", choices=Kind.choices, empty_label="Any kind")
+    gpu_model = django_filters.ChoiceFilter(
+        label="GPU model", choices=lambda: offered_choices("gpu_model"), empty_label="Any GPU"
+    )
+    region = django_filters.ChoiceFilter(
+        label="Region", choices=lambda: offered_choices("region"), empty_label="Any region"
+    )
+
+    def __init__(self, data=None, queryset=None, *, teams, **kwargs):
+        super().__init__(data, queryset=queryset, **kwargs)
+        # Before the form is built (lazily, from the filters): only teams the user sees.
+        self.filters["team"].queryset = teams.order_by("name")
+
+    def search(self, queryset, name, value):
+        return queryset.filter(Q(name__icontains=value) | Q(owner__username__icontains=value))

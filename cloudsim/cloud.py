@@ -12,6 +12,7 @@ from collections import deque
 
 from . import errors, ledger
 from .agents import AgentBook
+from .entra.directory import Directory
 from .kube import KubeClusters
 from .kube import control as kube_control
 from .models import VM, AgentPool, Disk, Fault, ManagedCluster, Nic, Operation, iso, key_of
@@ -52,6 +53,11 @@ FAULT_OPS = frozenset(
         "aks.pool.get",
         "aks.pool.list",
         "aks.credentials",
+        "entra.token",
+        "graph.users.get",
+        "graph.users.list",
+        "graph.groups.members",
+        "graph.memberObjects",
     }
 )
 SYNC_KINDS = frozenset(
@@ -115,6 +121,7 @@ class Cloud:
             self.cost_page_size = DEFAULT_COST_PAGE_SIZE
             self.agents.reset()
             self.kube = KubeClusters()  # Kubernetes API state of each managed cluster.
+            self.entra = Directory()  # Entra ID tenant and Graph directory (cloudsim.entra).
 
     # --- operations -------------------------------------------------------------------------
 

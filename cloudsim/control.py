@@ -43,7 +43,8 @@ class SimControl:
         Ops: vm.create, vm.update, vm.get, vm.list, vm.delete, vm.start, vm.deallocate,
         vm.powerOff, nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list,
         aks.cluster.get, aks.pool.create, aks.pool.delete, aks.pool.get, aks.pool.list,
-        aks.credentials,
+        aks.credentials, entra.token, graph.users.get, graph.users.list, graph.groups.members,
+        graph.memberObjects (the last five: throttle, server_error, unavailable only),
         price.list (the Retail Prices API: throttle, server_error, unavailable only) and
         cost.query (the Cost Management Query API: those and authorization_failed). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
@@ -191,6 +192,39 @@ class SimControl:
         """Remove a pool's nodes; their pods go back to Pending."""
         body = {"subscription": subscription, "resource_group": resource_group, "name": name}
         return self._call("POST", "/_sim/k8s/pools/drop", {**body, "pool": pool})
+
+    # --- Entra ID and Graph (cloudsim.entra) ----------------------------------------------
+
+    def entra(self) -> dict:
+        """{"tenant", "client_id", "group_limit", "kids", "users", "groups"}."""
+        return self._call("GET", "/_sim/entra")
+
+    def entra_add(self, users: list[dict] = (), groups: list[dict] = ()) -> dict:
+        """Bulk add users [{"name", "display_name"?, "id"?, "enabled"?, "roles"?}] and groups
+        [{"display_name", "id"?, "members": [id | UPN | name]}]; returns their ids."""
+        return self._call(
+            "POST", "/_sim/entra/directory", {"users": list(users), "groups": list(groups)}
+        )
+
+    def entra_disable_user(self, user: str, enabled: bool = False) -> dict:
+        """Set accountEnabled of a user (id or UPN) to `enabled` (default: disable)."""
+        return self._call("POST", "/_sim/entra/users/disable", {"user": user, "enabled": enabled})
+
+    def entra_remove_member(self, group: str, user: str) -> dict:
+        """Take a user (id or UPN) out of a group."""
+        return self._call("POST", "/_sim/entra/members/remove", {"group": group, "user": user})
+
+    def entra_rotate_keys(self, drop_old: bool = False) -> dict:
+        """Sign with a new key from now; the old keys stay in the JWKS unless drop_old."""
+        return self._call("POST", "/_sim/entra/keys/rotate", {"drop_old": drop_old})
+
+    def entra_drop_key(self, kid: str) -> dict:
+        """Retire a key that no longer signs: it leaves the JWKS."""
+        return self._call("POST", "/_sim/entra/keys/drop", {"kid": kid})
+
+    def entra_settings(self, group_limit: int) -> dict:
+        """Groups an ID token may carry before the overage claims replace them."""
+        return self._call("POST", "/_sim/entra/settings", {"group_limit": group_limit})
 
 
 def _json_or_text(raw: bytes) -> dict:

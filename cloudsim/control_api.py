@@ -36,6 +36,7 @@ POST /_sim/k8s/clusters           {"subscription", "resource_group", "name", "po
                                   -> {"key", "server"}  (the AKS side does this for real clusters)
 POST /_sim/k8s/pools/drop         {"subscription", "resource_group", "name", "pool"}
 POST /_sim/k8s/namespaces         {"cluster", "name", "labels"={}}   (made outside the portal)
+/_sim/entra/...                   the emulated Entra ID tenant (cloudsim/entra/control.py)
 
 Agent profiles: busy, idle, spiky (idle with a 100 % sample every spike_every=10), silent.
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
@@ -50,6 +51,7 @@ from decimal import Decimal, InvalidOperation
 from . import aks, costs, prices, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
+from .entra import control as entra_control
 from .errors import ArmError
 from .kube import control as kube_control
 from .protocol import Request, Response
@@ -93,8 +95,9 @@ def _faults(cloud: Cloud, body: dict) -> Response:
         raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(SYNC_KINDS | ASYNC_KINDS))}.")
     if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
-    for module in (prices, costs):
-        if op == module.FAULT_OP and kind not in module.FAULT_KINDS:
+    for module in (prices, costs, entra_control):
+        ops = getattr(module, "FAULT_OPS", {getattr(module, "FAULT_OP", "")})
+        if op in ops and kind not in module.FAULT_KINDS:
             raise _bad(f"Op '{op}' takes only {', '.join(sorted(module.FAULT_KINDS))}.")
     if count < 1 or retry_after < 0:
         raise _bad("'count' must be at least 1 and 'retry_after' not negative.")
@@ -300,6 +303,13 @@ ROUTES = {
     ("POST", "/_sim/k8s/pools/drop"): _k8s_drop_pool,
     ("POST", "/_sim/k8s/namespaces"): _k8s_namespace,
 }
+
+
+def _entra(action):
+    return lambda cloud, body: action(cloud.entra, body)
+
+
+ROUTES |= {key: _entra(action) for key, action in entra_control.ROUTES.items()}
 
 
 def handle(cloud: Cloud, req: Request) -> Response:

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import control_api, errors, prices, router
+from . import control_api, entra, errors, prices, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
@@ -33,7 +33,8 @@ class App:
     def handle(self, req: Request, arrival: float | None = None) -> Response:
         """Answer one request; never raises. ARM, Retail Prices and Kubernetes API requests
         are logged; /k8s/... is a simulated cluster's API server (cloudsim.kube.api), answered
-        with Kubernetes Status bodies, not ARM's."""
+        with Kubernetes Status bodies, not ARM's; Entra ID and Graph paths (cloudsim.entra)
+        with theirs."""
         if req.path == "/_sim" or req.path.startswith("/_sim/"):
             return self._guard(lambda: control_api.handle(self.cloud, req))
         entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
@@ -42,6 +43,8 @@ class App:
             self.cloud.requests.append(entry)
         if req.path.startswith("/k8s/"):
             response = kube_api.handle(self.cloud, req)
+        elif entra.owns(req.path):
+            response = self._guard(lambda: entra.handle(self.cloud, req))
         else:
             response = self._guard(lambda: self._arm(req))
         with self.cloud.lock:

@@ -1,0 +1,180 @@
+"""Entra ID's OpenID Connect endpoints: discovery, JWKS, authorize and token.
+
+Shapes follow login.microsoftonline.com's v2.0 endpoints ("OpenID Connect on the Microsoft
+identity platform", "authorization code flow", "client credentials flow"); error codes are
+its AADSTS codes. The authorize page lists the directory's users to pick one (no password);
+POST it back and the browser goes to redirect_uri?code=...&state=...
+"""
+
+import html
+import secrets
+import time
+import urllib.parse
+
+from ..protocol import Request, Response
+from . import tokens
+from .directory import DOMAIN, Directory, Grant
+from .grants import client_grant, code_grant, form, known_client
+from .replies import token_error, token_fault
+
+CODE_LIFETIME = 600  # Seconds an authorization code may wait to be redeemed.
+TOKEN_OP = "entra.token"
+PAGE_USERS = 50  # Identities listed on the authorize page; others are typed.
+
+
+def _directory(cloud, tenant: str) -> Directory:
+    d = cloud.entra
+    if tenant.lower() not in (d.tenant, DOMAIN, "organizations", "common"):
+        text = f"Tenant '{tenant}' not found. Check to make sure you have the correct tenant ID."
+        raise token_error(400, "invalid_tenant", 90002, text)
+    return d
+
+
+def discovery(cloud, req: Request, tenant: str) -> Response:
+    """GET /{tenant}/v2.0/.well-known/openid-configuration (login.microsoftonline.com's fields)."""
+    d, base = _directory(cloud, tenant), req.base_url
+    root = f"{base}/{d.tenant}"
+    return Response(
+        200,
+        {
+            "token_endpoint": f"{root}/oauth2/v2.0/token",
+            "token_endpoint_auth_methods_supported": [
+                "client_secret_post",
+                "private_key_jwt",
+                "client_secret_basic",
+            ],
+            "jwks_uri": f"{root}/discovery/v2.0/keys",
+            "response_modes_supported": ["query", "fragment", "form_post"],
+            "subject_types_supported": ["pairwise"],
+            "id_token_signing_alg_values_supported": ["RS256"],
+            "response_types_supported": ["code", "id_token", "code id_token", "id_token token"],
+            "scopes_supported": ["openid", "profile", "email", "offline_access"],
+            "issuer": tokens.issuer(base, d.tenant),
+            "request_uri_parameter_supported": False,
+            "userinfo_endpoint": f"{base}/oidc/userinfo",
+            "authorization_endpoint": f"{root}/oauth2/v2.0/authorize",
+            "device_authorization_endpoint": f"{root}/oauth2/v2.0/devicecode",
+            "http_logout_supported": True,
+            "frontchannel_logout_supported": True,
+            "end_session_endpoint": f"{root}/oauth2/v2.0/logout",
+            "claims_supported": [
+                "sub",
+                "iss",
+                "cloud_instance_name",
+                "cloud_instance_host_name",
+                "cloud_graph_host_name",
+                "msgraph_host",
+                "aud",
+                "exp",
+                "iat",
+                "auth_time",
+                "acr",
+                "nonce",
+                "preferred_username",
+                "name",
+                "tid",
+                "ver",
+                "at_hash",
+                "c_hash",
+                "email",
+            ],
+            "tenant_region_scope": "NA",
+            "cloud_instance_name": "microsoftonline.com",
+            "cloud_graph_host_name": "graph.windows.net",
+            "msgraph_host": urllib.parse.urlsplit(base).netloc,
+            "rbac_url": "https://pas.windows.net",
+        },
+    )
+
+
+def jwks(cloud, req: Request, tenant: str) -> Response:
+    """GET /{tenant}/discovery/v2.0/keys: {"keys": [{"kty", "use", "kid", "x5t", "n", "e"}]}."""
+    return Response(200, _directory(cloud, tenant).keys.jwks())
+
+
+def _page(d: Directory, params: dict) -> bytes:
+    hidden = "".join(
+        f'<input type="hidden" name="{html.escape(k)}" value="{html.escape(v)}">'
+        for k, v in params.items()
+    )
+    buttons = "".join(
+        f'<li><button name="login_hint" value="{html.escape(u.upn)}">'
+        f"{html.escape(u.display_name)} ({html.escape(u.upn)})"
+        f"{'' if u.enabled else ' - disabled'}</button></li>"
+        for u in list(d.users.values())[:PAGE_USERS]
+    )
+    typed = '<input name="login_hint" placeholder="user@example.org"><button>Sign in</button>'
+    return (
+        "<!doctype html><title>Sign in (cloudsim Entra ID)</title><h1>Pick an account</h1>"
+        f'<form method="post">{hidden}<ul>{buttons}</ul></form>'
+        f'<form method="post">{hidden}{typed}</form>'
+    ).encode()
+
+
+def _check_authorize(d: Directory, params: dict) -> None:
+    known_client(d, params)
+    if params.get("response_type") != "code" or not params.get("redirect_uri"):
+        raise token_error(
+            400,
+            "invalid_request",
+            900144,
+            "The request body must contain response_type=code and a redirect_uri.",
+        )
+    if params.get("code_challenge") and params.get("code_challenge_method", "plain") != "S256":
+        raise token_error(400, "invalid_request", 50149, "Invalid Code_Challenge_method parameter.")
+
+
+def authorize_page(cloud, req: Request, tenant: str) -> Response:
+    """GET .../authorize?client_id&response_type=code&redirect_uri&scope&state&nonce
+    &code_challenge&code_challenge_method=S256: the identity picker (HTML)."""
+    d = _directory(cloud, tenant)
+    _check_authorize(d, req.query)
+    return Response(200, _page(d, dict(req.query)), {"Content-Type": "text/html; charset=utf-8"})
+
+
+def authorize(cloud, req: Request, tenant: str) -> Response:
+    """POST the picker's form (its hidden fields + login_hint=UPN): 302 to
+    redirect_uri?code&state, or ?error=access_denied&error_description=AADSTS50057 (disabled)."""
+    d = _directory(cloud, tenant)
+    params = {**req.query, **dict(urllib.parse.parse_qsl(req.body.decode()))}
+    _check_authorize(d, params)
+    user = d.user(params.get("login_hint", ""))
+    answer = {"state": params.get("state", "")}
+    if user is None or not user.enabled:
+        why = "The user account is disabled." if user else "The user account does not exist."
+        answer |= {"error": "access_denied", "error_description": f"AADSTS50057: {why}"}
+    else:
+        code = secrets.token_urlsafe(48)
+        d.codes[code] = Grant(
+            user.id,
+            params["client_id"],
+            params["redirect_uri"],
+            params.get("scope", ""),
+            params.get("nonce", ""),
+            params.get("code_challenge", ""),
+            params.get("code_challenge_method", ""),
+            time.time() + CODE_LIFETIME,
+        )
+        answer = {"code": code, **answer}
+    sep = "&" if "?" in params["redirect_uri"] else "?"
+    location = params["redirect_uri"] + sep + urllib.parse.urlencode(answer)
+    return Response(302, None, {"Location": location})
+
+
+def token(cloud, req: Request, tenant: str) -> Response:
+    """POST .../token (form): grant_type authorization_code or client_credentials.
+
+    200 {"token_type": "Bearer", "scope", "expires_in", "ext_expires_in", "access_token",
+    "id_token" (authorization_code with openid)}; errors as replies.token_error."""
+    d = _directory(cloud, tenant)
+    fault = cloud.take_fault(TOKEN_OP, frozenset({"throttle", "server_error", "unavailable"}))
+    if fault is not None:
+        raise token_fault(fault.kind, fault.retry_after)
+    params = form(req)
+    grant = params.get("grant_type")
+    if grant == "authorization_code":
+        return code_grant(d, req.base_url, params)
+    if grant == "client_credentials":
+        return client_grant(d, req.base_url, params)
+    text = f"The provided value for the input parameter 'grant_type' is not valid: {grant!r}."
+    raise token_error(400, "unsupported_grant_type", 70003, text)

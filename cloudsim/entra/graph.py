@@ -61,9 +61,10 @@ def _select(req: Request, item: dict, fields=USER_FIELDS) -> dict:
     return {k: v for k, v in item.items() if k in keep or k == "@odata.type"}
 
 
-def _context(req: Request, entity: str) -> str:
+def _context(req: Request, entity: str, suffix: str = "") -> str:
+    """Graph's "@odata.context", e.g. ".../v1.0/$metadata#users(id,displayName)/$entity"."""
     select = req.query.get("$select", "")
-    return f"{req.base_url}/v1.0/$metadata#{entity}" + (f"({select})" if select else "")
+    return f"{req.base_url}/v1.0/$metadata#{entity}" + (f"({select})" if select else "") + suffix
 
 
 def _page(req: Request, items: list[dict], entity: str) -> Response:
@@ -105,7 +106,7 @@ def _list_users(d: Directory, req: Request, segs: list[str]) -> Response:
 
 def _get_user(d: Directory, req: Request, segs: list[str]) -> Response:
     body = _select(req, _user(d, segs[1]).graph())
-    return Response(200, {"@odata.context": _context(req, "users/$entity"), **body})
+    return Response(200, {"@odata.context": _context(req, "users", "/$entity"), **body})
 
 
 def _member_objects(d: Directory, req: Request, segs: list[str]) -> Response:

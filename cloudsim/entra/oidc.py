@@ -17,6 +17,7 @@ from .directory import DOMAIN, Directory, Grant
 from .grants import client_grant, code_grant, form, known_client
 from .replies import token_error, token_fault
 
+DISABLED = "AADSTS50057: The user account is disabled."
 CODE_LIFETIME = 600  # Seconds an authorization code may wait to be redeemed.
 TOKEN_OP = "entra.token"
 PAGE_USERS = 50  # Identities listed on the authorize page; others are typed.
@@ -30,61 +31,49 @@ def _directory(cloud, tenant: str) -> Directory:
     return d
 
 
+# The fields of login.microsoftonline.com's v2.0 discovery document that do not name a URL.
+DISCOVERY_FIXED = {
+    "token_endpoint_auth_methods_supported": [
+        "client_secret_post",
+        "private_key_jwt",
+        "client_secret_basic",
+    ],
+    "response_modes_supported": ["query", "fragment", "form_post"],
+    "subject_types_supported": ["pairwise"],
+    "id_token_signing_alg_values_supported": ["RS256"],
+    "response_types_supported": ["code", "id_token", "code id_token", "id_token token"],
+    "scopes_supported": ["openid", "profile", "email", "offline_access"],
+    "request_uri_parameter_supported": False,
+    "http_logout_supported": True,
+    "frontchannel_logout_supported": True,
+    "claims_supported": [
+        *("sub", "iss", "cloud_instance_name", "cloud_instance_host_name"),
+        *("cloud_graph_host_name", "msgraph_host", "aud", "exp", "iat", "auth_time", "acr"),
+        *("nonce", "preferred_username", "name", "tid", "ver", "at_hash", "c_hash", "email"),
+    ],
+    "tenant_region_scope": "NA",
+    "cloud_instance_name": "microsoftonline.com",
+    "cloud_graph_host_name": "graph.windows.net",
+    "rbac_url": "https://pas.windows.net",
+}
+
+
 def discovery(cloud, req: Request, tenant: str) -> Response:
-    """GET /{tenant}/v2.0/.well-known/openid-configuration (login.microsoftonline.com's fields)."""
+    """GET /{tenant}/v2.0/.well-known/openid-configuration: login.microsoftonline.com's fields,
+    its URLs on the emulator (userinfo, devicecode and logout are named but not served)."""
     d, base = _directory(cloud, tenant), req.base_url
     root = f"{base}/{d.tenant}"
-    return Response(
-        200,
-        {
-            "token_endpoint": f"{root}/oauth2/v2.0/token",
-            "token_endpoint_auth_methods_supported": [
-                "client_secret_post",
-                "private_key_jwt",
-                "client_secret_basic",
-            ],
-            "jwks_uri": f"{root}/discovery/v2.0/keys",
-            "response_modes_supported": ["query", "fragment", "form_post"],
-            "subject_types_supported": ["pairwise"],
-            "id_token_signing_alg_values_supported": ["RS256"],
-            "response_types_supported": ["code", "id_token", "code id_token", "id_token token"],
-            "scopes_supported": ["openid", "profile", "email", "offline_access"],
-            "issuer": tokens.issuer(base, d.tenant),
-            "request_uri_parameter_supported": False,
-            "userinfo_endpoint": f"{base}/oidc/userinfo",
-            "authorization_endpoint": f"{root}/oauth2/v2.0/authorize",
-            "device_authorization_endpoint": f"{root}/oauth2/v2.0/devicecode",
-            "http_logout_supported": True,
-            "frontchannel_logout_supported": True,
-            "end_session_endpoint": f"{root}/oauth2/v2.0/logout",
-            "claims_supported": [
-                "sub",
-                "iss",
-                "cloud_instance_name",
-                "cloud_instance_host_name",
-                "cloud_graph_host_name",
-                "msgraph_host",
-                "aud",
-                "exp",
-                "iat",
-                "auth_time",
-                "acr",
-                "nonce",
-                "preferred_username",
-                "name",
-                "tid",
-                "ver",
-                "at_hash",
-                "c_hash",
-                "email",
-            ],
-            "tenant_region_scope": "NA",
-            "cloud_instance_name": "microsoftonline.com",
-            "cloud_graph_host_name": "graph.windows.net",
-            "msgraph_host": urllib.parse.urlsplit(base).netloc,
-            "rbac_url": "https://pas.windows.net",
-        },
-    )
+    urls = {
+        "issuer": tokens.issuer(base, d.tenant),
+        "authorization_endpoint": f"{root}/oauth2/v2.0/authorize",
+        "token_endpoint": f"{root}/oauth2/v2.0/token",
+        "jwks_uri": f"{root}/discovery/v2.0/keys",
+        "userinfo_endpoint": f"{base}/oidc/userinfo",
+        "device_authorization_endpoint": f"{root}/oauth2/v2.0/devicecode",
+        "end_session_endpoint": f"{root}/oauth2/v2.0/logout",
+        "msgraph_host": urllib.parse.urlsplit(base).netloc,
+    }
+    return Response(200, {**DISCOVERY_FIXED, **urls})
 
 
 def jwks(cloud, req: Request, tenant: str) -> Response:
@@ -134,15 +123,18 @@ def authorize_page(cloud, req: Request, tenant: str) -> Response:
 
 def authorize(cloud, req: Request, tenant: str) -> Response:
     """POST the picker's form (its hidden fields + login_hint=UPN): 302 to
-    redirect_uri?code&state, or ?error=access_denied&error_description=AADSTS50057 (disabled)."""
+    redirect_uri?code&state, or ?error=access_denied&error_description=AADSTS50057 (disabled)
+    or AADSTS50034 (no such user)."""
     d = _directory(cloud, tenant)
     params = {**req.query, **dict(urllib.parse.parse_qsl(req.body.decode()))}
     _check_authorize(d, params)
     user = d.user(params.get("login_hint", ""))
     answer = {"state": params.get("state", "")}
-    if user is None or not user.enabled:
-        why = "The user account is disabled." if user else "The user account does not exist."
-        answer |= {"error": "access_denied", "error_description": f"AADSTS50057: {why}"}
+    if user is None:
+        why = f"AADSTS50034: The user account {params.get('login_hint', '')} does not exist."
+        answer |= {"error": "access_denied", "error_description": why}
+    elif not user.enabled:
+        answer |= {"error": "access_denied", "error_description": DISABLED}
     else:
         code = secrets.token_urlsafe(48)
         d.codes[code] = Grant(

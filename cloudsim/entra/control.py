@@ -51,6 +51,8 @@ def add_directory(d: Directory, body: dict) -> Response:
     for item in _list(body, "users"):
         if not isinstance(item.get("name"), str) or not item["name"]:
             raise _bad("Each user needs a 'name'.")
+        if d.user(item["name"]) or d.user(f"{item['name']}@{DOMAIN}") or item.get("id") in d.users:
+            raise ArmError(409, "Conflict", f"User '{item['name']}' exists.")
         user = d.add_user(
             item["name"],
             item.get("display_name"),

@@ -82,6 +82,7 @@ class Directory:
         self.tenant = TENANT_ID
         self.keys = KeyRing()
         self.users: dict[str, User] = {}
+        self.by_upn: dict[str, str] = {}  # Lower-case UPN -> user id.
         self.groups: dict[str, Group] = {}
         self.clients = {DEMO_CLIENT_ID: DEMO_CLIENT_SECRET}  # client_id -> secret.
         self.codes: dict[str, Grant] = {}
@@ -97,6 +98,7 @@ class Directory:
         upn = name if "@" in name else f"{name}@{DOMAIN}"
         user = User(oid or str(uuid.uuid4()), upn, display or name, enabled, list(roles))
         self.users[user.id] = user
+        self.by_upn[upn.lower()] = user.id
         return user
 
     def add_group(self, gid: str | None, display: str) -> Group:
@@ -106,10 +108,7 @@ class Directory:
 
     def user(self, key: str) -> User | None:
         """By object id or UPN (case-insensitive), as Graph's /users/{id | userPrincipalName}."""
-        if key in self.users:
-            return self.users[key]
-        low = key.lower()
-        return next((u for u in self.users.values() if u.upn.lower() == low), None)
+        return self.users.get(key) or self.users.get(self.by_upn.get(key.lower(), ""))
 
     def groups_of(self, user_id: str) -> list[str]:
         return [g.id for g in self.groups.values() if user_id in g.members]

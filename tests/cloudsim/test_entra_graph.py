@@ -127,3 +127,32 @@ def test_graph_faults_take_only_graph_kinds(ctl):
         ctl.inject("graph.users.list", "quota")
 
     assert refused.value.status == 400
+
+
+def test_a_benchmark_sized_directory_loads_and_syncs(graph, ctl):
+    base, token = graph
+    users = [{"name": f"r{i:04}"} for i in range(2000)]
+    groups = [
+        {
+            "display_name": f"team{g:03}",
+            "id": f"g{g:03}",
+            "members": [f"r{i:04}" for i in range(g * 10, g * 10 + 10)],
+        }
+        for g in range(200)
+    ]
+    ctl.entra_add(users=users, groups=groups)
+
+    _, _, page = call(f"{base}/groups/g199/members?$select=id,userPrincipalName", token=token)
+    _, _, listed = call(f"{base}/users?$select=id&$top=999", token=token)
+
+    assert [m["userPrincipalName"] for m in page["value"]][-1] == "r1999@example.org"
+    assert len(listed["value"]) == 999 and "@odata.nextLink" in listed
+
+
+def test_adding_a_user_twice_is_a_conflict(ctl):
+    from cloudsim import SimControlError
+
+    with pytest.raises(SimControlError) as refused:
+        ctl.entra_add(users=[{"name": "alice"}])
+
+    assert refused.value.status == 409

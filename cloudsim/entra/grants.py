@@ -28,10 +28,14 @@ def known_client(d: Directory, params: dict) -> str:
 
 
 def form(req: Request) -> dict:
-    params = dict(urllib.parse.parse_qsl(req.body.decode()))
+    params = dict(urllib.parse.parse_qsl(req.body.decode(errors="replace")))
     auth = req.headers.get("authorization", "")
     if auth.lower().startswith("basic "):
-        raw = base64.b64decode(auth[6:]).decode()
+        try:
+            raw = base64.b64decode(auth[6:], validate=True).decode()
+        except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors.
+            text = "Malformed client credentials."
+            raise token_error(401, "invalid_client", 7000215, text) from None
         client_id, _, secret = raw.partition(":")
         params.setdefault("client_id", urllib.parse.unquote_plus(client_id))
         params.setdefault("client_secret", urllib.parse.unquote_plus(secret))

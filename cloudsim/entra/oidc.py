@@ -126,7 +126,7 @@ def authorize(cloud, req: Request, tenant: str) -> Response:
     redirect_uri?code&state, or ?error=access_denied&error_description=AADSTS50057 (disabled)
     or AADSTS50034 (no such user)."""
     d = _directory(cloud, tenant)
-    params = {**req.query, **dict(urllib.parse.parse_qsl(req.body.decode()))}
+    params = {**req.query, **dict(urllib.parse.parse_qsl(req.body.decode(errors="replace")))}
     _check_authorize(d, params)
     user = d.user(params.get("login_hint", ""))
     answer = {"state": params.get("state", "")}
@@ -136,7 +136,8 @@ def authorize(cloud, req: Request, tenant: str) -> Response:
     elif not user.enabled:
         answer |= {"error": "access_denied", "error_description": DISABLED}
     else:
-        code = secrets.token_urlsafe(48)
+        now, code = time.time(), secrets.token_urlsafe(48)
+        d.codes = {c: g for c, g in d.codes.items() if g.expires > now}  # Forget stale codes.
         d.codes[code] = Grant(
             user.id,
             params["client_id"],
@@ -145,7 +146,7 @@ def authorize(cloud, req: Request, tenant: str) -> Response:
             params.get("nonce", ""),
             params.get("code_challenge", ""),
             params.get("code_challenge_method", ""),
-            time.time() + CODE_LIFETIME,
+            now + CODE_LIFETIME,
         )
         answer = {"code": code, **answer}
     sep = "&" if "?" in params["redirect_uri"] else "?"

@@ -21,7 +21,7 @@ class _NoRedirect(urllib.request.HTTPRedirectHandler):
 _opener = urllib.request.build_opener(_NoRedirect)
 
 
-def call(url: str, method="GET", form=None, body=None, token=None):
+def call(url: str, method="GET", form=None, body=None, token=None, basic=None):
     """(status, headers with lower-case names, parsed JSON or text)."""
     data = urllib.parse.urlencode(form).encode() if form is not None else None
     if body is not None:
@@ -29,6 +29,8 @@ def call(url: str, method="GET", form=None, body=None, token=None):
     request = urllib.request.Request(url, data=data, method=method)
     if token:
         request.add_header("Authorization", f"Bearer {token}")
+    if basic:
+        request.add_header("Authorization", f"Basic {basic}")
     try:
         with _opener.open(request, timeout=10) as response:
             status, headers, raw = response.status, response.headers, response.read()

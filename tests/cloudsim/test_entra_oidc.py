@@ -119,6 +119,26 @@ def test_disabled_user_cannot_sign_in(entra):
     assert "code" not in query
 
 
+def test_a_user_disabled_after_the_code_gets_no_token(entra, ctl):
+    verifier, challenge = pkce()
+    code = entra.sign_in("alice@example.org", challenge)[1]["code"]
+    ctl.entra_disable_user("alice@example.org")
+
+    status, _, body = entra.redeem(code, verifier)
+
+    assert (status, body["error"], body["error_codes"]) == (400, "invalid_grant", [50057])
+
+
+def test_basic_client_authentication_is_accepted(entra):
+    import base64
+
+    basic = base64.b64encode(f"{DEMO_CLIENT_ID}:demo-client-secret".encode()).decode()
+    form = {"grant_type": "client_credentials", "scope": "https://graph.microsoft.com/.default"}
+    status, _, body = call(f"{entra.root}/oauth2/v2.0/token", "POST", form, basic=basic)
+
+    assert status == 200, body
+
+
 def test_key_rotation_keeps_the_old_key_listed_until_dropped(entra, ctl):
     old_kid = entra.jwks()["keys"][0]["kid"]
 

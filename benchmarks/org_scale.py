@@ -1,19 +1,30 @@
-"""The pages a platform admin lands on, at the scale of an organisation, under gunicorn.
+"""The pages a platform admin lands on, at the scale of an organisation, served as in production.
 
 Builds a fresh PostgreSQL database (portal_orgscale) with the demo data plus 200 teams, 2,000
 users, 10,000 workspaces in every status and kind, their pending approvals, 50,000 audit
 entries and a year of usage (UsageInterval rows written with COPY, rolled up into DailySpend by
-the product's own ``rollup_rebuild``). Then starts gunicorn as the Procfile does, logs in the
-platform admin through the login form, and for each page measures:
+the product's own ``rollup_rebuild``). Then starts the web server, logs in the platform admin
+through the login form, and for each page measures:
 
-- one client: median and p95 server time of 50 sequential requests (keep-alive), as
-  gunicorn's access log gives it (``%(D)s``), and the page's weight (HTML);
+- one client: median and p95 wall time of ``--runs`` sequential requests, timed by this
+  client over loopback from sending the request to reading the whole answer. It includes the
+  loopback round trip and HTTP parsing on both sides, so it is an upper bound of the server
+  time; uvicorn's access log has no duration (gunicorn's ``%(D)s`` does not apply under its
+  worker). Also the workers' CPU time per request (from /proc) and the page's weight (HTML);
 - the SQL queries one request runs (Django's test client in this process, same database);
 - 8 concurrent clients: wrk (Debian's package, ``apt-get install wrk``) for ``--seconds``,
   its median and p95 latency and requests/s.
 
-    python benchmarks/org_scale.py              # build, then measure
-    python benchmarks/org_scale.py --reuse      # measure the database built before
+The server is, by default (``--server procfile``), the Procfile's ``web:`` line itself, run
+through ``sh -c`` as honcho runs it, with PORTAL_PORT set to this benchmark's port: gunicorn
+with 2 uvicorn workers on portal.asgi, WSGI requests in a2wsgi's PORTAL_WSGI_THREADS threads.
+``--server wsgi`` starts the earlier command instead, for comparison: ``gunicorn portal.wsgi``
+with 2 sync workers, which close the connection after each answer (so its one-client times
+include a TCP connect); its access log's ``%(D)s`` is then printed beside the wall times.
+
+    python benchmarks/org_scale.py                 # build, then measure
+    python benchmarks/org_scale.py --reuse         # measure the database built before
+    python benchmarks/org_scale.py --reuse --server wsgi
 
 Targets (issue 15): one-client p95 <= 100 ms, <= 200 KB, queries constant in the rows.
 """
@@ -260,22 +271,37 @@ def _queries(path: str) -> int:
     return len(captured)
 
 
-def _gunicorn(env: dict, log: Path) -> subprocess.Popen:
-    """gunicorn as the Procfile starts it (2 workers), on PORT, its access log giving each
-    request's time in the server in microseconds (``%(D)s``); waits until it answers."""
+def _procfile_web() -> str:
+    """The command of the Procfile's ``web:`` line, as honcho hands it to the shell."""
+    for line in (ROOT / "Procfile").read_text().splitlines():
+        if line.startswith("web:"):
+            return line.removeprefix("web:").strip()
+    raise SystemExit("the Procfile has no web: line")
+
+
+def _start_server(kind: str, env: dict, log: Path) -> subprocess.Popen:
+    """The web server on PORT; waits until it answers and its other worker has booted.
+    procfile: the Procfile's web line through ``sh -c`` (its ``exec`` makes gunicorn's master
+    the child here); wsgi: gunicorn's sync workers on portal.wsgi, logging ``%(D)s`` to log."""
+    if kind == "procfile":
+        command = ["/bin/sh", "-c", _procfile_web()]
+    else:
+        command = [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "--bind",
+                   f"127.0.0.1:{PORT}", "--workers", "2", "--access-logfile", str(log),
+                   "--access-logformat", "%(D)s"]  # fmt: skip
     server = subprocess.Popen(
-        [str(ROOT / ".venv/bin/gunicorn"), "portal.wsgi", "--bind", f"127.0.0.1:{PORT}",
-         "--workers", "2", "--access-logfile", str(log), "--access-logformat", "%(D)s"],
-        cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        command, cwd=ROOT, env=dict(env, PORTAL_PORT=str(PORT)),
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     for _ in range(100):
         try:
             http.client.HTTPConnection("127.0.0.1", PORT, timeout=1).request("GET", "/healthz")
+            time.sleep(3)  # the first worker answers while the other still loads Django
             return server
         except OSError:
             time.sleep(0.2)
     server.kill()
-    raise SystemExit("gunicorn did not start")
+    raise SystemExit(f"the server did not start: {command}")
 
 
 def _login(username: str, password: str) -> str:
@@ -300,8 +326,8 @@ def _login(username: str, password: str) -> str:
 
 
 def _cpu_seconds(server: subprocess.Popen) -> float:
-    """CPU time (user + system) used so far by gunicorn's workers: on a machine shared with
-    other work, wall times grow with the load, CPU time per request much less."""
+    """CPU time (user + system, all threads) used so far by gunicorn's workers: on a machine
+    shared with other work, wall times grow with the load, CPU time per request much less."""
     children = Path(f"/proc/{server.pid}/task/{server.pid}/children").read_text().split()
     ticks = 0
     for pid in children:
@@ -310,28 +336,42 @@ def _cpu_seconds(server: subprocess.Popen) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
-def _one_client(path: str, cookie: str, runs: int, log: Path, server) -> tuple:
-    """(median ms, p95 ms, bytes, worker CPU ms per request) of ``runs`` sequential requests
-    on one connection, the times as the server logged them (from reading the request to
-    sending the answer)."""
+def _percentiles(times: list[float]) -> tuple[float, float]:
+    times = sorted(times)
+    return statistics.median(times), times[round(0.95 * (len(times) - 1))]
+
+
+def _one_client(path: str, cookie: str, runs: int, server) -> tuple:
+    """(wall times in ms, bytes, worker CPU ms per request) of ``runs`` sequential requests on
+    one connection (re-opened after each answer if the server closes it), each timed here from
+    sending the request to reading the last byte of the answer."""
     conn = http.client.HTTPConnection("127.0.0.1", PORT)
-    size = 0
-    for _ in range(3):  # the first ones warm both workers up
+    for _ in range(3):  # warm-up: the worker's first requests fill its caches
         conn.request("GET", path, headers={"Cookie": cookie})
         conn.getresponse().read()
     time.sleep(0.2)
-    start, cpu = log.stat().st_size, _cpu_seconds(server)
+    cpu, times, size = _cpu_seconds(server), [], 0
     for _ in range(runs):
+        t0 = time.perf_counter()
         conn.request("GET", path, headers={"Cookie": cookie})
         response = conn.getresponse()
         size = len(response.read())
+        times.append((time.perf_counter() - t0) * 1000)
         assert response.status == 200, (path, response.status)
-    cpu = (_cpu_seconds(server) - cpu) * 1000 / runs
+    conn.close()
+    return times, size, (_cpu_seconds(server) - cpu) * 1000 / runs
+
+
+def _logged(log: Path, start: int) -> str:
+    """The median and p95 of the server times gunicorn logged (``%(D)s``) after byte start of
+    its access log, or "" where there is no such log (the Procfile's uvicorn workers)."""
+    if not log.exists():
+        return ""
     time.sleep(0.2)  # the log is written after the answer
     with log.open() as f:
         f.seek(start)
-        times = sorted(int(line) / 1000 for line in f.read().split())
-    return statistics.median(times), times[round(0.95 * (len(times) - 1))], size, cpu
+        median, p95 = _percentiles([int(line) / 1000 for line in f.read().split()])
+    return f"  (gunicorn %(D)s: {median:.1f} / {p95:.1f} ms)"
 
 
 def _wrk(path: str, cookie: str, seconds: int, script: str) -> dict:
@@ -343,30 +383,40 @@ def _wrk(path: str, cookie: str, seconds: int, script: str) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
+def _row(label: str, path: str, cookie: str, args, server, log: Path, script: Path) -> str:
+    """One page's line of the table."""
+    start = log.stat().st_size if log.exists() else 0
+    times, size, cpu = _one_client(path, cookie, args.runs, server)
+    logged = _logged(log, start)
+    median, p95 = _percentiles(times)
+    loaded = _wrk(path, cookie, args.seconds, str(script))
+    rate = loaded["requests"] / loaded["seconds"]
+    return (
+        f"{label:<22} {median:7.1f}ms {p95:7.1f}ms {cpu:8.1f}ms "
+        f"{loaded['p50'] / 1000:7.1f}ms {loaded['p95'] / 1000:7.1f}ms {rate:8.1f} "
+        f"{size / 1024:6.1f} {_queries(path):>8}"
+        + (f"  ({loaded['errors']} errors)" if loaded["errors"] else "")
+        + logged
+    )
+
+
 def _measure(args, env: dict) -> None:
     if not shutil.which("wrk"):
         raise SystemExit("wrk is missing: apt-get install -y wrk")
     work = Path(tempfile.mkdtemp())
     script, log = work / "report.lua", work / "access.log"
     script.write_text(WRK_SCRIPT)
-    server = _gunicorn(env, log)
+    server = _start_server(args.server, env, log)
     try:
         cookie = _login("pat", "demo-pass-2026")
-        print(f"\n{'page':<22} {'1 client (server time)':>30} {'8 clients (wrk)':>28}")
+        print(f"\nserver: {args.server}; load average {os.getloadavg()[0]:.2f}")
+        print(f"{'page':<22} {'1 client (wall, loopback)':>30} {'8 clients (wrk)':>28}")
         print(
             f"{'':<22} {'median':>9} {'p95':>9} {'CPU/req':>10} {'median':>9} {'p95':>9} "
             f"{'req/s':>8} {'KB':>6} {'queries':>8}"
         )
         for label, path in PAGES.items():
-            median, p95, size, cpu = _one_client(path, cookie, args.runs, log, server)
-            loaded = _wrk(path, cookie, args.seconds, str(script))
-            rate = loaded["requests"] / loaded["seconds"]
-            print(
-                f"{label:<22} {median:7.1f}ms {p95:7.1f}ms {cpu:8.1f}ms "
-                f"{loaded['p50'] / 1000:7.1f}ms {loaded['p95'] / 1000:7.1f}ms {rate:8.1f} "
-                f"{size / 1024:6.1f} {_queries(path):>8}"
-                + (f"  ({loaded['errors']} errors)" if loaded["errors"] else "")
-            )
+            print(_row(label, path, cookie, args, server, log, script), flush=True)
     finally:
         server.terminate()
         server.wait()
@@ -377,6 +427,13 @@ def main() -> None:
     parser.add_argument("--reuse", action="store_true", help="measure the existing database")
     parser.add_argument("--runs", type=int, default=50, help="one-client requests per page")
     parser.add_argument("--seconds", type=int, default=10, help="wrk's duration per page")
+    parser.add_argument(
+        "--server",
+        choices=["procfile", "wsgi"],
+        default="procfile",
+        help="procfile: the Procfile's web line (uvicorn workers, portal.asgi); "
+        "wsgi: gunicorn's sync workers on portal.wsgi, the earlier command",
+    )
     args = parser.parse_args()
     if not args.reuse:
         _fresh_database()

@@ -102,3 +102,20 @@ def _kept_key(path: Path) -> str:
             "characters: delete the file and a new key is made (agents' tokens change)."
         )
     return key
+
+
+# The emulator's client secret (cloudsim/entra/directory.py): public, like PUBLISHED_KEYS.
+DEMO_ENTRA_SECRETS = frozenset({"demo-client-secret"})
+
+
+def entra_client_secret(*, configured: str, embedded: bool) -> str:
+    """ENTRA_CLIENT_SECRET as given; raises ImproperlyConfigured, naming the variable and never
+    its value, when a deployment other than the embedded default sets the emulator's public
+    demo secret (anyone could then redeem the portal's codes as the portal)."""
+    if configured in DEMO_ENTRA_SECRETS and not embedded:
+        raise ImproperlyConfigured(
+            "ENTRA_CLIENT_SECRET is the emulator's demo secret, published in the portal's "
+            "source. Create a client secret (or certificate) for the app registration in "
+            "Entra ID and set ENTRA_CLIENT_SECRET to it."
+        )
+    return configured

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import environ
 
-from portal.secret_key import is_embedded, secret_key
+from portal.secret_key import entra_client_secret, is_embedded, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -333,3 +333,28 @@ AZURE_HEADROOM_CACHE_SECONDS = env.int("AZURE_HEADROOM_CACHE_SECONDS", default=6
 WORKSPACE_SSH_USER = env.str("WORKSPACE_SSH_USER", default="researcher")
 # How many times a task retries a throttled, conflicting or 5xx Azure call before giving up.
 WORKSPACE_RETRY_MAX = env.int("WORKSPACE_RETRY_MAX", default=8)
+
+# --- Entra ID sign-in (teams/entra_oidc.py, teams/entra.py; README "Entra ID sign-in") ------
+# Off unless both ids are set: the login page then shows only the local password form.
+ENTRA_TENANT_ID = env.str("ENTRA_TENANT_ID", default="")
+ENTRA_CLIENT_ID = env.str("ENTRA_CLIENT_ID", default="")
+# Never logged. The emulator's demo secret is refused outside the embedded default.
+ENTRA_CLIENT_SECRET = entra_client_secret(
+    configured=env.str("ENTRA_CLIENT_SECRET", default=""),
+    embedded=is_embedded(
+        database_engine=DATABASES["default"]["ENGINE"],
+        broker_url=CELERY_BROKER_URL,
+        allowed_hosts=ALLOWED_HOSTS,
+    ),
+)
+# Production: Entra's public cloud. The demo and the tests: the emulator's URL (cloudsim).
+ENTRA_AUTHORITY = env.str("ENTRA_AUTHORITY", default="https://login.microsoftonline.com")
+# Microsoft Graph, asked for a user's groups when the ID token has too many to carry them.
+ENTRA_GRAPH_ENDPOINT = env.str("ENTRA_GRAPH_ENDPOINT", default="https://graph.microsoft.com")
+# App roles of the portal's app registration (the ID token's `roles` claim).
+ENTRA_PLATFORM_ADMIN_APP_ROLE = env.str("ENTRA_PLATFORM_ADMIN_APP_ROLE", default="Platform.Admin")
+ENTRA_TEAM_ADMIN_APP_ROLE = env.str("ENTRA_TEAM_ADMIN_APP_ROLE", default="Team.Admin")
+# Seconds of clock skew tolerated on the ID token's exp, nbf and iat.
+ENTRA_LEEWAY_SECONDS = env.int("ENTRA_LEEWAY_SECONDS", default=120)
+# Seconds for Entra ID's and Graph's HTTP calls.
+ENTRA_HTTP_TIMEOUT = env.float("ENTRA_HTTP_TIMEOUT", default=10.0)

@@ -1,9 +1,9 @@
 """The emulated tenant: users, groups, the portal's app registration, codes and keys.
 
 Demo data matches workspaces/management/commands/seed_demo.py: alice and bob (researchers),
-victor and nora (team admins) in the groups whose object ids the demo's AKS RoleBindings
-already name (DEMO_GROUPS there), pat with the app role Platform.Admin, and a disabled user
-eve. UPNs are <name>@example.org, as seed_demo's emails.
+victor and nora (team admins: app role Team.Admin) in the groups whose object ids the demo's
+AKS RoleBindings already name (DEMO_GROUPS there), pat with the app role Platform.Admin, and
+a disabled user eve. UPNs are <name>@example.org, as seed_demo's emails.
 """
 
 import uuid
@@ -22,8 +22,9 @@ NLP_GROUP = "1a7e4c3b-9d5f-4a2b-8c6e-3f4d5b6c7d02"
 DEMO_USERS = {
     "alice": ("Alice Researcher", [VISION_LAB], [], True),
     "bob": ("Bob Researcher", [NLP_GROUP], [], True),
-    "victor": ("Victor Admin", [VISION_LAB], [], True),
-    "nora": ("Nora Admin", [NLP_GROUP], [], True),
+    # The portal makes holders of its Team.Admin app role team admin of their groups' teams.
+    "victor": ("Victor Admin", [VISION_LAB], ["Team.Admin"], True),
+    "nora": ("Nora Admin", [NLP_GROUP], ["Team.Admin"], True),
     "pat": ("Pat Platform", [], ["Platform.Admin"], True),
     "eve": ("Eve Former", [VISION_LAB], [], False),
 }

@@ -4,17 +4,15 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from portal import health
-from teams.forms import LoginForm
+from teams import entra_views
 from workspaces import api
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
     path("healthz", health.healthz, name="healthz"),
-    path(
-        "accounts/login/",
-        auth_views.LoginView.as_view(authentication_form=LoginForm),
-        name="login",
-    ),
+    path("accounts/login/", entra_views.LoginView.as_view(), name="login"),
+    path("accounts/entra/login/", entra_views.entra_login, name="entra-login"),
+    path("accounts/entra/callback/", entra_views.entra_callback, name="entra-callback"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
     path("clusters/", include("clusters.urls")),

@@ -86,6 +86,12 @@ class Profile(models.Model):
         blank=True,
         help_text="User principal name, e.g. alice@contoso.com",
     )
+    # Written by Entra ID sign-in alone (teams/entra.py), from a validated ID token: the key
+    # sign-in finds the account by. Never the typed entra_object_id above, which is the user's
+    # word and would let anyone claim another's account.
+    signin_object_id = models.UUIDField(
+        null=True, blank=True, unique=True, editable=False, help_text="oid of Entra ID sign-in"
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):

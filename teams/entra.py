@@ -1,0 +1,147 @@
+"""Business rules of Entra ID sign-in: which account a validated ID token is, and what the
+token's groups and app roles make that account in the portal.
+
+- The account is found by the token's immutable ``oid`` (Profile.signin_object_id), never by
+  email or UPN, which change; the first sign-in creates it, username from preferred_username
+  made unique. Later sign-ins refresh the UPN and name.
+- A team is linked to Entra ID by its clusters' group object id (clusters.ClusterTeam, the
+  group its AKS RoleBinding names): one field for both. At every sign-in the user is made a
+  member of each linked team whose group is in the token's ``groups`` claim (or, past the
+  overage, Graph's answer) and removed from each linked team whose group is not. Teams with
+  no group are left to their team admins.
+- Role in those teams: team admin with the app role ENTRA_TEAM_ADMIN_APP_ROLE, else researcher.
+- Platform admin (is_staff, teams.rules.is_platform_admin) exactly with the app role
+  ENTRA_PLATFORM_ADMIN_APP_ROLE.
+Every change is audited with the action "entra.*" and no user as actor: the audit log shows
+"Entra ID" as who did it.
+"""
+
+from datetime import datetime
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.db import transaction
+
+from teams.models import Membership, Profile, Role, Team
+from teams.services import audit_record
+
+ACTOR = "Entra ID"  # Shown as the actor of the "entra.*" audit rows.
+USERNAME_MAX = 150  # Django's User.username.
+
+
+def _unique_username(wanted: str) -> str:
+    users = get_user_model().objects
+    base = (wanted or "entra-user")[: USERNAME_MAX - 4]
+    name, n = base, 1
+    while users.filter(username=name).exists():
+        n += 1
+        name = f"{base}-{n}"
+    return name
+
+
+def user_from_claims(*, claims: dict, now: datetime):
+    """The portal user of a validated ID token's claims (oid, preferred_username, name),
+    created at the first sign-in; the UPN and name are refreshed at every one."""
+    upn = str(claims.get("preferred_username") or claims.get("upn") or "")[:113]
+    first, _, last = str(claims.get("name") or "").partition(" ")
+    profile = Profile.objects.select_related("user").filter(signin_object_id=claims["oid"]).first()
+    if profile is None:
+        user = get_user_model().objects.create_user(
+            username=_unique_username(upn), email=upn, first_name=first[:150], last_name=last[:150]
+        )
+        profile, _ = Profile.objects.get_or_create(user=user)
+        profile.signin_object_id = claims["oid"]
+        audit_record(
+            actor=None,
+            team=None,
+            action="entra.user.create",
+            obj=user,
+            before={},
+            after={"user": user.username, "upn": upn, "by": ACTOR},
+            now=now,
+        )
+    user = profile.user
+    user.first_name, user.last_name = first[:150], last[:150]
+    user.save(update_fields=["first_name", "last_name"])
+    # The verified identity is what AKS knows the user by (Profile.kubernetes_users).
+    profile.entra_object_id, profile.entra_upn = claims["oid"], upn
+    profile.save()
+    return user
+
+
+def platform_admin_set(*, user, roles: list[str], now: datetime) -> None:
+    """is_staff exactly when the token carries the platform admin app role; audited."""
+    wanted = settings.ENTRA_PLATFORM_ADMIN_APP_ROLE in roles
+    if user.is_staff == wanted:
+        return
+    audit_record(
+        actor=None,
+        team=None,
+        action="entra.platform_admin",
+        obj=user,
+        before={"user": user.username, "platform_admin": user.is_staff},
+        after={"user": user.username, "platform_admin": wanted, "by": ACTOR},
+        now=now,
+    )
+    user.is_staff = wanted
+    user.save(update_fields=["is_staff"])
+
+
+def _linked_teams() -> dict[int, tuple[Team, set[str]]]:
+    """team id -> (team, its Entra group ids, lower case), for teams linked to a group."""
+    from clusters.models import ClusterTeam
+
+    linked: dict[int, tuple[Team, set[str]]] = {}
+    for link in ClusterTeam.objects.select_related("team"):
+        linked.setdefault(link.team_id, (link.team, set()))[1].add(str(link.group_object_id))
+    return linked
+
+
+def _audit_membership(membership, action: str, before: dict, after: dict, now) -> None:
+    after = {**after, "by": ACTOR} if after else {"by": ACTOR}
+    audit_record(
+        actor=None,
+        team=membership.team,
+        action=action,
+        obj=membership,
+        before=before,
+        after=after,
+        now=now,
+    )
+
+
+def memberships_sync(*, user, groups: list[str], roles: list[str], now: datetime) -> None:
+    """Make `user` a member of exactly the linked teams whose group is in `groups`, as team
+    admin with the team admin app role, else researcher; audited per change."""
+    held = {str(g).lower() for g in groups}
+    role = Role.TEAM_ADMIN if settings.ENTRA_TEAM_ADMIN_APP_ROLE in roles else Role.RESEARCHER
+    current = {m.team_id: m for m in Membership.objects.filter(user=user).select_related("team")}
+    for team_id, (team, team_groups) in _linked_teams().items():
+        membership = current.get(team_id)
+        if team_groups & held and membership is None:
+            membership = Membership.objects.create(team=team, user=user, role=role)
+            _audit_membership(
+                membership, "entra.membership.add", {}, {"user": user.username, "role": role}, now
+            )
+        elif team_groups & held and membership.role != role:
+            before = {"user": user.username, "role": membership.role}
+            membership.role = role
+            membership.save(update_fields=["role"])
+            after = {"user": user.username, "role": role}
+            _audit_membership(membership, "entra.membership.role", before, after, now)
+        elif not team_groups & held and membership is not None:
+            before = {"user": user.username, "role": membership.role}
+            _audit_membership(membership, "entra.membership.remove", before, {}, now)
+            membership.delete()
+
+
+def user_sign_in(*, claims: dict, groups: list[str], now: datetime):
+    """The account for a validated ID token, its platform admin flag and linked teams' memberships
+    set from the token's app roles and `groups` (the claim, or Graph's answer past the
+    overage). One transaction: a failure changes nothing."""
+    roles = [str(r) for r in claims.get("roles") or []]
+    with transaction.atomic():
+        user = user_from_claims(claims=claims, now=now)
+        platform_admin_set(user=user, roles=roles, now=now)
+        memberships_sync(user=user, groups=groups, roles=roles, now=now)
+    return user

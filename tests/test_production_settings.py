@@ -123,3 +123,23 @@ def test_check_deploy_with_the_documented_production_env_reports_nothing(tmp_pat
     result = _run(["manage.py", "check", "--deploy", "--fail-level", "WARNING"], env, tmp_path)
     assert result.returncode == 0, result.stderr
     assert "System check identified no issues (0 silenced)." in result.stdout
+
+
+def test_a_deployment_refuses_the_emulators_entra_client_secret(tmp_path):
+    env = {**PRODUCTION, "SECRET_KEY": secrets.token_urlsafe(50)}
+    entra = {
+        "ENTRA_TENANT_ID": "t",
+        "ENTRA_CLIENT_ID": "c",
+        "ENTRA_CLIENT_SECRET": "demo-client-secret",
+    }
+
+    result = _run(["manage.py", "check"], env | entra, tmp_path)
+
+    assert result.returncode != 0, result.stdout
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("django.core.exceptions.ImproperlyConfigured: ENTRA_CLIENT_SECRET"), last
+    assert "demo-client-secret" not in last  # The message names the variable, never the value.
+    # A secret of the deployment's own starts; the embedded demo may use the emulator's.
+    own = env | entra | {"ENTRA_CLIENT_SECRET": secrets.token_urlsafe(30)}
+    assert _run(["manage.py", "check"], own, tmp_path).returncode == 0
+    assert _run(["manage.py", "check"], entra, tmp_path).returncode == 0

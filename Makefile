@@ -18,6 +18,9 @@ run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-
 # The demo subscription's vCPU quota (cloudsim/demo.py): Azure's default 96 vCPUs per family
 # does not fit the demo pools, let alone a VM, a MIG slice and a namespace requested at once.
 run: export CLOUDSIM_DEMO_QUOTA ?= 1
+# "Sign in with Microsoft" against the emulator's Entra ID tenant (portal/settings.py): only the
+# embedded default takes it up; a deployment with DATABASE_URL etc. keeps Entra ID sign-in off.
+run: export ENTRA_DEMO ?= 1
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -49,6 +52,7 @@ run: venv
 	@echo "  Emulator: http://127.0.0.1:$(CLOUDSIM_PORT) (Azure Resource Manager, simulated)"
 	@echo "  Logins:   alice / bob (researchers), victor / nora (team admins), pat (platform admin)"
 	@echo "            password: demo-pass-2026"
+	@echo "            or Sign in with Microsoft (the emulator's Entra ID: alice, bob, victor, nora, pat)"
 	@echo ""
 	$(BIN)/honcho start -f Procfile
 

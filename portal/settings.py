@@ -241,15 +241,13 @@ PORTAL_RECONCILE_INTERVAL = env.float("PORTAL_RECONCILE_INTERVAL", default=60.0)
 # --- Secret key ------------------------------------------------------------------------------
 # Signs sessions and keys the agents' and JupyterLab's tokens. A deployment sets SECRET_KEY;
 # the embedded default alone keeps a random one in var/secret_key (portal/secret_key.py).
+_EMBEDDED = is_embedded(
+    database_engine=DATABASES["default"]["ENGINE"],
+    broker_url=CELERY_BROKER_URL,
+    allowed_hosts=ALLOWED_HOSTS,
+)
 SECRET_KEY = secret_key(
-    configured=env.str("SECRET_KEY", default=""),
-    debug=DEBUG,
-    embedded=is_embedded(
-        database_engine=DATABASES["default"]["ENGINE"],
-        broker_url=CELERY_BROKER_URL,
-        allowed_hosts=ALLOWED_HOSTS,
-    ),
-    var_dir=VAR_DIR,
+    configured=env.str("SECRET_KEY", default=""), debug=DEBUG, embedded=_EMBEDDED, var_dir=VAR_DIR
 )
 
 # --- Telemetry and idle stop -------------------------------------------------------------
@@ -335,22 +333,30 @@ WORKSPACE_SSH_USER = env.str("WORKSPACE_SSH_USER", default="researcher")
 WORKSPACE_RETRY_MAX = env.int("WORKSPACE_RETRY_MAX", default=8)
 
 # --- Entra ID sign-in (teams/entra_oidc.py, teams/entra.py; README "Entra ID sign-in") ------
+# `make run` sets ENTRA_DEMO: the embedded default alone then signs in against the emulator's
+# tenant (cloudsim/entra). Anywhere else ENTRA_DEMO changes nothing.
+_ENTRA_DEMO = env.bool("ENTRA_DEMO", default=False) and _EMBEDDED
+_EMULATOR = f"http://127.0.0.1:{CLOUDSIM_PORT}"
 # Off unless both ids are set: the login page then shows only the local password form.
-ENTRA_TENANT_ID = env.str("ENTRA_TENANT_ID", default="")
-ENTRA_CLIENT_ID = env.str("ENTRA_CLIENT_ID", default="")
+ENTRA_TENANT_ID = env.str(
+    "ENTRA_TENANT_ID", default="11111111-1111-1111-1111-111111111111" if _ENTRA_DEMO else ""
+)
+ENTRA_CLIENT_ID = env.str(
+    "ENTRA_CLIENT_ID", default="22222222-2222-2222-2222-222222222222" if _ENTRA_DEMO else ""
+)
 # Never logged. The emulator's demo secret is refused outside the embedded default.
 ENTRA_CLIENT_SECRET = entra_client_secret(
-    configured=env.str("ENTRA_CLIENT_SECRET", default=""),
-    embedded=is_embedded(
-        database_engine=DATABASES["default"]["ENGINE"],
-        broker_url=CELERY_BROKER_URL,
-        allowed_hosts=ALLOWED_HOSTS,
-    ),
+    configured=env.str("ENTRA_CLIENT_SECRET", default="demo-client-secret" if _ENTRA_DEMO else ""),
+    embedded=_EMBEDDED,
 )
 # Production: Entra's public cloud. The demo and the tests: the emulator's URL (cloudsim).
-ENTRA_AUTHORITY = env.str("ENTRA_AUTHORITY", default="https://login.microsoftonline.com")
+ENTRA_AUTHORITY = env.str(
+    "ENTRA_AUTHORITY", default=_EMULATOR if _ENTRA_DEMO else "https://login.microsoftonline.com"
+)
 # Microsoft Graph, asked for a user's groups when the ID token has too many to carry them.
-ENTRA_GRAPH_ENDPOINT = env.str("ENTRA_GRAPH_ENDPOINT", default="https://graph.microsoft.com")
+ENTRA_GRAPH_ENDPOINT = env.str(
+    "ENTRA_GRAPH_ENDPOINT", default=_EMULATOR if _ENTRA_DEMO else "https://graph.microsoft.com"
+)
 # App roles of the portal's app registration (the ID token's `roles` claim).
 ENTRA_PLATFORM_ADMIN_APP_ROLE = env.str("ENTRA_PLATFORM_ADMIN_APP_ROLE", default="Platform.Admin")
 ENTRA_TEAM_ADMIN_APP_ROLE = env.str("ENTRA_TEAM_ADMIN_APP_ROLE", default="Team.Admin")

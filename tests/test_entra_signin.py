@@ -10,7 +10,7 @@ from django.urls import reverse
 
 from cloudsim.entra.directory import VISION_LAB, demo_oid
 from teams import entra_oidc
-from teams.models import AuditEntry, Membership, Role
+from teams.models import AuditEntry, Membership, Role, Team
 from tests.entra_portal import begin, entra_on_fixture, finish, pick, sign_in  # noqa: F401
 from tests.factories import MembershipFactory, TeamFactory
 
@@ -178,3 +178,20 @@ def test_hostile_callbacks_get_400(client, entra_on, query):
 
     assert response.status_code == 400 and "Sign in with Microsoft" in response.content.decode()
     assert "<script>" not in response.content.decode()
+
+
+def test_the_demo_seed_puts_the_emulators_identities_on_their_teams(client, entra_on, sim):
+    # `make run`: seed_demo links Vision Lab and NLP Group to the groups the emulator's demo
+    # identities are in (DEMO_GROUPS); victor holds Team.Admin, pat Platform.Admin.
+    from tests.test_demo import _seed
+
+    Team.objects.all().delete()  # Only seed_demo's teams and links.
+    _seed(sim, demo_quota=True)
+
+    sign_in(client, "victor@example.org")
+    client.logout()
+    sign_in(client, "pat@example.org")
+
+    victor = Membership.objects.get(user=_user("victor"))
+    assert (victor.team.name, victor.role) == ("Vision Lab", Role.TEAM_ADMIN)
+    assert _user("pat").is_staff

@@ -143,3 +143,25 @@ def test_a_deployment_refuses_the_emulators_entra_client_secret(tmp_path):
     own = env | entra | {"ENTRA_CLIENT_SECRET": secrets.token_urlsafe(30)}
     assert _run(["manage.py", "check"], own, tmp_path).returncode == 0
     assert _run(["manage.py", "check"], entra, tmp_path).returncode == 0
+
+
+PRINT_ENTRA = (
+    "import django; django.setup(); from django.conf import settings as s; "
+    "print(s.ENTRA_TENANT_ID or '-', s.ENTRA_AUTHORITY, bool(s.ENTRA_CLIENT_SECRET))"
+)
+
+
+def test_make_runs_entra_demo_reaches_only_the_embedded_default(tmp_path):
+    # The Makefile's run target exports ENTRA_DEMO=1: the embedded demo signs in against the
+    # emulator; a deployment that inherits the variable keeps sign-in off and still starts.
+    demo = _run(["-c", PRINT_ENTRA], {"ENTRA_DEMO": "1", "CLOUDSIM_PORT": "8100"}, tmp_path)
+    assert demo.returncode == 0, demo.stderr
+    assert demo.stdout.split() == [
+        "11111111-1111-1111-1111-111111111111",
+        "http://127.0.0.1:8100",
+        "True",
+    ]
+    env = {**PRODUCTION, "SECRET_KEY": secrets.token_urlsafe(50), "ENTRA_DEMO": "1"}
+    deployed = _run(["-c", PRINT_ENTRA], env, tmp_path)
+    assert deployed.returncode == 0, deployed.stderr
+    assert deployed.stdout.split() == ["-", "https://login.microsoftonline.com", "False"]

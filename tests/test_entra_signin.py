@@ -76,7 +76,8 @@ def test_platform_admin_from_the_app_role(client, entra_on):
     assert pat.is_staff and not Membership.objects.filter(user=pat).exists()
     assert client.get(reverse("approvals")).status_code == 200
     audit = client.get(reverse("audit")).content.decode()
-    assert "Entra ID" in audit and AuditEntry.objects.filter(action="entra.platform_admin").exists()
+    assert "<td>Entra ID</td>" in audit  # Who gave the role, on the audit page.
+    assert AuditEntry.objects.filter(action="entra.platform_admin", actor=None).exists()
 
 
 def test_a_renamed_upn_keeps_the_account(client, entra_on, sim_server):
@@ -195,3 +196,13 @@ def test_the_demo_seed_puts_the_emulators_identities_on_their_teams(client, entr
     victor = Membership.objects.get(user=_user("victor"))
     assert (victor.team.name, victor.role) == ("Vision Lab", Role.TEAM_ADMIN)
     assert _user("pat").is_staff
+
+
+@pytest.mark.parametrize("target", ["https://evil.example/", "//evil.example/", "/teams/"])
+def test_after_sign_in_the_user_goes_only_to_a_page_of_the_portal(client, entra_on, target):
+    authorize = client.get(reverse("entra-login"), {"next": target})["Location"]
+
+    response = finish(client, pick(authorize, "alice@example.org"))
+
+    expected = target if target == "/teams/" else reverse("workspaces:list")
+    assert response.status_code == 302 and response["Location"] == expected

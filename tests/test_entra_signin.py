@@ -206,3 +206,15 @@ def test_after_sign_in_the_user_goes_only_to_a_page_of_the_portal(client, entra_
 
     expected = target if target == "/teams/" else reverse("workspaces:list")
     assert response.status_code == 302 and response["Location"] == expected
+
+
+def test_an_account_deactivated_in_the_portal_stays_out(client, entra_on):
+    sign_in(client, "alice@example.org")
+    client.logout()
+    User.objects.filter(pk=_user("alice").pk).update(is_active=False)
+
+    response = sign_in(client, "alice@example.org")
+
+    assert response.status_code == 400
+    assert "This account is deactivated in the portal." in response.content.decode()
+    assert "_auth_user_id" not in client.session

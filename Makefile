@@ -61,6 +61,7 @@ lint: venv
 	$(BIN)/ruff format --check .
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py check
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py makemigrations --check --dry-run
+	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/mypy
 
 # The suite on PostgreSQL + Redis where they answer (as production runs), then on SQLite.
 test-postgres: venv

@@ -24,6 +24,7 @@ from typing import Any
 import yaml
 from azure.core.exceptions import ResourceNotFoundError
 from azure.core.polling import LROPoller
+from azure.mgmt.containerservice import ContainerServiceClient
 
 from .azure_vm import _PollOnce, _SendOnly, _text
 from .clients import AzureSettings, container_client
@@ -115,7 +116,7 @@ def _check_counts(count: int, low: int | None, high: int | None) -> None:
             raise ValueError(f"{label} must be a whole number from 0 to {MAX_NODES}")
     if (low is None) != (high is None):
         raise ValueError("set both min_count and max_count for autoscaling, or neither")
-    if low is not None and low > high:
+    if low is not None and high is not None and low > high:
         raise ValueError(f"min_count {low} is larger than max_count {high}")
 
 
@@ -157,7 +158,7 @@ class KubeEndpoint:
 # --- clients and errors -------------------------------------------------------------------------
 
 
-def _client(settings: AzureSettings, cluster: ClusterRef):
+def _client(settings: AzureSettings, cluster: ClusterRef) -> ContainerServiceClient:
     if not all(
         isinstance(v, str) and v.strip()
         for v in (cluster.subscription_id, cluster.resource_group, cluster.name)
@@ -263,8 +264,9 @@ def _pool_body(spec: PoolSpec) -> dict[str, Any]:
         "nodeLabels": dict(spec.labels),
         "enableAutoScaling": spec.autoscaling,
     }
-    if spec.autoscaling:
-        props["count"] = min(max(spec.count, spec.min_count), spec.max_count)
+    low, high = spec.min_count, spec.max_count
+    if low is not None and high is not None:  # spec.autoscaling
+        props["count"] = min(max(spec.count, low), high)
         props.update(minCount=spec.min_count, maxCount=spec.max_count)
     if spec.gpu_instance_profile:
         props["gpuInstanceProfile"] = spec.gpu_instance_profile
@@ -306,13 +308,13 @@ def pool_begin(
     pools = _client(settings, cluster).agent_pools
     polling = _SendOnly(settings.polling_interval)
     with _aks_errors():
-        if operation == "create":
-            poller = pools.begin_create_or_update(
+        if spec is not None:  # create: checked above
+            poller = pools.begin_create_or_update(  # type: ignore[call-overload]  # a JSON dict
                 cluster.resource_group, cluster.name, name, _pool_body(spec), polling=polling
             )
         else:
             poller = pools.begin_delete(cluster.resource_group, cluster.name, name, polling=polling)
-        return poller.continuation_token()
+        return str(poller.continuation_token())
 
 
 def pool_poll(
@@ -340,17 +342,22 @@ def pool_poll(
     return PoolProgress(done=True, pool=pool)
 
 
-def _resumed(pools, cluster: ClusterRef, operation, name, token, interval) -> LROPoller:
+def _resumed(
+    pools: Any, cluster: ClusterRef, operation: str, name: str, token: str, interval: float
+) -> LROPoller[Any]:
     polling = _PollOnce(interval)
+    poller: LROPoller[Any]
     if operation == "create":
         # The body is in the token's past; the SDK ignores `parameters` when resuming.
-        return pools.begin_create_or_update(
+        poller = pools.begin_create_or_update(
             cluster.resource_group, cluster.name, name, None,
             continuation_token=token, polling=polling,
         )  # fmt: skip
-    return pools.begin_delete(
+        return poller
+    poller = pools.begin_delete(
         cluster.resource_group, cluster.name, name, continuation_token=token, polling=polling
     )
+    return poller
 
 
 # --- credentials --------------------------------------------------------------------------------

@@ -150,7 +150,7 @@ def begin(settings: AzureSettings, operation: str, *, name: str, spec: VmSpec | 
     elif spec is not None:
         raise ValueError(f"{operation} takes no spec")
     with azure_errors():
-        if operation == "create":
+        if spec is not None:  # create: checked above
             poller = _begin_create(settings, _names(name), spec)
         else:
             start = _vm_action(settings, operation)
@@ -221,11 +221,13 @@ def _tag_os_disk(settings: AzureSettings, names: VmNames) -> None:
         compute.disks.begin_update(settings.resource_group, names.os_disk, {"tags": tags}).result()
 
 
-def _resumed(settings, operation, name, token, polling) -> LROPoller:
+def _resumed(
+    settings: AzureSettings, operation: str, name: str, token: str, polling: ARMPolling
+) -> LROPoller[Any]:
     vms = compute_client(settings).virtual_machines
     if operation == "create":
         # The body is in the token's past; the SDK ignores `parameters` when resuming.
-        return vms.begin_create_or_update(
+        return vms.begin_create_or_update(  # type: ignore[call-overload,no-any-return]
             settings.resource_group, name, None, continuation_token=token, polling=polling
         )
     return _vm_action(settings, operation)(
@@ -344,11 +346,13 @@ def _vcpus(sku: Any) -> int:
 # --- create -----------------------------------------------------------------
 
 
-def _begin_create(settings: AzureSettings, names: VmNames, spec: VmSpec) -> LROPoller:
+def _begin_create(settings: AzureSettings, names: VmNames, spec: VmSpec) -> LROPoller[Any]:
     nic_id = _ensure_nic(settings, names.nic, spec)
     body = _vm_body(names, nic_id, spec)
     vms = compute_client(settings).virtual_machines
-    return vms.begin_create_or_update(
+    # The body is ARM's JSON as a dict, which the SDK sends as it is; its overloads name only
+    # the model class and raw bytes.
+    return vms.begin_create_or_update(  # type: ignore[call-overload,no-any-return]
         settings.resource_group, names.vm, body, polling=_SendOnly(settings.polling_interval)
     )
 
@@ -361,10 +365,10 @@ def _ensure_nic(settings: AzureSettings, nic_name: str, spec: VmSpec) -> str:
     """
     nics = network_client(settings).network_interfaces
     try:
-        poller = nics.begin_create_or_update(
+        poller = nics.begin_create_or_update(  # type: ignore[call-overload]  # a JSON dict
             settings.resource_group, nic_name, _nic_body(settings, spec)
         )
-        return poller.result().id
+        return str(poller.result().id)
     except AzureError as exc:
         if not from_azure(exc).transient:
             # Best effort: the original error is the one worth reporting.
@@ -449,16 +453,17 @@ def _os_profile(computer_name: str, spec: VmSpec) -> dict[str, Any]:
 # --- start / deallocate / delete ----------------------------------------------
 
 
-def _vm_action(settings: AzureSettings, operation: str) -> Callable[..., LROPoller]:
+def _vm_action(settings: AzureSettings, operation: str) -> Callable[..., LROPoller[None]]:
     vms = compute_client(settings).virtual_machines
-    return {
+    actions: dict[str, Callable[..., LROPoller[None]]] = {
         "start": vms.begin_start,
         "deallocate": vms.begin_deallocate,
         "delete": vms.begin_delete,
-    }[operation]
+    }
+    return actions[operation]
 
 
-def _delete_and_wait(begin_delete: Callable[..., LROPoller], group: str, name: str) -> None:
+def _delete_and_wait(begin_delete: Callable[..., LROPoller[None]], group: str, name: str) -> None:
     # Azure answers 204 for an absent resource; a 404 means the same: already gone.
     with contextlib.suppress(ResourceNotFoundError):
         begin_delete(group, name).result()
@@ -468,7 +473,7 @@ def _delete_all(settings: AzureSettings, names: VmNames, *, include_vm: bool) ->
     """Delete (VM,) NIC, OS disk in that order -- the NIC and disk cannot go while the
     VM holds them. Tries every step; raises the first CloudError at the end."""
     compute = compute_client(settings)
-    steps = [
+    steps: list[tuple[Callable[..., LROPoller[None]], str]] = [
         (network_client(settings).network_interfaces.begin_delete, names.nic),
         (compute.disks.begin_delete, names.os_disk),
     ]

@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from azure.core.credentials import AccessToken
 from azure.core.pipeline.policies import RetryPolicy, SansIOHTTPPolicy
+from azure.core.rest import HttpRequest, HttpResponse
 from azure.identity import DefaultAzureCredential
 from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.containerservice import ContainerServiceClient
@@ -57,7 +58,7 @@ class _EmulatorCredential:
         return AccessToken("emulator", 2**31 - 1)
 
 
-class _EmulatorAuthPolicy(SansIOHTTPPolicy):
+class _EmulatorAuthPolicy(SansIOHTTPPolicy[HttpRequest, HttpResponse]):
     """Replaces the bearer policy, which refuses to send tokens over plain http."""
 
     def on_request(self, request: Any) -> None:
@@ -129,7 +130,7 @@ def container_client(settings: AzureSettings) -> ContainerServiceClient:
     return ContainerServiceClient(subscription_id=settings.subscription_id, **kwargs)
 
 
-class CostRetryPolicy(RetryPolicy):
+class CostRetryPolicy(RetryPolicy[HttpRequest, HttpResponse]):
     """azure-core's retry policy for Cost Management queries.
 
     A query is a POST that only reads, so a 429 is retried like a GET's, waiting the longest of

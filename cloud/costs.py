@@ -76,7 +76,7 @@ class CostFormatError(ValueError):
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _columns(properties: dict, where: str) -> dict[str, int]:
+def _columns(properties: dict[str, Any], where: str) -> dict[str, int]:
     """{lower-case column name: index}, each column checked to be {"name": str, "type": str}."""
     columns = properties.get("columns")
     if not isinstance(columns, list) or not columns:
@@ -157,7 +157,7 @@ def parse_page(page: Any, *, tag: str = TAG, where: str = "page") -> tuple[list[
     return costs, _next_link(properties, where)
 
 
-def _next_link(properties: dict, where: str) -> str:
+def _next_link(properties: dict[str, Any], where: str) -> str:
     link = properties.get("nextLink")
     if link is not None and not isinstance(link, str):
         raise CostFormatError(f"{where}: nextLink {link!r} is not a URL or null")
@@ -196,7 +196,9 @@ def _raw(pipeline_response: Any, deserialized: Any, headers: Any) -> Any:
     return pipeline_response.http_response
 
 
-def _page(client: Any, scope: str, query: QueryDefinition, params: dict, where: str) -> Any:
+def _page(
+    client: Any, scope: str, query: QueryDefinition, params: dict[str, Any], where: str
+) -> Any:
     """One page's JSON (numbers as Decimal), or None for a 204 (no cost data at all).
     Raises CloudError, CostFormatError."""
     try:
@@ -224,7 +226,9 @@ def _follow(link: str, scope: str, seen: set[str], where: str) -> dict[str, str]
     return params
 
 
-def _fetch_period(client, scope: str, query: QueryDefinition, tag: str, max_pages: int) -> list:
+def _fetch_period(
+    client: Any, scope: str, query: QueryDefinition, tag: str, max_pages: int
+) -> list[ActualCost]:
     params: dict[str, str] = {}
     seen: set[str] = set()
     costs: list[ActualCost] = []

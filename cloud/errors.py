@@ -60,7 +60,8 @@ def is_transient(status: int | None, code: str) -> bool:
 
 
 def _retry_after(exc: HttpResponseError) -> float | None:
-    header = exc.response.headers.get("Retry-After") if exc.response is not None else None
+    # azure-core types the response as its common API, which leaves the headers out.
+    header = (getattr(exc.response, "headers", None) or {}).get("Retry-After")
     try:
         return float(header) if header is not None else None
     except ValueError:

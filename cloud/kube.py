@@ -41,6 +41,7 @@ import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from decimal import Decimal, InvalidOperation
+from functools import partial
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -90,10 +91,11 @@ class _TokenHook:
 
     def __call__(self, config: client.Configuration) -> None:
         with self._lock:
-            if self._token is None or self._token.expires_on - TOKEN_MARGIN <= time.time():
+            token = self._token
+            if token is None or token.expires_on - TOKEN_MARGIN <= time.time():
                 with _errors():
-                    self._token = self._credential.get_token(AKS_SERVER_SCOPE)
-            config.api_key["BearerToken"] = self._token.token
+                    token = self._token = self._credential.get_token(AKS_SERVER_SCOPE)
+            config.api_key["BearerToken"] = token.token
 
 
 def _ca_file(ca_data: str) -> str:
@@ -200,7 +202,13 @@ def _quietly(call: Callable[[], Any]) -> Any:
         return None
 
 
-def _ensure(kind: str, name: str, create: Callable, read: Callable, owned: Callable) -> Any:
+def _ensure(
+    kind: str,
+    name: str,
+    create: Callable[[], Any],
+    read: Callable[[], Any],
+    owned: Callable[[Any], bool],
+) -> Any:
     """Create; on 409 AlreadyExists accept the existing object if owned(its labels) and
     return it (None when created)."""
     try:
@@ -219,7 +227,7 @@ def _ensure(kind: str, name: str, create: Callable, read: Callable, owned: Calla
     raise CloudError("AlreadyExists", message, status=409)
 
 
-def _meta(name: str, labels: dict, namespace: str | None = None) -> dict:
+def _meta(name: str, labels: dict[str, Any], namespace: str | None = None) -> dict[str, Any]:
     meta = {"name": name, "labels": labels}
     if namespace:
         meta["namespace"] = namespace
@@ -280,7 +288,7 @@ class PodState:
     service_port: int
 
 
-def _toleration(taint: str) -> dict:
+def _toleration(taint: str) -> dict[str, Any]:
     """ "sku=gpu:NoSchedule" -> Equal toleration; "key:Effect" -> Exists. ValueError else."""
     pair, sep, effect = taint.rpartition(":")
     key, has_value, value = pair.partition("=")
@@ -323,7 +331,7 @@ def _agent_launcher(requirement: str) -> str:
     )
 
 
-def _with_agent(spec: MigSpec, container: dict, pod_spec: dict) -> None:
+def _with_agent(spec: MigSpec, container: dict[str, Any], pod_spec: dict[str, Any]) -> None:
     """Mount the agent's ConfigMap and start it before the image's command (in place)."""
     container["command"] = ["/bin/sh", "-c", _agent_launcher(spec.agent_requirement), "launch"]
     container["args"] = list(spec.start_command)
@@ -333,14 +341,14 @@ def _with_agent(spec: MigSpec, container: dict, pod_spec: dict) -> None:
     pod_spec["volumes"].append({"name": "agent", "configMap": config_map})
 
 
-def _jupyter_env(spec: MigSpec) -> list[dict]:
+def _jupyter_env(spec: MigSpec) -> list[dict[str, Any]]:
     if not spec.jupyter_token:
         return []
     ref = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "jupyter-token"}}
     return [{"name": "JUPYTER_TOKEN", "valueFrom": ref}]
 
 
-def _statefulset(spec: MigSpec, labels: dict) -> dict:
+def _statefulset(spec: MigSpec, labels: dict[str, Any]) -> dict[str, Any]:
     resource = {f"{MIG_PREFIX}{spec.mig_profile}": "1"}
     token = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "token"}}
     env = [{"name": k, "value": v} for k, v in spec.env]
@@ -373,13 +381,16 @@ def _statefulset(spec: MigSpec, labels: dict) -> dict:
     }
 
 
-def _mig_objects(spec: MigSpec, labels: dict) -> list[tuple[str, str, str, dict]]:
+def _mig_objects(
+    spec: MigSpec, labels: dict[str, Any]
+) -> list[tuple[str, str, str, dict[str, Any]]]:
     """(kind, api attribute suffix, name, body) of the namespaced objects, in creation order."""
     ns, name = spec.namespace, spec.name
-    secret = {"metadata": _meta(f"{name}-agent", labels, ns), "type": "Opaque"}
-    secret["stringData"] = {"token": spec.agent_token}
+    string_data = {"token": spec.agent_token}
     if spec.jupyter_token:
-        secret["stringData"]["jupyter-token"] = spec.jupyter_token
+        string_data["jupyter-token"] = spec.jupyter_token
+    secret = {"metadata": _meta(f"{name}-agent", labels, ns), "type": "Opaque"}
+    secret["stringData"] = string_data
     pvc_spec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": f"{spec.home_gib}Gi"}},
@@ -431,9 +442,7 @@ def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
         for kind, attr, name, body in _mig_objects(spec, labels):
             create = getattr(core, f"create_namespaced_{attr}")
             read = getattr(core, f"read_namespaced_{attr}")
-            _ensure(
-                kind, name, lambda c=create, b=body: c(ns, b), lambda r=read, n=name: r(n, ns), mine
-            )
+            _ensure(kind, name, partial(create, ns, body), partial(read, name, ns), mine)
         _ensure(
             "StatefulSet",
             spec.name,
@@ -456,7 +465,7 @@ class SliceAccess:
     labels: tuple[tuple[str, str], ...] = ()
 
 
-def _owner_rules(pod: str) -> list[dict]:
+def _owner_rules(pod: str) -> list[dict[str, Any]]:
     """What `kubectl port-forward pod/<pod>` and `kubectl logs <pod>` need, on that pod only
     (https://kubernetes.io/docs/reference/access-authn-authz/rbac/#referring-to-resources):
     get the pod, pods/portforward (create over SPDY; get over WebSocket, which kubectl uses
@@ -469,21 +478,28 @@ def _owner_rules(pod: str) -> list[dict]:
     ]
 
 
-def _owner_objects(access: SliceAccess) -> tuple[dict, dict]:
+def _owner_objects(access: SliceAccess) -> tuple[dict[str, Any], dict[str, Any]]:
     labels, name = _labels(access.workspace_id, access.labels), f"{access.name}-owner"
-    role = {"metadata": _meta(name, labels, access.namespace)}
+    role: dict[str, Any] = {"metadata": _meta(name, labels, access.namespace)}
     role["rules"] = _owner_rules(f"{access.name}-0")
     subjects = [
         {"kind": "User", "apiGroup": "rbac.authorization.k8s.io", "name": user}
         for user in dict.fromkeys(access.users)
     ]
     ref = {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name}
-    binding = {"metadata": _meta(name, labels, access.namespace), "roleRef": ref}
+    binding: dict[str, Any] = {"metadata": _meta(name, labels, access.namespace), "roleRef": ref}
     binding["subjects"] = subjects
     return role, binding
 
 
-def _ensure_fields(api: ApiClient, kind: str, name: str, calls: tuple, mine, fields: dict) -> None:
+def _ensure_fields(
+    api: ApiClient,
+    kind: str,
+    name: str,
+    calls: tuple[Callable[[], Any], Callable[[], Any], Callable[[dict[str, Any]], Any]],
+    mine: Callable[[Any], bool],
+    fields: dict[str, Any],
+) -> None:
     """_ensure, then `fields` (lists: rules, subjects) patched onto an existing object of ours
     where they differ. calls: (create, read, patch(body))."""
     create, read, patch = calls
@@ -647,7 +663,9 @@ def _hard(spec: NamespaceSpec) -> dict[str, str]:
     return hard
 
 
-def _namespace_objects(spec: NamespaceSpec, labels: dict) -> list[tuple[str, str, str, dict]]:
+def _namespace_objects(
+    spec: NamespaceSpec, labels: dict[str, Any]
+) -> list[tuple[str, str, str, dict[str, Any]]]:
     ns = spec.name
     quota = {"metadata": _meta(QUOTA_NAME, labels, ns), "spec": {"hard": _hard(spec)}}
     limits = [{"type": "Container", "default": DEFAULT_LIMIT, "defaultRequest": DEFAULT_REQUEST}]
@@ -696,12 +714,10 @@ def namespace_ensure(api: ApiClient, spec: NamespaceSpec) -> None:
             create = getattr(typed, f"create_namespaced_{attr}")
             read = getattr(typed, f"read_namespaced_{attr}")
             name = body["metadata"]["name"]
-            _ensure(
-                kind, name, lambda c=create, b=body: c(ns, b), lambda r=read, n=name: r(n, ns), mine
-            )
+            _ensure(kind, name, partial(create, ns, body), partial(read, name, ns), mine)
 
 
-def _workloads(api: ApiClient, namespace: str) -> Iterator[tuple[Callable, Any]]:
+def _workloads(api: ApiClient, namespace: str) -> Iterator[tuple[Callable[..., Any], Any]]:
     """(patch function, object) of every Deployment and StatefulSet in the namespace."""
     apps = client.AppsV1Api(api)
     for obj in apps.list_namespaced_deployment(namespace).items:
@@ -836,7 +852,7 @@ def pool_capacity(api: ApiClient) -> list[PoolCapacity]:
     for pod in pods:
         for key, count in _gpu_requests(pod).items():
             pool = pool_of.get(pod.spec.node_name)
-            if (pool, key) in totals:
+            if pool is not None and (pool, key) in totals:
                 totals[(pool, key)][1] += count
     return [PoolCapacity(p, r, t, u) for (p, r), (t, u) in sorted(totals.items())]
 

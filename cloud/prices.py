@@ -34,6 +34,8 @@ from azure.core.exceptions import AzureError
 from azure.core.pipeline.policies import HeadersPolicy, RetryPolicy, UserAgentPolicy
 from azure.core.rest import HttpRequest, HttpResponse
 
+Client = PipelineClient[HttpRequest, HttpResponse]
+
 DEFAULT_ENDPOINT = "https://prices.azure.com"
 PRICES_PATH = "/api/retail/prices"
 API_VERSION = "2023-01-01-preview"
@@ -105,14 +107,14 @@ class PriceApiError(Exception):
 # --- parsing ---------------------------------------------------------------------------------
 
 
-def _text(item: dict, name: str, where: str) -> str:
+def _text(item: dict[str, Any], name: str, where: str) -> str:
     value = item.get(name)
     if not isinstance(value, str):
         raise PriceFormatError(f"{where}: '{name}' is missing or not a string ({value!r})")
     return value
 
 
-def _number(item: dict, name: str, where: str) -> Decimal:
+def _number(item: dict[str, Any], name: str, where: str) -> Decimal:
     value = item.get(name)
     if isinstance(value, float):
         # A float has already lost the exact JSON text (or is NaN/Infinity).
@@ -197,7 +199,7 @@ def _to_price(f: dict[str, Any], kind: str, where: str) -> RetailPrice:
     )
 
 
-def parse_item(item: dict, *, where: str = "item") -> RetailPrice:
+def parse_item(item: dict[str, Any], *, where: str = "item") -> RetailPrice:
     """One VM or managed-disk item as a RetailPrice, whatever its price type or OS: no filtering
     (parse_items keeps only Linux pay-as-you-go). Raises PriceFormatError for a malformed item,
     ValueError for an item that prices neither a VM nor a managed disk."""
@@ -208,7 +210,7 @@ def parse_item(item: dict, *, where: str = "item") -> RetailPrice:
     return _to_price(fields, kind, where)
 
 
-def parse_items(items: list[dict], *, where: str = "Items") -> list[RetailPrice]:
+def parse_items(items: list[dict[str, Any]], *, where: str = "Items") -> list[RetailPrice]:
     """The Linux pay-as-you-go VM prices and managed-disk prices among API items, in order.
 
     Every item is checked, kept or not (a schema change anywhere fails the whole page). Kept: VM
@@ -303,7 +305,7 @@ def disk_filters(*, region: str, sku_names: Sequence[str]) -> list[str]:
 # --- HTTP ------------------------------------------------------------------------------------
 
 
-class _CappedRetryPolicy(RetryPolicy):
+class _CappedRetryPolicy(RetryPolicy[HttpRequest, HttpResponse]):
     """azure-core's retry policy, with Retry-After waits cut to MAX_RETRY_WAIT seconds."""
 
     def get_retry_after(self, response: Any) -> float | None:
@@ -311,7 +313,7 @@ class _CappedRetryPolicy(RetryPolicy):
         return None if wait is None else min(wait, MAX_RETRY_WAIT)
 
 
-def _client(endpoint: str, retry_total: int, retry_backoff: float) -> PipelineClient:
+def _client(endpoint: str, retry_total: int, retry_backoff: float) -> Client:
     # retry_total is the single knob: lift azure-core's separate caps (3 each) with it.
     retry = _CappedRetryPolicy(
         retry_total=retry_total,
@@ -332,7 +334,7 @@ def _client(endpoint: str, retry_total: int, retry_backoff: float) -> PipelineCl
 def _error_from(response: HttpResponse) -> PriceApiError:
     code, message = response.reason or "HttpError", response.text()[:500]
     try:
-        body = json.loads(response.body())
+        body = json.loads(response.read())
     except ValueError:
         body = None
     error = body.get("Error", body.get("error")) if isinstance(body, dict) else None
@@ -344,7 +346,7 @@ def _error_from(response: HttpResponse) -> PriceApiError:
     return PriceApiError(response.status_code, code, message)
 
 
-def _get_page(client: PipelineClient, url: str, timeout: float) -> Any:
+def _get_page(client: Client, url: str, timeout: float) -> Any:
     """One page's JSON (numbers as Decimal). Raises PriceApiError, PriceFormatError."""
     request = HttpRequest("GET", url)
     try:
@@ -354,7 +356,7 @@ def _get_page(client: PipelineClient, url: str, timeout: float) -> Any:
     if response.status_code != 200:
         raise _error_from(response)
     try:
-        return json.loads(response.body(), parse_float=Decimal)
+        return json.loads(response.read(), parse_float=Decimal)
     except ValueError as exc:
         raise PriceFormatError(f"{url}: the response is not JSON ({exc})") from None
 
@@ -372,7 +374,7 @@ def first_page_url(endpoint: str, odata_filter: str) -> str:
 
 
 def _fetch_filter(
-    client: PipelineClient, endpoint: str, odata_filter: str, timeout: float, max_pages: int
+    client: Client, endpoint: str, odata_filter: str, timeout: float, max_pages: int
 ) -> list[RetailPrice]:
     url, seen, prices = first_page_url(endpoint, odata_filter), set(), []
     for number in range(1, max_pages + 1):

@@ -26,6 +26,7 @@ from datetime import datetime
 
 from django.db import transaction
 
+from live import stamps
 from teams import entra, entra_oidc
 from teams.graph import GraphClient, GraphError
 from teams.models import Membership, Profile
@@ -104,6 +105,7 @@ def _deactivate(user, now: datetime) -> None:
         user.set_unusable_password()  # a new session auth hash: every session of theirs ends
         user.save(update_fields=["is_active", "password"])
         Profile.objects.filter(user=user).update(entra_disabled_at=now)
+        stamps.bump(stamps.topic("session", user.pk))  # open live streams end (live.streams)
         for membership in Membership.objects.filter(user=user).select_related("team"):
             member_left_announce(
                 team=membership.team, user=user, reason=LeaveReason.DEACTIVATED_BY_ENTRA, now=now

@@ -4,12 +4,14 @@ ended; Graph's paging, throttling and failures; re-enabled users sign in again."
 
 import uuid
 
+import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
 from cloudsim.entra.directory import NLP_GROUP, VISION_LAB, demo_oid
+from live import stamps, streams, tokens
 from portal.celery import app as celery_app
 from teams import entra_oidc
 from teams.entra_sync import entra_sync
@@ -229,3 +231,24 @@ def test_the_task_returns_the_counts(entra_on, sim):
 
     counts = task.delay().get()
     assert counts["groups_read"] == 2 and counts["aborted"] is False
+
+
+@pytest.mark.django_db(transaction=True)  # the stream closes its database connection
+def test_an_open_live_stream_ends_when_the_sync_deactivates_its_user(
+    client, entra_on, sim, monkeypatch
+):
+    monkeypatch.setattr(streams, "WSGI_LIFETIME", 3.0)  # a stream that never ends fails fast
+    alice = _signed_in(client, "alice")
+    topics = [f"team:{entra_on['vision'].pk}"]
+    token = tokens.sign(user_id=alice.pk, topics=topics)
+    response = client.get(reverse("live-stream"), {"t": token, "v": stamps.current_version(topics)})
+    chunks = iter(response.streaming_content)
+    assert b"retry:" in next(chunks)
+    sim.entra_disable_user("alice@example.org")
+
+    entra_sync(now=timezone.now())
+
+    assert next(chunks, b"") == streams.END
+    response.close()
+    again = client.get(reverse("live-stream"), {"t": token})
+    assert again.status_code == 403  # the session is gone: EventSource gives up

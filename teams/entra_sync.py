@@ -126,25 +126,25 @@ def _deactivate_disabled(accounts: dict, enabled: dict, result: SyncResult, now)
 
 def _remove_leavers(linked: dict, members: dict, result: SyncResult, now) -> None:
     """Remove Entra ID members of linked teams that are in none of the team's groups, judged
-    only when every one of the team's groups was read."""
+    only when every one of the team's groups was read. One query for all the teams."""
+    held: dict[int, set[str]] = {}
     for team_id, (_team, groups) in linked.items():
         groups = {g.lower() for g in groups}
-        if not groups <= members.keys():
-            continue  # a group unread: nobody is removed on its account
-        held = set().union(*(members[g] for g in groups))
-        memberships = Membership.objects.filter(
-            team_id=team_id, user__profile__signin_object_id__isnull=False
-        ).select_related("team", "user", "user__profile")
-        for membership in memberships:
-            if str(membership.user.profile.signin_object_id).lower() in held:
-                continue
-            try:
-                with transaction.atomic():
-                    entra.membership_end(membership=membership, now=now)
-                result.members_removed += 1
-            except Exception:
-                log.exception("Entra sync: removing membership %s failed", membership.pk)
-                result.failures += 1
+        if groups <= members.keys():  # else a group unread: nobody leaves on its account
+            held[team_id] = set().union(*(members[g] for g in groups))
+    memberships = Membership.objects.filter(
+        team_id__in=held, user__profile__signin_object_id__isnull=False
+    ).select_related("team", "user", "user__profile")
+    for membership in memberships:
+        if str(membership.user.profile.signin_object_id).lower() in held[membership.team_id]:
+            continue
+        try:
+            with transaction.atomic():
+                entra.membership_end(membership=membership, now=now)
+            result.members_removed += 1
+        except Exception:
+            log.exception("Entra sync: removing membership %s failed", membership.pk)
+            result.failures += 1
 
 
 def entra_sync(*, now: datetime, graph: GraphClient | None = None) -> SyncResult:

@@ -221,9 +221,13 @@ def test_the_command_prints_the_counts(entra_on, sim, capsys):
 
 
 def test_beat_runs_the_sync_every_entra_sync_seconds(settings):
+    from portal.celery import _beat_schedule
+
+    assert settings.ENTRA_SYNC_SECONDS == 300.0  # the documented default
+    settings.ENTRA_SYNC_SECONDS = 120.0
+    _beat_schedule(celery_app)
     schedule = celery_app.conf.beat_schedule["entra-sync"]
-    assert schedule["task"] == "teams.tasks.entra_sync"
-    assert schedule["schedule"] == settings.ENTRA_SYNC_SECONDS == 300.0
+    assert schedule == {"task": "teams.tasks.entra_sync", "schedule": 120.0}
 
 
 def test_the_task_returns_the_counts(entra_on, sim):

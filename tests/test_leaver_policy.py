@@ -239,3 +239,23 @@ def test_a_bad_value_is_a_form_error(client, cast, value):
 
     assert response.status_code == 400 and "invalid-feedback" in response.content.decode()
     assert Team.objects.get(pk=cast.team.pk).leaver_policy == LeaverPolicy.STOP
+
+
+def test_a_removal_at_sign_in_applies_the_policy_too(
+    client, entra_on, sim, django_capture_on_commit_callbacks
+):
+    assert sign_in(client, "alice@example.org").status_code == 302
+    alice = UserFactory._meta.model.objects.get(profile__signin_object_id=demo_oid("alice"))
+    running = _workspace(entra_on["vision"], alice)
+    sim.entra_remove_member(VISION_LAB, "alice@example.org")
+    client.logout()
+
+    response = _after_commit(
+        django_capture_on_commit_callbacks, lambda: sign_in(client, "alice@example.org")
+    )
+
+    assert response.status_code == 302
+    assert _status(running) == Status.STOPPING
+    assert "no longer in the team's Entra ID group" in (
+        running.events.get(to_status=Status.STOPPING).reason
+    )

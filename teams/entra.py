@@ -12,6 +12,9 @@ token's groups and app roles make that account in the portal.
 - Role in those teams: team admin with the app role ENTRA_TEAM_ADMIN_APP_ROLE, else researcher.
 - Platform admin (is_staff, teams.rules.is_platform_admin) exactly with the app role
   ENTRA_PLATFORM_ADMIN_APP_ROLE.
+- An account the Graph sync deactivated (teams.entra_sync: disabled or deleted in Entra ID)
+  is reactivated by its next successful sign-in; one a portal admin deactivated is not.
+- A membership Entra ID ends announces teams.signals.member_left (the leaver policy).
 Every change is audited with the action "entra.*" and no user as actor: the audit log shows
 "Entra ID" as who did it.
 """

@@ -20,6 +20,7 @@ import logging
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
@@ -71,8 +72,6 @@ def leaver_workspaces_apply(
 ) -> LeaverOutcome:
     """Apply ``team``'s leaver policy to ``user``'s workspaces in it (see the module);
     ``recheck``: queue the one later look at workspaces in flight (not from that look)."""
-    from django.contrib.auth import get_user_model
-
     team = Team.objects.get(pk=team_id)
     user = get_user_model().objects.get(pk=user_id)
     outcome = LeaverOutcome(policy=team.leaver_policy)

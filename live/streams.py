@@ -10,6 +10,11 @@ holds a thread for long; EventSource reconnects by itself after ``retry``.
 Events: ``event: change`` with ``id`` and ``data`` the topics' version (live.stamps.version);
 the browser sends the last id back as Last-Event-ID when it reconnects, so a change made while
 it was away is told at once.
+
+A stream ends early, with ``event: end``, when the stamp of its ``ends_on`` topic moves: the
+view passes ``session:<user id>``, which teams bumps when it deactivates the user (the Graph
+sync), so an open page stops hearing of changes at once rather than at the stream's
+lifetime; its reconnect is refused (403) as the session is gone.
 """
 
 import asyncio
@@ -31,14 +36,24 @@ def _event(version: str) -> bytes:
     return f"event: change\nid: {version}\ndata: {version}\n\n".encode()
 
 
+END = b"event: end\ndata: session ended\n\n"
+
+
 def _hello() -> bytes:
     # Opens the stream at once (some browsers wait for the first bytes) and sets the retry.
     return f"retry: {RETRY_MS}\n: live\n\n".encode()
 
 
-def sync_stream(topics: list[str], seen: str, lifetime: float | None = None):
+def _stamp(topic: str | None) -> str | None:
+    return stamps.read([topic])[topic] if topic else None
+
+
+def sync_stream(
+    topics: list[str], seen: str, lifetime: float | None = None, ends_on: str | None = None
+):
     """A WSGI response body: events for ``topics`` whose version differs from ``seen``."""
     _release_database()
+    ended = _stamp(ends_on)
     yield _hello()
     deadline = time.monotonic() + (WSGI_LIFETIME if lifetime is None else lifetime)
     generation, quiet_since = None, time.monotonic()
@@ -46,6 +61,9 @@ def sync_stream(topics: list[str], seen: str, lifetime: float | None = None):
         now_generation = stamps.generation()
         if now_generation != generation or generation is None:
             generation = now_generation
+            if ends_on and _stamp(ends_on) != ended:
+                yield END
+                return
             current = stamps.current_version(topics)
             if current != seen:
                 seen, quiet_since = current, time.monotonic()
@@ -84,23 +102,29 @@ class Hub:
         # One thread: Django's cache connections are per thread, so it keeps its own.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-hub")
 
-    async def stream(self, topics: list[str], seen: str, lifetime: float | None = None):
+    async def stream(
+        self, topics: list[str], seen: str, lifetime: float | None = None, ends_on=None
+    ):
         """An ASGI response body: as ``sync_stream``, fed by the hub."""
         lifetime = ASGI_LIFETIME if lifetime is None else lifetime
-        subscriber = _Subscriber(topics)
+        subscriber = _Subscriber([*topics, ends_on] if ends_on else topics)
         self.subscribers.add(subscriber)
         loop = asyncio.get_running_loop()
         if self.task is None or self.task.done() or self.task.get_loop() is not loop:
             # Nobody was listening: what the hub last read may be stale, so forget it.
             self.values, self.generation = {}, None
             self.task = loop.create_task(self._run())
-        missing = [t for t in topics if t not in self.values]
+        missing = [t for t in subscriber.topics if t not in self.values]
         if missing:
             self.values.update(await loop.run_in_executor(self.executor, stamps.read, missing))
+        ended = self.values.get(ends_on) if ends_on else None
         deadline = loop.time() + lifetime
         try:
             yield _hello()
             while loop.time() < deadline:
+                if ends_on and self.values.get(ends_on) != ended:
+                    yield END
+                    return
                 current = stamps.version(self.values, topics)
                 if current != seen:
                     seen = current

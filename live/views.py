@@ -33,10 +33,11 @@ def live_stream(request):
     except tokens.Refused as refused:
         return HttpResponse(str(refused), status=refused.status, content_type="text/plain")
     seen = _seen(request.headers.get("Last-Event-ID") or request.GET.get("v", ""))
+    ends_on = stamps.topic("session", request.user.pk)  # bumped when the user is deactivated
     if isinstance(request, ASGIRequest):
-        body = streams.hub.stream(topics, seen)
+        body = streams.hub.stream(topics, seen, ends_on=ends_on)
     else:
-        body = streams.sync_stream(topics, seen)
+        body = streams.sync_stream(topics, seen, ends_on=ends_on)
     response = StreamingHttpResponse(body, content_type="text/event-stream")
     response["Cache-Control"] = "no-cache"
     # nginx and similar proxies would otherwise buffer the stream.

@@ -57,6 +57,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "billing.tasks.sync_actual_costs",
             "schedule": crontab(hour=settings.ACTUAL_COSTS_SYNC_HOUR, minute=20),  # UTC
         },
+        "entra-sync": {
+            "task": "teams.tasks.entra_sync",
+            "schedule": settings.ENTRA_SYNC_SECONDS,
+        },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,

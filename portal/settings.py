@@ -364,3 +364,6 @@ ENTRA_TEAM_ADMIN_APP_ROLE = env.str("ENTRA_TEAM_ADMIN_APP_ROLE", default="Team.A
 ENTRA_LEEWAY_SECONDS = env.int("ENTRA_LEEWAY_SECONDS", default=120)
 # Seconds for Entra ID's and Graph's HTTP calls.
 ENTRA_HTTP_TIMEOUT = env.float("ENTRA_HTTP_TIMEOUT", default=10.0)
+# Seconds between Graph syncs (teams.entra_sync): leavers of a linked group lose the team and
+# users disabled in Entra ID are deactivated within this time, without signing in again.
+ENTRA_SYNC_SECONDS = env.float("ENTRA_SYNC_SECONDS", default=300.0)

@@ -87,6 +87,12 @@
       seen = event.lastEventId || seen;
       schedule();
     });
+    source.addEventListener("end", function () {
+      // The session ended (the account was deactivated): no reconnect, no poll.
+      source.close();
+      stream = null;
+      polling = true;
+    });
     source.addEventListener("error", function () {
       // CONNECTING: the browser retries by itself. CLOSED: refused for good; poll instead.
       if (source.readyState === EventSource.CLOSED && source === stream) {

@@ -12,6 +12,9 @@ token's groups and app roles make that account in the portal.
 - Role in those teams: team admin with the app role ENTRA_TEAM_ADMIN_APP_ROLE, else researcher.
 - Platform admin (is_staff, teams.rules.is_platform_admin) exactly with the app role
   ENTRA_PLATFORM_ADMIN_APP_ROLE.
+- An account the Graph sync deactivated (teams.entra_sync: disabled or deleted in Entra ID)
+  is reactivated by its next successful sign-in; one a portal admin deactivated is not.
+- A membership Entra ID ends announces teams.signals.member_left (the leaver policy).
 Every change is audited with the action "entra.*" and no user as actor: the audit log shows
 "Entra ID" as who did it.
 """
@@ -24,6 +27,7 @@ from django.db import transaction
 
 from teams.models import Membership, Profile, Role, Team
 from teams.services import audit_record
+from teams.signals import LeaveReason, member_left_announce
 
 ACTOR = "Entra ID"  # Shown as the actor of the "entra.*" audit rows.
 USERNAME_MAX = 150  # Django's User.username.
@@ -131,9 +135,39 @@ def memberships_sync(*, user, groups: list[str], roles: list[str], now: datetime
             after = {"user": user.username, "role": role}
             _audit_membership(membership, "entra.membership.role", before, after, now)
         elif not team_groups & held and membership is not None:
-            before = {"user": user.username, "role": membership.role}
-            _audit_membership(membership, "entra.membership.remove", before, {}, now)
-            membership.delete()
+            membership_end(membership=membership, now=now)
+
+
+def membership_end(*, membership: Membership, now: datetime) -> None:
+    """Entra ID took the user out of the team's group: the membership goes, audited, and
+    member_left is announced (the team's leaver policy applies to their workspaces)."""
+    before = {"user": membership.user.username, "role": membership.role}
+    _audit_membership(membership, "entra.membership.remove", before, {}, now)
+    member_left_announce(
+        team=membership.team, user=membership.user, reason=LeaveReason.REMOVED_BY_ENTRA, now=now
+    )
+    membership.delete()
+
+
+def user_reactivate(*, user, now: datetime) -> None:
+    """A successful sign-in of an account the Graph sync deactivated (Entra ID had disabled
+    or deleted the user, Profile.entra_disabled_at): active again, audited. An account a
+    portal admin deactivated carries no such mark and stays deactivated."""
+    profile = Profile.objects.filter(user=user).first()
+    if user.is_active or profile is None or profile.entra_disabled_at is None:
+        return
+    audit_record(
+        actor=None,
+        team=None,
+        action="entra.user.reactivate",
+        obj=user,
+        before={"user": user.username, "active": False},
+        after={"user": user.username, "active": True, "by": ACTOR},
+        now=now,
+    )
+    user.is_active = True
+    user.save(update_fields=["is_active"])
+    Profile.objects.filter(pk=profile.pk).update(entra_disabled_at=None)
 
 
 def user_sign_in(*, claims: dict, groups: list[str], now: datetime):
@@ -143,6 +177,7 @@ def user_sign_in(*, claims: dict, groups: list[str], now: datetime):
     roles = [str(r) for r in claims.get("roles") or []]
     with transaction.atomic():
         user = user_from_claims(claims=claims, now=now)
+        user_reactivate(user=user, now=now)
         platform_admin_set(user=user, roles=roles, now=now)
         memberships_sync(user=user, groups=groups, roles=roles, now=now)
     return user

@@ -13,7 +13,7 @@ from django.core.validators import (
 )
 
 from common.validation import TextField, validate_printable
-from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, Role
+from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, LeaverPolicy, Role
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
 MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
@@ -247,3 +247,16 @@ class IdlePolicyForm(forms.ModelForm):
                 "warn_minutes", "The warning must come before the stop: less than the idle minutes."
             )
         return data
+
+
+class LeaverPolicyForm(forms.Form):
+    """What happens to a member's workspaces in the team when they leave it."""
+
+    leaver_policy = forms.ChoiceField(
+        label="When a member leaves, their workspaces",
+        choices=LeaverPolicy.choices,
+        help_text=(
+            "Hand over goes to the longest-standing team admin (stop if there is none). "
+            "A VM handed over keeps the leaver's SSH key."
+        ),
+    )

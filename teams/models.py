@@ -20,6 +20,14 @@ class GpuModel(models.TextChoices):
     A10 = "A10", "NVIDIA A10"
 
 
+class LeaverPolicy(models.TextChoices):
+    """What happens to a member's workspaces in a team when they leave it (workspaces.leavers)."""
+
+    STOP = "stop", "Stop them"
+    KEEP = "keep", "Keep them as they are"
+    HAND_OVER = "hand_over", "Hand them over to a team admin"
+
+
 class Team(models.Model):
     name = models.CharField(max_length=100, unique=True)
     slug = models.SlugField(max_length=50, unique=True)
@@ -36,6 +44,12 @@ class Team(models.Model):
     stop_at_budget = models.BooleanField(
         default=False,
         help_text="Stop its running workspaces when the month's spend reaches the budget",
+    )
+    leaver_policy = models.CharField(
+        max_length=16,
+        choices=LeaverPolicy.choices,
+        default=LeaverPolicy.STOP,
+        help_text="What happens to a member's workspaces when they leave the team",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -92,6 +106,10 @@ class Profile(models.Model):
     signin_object_id = models.UUIDField(
         null=True, blank=True, unique=True, editable=False, help_text="oid of Entra ID sign-in"
     )
+    # Set when the Graph sync deactivated the account because Entra ID disabled or deleted the
+    # user (teams.entra_sync): the next successful sign-in reactivates it. An account a portal
+    # admin deactivated has no such mark and stays refused.
+    entra_disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):

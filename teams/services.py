@@ -42,6 +42,7 @@ from teams.models import (
     Team,
     TeamQuotaIncrease,
 )
+from teams.signals import LeaveReason, member_left_announce
 
 
 class DecisionError(Exception):
@@ -535,8 +536,9 @@ def membership_change_role(*, actor, team: Team, membership_id: int, role: str, 
 
 
 def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -> None:
-    """Remove a member from ``team``, audited. Their workspaces stay (team admins act on them).
-    Raises MembershipError (not a member, or the last team admin), PermissionError."""
+    """Remove a member from ``team``, audited; member_left is announced, so their workspaces
+    in the team follow its leaver policy (workspaces.leavers). Raises MembershipError (not a
+    member, or the last team admin), PermissionError."""
     _require(actor, "teams.manage_team", team)
     with transaction.atomic():
         team = _locked_team(team)
@@ -553,6 +555,9 @@ def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -
             now=now,
         )
         _member_notices_resolve(membership, actor, f"Removed from {team.name}", now)
+        member_left_announce(
+            team=team, user=membership.user, reason=LeaveReason.REMOVED_BY_ADMIN, now=now
+        )
         membership.delete()
 
 
@@ -668,6 +673,29 @@ def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditE
             obj=team,
             before=before,
             after=after,
+            now=now,
+        )
+
+
+def team_leaver_policy_set(*, actor, team: Team, policy: str, now: datetime) -> AuditEntry | None:
+    """Set what happens to a leaver's workspaces in ``team`` (a LeaverPolicy value, checked
+    by the form; workspaces.leavers applies it). Team admins of the team and platform admins
+    (PermissionError otherwise). Audited; None when nothing changed."""
+    _require(actor, "teams.manage_team", team)
+    with transaction.atomic():
+        team = _locked_team(team)
+        if team.leaver_policy == policy:
+            return None
+        before = {"leaver_policy": team.leaver_policy}
+        team.leaver_policy = policy
+        team.save(update_fields=["leaver_policy"])
+        return audit_record(
+            actor=actor,
+            team=team,
+            action="team.leaver_policy",
+            obj=team,
+            before=before,
+            after={"leaver_policy": policy},
             now=now,
         )
 

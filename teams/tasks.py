@@ -1,9 +1,12 @@
 """Celery tasks of teams: thin wrappers over services."""
 
+from dataclasses import asdict
+
 from celery import shared_task
 from django.utils import timezone
 
 from teams import services
+from teams.entra_sync import entra_sync as entra_sync_run
 
 
 @shared_task
@@ -22,3 +25,10 @@ def check_budget_alerts() -> dict:
         "sent": len(result.sent),
         "stopped": len(result.stopped),
     }
+
+
+@shared_task
+def entra_sync() -> dict:
+    """Beat, every ENTRA_SYNC_SECONDS: the Graph sync (teams.entra_sync) when Entra ID sign-in
+    is on. Returns its counts."""
+    return asdict(entra_sync_run(now=timezone.now()))

@@ -35,6 +35,7 @@ urlpatterns = [
     path("teams/<slug:slug>/increase/", views.team_increase, name="team-increase"),
     path("teams/<slug:slug>/quota/", views.team_quota, name="team-quota"),
     path("teams/<slug:slug>/idle-policy/", views.team_idle_policy, name="team-idle-policy"),
+    path("teams/<slug:slug>/leaver-policy/", views.team_leaver_policy, name="team-leaver-policy"),
     path("teams/<slug:slug>/spend/", billing_views.team_spend, name="team-spend"),
     path("teams/<slug:slug>/spend/data/", billing_views.team_spend_data, name="team-spend-data"),
     path(

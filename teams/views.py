@@ -24,6 +24,7 @@ from teams.forms import (
     IdlePolicyForm,
     IncreaseForm,
     InviteForm,
+    LeaverPolicyForm,
     LimitsForm,
     RoleForm,
 )
@@ -102,6 +103,8 @@ def _page_context(request, team: Team, **forms) -> dict:
         "increase_form": forms.get("increase_form") or IncreaseForm(),
         "members_error": forms.get("members_error", ""),
         "budget_alerts": selectors.budget_alert_list(team=team, now=timezone.now()),
+        "leaver_form": forms.get("leaver_form")
+        or LeaverPolicyForm(initial={"leaver_policy": team.leaver_policy}),
     }
 
 
@@ -250,6 +253,27 @@ def team_idle_policy(request, slug):
         messages.success(request, f"Idle policy of {team.name} saved.")
         return redirect("team-detail", slug=team.slug)
     return render(request, "teams/idle_policy.html", {"team": team, "form": form})
+
+
+@login_required
+@require_POST
+def team_leaver_policy(request, slug):
+    """A team admin (or platform admin) sets what happens to a leaver's workspaces."""
+    team = _team(request, slug, "teams.manage_team")
+    form = LeaverPolicyForm(request.POST)
+    if not form.is_valid():
+        return _section(request, team, "teams/_leaver_policy.html", status=400, leaver_form=form)
+    services.team_leaver_policy_set(
+        actor=request.user,
+        team=team,
+        policy=form.cleaned_data["leaver_policy"],
+        now=timezone.now(),
+    )
+    team.refresh_from_db()
+    messages.success(request, f"Leaver policy of {team.name} saved.")
+    if not request.htmx:
+        return redirect("team-detail", slug=team.slug)
+    return _section(request, team, "teams/_leaver_policy.html")
 
 
 @login_required

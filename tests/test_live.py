@@ -176,3 +176,24 @@ def test_each_page_follows_the_topics_it_shows(client, cast, who, page, topic):
     topics = tokens.parse(token, user_id=user.pk)
     assert topic.format(team=cast.team.pk) in topics and f"user:{user.pk}" in topics
     assert f"team:{cast.other_team.pk}" not in topics  # nothing it may not see
+
+
+def test_the_asgi_stream_ends_when_its_session_topic_moves(cast, monkeypatch):
+    monkeypatch.setattr(streams, "TICK", 0.05)
+    token = tokens.sign(user_id=cast.researcher.pk, topics=[f"team:{cast.team.pk}"])
+
+    async def scenario():
+        client = AsyncClient()
+        await sync_to_async(client.force_login)(cast.researcher)
+        response = await client.get(reverse("live-stream"), {"t": token, "v": "0"})
+        chunks = aiter(response.streaming_content)
+        assert b"retry:" in await anext(chunks)
+        assert (await asyncio.wait_for(anext(chunks), 5)).startswith(b"event: change")
+        # What the Graph sync does when it deactivates the user (teams.entra_sync).
+        await sync_to_async(stamps.bump_now)([stamps.topic("session", cast.researcher.pk)])
+        assert await asyncio.wait_for(anext(chunks), 5) == streams.END
+        with pytest.raises(StopAsyncIteration):
+            await asyncio.wait_for(anext(chunks), 5)
+        await sync_to_async(connections.close_all)()
+
+    asyncio.run(scenario())

@@ -78,6 +78,7 @@ EXPECTED = {
         data={"gpu_model": "A100", "gpus": "8", "justification": "grant"},
     ),
     "team-idle-policy": Row("GET", (_, 404, 403, 404, 200, 200)),
+    "team-leaver-policy": Row("POST", (_, 404, 403, 404, 302, 302), data={"leaver_policy": "keep"}),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
     "team-spend": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-spend-data": Row("GET", (_, 404, 200, 404, 200, 200)),

@@ -5,6 +5,9 @@ class WorkspacesConfig(AppConfig):
     name = "workspaces"
 
     def ready(self):
-        from workspaces import live_topics
+        from teams.signals import member_left
+        from workspaces import leavers, live_topics
 
         live_topics.connect()
+        # teams announces leaves; it never imports workspaces (the dependency points this way).
+        member_left.connect(leavers.member_left_receive, dispatch_uid="workspaces.leavers")

@@ -103,3 +103,14 @@ def namespace_activity() -> int:
     from workspaces.kube_activity import namespace_activity_scan
 
     return namespace_activity_scan(now=timezone.now())
+
+
+@shared_task
+def leaver_recheck(team_id: int, user_id: int, reason: str) -> None:
+    """Once, LEAVER_RECHECK_SECONDS after a leave: the team's leaver policy applied again to
+    the leaver's workspaces that were provisioning or starting then (workspaces.leavers)."""
+    from workspaces.leavers import leaver_workspaces_apply
+
+    leaver_workspaces_apply(
+        team_id=team_id, user_id=user_id, reason=reason, now=timezone.now(), recheck=False
+    )

@@ -101,7 +101,7 @@ EXPECTED = {
         "POST",
         (_, 403, 403, 403, 403, 302),
         pk="cluster",
-        data={"team": "{team}", "group_object_id": "6f1c2a7e-1111-4222-8333-944455556666"},
+        data={"team": "{team}"},
     ),
     "clusters:pool-create": Row(
         "POST",

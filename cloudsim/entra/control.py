@@ -2,9 +2,9 @@
 
 POST /_sim/entra/directory  {"users": [{"name", "display_name"?, "id"?, "enabled"=true,
                             "roles"=[]}], "groups": [{"display_name", "id"?, "members": [user
-                            id | UPN | name], "security_enabled"=true}]}   (bulk add; members may name users added in the
-                            same call) -> {"users": [{"id", "userPrincipalName"}], "groups":
-                            [{"id", "displayName"}]}
+                            id | UPN | name], "security_enabled"=true}]}   (bulk add; members
+                            may name users added in the same call) -> {"users": [{"id",
+                            "userPrincipalName"}], "groups": [{"id", "displayName"}]}
 POST /_sim/entra/users/disable   {"user": id | UPN, "enabled"=false}
 POST /_sim/entra/members/remove  {"group": id, "user": id | UPN}
 POST /_sim/entra/keys/rotate     {"drop_old"=false}  -> {"kid", "kids"}

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 
+from portal.password_login import password_login
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -58,10 +59,13 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# django-axes first (refuses a login during a lockout before any password is checked), then
-# object permissions from django-rules (teams/rules.py), then Django's own.
+# django-axes first (refuses a login during a lockout before any password is checked), the
+# PASSWORD_LOGIN switch, then object permissions from django-rules (teams/rules.py), then
+# Django's own.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # Refuses passwords before ModelBackend sees them while PASSWORD_LOGIN is off.
+    "teams.backends.PasswordLoginSwitch",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -364,3 +368,10 @@ ENTRA_TEAM_ADMIN_APP_ROLE = env.str("ENTRA_TEAM_ADMIN_APP_ROLE", default="Team.A
 ENTRA_LEEWAY_SECONDS = env.int("ENTRA_LEEWAY_SECONDS", default=120)
 # Seconds for Entra ID's and Graph's HTTP calls.
 ENTRA_HTTP_TIMEOUT = env.float("ENTRA_HTTP_TIMEOUT", default=10.0)
+# Local accounts' passwords (portal/password_login.py): the embedded demo and break-glass.
+# Off in production once everyone signs in with Entra ID; refused off without Entra ID sign-in.
+PASSWORD_LOGIN = password_login(
+    configured=env.bool("PASSWORD_LOGIN", default=True),
+    entra_tenant_id=ENTRA_TENANT_ID,
+    entra_client_id=ENTRA_CLIENT_ID,
+)

@@ -169,3 +169,16 @@ def test_inviting_an_entra_account_into_a_linked_team_is_refused(client, entra_o
 
     assert "add them to the group in Entra ID" in response.content.decode()
     assert not Membership.objects.filter(team=entra_on["vision"], user__username="bob@example.org")
+
+
+def test_sign_in_reads_the_linked_teams_in_one_query(entra_on, django_assert_num_queries):
+    from teams.entra import _linked_teams
+
+    TeamFactory(name="Unlinked", slug="unlinked")
+    with django_assert_num_queries(1):
+        linked = _linked_teams()
+
+    assert {pk: groups for pk, (_, groups) in linked.items()} == {
+        entra_on["vision"].pk: {VISION_LAB},
+        entra_on["nlp"].pk: {NLP_GROUP},
+    }

@@ -21,6 +21,8 @@ run: export CLOUDSIM_DEMO_QUOTA ?= 1
 # "Sign in with Microsoft" against the emulator's Entra ID tenant (portal/settings.py): only the
 # embedded default takes it up; a deployment with DATABASE_URL etc. keeps Entra ID sign-in off.
 run: export ENTRA_DEMO ?= 1
+# The demo's local accounts (alice, victor, pat...) sign in with passwords beside Microsoft.
+run: export PASSWORD_LOGIN ?= true
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 

@@ -46,39 +46,15 @@ def _directory(control, users: int, groups: int) -> tuple[list[dict], list[dict]
     return answer["users"], answer["groups"]
 
 
-def _link(team, group_id: str, cluster) -> None:
-    """Link ``team`` to the Entra group as the product does at this commit: Team.entra_group_id
-    where it exists, else the cluster mapping (clusters.ClusterTeam)."""
-    from clusters.models import ClusterTeam
-
-    if hasattr(team, "entra_group_id"):
-        type(team).objects.filter(pk=team.pk).update(entra_group_id=group_id)
-    else:
-        ClusterTeam.objects.create(
-            cluster=cluster, team=team, group_object_id=group_id, namespace=f"team-{team.slug}"
-        )
-
-
 def _portal(users: list[dict], groups: list[dict]) -> None:
-    from django.conf import settings
     from django.contrib.auth import get_user_model
-    from django.utils import timezone
 
-    from clusters.models import AksCluster
     from teams.models import Membership, Profile, Team
 
-    cluster = AksCluster.objects.create(
-        subscription_id=settings.AZURE_SUBSCRIPTION_ID,
-        resource_group=settings.AZURE_RESOURCE_GROUP,
-        name="bench",
-        location="eastus",
-        registered_at=timezone.now(),
-    )
     teams = Team.objects.bulk_create(
-        Team(name=f"Team {g:03d}", slug=f"team-{g:03d}") for g in range(len(groups))
+        Team(name=f"Team {g:03d}", slug=f"team-{g:03d}", entra_group_id=group["id"])
+        for g, group in enumerate(groups)
     )
-    for team, group in zip(teams, groups, strict=True):
-        _link(team, group["id"], cluster)
     accounts = get_user_model().objects.bulk_create(
         get_user_model()(username=u["userPrincipalName"], email=u["userPrincipalName"])
         for u in users

@@ -56,6 +56,7 @@ FAULT_OPS = frozenset(
         "entra.token",
         "graph.users.get",
         "graph.users.list",
+        "graph.groups.get",
         "graph.groups.members",
         "graph.memberObjects",
     }

@@ -43,8 +43,9 @@ class SimControl:
         Ops: vm.create, vm.update, vm.get, vm.list, vm.delete, vm.start, vm.deallocate,
         vm.powerOff, nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list,
         aks.cluster.get, aks.pool.create, aks.pool.delete, aks.pool.get, aks.pool.list,
-        aks.credentials, entra.token, graph.users.get, graph.users.list, graph.groups.members,
-        graph.memberObjects (the last five: throttle, server_error, unavailable only),
+        aks.credentials, entra.token, graph.users.get, graph.users.list, graph.groups.get,
+        graph.groups.members, graph.memberObjects (the last six: throttle, server_error,
+        unavailable only),
         price.list (the Retail Prices API: throttle, server_error, unavailable only) and
         cost.query (the Cost Management Query API: those and authorization_failed). Kinds:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),

@@ -22,11 +22,19 @@ class ClusterRegisterForm(forms.Form):
     )
 
 
+class TeamChoiceField(forms.ModelChoiceField):
+    """A team with the Entra ID group its namespace RoleBindings will name (the team's own)."""
+
+    def label_from_instance(self, team):
+        group = team.entra_group_name or team.entra_group_id
+        return f"{team.name} (group {group})" if group else f"{team.name} (no group linked)"
+
+
 class ClusterTeamForm(forms.Form):
-    team = forms.ModelChoiceField(queryset=None)
-    group_object_id = forms.UUIDField(
-        label="Entra ID group object id",
-        help_text="Members of this group get the edit role in the team's namespace workspaces.",
+    team = TeamChoiceField(
+        queryset=None,
+        help_text="Its linked Entra ID group gets the edit role in its namespace workspaces; "
+        "a team admin links the group on the team's page.",
     )
     namespace = TextField(
         required=False,

@@ -37,13 +37,13 @@ class AksCluster(models.Model):
 
 
 class ClusterTeam(models.Model):
-    """A team's access to a cluster: its namespace for MIG slice pods (where the group gets no
-    rights: each slice's owner alone reaches their pod), and the Entra ID group whose members
-    get the ``edit`` ClusterRole in the team's namespace workspaces."""
+    """A team's access to a cluster: its namespace for MIG slice pods (where the team's group
+    gets no rights: each slice's owner alone reaches their pod). The Entra ID group whose
+    members get the ``edit`` ClusterRole in the team's namespace workspaces is the team's own
+    (teams.Team.entra_group_id), the same on every cluster."""
 
     cluster = models.ForeignKey(AksCluster, on_delete=models.CASCADE, related_name="teams")
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="clusters")
-    group_object_id = models.UUIDField(help_text="Entra ID group object id of the team")
     namespace = models.CharField(
         max_length=63, help_text="Kubernetes namespace of the team's MIG slice pods"
     )

@@ -87,10 +87,12 @@ def cluster_register(
 
 
 def cluster_team_set(
-    *, actor, cluster: AksCluster, team, group_object_id, namespace: str = "", now: datetime
+    *, actor, cluster: AksCluster, team, namespace: str = "", now: datetime
 ) -> ClusterTeam:
-    """Give ``team`` the cluster: its Entra ID group (``edit`` in its namespace workspaces)
-    and the namespace its MIG slice pods run in (default ``team-<slug>``). Idempotent."""
+    """Give ``team`` the cluster and the namespace its MIG slice pods run in (default
+    ``team-<slug>``); its namespace workspaces' RoleBindings name the team's own Entra ID group
+    (Team.entra_group_id, linked on the team's page). Idempotent. Raises ClusterError (the
+    namespace is not a DNS-1123 label)."""
     from cloud.kube import dns_label
 
     try:
@@ -98,11 +100,9 @@ def cluster_team_set(
     except ValueError as exc:
         raise ClusterError(str(exc)) from exc
     link, _ = ClusterTeam.objects.update_or_create(
-        cluster=cluster,
-        team=team,
-        defaults={"group_object_id": group_object_id, "namespace": namespace},
+        cluster=cluster, team=team, defaults={"namespace": namespace}
     )
-    after = {"cluster": cluster.name, "group": str(group_object_id), "namespace": namespace}
+    after = {"cluster": cluster.name, "namespace": namespace}
     audit_record(
         actor=actor, team=team, action="cluster.team", obj=link, before={}, after=after, now=now
     )

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import environ
 
+from portal.password_login import password_login
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -58,10 +59,13 @@ MIDDLEWARE = [
     "axes.middleware.AxesMiddleware",
 ]
 
-# django-axes first (refuses a login during a lockout before any password is checked), then
-# object permissions from django-rules (teams/rules.py), then Django's own.
+# django-axes first (refuses a login during a lockout before any password is checked), the
+# PASSWORD_LOGIN switch, then object permissions from django-rules (teams/rules.py), then
+# Django's own.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # Refuses passwords before ModelBackend sees them while PASSWORD_LOGIN is off.
+    "teams.backends.PasswordLoginSwitch",
     "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
@@ -367,3 +371,10 @@ ENTRA_HTTP_TIMEOUT = env.float("ENTRA_HTTP_TIMEOUT", default=10.0)
 # Seconds between Graph syncs (teams.entra_sync): leavers of a linked group lose the team and
 # users disabled in Entra ID are deactivated within this time, without signing in again.
 ENTRA_SYNC_SECONDS = env.float("ENTRA_SYNC_SECONDS", default=300.0)
+# Local accounts' passwords (portal/password_login.py): the embedded demo and break-glass.
+# Off in production once everyone signs in with Entra ID; refused off without Entra ID sign-in.
+PASSWORD_LOGIN = password_login(
+    configured=env.bool("PASSWORD_LOGIN", default=True),
+    entra_tenant_id=ENTRA_TENANT_ID,
+    entra_client_id=ENTRA_CLIENT_ID,
+)

@@ -4,8 +4,8 @@ token's groups and app roles make that account in the portal.
 - The account is found by the token's immutable ``oid`` (Profile.signin_object_id), never by
   email or UPN, which change; the first sign-in creates it, username from preferred_username
   made unique. Later sign-ins refresh the UPN and name.
-- A team is linked to Entra ID by its clusters' group object id (clusters.ClusterTeam, the
-  group its AKS RoleBinding names): one field for both. At every sign-in the user is made a
+- A team is linked to Entra ID by its group object id (Team.entra_group_id, also the group its
+  AKS RoleBindings name): one field for both. At every sign-in the user is made a
   member of each linked team whose group is in the token's ``groups`` claim (or, past the
   overage, Graph's answer) and removed from each linked team whose group is not. Teams with
   no group are left to their team admins.
@@ -92,14 +92,10 @@ def platform_admin_set(*, user, roles: list[str], now: datetime) -> None:
 
 
 def _linked_teams() -> dict[int, tuple[Team, set[str]]]:
-    """team id -> (team, its Entra group ids, lower case), for teams linked to a group: the
-    group of each cluster the team uses (clusters.ClusterTeam, read through the reverse
-    relation so that teams imports nothing from clusters). Two queries."""
-    teams = Team.objects.filter(clusters__isnull=False).distinct().prefetch_related("clusters")
-    return {
-        team.pk: (team, {str(link.group_object_id) for link in team.clusters.all()})
-        for team in teams
-    }
+    """team id -> (team, its Entra group ids, lower case), for teams linked to a group
+    (Team.entra_group_id; a set, so that callers need not care that it holds one). One query."""
+    teams = Team.objects.exclude(entra_group_id=None)
+    return {team.pk: (team, {str(team.entra_group_id).lower()}) for team in teams}
 
 
 def _audit_membership(membership, action: str, before: dict, after: dict, now) -> None:

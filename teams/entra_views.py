@@ -11,10 +11,12 @@ import logging
 import re
 
 from django.conf import settings
+from django.contrib import admin
 from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.views import redirect_to_login
 from django.db import IntegrityError
-from django.http import Http404
+from django.http import Http404, HttpResponseForbidden
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import reverse
 from django.utils import timezone
@@ -32,18 +34,48 @@ PARAM_MAX = 4096  # Entra's codes are ~1-2 KB; anything longer is not from it.
 AADSTS = re.compile(r"AADSTS\d{4,7}")
 
 
+PASSWORD_OFF = "Local passwords are turned off here: sign in with Microsoft."
+
+
 class LoginView(auth_views.LoginView):
-    """Django's login page, with the "Sign in with Microsoft" button when Entra ID is on."""
+    """Django's login page, with the "Sign in with Microsoft" button when Entra ID is on and the
+    password form while PASSWORD_LOGIN is on. Off, a posted password is refused (403) before
+    anything authenticates it."""
 
     authentication_form = LoginForm
 
+    def post(self, request, *args, **kwargs):
+        if not settings.PASSWORD_LOGIN:
+            context = self.get_context_data(form=LoginForm(request), entra_error=PASSWORD_OFF)
+            return self.render_to_response(context, status=403)
+        return super().post(request, *args, **kwargs)
+
     def get_context_data(self, **kwargs):
-        return super().get_context_data(**kwargs) | {"entra_enabled": entra_oidc.enabled()}
+        return super().get_context_data(**kwargs) | {
+            "entra_enabled": entra_oidc.enabled(),
+            "password_login": settings.PASSWORD_LOGIN,
+        }
+
+
+@never_cache
+def admin_login(request):
+    """Django admin's own login while PASSWORD_LOGIN is on; off, its GET goes to the portal's
+    login page (Sign in with Microsoft) and a posted password is refused (403)."""
+    if settings.PASSWORD_LOGIN:
+        return admin.site.login(request)
+    if request.method == "POST":
+        return HttpResponseForbidden(PASSWORD_OFF)
+    return redirect_to_login(request.GET.get("next") or reverse("admin:index"))
 
 
 def _refuse(request, error: SignInError):
     log.warning("Entra ID sign-in refused: %s", error)
-    context = {"form": LoginForm(request), "entra_enabled": True, "entra_error": str(error)}
+    context = {
+        "form": LoginForm(request),
+        "entra_enabled": True,
+        "entra_error": str(error),
+        "password_login": settings.PASSWORD_LOGIN,
+    }
     return render(request, "registration/login.html", context, status=error.status)
 
 

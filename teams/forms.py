@@ -46,6 +46,29 @@ class InviteForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices, initial=Role.RESEARCHER)
 
 
+class GroupLinkForm(forms.Form):
+    """Link a team to an Entra ID security group by its object id, or unlink it (``unlink``)."""
+
+    group_id = forms.UUIDField(
+        label="Entra ID group object id",
+        required=False,
+        help_text="Object ID on the group's Overview in the Entra admin center; a security "
+        "group. Its members sign in as this team's members.",
+        error_messages={"invalid": "An object id looks like 0f6d3b2a-8c4e-4f1a-9b7d-2e5c6a7b8c01."},
+    )
+    unlink = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def clean(self):
+        data = super().clean()
+        if not data.get("unlink") and not data.get("group_id") and "group_id" not in self.errors:
+            self.add_error("group_id", "Enter the group's object id.")
+        return data
+
+    def group(self):
+        """The group to link, or None to unlink."""
+        return None if self.cleaned_data["unlink"] else self.cleaned_data["group_id"]
+
+
 class AuditFilterForm(forms.Form):
     """The audit page's filters, from its query string; each may be empty (all)."""
 

@@ -51,6 +51,20 @@ class Team(models.Model):
         default=LeaverPolicy.STOP,
         help_text="What happens to a member's workspaces when they leave the team",
     )
+    # One field for both: who Entra ID sign-in makes a member, and the group the team's AKS
+    # namespace RoleBindings name. Unique: two teams on one group would share every member.
+    entra_group_id = models.UUIDField(
+        null=True,
+        blank=True,
+        unique=True,
+        help_text="Object id of the Entra ID security group linked to the team: its members "
+        "sign in as the team's members and get edit in its AKS namespaces",
+    )
+    entra_group_name = models.CharField(
+        max_length=256,  # Graph's limit for a group's displayName.
+        blank=True,
+        help_text="The group's displayName in Entra ID when it was linked (shown, never trusted)",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

@@ -5,7 +5,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
 from common.listing import DEFAULT_PAGE_SIZE, keyset_page, number_page, sort_from
 from teams.models import (
@@ -184,10 +184,16 @@ def team_get(*, user, slug: str) -> Team:
 
 
 def team_members(*, team: Team) -> QuerySet[Membership]:
-    """The team's memberships with their users: team admins first, then by username."""
+    """The team's memberships with their users: team admins first, then by username. Each has
+    ``from_entra``: True when the team is linked to a group and the user signs in with Entra
+    ID, so the membership follows the group (teams.services refuses to change it)."""
+    from_entra = Q(user__profile__signin_object_id__isnull=False) & Q(
+        team__entra_group_id__isnull=False
+    )
     return (
         Membership.objects.filter(team=team)
         .select_related("user")
+        .annotate(from_entra=ExpressionWrapper(from_entra, output_field=BooleanField()))
         .order_by("-role", "user__username")
     )
 

@@ -434,12 +434,26 @@ def _refuse_probing(actor, now: datetime) -> None:
         )
 
 
+def _refuse_entra_managed(team: Team, user, what: str) -> None:
+    """A linked team's Entra ID accounts are members because of the group (teams/entra.py puts
+    them back, or takes them out, at every sign-in): a change here would be silently undone."""
+    if team.entra_group_id is None:
+        return
+    if Profile.objects.filter(user=user, signin_object_id__isnull=False).exists():
+        group = team.entra_group_name or team.entra_group_id
+        raise MembershipError(
+            f"{user.username} signs in with Entra ID and {team.name} is linked to the group "
+            f"{group}: {what} in Entra ID (the group's members, or the Team.Admin app role)."
+        )
+
+
 def membership_invite(*, actor, team: Team, identifier: str, role: str, now: datetime):
     """Add the existing account named by ``identifier`` (username or email) to ``team`` with
     ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises PermissionError
     (actor may not manage the team), InviteThrottled (too many recent invites named no
     account), MembershipError (no single active account: NO_ACCOUNT, audited and committed
-    even so, unless the caller's own transaction rolls back; already a member)."""
+    even so, unless the caller's own transaction rolls back; already a member; an Entra ID
+    account while the team is linked to a group, whose membership follows the group)."""
     _require(actor, "teams.manage_team", team)
     _refuse_probing(actor, now)
     identifier = identifier.strip()
@@ -456,6 +470,7 @@ def membership_invite(*, actor, team: Team, identifier: str, role: str, now: dat
             now=now,
         )
         raise MembershipError(NO_ACCOUNT.format(identifier))
+    _refuse_entra_managed(team, user, "add them to the group")
     return _membership_add(actor=actor, team=team, user=user, role=role, now=now)
 
 
@@ -508,7 +523,8 @@ def _refuse_last_admin(team: Team, membership: Membership, verb: str) -> None:
 
 def membership_change_role(*, actor, team: Team, membership_id: int, role: str, now: datetime):
     """Give a member of ``team`` the role "researcher" | "team_admin", audited. Raises
-    MembershipError (not a member, or demoting the last team admin), PermissionError."""
+    MembershipError (not a member, demoting the last team admin, or an Entra ID account of a
+    linked team: its role follows the Team.Admin app role), PermissionError."""
     _require(actor, "teams.manage_team", team)
     with transaction.atomic():
         team = _locked_team(team)
@@ -516,6 +532,7 @@ def membership_change_role(*, actor, team: Team, membership_id: int, role: str, 
         role = Role(role)
         if role == membership.role:
             return membership
+        _refuse_entra_managed(team, membership.user, "change their role")
         if role != Role.TEAM_ADMIN:
             _refuse_last_admin(team, membership, "demote")
         before = {"user": membership.user.username, "role": membership.role}
@@ -538,11 +555,13 @@ def membership_change_role(*, actor, team: Team, membership_id: int, role: str, 
 def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -> None:
     """Remove a member from ``team``, audited; member_left is announced, so their workspaces
     in the team follow its leaver policy (workspaces.leavers). Raises MembershipError (not a
-    member, or the last team admin), PermissionError."""
+    member, the last team admin, or an Entra ID account of a linked team: its membership
+    follows the group), PermissionError."""
     _require(actor, "teams.manage_team", team)
     with transaction.atomic():
         team = _locked_team(team)
         membership = _membership_for_change(team, membership_id)
+        _refuse_entra_managed(team, membership.user, "remove them from the group")
         _refuse_last_admin(team, membership, "remove")
         before = {"user": membership.user.username, "role": membership.role}
         audit_record(

@@ -17,10 +17,11 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.listing import bootstrap_form
-from teams import selectors, services
+from teams import entra_link, entra_oidc, selectors, services
 from teams.forms import (
     DecisionForm,
     EntraIdentityForm,
+    GroupLinkForm,
     IdlePolicyForm,
     IncreaseForm,
     InviteForm,
@@ -100,6 +101,9 @@ def _page_context(request, team: Team, **forms) -> dict:
         "can_set_quota": user.has_perm("teams.set_quota", team),
         "role_choices": RoleForm.base_fields["role"].choices,
         "invite_form": forms.get("invite_form") or InviteForm(),
+        # "Link a group" exists only with Entra ID sign-in on (nobody could sign in as one).
+        "entra_enabled": entra_oidc.enabled(),
+        "group_form": forms.get("group_form") or GroupLinkForm(),
         "increase_form": forms.get("increase_form") or IncreaseForm(),
         "members_error": forms.get("members_error", ""),
         "budget_alerts": selectors.budget_alert_list(team=team, now=timezone.now()),
@@ -147,6 +151,34 @@ def team_invite(request, slug):
                 return redirect("team-detail", slug=team.slug)
             form = None
     return _section(request, team, "teams/_members.html", status=status, invite_form=form)
+
+
+@login_required
+@require_POST
+def team_group(request, slug):
+    """Link the team to an Entra ID security group, or unlink it (team admins, platform
+    admins; 404 while Entra ID sign-in is off). Refusals are the form's errors (400)."""
+    team = _team(request, slug, "teams.manage_team")
+    if not entra_oidc.enabled():
+        raise Http404("Entra ID sign-in is off.")
+    form = GroupLinkForm(request.POST)
+    if form.is_valid():
+        try:
+            team = entra_link.team_group_link(
+                actor=request.user, team=team, group_id=form.group(), now=timezone.now()
+            )
+        except entra_link.GroupLinkError as exc:
+            form.add_error("group_id", str(exc))
+        else:
+            linked = team.entra_group_name or team.entra_group_id
+            text = f"Linked to {linked}." if linked else "Unlinked from its Entra ID group."
+            messages.success(request, text)
+            if not request.htmx:
+                return redirect("team-detail", slug=team.slug)
+            form = None
+    # htmx swaps no 4xx answer into the page, so it gets the form with its errors as a 200.
+    status = 400 if form is not None and not request.htmx else 200
+    return _section(request, team, "teams/_group.html", status=status, group_form=form)
 
 
 def _member_change(request, team: Team, change) -> object:

@@ -1,7 +1,7 @@
 """Drive the portal's Entra ID sign-in against the emulator: the portal's own pages through
 Django's test client, Entra ID's pages through requests (the browser's part), no redirect
 followed by itself. Fixtures: `entra_on` (sign-in on, pointed at the emulator, the demo teams
-linked to their groups)."""
+linked to their groups, Team.entra_group_id)."""
 
 import time
 import urllib.parse
@@ -28,8 +28,8 @@ CALLBACK = "http://testserver/accounts/entra/callback/"
 
 @pytest.fixture(name="entra_on")
 def entra_on_fixture(sim, sim_server, settings, db):
-    """Entra ID sign-in on against the emulator; Vision Lab and NLP Group linked (through a
-    cluster, as the AKS RoleBinding) to the emulator's demo groups. Returns the teams."""
+    """Entra ID sign-in on against the emulator; Vision Lab and NLP Group linked to the
+    emulator's demo groups (Team.entra_group_id) and given a cluster. Returns the teams."""
     settings.ENTRA_TENANT_ID = TENANT_ID
     settings.ENTRA_CLIENT_ID = DEMO_CLIENT_ID
     settings.ENTRA_CLIENT_SECRET = DEMO_CLIENT_SECRET
@@ -48,10 +48,10 @@ def entra_on_fixture(sim, sim_server, settings, db):
         ("Vision Lab", "vision", VISION_LAB),
         ("NLP Group", "nlp", NLP_GROUP),
     ):
-        teams[slug] = team = TeamFactory(name=name, slug=slug)
-        ClusterTeam.objects.create(
-            cluster=cluster, team=team, group_object_id=group, namespace=f"team-{slug}"
+        teams[slug] = team = TeamFactory(
+            name=name, slug=slug, entra_group_id=group, entra_group_name=name
         )
+        ClusterTeam.objects.create(cluster=cluster, team=team, namespace=f"team-{slug}")
     yield teams
     entra_oidc.forget_cached()
 

@@ -19,7 +19,7 @@ from billing.models import UsageInterval
 from cloud import kube as cloud_kube
 from clusters import services as cluster_services
 from clusters.models import NodePool, PoolStatus
-from teams.models import GpuQuota
+from teams.models import GpuQuota, Team
 from tests.factories import OfferingFactory
 from workspaces import aks_services, services
 from workspaces.models import Kind, Workspace, WorkspaceAgent
@@ -44,12 +44,10 @@ def cluster(cast, sim):
         name="research-aks",
         now=timezone.now(),
     )
+    cast.team.entra_group_id = GROUP
+    cast.team.save(update_fields=["entra_group_id"])
     cluster_services.cluster_team_set(
-        actor=cast.platform_admin,
-        cluster=cluster,
-        team=cast.team,
-        group_object_id=GROUP,
-        now=timezone.now(),
+        actor=cast.platform_admin, cluster=cluster, team=cast.team, now=timezone.now()
     )
     return cluster
 
@@ -278,6 +276,31 @@ def test_namespace_gets_quota_rolebinding_and_network_policy(cast, cluster, sim)
         {"kind": "Group", "name": str(GROUP), "apiGroup": "rbac.authorization.k8s.io"}
     ]
     assert any(p["namespace"] == "vision-training" for p in state["networkpolicies"])
+
+
+def test_a_namespace_for_a_team_with_no_linked_group_is_refused_at_request(cast, cluster, sim):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    Team.objects.filter(pk=cast.team.pk).update(entra_group_id=None)
+    cast.team.refresh_from_db()
+
+    with pytest.raises(services.WorkspaceActionError, match="has no Entra ID group linked"):
+        request_namespace(cast, pool)
+
+    assert not Workspace.objects.filter(kind=Kind.NAMESPACE).exists()
+    assert not kube(sim)["rolebindings"]
+
+
+def test_a_group_unlinked_after_the_request_fails_the_namespace_not_the_worker(cast, cluster, sim):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    ws = request_namespace(cast, pool)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    Team.objects.filter(pk=cast.team.pk).update(entra_group_id=None)
+    ws.refresh_from_db()
+
+    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+
+    ws.refresh_from_db()
+    assert "has no Entra ID group linked" in ws.error_message
 
 
 def test_namespace_stop_sets_gpu_quota_to_zero_and_start_restores_it(cast, cluster, sim):

@@ -16,7 +16,7 @@ from portal.celery import app as celery_app
 from teams import entra_oidc
 from teams.entra_sync import entra_sync
 from teams.graph import RETRY_AFTER_CAP, GraphClient
-from teams.models import AuditEntry, Membership, Profile
+from teams.models import AuditEntry, Membership, Profile, Team
 from tests.entra_portal import entra_on_fixture, sign_in  # noqa: F401
 from tests.factories import MembershipFactory, UserFactory
 
@@ -169,11 +169,9 @@ def test_throttled_past_three_tries_skips_the_group_only(client, entra_on, sim):
 
 
 def test_a_group_gone_is_skipped_while_the_others_sync(client, entra_on, sim, settings):
-    from clusters.models import ClusterTeam
-
     alice, bob = _signed_in(client, "alice"), _signed_in(client, "bob")
     gone = str(uuid.uuid4())
-    ClusterTeam.objects.filter(team=entra_on["vision"]).update(group_object_id=gone)
+    Team.objects.filter(pk=entra_on["vision"].pk).update(entra_group_id=gone)
     sim.entra_remove_member(NLP_GROUP, "bob@example.org")
 
     result = entra_sync(now=timezone.now())
@@ -224,9 +222,13 @@ def test_beat_runs_the_sync_every_entra_sync_seconds(settings):
     from portal.celery import _beat_schedule
 
     assert settings.ENTRA_SYNC_SECONDS == 300.0  # the documented default
+    kept = celery_app.conf.beat_schedule
     settings.ENTRA_SYNC_SECONDS = 120.0
-    _beat_schedule(celery_app)
-    schedule = celery_app.conf.beat_schedule["entra-sync"]
+    try:
+        _beat_schedule(celery_app)
+        schedule = celery_app.conf.beat_schedule["entra-sync"]
+    finally:
+        celery_app.conf.beat_schedule = kept
     assert schedule == {"task": "teams.tasks.entra_sync", "schedule": 120.0}
 
 

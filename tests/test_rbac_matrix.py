@@ -20,6 +20,7 @@ from workspaces.states import Status
 ROLES = ("anonymous", "outsider", "researcher", "other_team_admin", "team_admin", "platform_admin")
 SKIPPED_PREFIXES = ("admin/", "static/", "media/")
 LOGIN = "login"  # 302 to the login page
+LINK_GROUP = "5e0c7d1a-2b3c-4d5e-8f90-a1b2c3d4e5f6"  # A security group "link a group" may take.
 
 
 @dataclass(frozen=True)
@@ -65,6 +66,9 @@ EXPECTED = {
     "team-invite": Row(
         "POST", (_, 404, 403, 404, 302, 302), data={"identifier": "dave", "role": "researcher"}
     ),
+    # "Link a group" needs Entra ID sign-in: 404 for those who may manage the team while it is
+    # off (here); tests/test_team_group_link.py covers it switched on.
+    "team-group": Row("POST", (_, 404, 403, 404, 404, 404), data={"group_id": "{group}"}),
     "team-member-role": Row(
         "POST",
         (_, 404, 403, 404, 302, 302),
@@ -102,7 +106,7 @@ EXPECTED = {
         "POST",
         (_, 403, 403, 403, 403, 302),
         pk="cluster",
-        data={"team": "{team}", "group_object_id": "6f1c2a7e-1111-4222-8333-944455556666"},
+        data={"team": "{team}"},
     ),
     "clusters:pool-create": Row(
         "POST",
@@ -242,22 +246,82 @@ def test_every_url_has_an_rbac_row():
     assert not stale, f"EXPECTED rows without a URL: {stale}"
 
 
+def _answer(client, user, name, role, objects, expected_row=None):
+    row = EXPECTED[name]
+    url = _url(name, URLS[name], row, objects)
+    if user is not None:
+        client.force_login(user)
+    send = client.post if row.method == "POST" else client.get
+    data = {k: v.format(team=objects["team"].pk, group=LINK_GROUP) for k, v in row.data.items()}
+    response = send(url, data) if data else send(url)
+    expected = (expected_row or row).statuses[ROLES.index(role)]
+    if expected == LOGIN:
+        assert response.status_code == 302, f"{row.method} {url} as {role}"
+        assert response["Location"].startswith(reverse("login")), f"{url} as {role}"
+    else:
+        assert response.status_code == expected, f"{row.method} {url} as {role}"
+
+
 @pytest.mark.django_db
 @pytest.mark.parametrize("role", ROLES)
 @pytest.mark.parametrize("name", sorted(URLS))
 def test_rbac_matrix(client, cast, objects, name, role):
     if name not in EXPECTED:
         pytest.fail(f"add an RBAC rule and an EXPECTED row for {name}")
-    row = EXPECTED[name]
-    url = _url(name, URLS[name], row, objects)
-    if role != "anonymous":
-        client.force_login(getattr(cast, role))
-    send = client.post if row.method == "POST" else client.get
-    data = {k: v.format(team=objects["team"].pk) for k, v in row.data.items()}
-    response = send(url, data) if data else send(url)
-    expected = row.statuses[ROLES.index(role)]
-    if expected == LOGIN:
-        assert response.status_code == 302, f"{row.method} {url} as {role}"
-        assert response["Location"].startswith(reverse("login")), f"{url} as {role}"
-    else:
-        assert response.status_code == expected, f"{row.method} {url} as {role}"
+    user = None if role == "anonymous" else getattr(cast, role)
+    _answer(client, user, name, role, objects)
+
+
+# --- the same cast, its roles from Entra ID sign-in ------------------------------------------
+# The cast's team and the other team are linked to Entra ID groups; each member of the cast
+# loses the membership and staff flag the portal gave it and signs in (teams.entra.user_sign_in,
+# the callback's service) with the groups and app roles below. Each must get the answers of
+# the EXPECTED row of its role, except where ENTRA_EXPECTED says why not.
+TEAM_GROUP, OTHER_GROUP = (
+    "3c9e5a10-4b2d-4e6f-8a1b-2c3d4e5f6a01",
+    "3c9e5a10-4b2d-4e6f-8a1b-2c3d4e5f6a02",
+)
+ENTRA_CLAIMS = {  # role -> (the groups claim, the roles claim)
+    "outsider": ([OTHER_GROUP], []),
+    "researcher": ([TEAM_GROUP], []),
+    "other_team_admin": ([OTHER_GROUP], ["Team.Admin"]),
+    "team_admin": ([TEAM_GROUP], ["Team.Admin"]),
+    "platform_admin": ([], ["Platform.Admin"]),
+}
+ENTRA_EXPECTED = {
+    #                                anon outsider researcher other-admin team-admin platform
+    # The researcher's role follows the Team.Admin app role: the team page refuses to change
+    # it (the members section with the reason, 200) rather than be undone at the next sign-in.
+    "team-member-role": Row("POST", (_, 404, 403, 404, 200, 200)),
+}
+
+
+@pytest.fixture
+def entra_cast(cast):
+    """The cast, each member's teams and roles now from an Entra ID sign-in."""
+    from teams import entra
+    from teams.models import Profile, Team
+
+    Team.objects.filter(pk=cast.team.pk).update(entra_group_id=TEAM_GROUP)
+    Team.objects.filter(pk=cast.other_team.pk).update(entra_group_id=OTHER_GROUP)
+    for n, (role, (groups, app_roles)) in enumerate(ENTRA_CLAIMS.items()):
+        user = getattr(cast, role)
+        Membership.objects.filter(user=user).delete()
+        type(user).objects.filter(pk=user.pk).update(is_staff=False)
+        oid = f"4d8f6b21-5c3e-4f70-9b2c-3d4e5f6a7b{n:02d}"
+        Profile.objects.update_or_create(user=user, defaults={"signin_object_id": oid})
+        claims = {"oid": oid, "preferred_username": f"{user.username}@example.org"}
+        signed_in = entra.user_sign_in(
+            claims=claims | {"name": user.username, "roles": app_roles},
+            groups=groups,
+            now=timezone.now(),
+        )
+        assert signed_in.pk == user.pk
+    return cast
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("role", list(ENTRA_CLAIMS))
+@pytest.mark.parametrize("name", sorted(URLS))
+def test_rbac_matrix_for_entra_id_sign_in(client, entra_cast, objects, name, role):
+    _answer(client, getattr(entra_cast, role), name, role, objects, ENTRA_EXPECTED.get(name))

@@ -45,6 +45,11 @@ DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
 JUPYTER_PORT = 8888
 KUBE_ENDPOINT_CACHE_SECONDS = 3600
 # A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
+# A namespace's RoleBinding names the team's group: without one nobody could use it.
+NO_GROUP = (
+    "{team} has no Entra ID group linked, and a namespace gives its group the edit role: "
+    "a team admin links one on the team's page first."
+)
 ACCESS_STATUSES = frozenset(
     {Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STOPPED, Status.STARTING}
 )
@@ -112,12 +117,14 @@ def workspace_request_namespace(
     """Ask for a namespace on ``pool``'s cluster with a quota of ``gpus`` whole GPUs of the
     pool's model; it costs gpus x the per-GPU share of the node price (USD/hour) while active.
     The namespace is named ``<team slug>-<name>`` as a DNS-1123 label. Raises
-    WorkspaceActionError (team without the cluster, a MIG pool, GPUs below 1, the namespace
-    taken) and JustificationNeeded."""
+    WorkspaceActionError (team without the cluster or without a linked Entra ID group, a MIG
+    pool, GPUs below 1, the namespace taken) and JustificationNeeded."""
     check_member(user=user, team=team)
     link = ClusterTeam.objects.filter(cluster_id=pool.cluster_id, team=team).first()
     if link is None or pool.status != PoolStatus.READY or pool.gpu_instance_profile:
         raise WorkspaceActionError(f"{team.name} cannot take GPUs of node pool {pool.name}.")
+    if team.entra_group_id is None:
+        raise WorkspaceActionError(NO_GROUP.format(team=team.name))
     if gpus < 1:
         raise WorkspaceActionError("Ask for at least 1 GPU.")
     namespace = namespace_name(team=team, name=name)
@@ -395,10 +402,6 @@ def slice_access_refresh_all() -> dict[str, str]:
     return done
 
 
-def _team_link(workspace: Workspace) -> ClusterTeam:
-    return ClusterTeam.objects.get(cluster_id=workspace.node_pool.cluster_id, team=workspace.team)
-
-
 def jupyter_token(workspace: Workspace) -> str:
     """JupyterLab's login token of a MIG workspace, derived from SECRET_KEY (never stored):
     shown to those who may act on the workspace, and handed to the pod through its Secret."""
@@ -407,12 +410,16 @@ def jupyter_token(workspace: Workspace) -> str:
 
 
 def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
-    """What the namespace workspace holds in Kubernetes."""
-    link = _team_link(workspace)
+    """What the namespace workspace holds in Kubernetes; its RoleBinding names the team's Entra
+    ID group (Team.entra_group_id). Raises CloudError (not transient) when the team's group
+    was unlinked after the request, rather than bind edit to nobody."""
+    group = workspace.team.entra_group_id
+    if group is None:
+        raise CloudError("TeamGroupNotLinked", NO_GROUP.format(team=workspace.team.name))
     return kube.NamespaceSpec(
         workspace_id=str(workspace.pk),
         name=workspace.namespace,
-        group_object_id=str(link.group_object_id),
+        group_object_id=str(group),
         gpus=workspace.gpu_count,
         labels=_object_labels(workspace),
     )

@@ -2,9 +2,9 @@
 
 POST /_sim/entra/directory  {"users": [{"name", "display_name"?, "id"?, "enabled"=true,
                             "roles"=[]}], "groups": [{"display_name", "id"?, "members": [user
-                            id | UPN | name]}]}   (bulk add; members may name users added in the
-                            same call) -> {"users": [{"id", "userPrincipalName"}], "groups":
-                            [{"id", "displayName"}]}
+                            id | UPN | name], "security_enabled"=true}]}   (bulk add; members
+                            may name users added in the same call) -> {"users": [{"id",
+                            "userPrincipalName"}], "groups": [{"id", "displayName"}]}
 POST /_sim/entra/users/disable   {"user": id | UPN, "enabled"=false}
 POST /_sim/entra/members/remove  {"group": id, "user": id | UPN}
 POST /_sim/entra/keys/rotate     {"drop_old"=false}  -> {"kid", "kids"}
@@ -63,7 +63,8 @@ def add_directory(d: Directory, body: dict) -> Response:
         users.append({"id": user.id, "userPrincipalName": user.upn})
     for item in _list(body, "groups"):
         members = [_user(d, m) for m in item.get("members", [])]
-        group = d.add_group(item.get("id"), str(item.get("display_name", "")))
+        security = bool(item.get("security_enabled", True))
+        group = d.add_group(item.get("id"), str(item.get("display_name", "")), security)
         group.members.extend(m for m in members if m not in group.members)
         groups.append({"id": group.id, "displayName": group.display_name})
     return Response(201, {"users": users, "groups": groups})

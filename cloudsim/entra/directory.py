@@ -58,9 +58,25 @@ class User:
 
 @dataclass
 class Group:
+    """Graph group fields: id, displayName, securityEnabled (False: a Microsoft 365 group, which
+    AKS RoleBindings and the portal's team link do not take)."""
+
     id: str
     display_name: str
     members: list[str] = field(default_factory=list)  # User ids, in insertion order.
+    security_enabled: bool = True
+
+    def graph(self) -> dict:
+        unified = not self.security_enabled
+        return {
+            "@odata.type": "#microsoft.graph.group",
+            "id": self.id,
+            "displayName": self.display_name,
+            "description": None,
+            "groupTypes": ["Unified"] if unified else [],
+            "mailEnabled": unified,
+            "securityEnabled": self.security_enabled,
+        }
 
 
 @dataclass
@@ -102,8 +118,8 @@ class Directory:
         self.by_upn[upn.lower()] = user.id
         return user
 
-    def add_group(self, gid: str | None, display: str) -> Group:
-        group = Group(gid or str(uuid.uuid4()), display)
+    def add_group(self, gid: str | None, display: str, security_enabled: bool = True) -> Group:
+        group = Group(gid or str(uuid.uuid4()), display, security_enabled=security_enabled)
         self.groups[group.id] = group
         return group
 

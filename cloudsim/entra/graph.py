@@ -6,6 +6,7 @@ GET  /v1.0/groups/{id}/members?$select=&$top=  -> {"@odata.context", "value": [{
      "#microsoft.graph.user", ...}], "@odata.nextLink"?}
 GET  /v1.0/users/{id | userPrincipalName}?$select=id,accountEnabled,userPrincipalName,displayName
 GET  /v1.0/users?$select=&$top=  -> paged like members
+GET  /v1.0/groups/{id}?$select=id,displayName,securityEnabled  -> the group, 404 unknown
 Pages hold $top items (default 100, at most 999, as Graph); "@odata.nextLink" carries an opaque
 $skiptoken and is absent on the last page. Every call needs a Graph token of this tenant
 (401 InvalidAuthenticationToken otherwise). Faults: ops in FAULT_OPS, kinds in FAULT_KINDS
@@ -23,11 +24,18 @@ from .replies import graph_error, graph_fault
 from .tokens import GRAPH_AUDIENCE
 
 FAULT_OPS = frozenset(
-    {"graph.users.get", "graph.users.list", "graph.groups.members", "graph.memberObjects"}
+    {
+        "graph.users.get",
+        "graph.users.list",
+        "graph.groups.get",
+        "graph.groups.members",
+        "graph.memberObjects",
+    }
 )
 FAULT_KINDS = frozenset({"throttle", "server_error", "unavailable"})
 DEFAULT_TOP, MAX_TOP = 100, 999
 USER_FIELDS = ("id", "displayName", "userPrincipalName", "mail")  # Graph's default $select.
+GROUP_FIELDS = ("id", "displayName", "description", "groupTypes", "mailEnabled", "securityEnabled")
 
 
 def _authorize(d: Directory, req: Request) -> None:
@@ -115,6 +123,14 @@ def _member_objects(d: Directory, req: Request, segs: list[str]) -> Response:
     return Response(200, {"@odata.context": context, "value": d.groups_of(user.id)})
 
 
+def _get_group(d: Directory, req: Request, segs: list[str]) -> Response:
+    group = d.groups.get(segs[1]) or d.groups.get(segs[1].lower())  # GUIDs: any case.
+    if group is None:
+        raise _not_found(segs[1])
+    body = _select(req, group.graph(), GROUP_FIELDS)
+    return Response(200, {"@odata.context": _context(req, "groups", "/$entity"), **body})
+
+
 def _members(d: Directory, req: Request, segs: list[str]) -> Response:
     group = d.groups.get(segs[1])
     if group is None:
@@ -128,6 +144,7 @@ ROUTES = {
     ("GET", "users", 1, ""): ("graph.users.list", _list_users),
     ("GET", "users", 2, ""): ("graph.users.get", _get_user),
     ("POST", "users", 3, "getmemberobjects"): ("graph.memberObjects", _member_objects),
+    ("GET", "groups", 2, ""): ("graph.groups.get", _get_group),
     ("GET", "groups", 3, "members"): ("graph.groups.members", _members),
 }
 

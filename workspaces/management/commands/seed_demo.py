@@ -32,8 +32,8 @@ DEMO_POOLS = {
     "mig3g": ("Standard_NC24ads_A100_v4", "MIG3g", 1),
     "a100": ("Standard_NC96ads_A100_v4", "", 1),
 }
-# Entra ID group object ids of the demo teams (made up; the emulator's RBAC knows them only from
-# the RoleBindings that name them).
+# Entra ID group object ids of the demo teams (Team.entra_group_id): the emulator's tenant has
+# groups of these names and ids, and its Kubernetes RBAC knows them from the RoleBindings.
 DEMO_GROUPS = {
     "Vision Lab": "0f6d3b2a-8c4e-4f1a-9b7d-2e5c6a7b8c01",
     "NLP Group": "1a7e4c3b-9d5f-4a2b-8c6e-3f4d5b6c7d02",
@@ -56,6 +56,11 @@ class Command(BaseCommand):
                     "monthly_budget": DEMO_BUDGETS[team_name],
                 },
             )
+            if team.entra_group_id is None and team_name in DEMO_GROUPS:
+                # The emulator's groups of the same name (cloudsim/entra/directory.py).
+                team.entra_group_id = DEMO_GROUPS[team_name]
+                team.entra_group_name = team_name
+                team.save(update_fields=["entra_group_id", "entra_group_name"])
             for gpu_model, gpus in DEMO_QUOTAS[team_name].items():
                 GpuQuota.objects.get_or_create(
                     team=team, gpu_model=gpu_model, defaults={"gpus": gpus}
@@ -91,12 +96,7 @@ class Command(BaseCommand):
         )
         for team in Team.objects.filter(name__in=DEMO_GROUPS):
             ClusterTeam.objects.get_or_create(
-                cluster=cluster,
-                team=team,
-                defaults={
-                    "group_object_id": DEMO_GROUPS[team.name],
-                    "namespace": f"team-{team.slug}",
-                },
+                cluster=cluster, team=team, defaults={"namespace": f"team-{team.slug}"}
             )
         for name, (vm_size, profile, nodes) in DEMO_POOLS.items():
             pool = NodePool.objects.filter(cluster=cluster, name=name).first()

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("teams", "0010_profile_signin_object_id"),
+        ("teams", "0011_team_entra_group"),
     ]
 
     operations = [

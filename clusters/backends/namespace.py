@@ -1,0 +1,110 @@
+"""The AKS namespace backend: a namespace with a GPU ResourceQuota, a LimitRange, a
+RoleBinding of ``edit`` for the team's Entra ID group and a NetworkPolicy.
+
+It counts its GPU quota (whole GPUs) against the team's quota and costs quota / GPUs per node
+of the node price while running. Kubernetes is its agent: the idle evidence is how many pods
+requesting GPUs run in it (idle_evidence). Errors raised: CloudError.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from cloud import kube
+from cloud.errors import CloudError
+from clusters.backends.aks import AksBackend, kube_api, object_labels
+from clusters.models import ClusterTeam
+from workspaces import telemetry
+from workspaces.backends import KindForm, Step
+from workspaces.models import Kind, Workspace
+from workspaces.states import Status
+from workspaces.telemetry import ParsedSample
+
+log = logging.getLogger(__name__)
+
+
+class NamespaceBackend(AksBackend):
+    """Kind "namespace" (see workspaces.backends.base.WorkspaceBackend)."""
+
+    kind = Kind.NAMESPACE
+    finished = {
+        "create": "Namespace ready with a quota of {gpus} GPUs",
+        "start": "GPU quota of {gpus} restored; workloads scaled back up",
+        "deallocate": "GPU quota set to 0; workloads scaled to 0",
+        "delete": "Namespace deleted",
+    }
+
+    def __init__(self, form: KindForm | None = None):
+        self.form = form
+
+    def what(self, workspace: Workspace) -> str:
+        return f"the namespace, its GPU quota of {workspace.gpu_count} and the team's access"
+
+    def on_created(self, workspace: Workspace, now: datetime) -> None:
+        # Its agent row holds the idle evidence idle_evidence stores.
+        telemetry.agent_token_issue(workspace_id=workspace.pk, now=now)
+
+    def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
+        ns = workspace.namespace
+        if operation == "create":
+            kube.namespace_ensure(api, namespace_spec(workspace))
+        elif operation == "start":
+            kube.namespace_start(api, namespace_spec(workspace))
+        elif operation == "deallocate":
+            kube.namespace_stop(api, name=ns)
+        else:
+            kube.namespace_delete(api, name=ns, workspace_id=str(workspace.pk))
+
+    def look(self, api, workspace: Workspace, operation: str) -> Step:
+        if operation == "delete":
+            return Step(
+                kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
+            )
+        return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
+
+    def share(self, workspace: Workspace) -> tuple[int, int]:
+        """GPU quota / GPUs per node."""
+        return workspace.gpu_count, workspace.node_pool.gpus_per_node
+
+    def idle_evidence(self, now: datetime) -> list[tuple[object, list[ParsedSample]]]:
+        """One sample per running namespace: GPU utilisation 100 % while a pod in it that
+        requests GPUs runs, else 0 % (one Kubernetes list per namespace). A cluster that does
+        not answer is logged and skipped: its namespaces get no sample, as a silent agent."""
+        running = Workspace.objects.filter(kind=self.kind, status=Status.RUNNING).select_related(
+            "node_pool__cluster"
+        )
+        batch = []
+        for workspace in running:
+            try:
+                api = kube_api(workspace.node_pool)
+                pods = kube.namespace_gpu_pods(api, name=workspace.namespace)
+            except CloudError as exc:
+                log.warning("GPU pods of %s: %s: %s", workspace.namespace, exc.code, exc.message)
+                continue
+            batch.append((workspace.pk, [_sample(pods, now)]))
+        return batch
+
+
+def _sample(pods: int, now: datetime) -> ParsedSample:
+    return ParsedSample(
+        at=now,
+        nvml=f"{pods} running pod{'s' if pods != 1 else ''} requesting GPUs",
+        gpus=[],
+        gpu_util=100 if pods else 0,
+        gpu_mem_used_mib=0,
+        interactive=0,
+        cpu_percent=None,
+    )
+
+
+def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
+    """What the namespace workspace holds in Kubernetes."""
+    link = ClusterTeam.objects.get(cluster_id=workspace.node_pool.cluster_id, team=workspace.team)
+    return kube.NamespaceSpec(
+        workspace_id=str(workspace.pk),
+        name=workspace.namespace,
+        group_object_id=str(link.group_object_id),
+        gpus=workspace.gpu_count,
+        labels=object_labels(workspace),
+    )

@@ -54,10 +54,26 @@ def _label(text: str) -> str:
         return "unknown"
 
 
+def aks_fields(pool: NodePool, name: str, price, kind: str) -> dict:
+    """The model fields of a workspace of ``kind`` on ``pool`` costing ``price`` USD/hour."""
+    return {
+        "kind": kind,
+        "name": name,
+        "node_pool": pool,
+        "vm_size": pool.vm_size,
+        "region": pool.cluster.location,
+        "price_per_hour": price,
+        "gpu_model": pool.gpu_model,
+    }
+
+
 class AksBackend:
     """The part of WorkspaceBackend (workspaces.backends.base) both AKS kinds share."""
 
     service = "Kubernetes"
+    where = "the cluster"
+    error_source = "Kubernetes or Azure"
+    stop_label = "Stop"
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}
 

@@ -17,14 +17,23 @@ from django.conf import settings
 
 from agent import cloud_init
 from cloud import kube
+from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
-from clusters.backends.aks import AksBackend, kube_api, object_labels
-from teams.models import Profile
+from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.models import ClusterTeam
+from common.words import with_article
+from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, Step
+from workspaces.backends import KindForm, Step, backend_for
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
-from workspaces.services import user_may_act
+from workspaces.services import (
+    Ask,
+    WorkspaceActionError,
+    check_member,
+    user_may_act,
+    workspace_insert,
+)
 from workspaces.states import Status
 
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
@@ -39,6 +48,9 @@ class MigBackend(AksBackend):
     """Kind "mig" (see workspaces.backends.base.WorkspaceBackend)."""
 
     kind = Kind.MIG
+    delete_warning = "The pod, its Service and its /home volume"
+    facts_template = "workspaces/kinds/mig_facts.html"
+    connect_template = "workspaces/kinds/mig_connect.html"
     finished = {
         "create": "Pod running on a {profile} MIG slice",
         "start": "Pod running on a {profile} MIG slice",
@@ -187,3 +199,68 @@ def jupyter_token(workspace: Workspace) -> str:
     shown to those who may act on the workspace, and handed to the pod through its Secret."""
     mac = hmac.new(settings.SECRET_KEY.encode(), f"jupyter:{workspace.pk}".encode(), "sha256")
     return mac.hexdigest()[:48]
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def workspace_request_mig(
+    *,
+    user,
+    team: Team,
+    name: str,
+    profile: str,
+    gpu_model: str,
+    request_key,
+    now: datetime,
+    image: str = "",
+    justification: str = "",
+) -> Workspace:
+    """Ask for one MIG slice of ``profile`` ("1g.10gb") on a ``gpu_model`` GPU, placed on the
+    team's ready pool serving it with the most free instances. It counts slices/7 of a GPU
+    against the team's quota of that model, and costs that share of the node price (USD/hour).
+    Raises WorkspaceActionError when no pool on the team's clusters serves the profile, and
+    JustificationNeeded above quota without a reason."""
+    check_member(user=user, team=team)
+    choice = next(
+        (
+            c
+            for c in cluster_selectors.mig_choices(team=team)
+            if c.profile == profile and c.gpu_model == gpu_model
+        ),
+        None,
+    )
+    if choice is None:
+        raise WorkspaceActionError(
+            f"No node pool offers {gpu_model} {profile} slices to {team.name}; "
+            "choose another profile or ask a platform admin."
+        )
+    link = ClusterTeam.objects.get(cluster_id=choice.pool.cluster_id, team=team)
+    fields = aks_fields(choice.pool, name, choice.price_per_hour, MigBackend.kind)
+    fields.update(
+        mig_profile=profile,
+        gpu_slices=choice.slices,
+        namespace=link.namespace,
+        image=image.strip() or DEFAULT_IMAGE,
+    )
+    slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
+    reason = f"Requested {slice_name} on node pool {choice.pool.name}"
+    ask = Ask(user, team, request_key, fields, Fraction(choice.slices, SLICES_PER_GPU), reason)
+    return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def slice_access_refresh_all() -> dict[str, str]:
+    """Refresh the owner access of every MIG workspace whose objects may exist, in place (an
+    operator's command after upgrading: the team's old edit binding goes from every slices'
+    namespace). Returns {workspace id: "ok" or the CloudError's words}."""
+    backend = backend_for(MigBackend.kind)
+    done = {}
+    for workspace in Workspace.objects.filter(
+        kind=MigBackend.kind, status__in=ACCESS_STATUSES
+    ).select_related("node_pool", "owner", "team"):
+        try:
+            backend.access_refresh(workspace)
+            done[str(workspace.pk)] = "ok"
+        except CloudError as exc:
+            done[str(workspace.pk)] = f"{exc.code}: {exc.message}"
+    return done

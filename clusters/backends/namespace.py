@@ -13,11 +13,13 @@ from datetime import datetime
 
 from cloud import kube
 from cloud.errors import CloudError
-from clusters.backends.aks import AksBackend, kube_api, object_labels
-from clusters.models import ClusterTeam
+from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.models import ClusterTeam, NodePool, PoolStatus
+from teams.models import Team
 from workspaces import telemetry
 from workspaces.backends import KindForm, Step
 from workspaces.models import Kind, Workspace
+from workspaces.services import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
 from workspaces.telemetry import ParsedSample
 
@@ -28,6 +30,9 @@ class NamespaceBackend(AksBackend):
     """Kind "namespace" (see workspaces.backends.base.WorkspaceBackend)."""
 
     kind = Kind.NAMESPACE
+    delete_warning = "The namespace and everything in it"
+    facts_template = "workspaces/kinds/namespace_facts.html"
+    connect_template = "workspaces/kinds/namespace_connect.html"
     finished = {
         "create": "Namespace ready with a quota of {gpus} GPUs",
         "start": "GPU quota of {gpus} restored; workloads scaled back up",
@@ -108,3 +113,51 @@ def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
         gpus=workspace.gpu_count,
         labels=object_labels(workspace),
     )
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def workspace_request_namespace(
+    *,
+    user,
+    team: Team,
+    name: str,
+    pool: NodePool,
+    gpus: int,
+    request_key,
+    now: datetime,
+    justification: str = "",
+) -> Workspace:
+    """Ask for a namespace on ``pool``'s cluster with a quota of ``gpus`` whole GPUs of the
+    pool's model; it costs gpus x the per-GPU share of the node price (USD/hour) while active.
+    The namespace is named ``<team slug>-<name>`` as a DNS-1123 label. Raises
+    WorkspaceActionError (team without the cluster, a MIG pool, GPUs below 1, the namespace
+    taken) and JustificationNeeded."""
+    check_member(user=user, team=team)
+    link = ClusterTeam.objects.filter(cluster_id=pool.cluster_id, team=team).first()
+    if link is None or pool.status != PoolStatus.READY or pool.gpu_instance_profile:
+        raise WorkspaceActionError(f"{team.name} cannot take GPUs of node pool {pool.name}.")
+    if gpus < 1:
+        raise WorkspaceActionError("Ask for at least 1 GPU.")
+    namespace = namespace_name(team=team, name=name)
+    taken = Workspace.objects.filter(
+        kind=NamespaceBackend.kind, namespace=namespace, node_pool__cluster_id=pool.cluster_id
+    ).exclude(status__in=(Status.DELETED, Status.FAILED))
+    if taken.exists():
+        raise WorkspaceActionError(f"The namespace {namespace} exists already; choose a name.")
+    price = (pool.price_per_gpu_hour * gpus).quantize(pool.price_per_hour)
+    fields = aks_fields(pool, name, price, NamespaceBackend.kind)
+    fields.update(gpu_count=gpus, namespace=namespace)
+    reason = f"Requested namespace {namespace} with {gpus} × {pool.gpu_model} GPUs"
+    ask = Ask(user, team, request_key, fields, gpus, reason)
+    return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def namespace_name(*, team: Team, name: str) -> str:
+    """``<team slug>-<name>`` normalised to a DNS-1123 label (63 characters at most).
+    Raises WorkspaceActionError when nothing usable is left."""
+    try:
+        return kube.dns_label(f"{team.slug}-{name}")
+    except ValueError as exc:
+        raise WorkspaceActionError(str(exc)) from exc

@@ -71,6 +71,13 @@ class WorkspaceBackend(Protocol):
     service: str
     # Its own request page, or None (the GPU VM's page is workspaces.views.workspace_request).
     form: KindForm | None
+    # Its page's words and parts (templates/workspaces/_status_panel.html, detail.html):
+    where: str  # where its operations run: "Azure", "the cluster"
+    error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"
+    stop_label: str  # the Stop button
+    delete_warning: str  # what a delete removes: "The VM, its NIC and its OS disk"
+    facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
+    connect_template: str  # how to reach it while running
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """Begin the operation the workspace's status owes (create, deallocate, start,

@@ -37,6 +37,12 @@ class VmBackend:
     kind = Kind.VM
     service = "Azure"
     form = None  # Its request page is workspaces.views.workspace_request.
+    where = "Azure"
+    error_source = "Azure"
+    stop_label = "Stop (deallocate)"
+    delete_warning = "The VM, its NIC and its OS disk"
+    facts_template = "workspaces/kinds/vm_facts.html"
+    connect_template = "workspaces/kinds/vm_connect.html"
 
     def __init__(self, cloud: VmCloud = azure_vm):
         self.cloud = cloud

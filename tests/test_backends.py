@@ -5,6 +5,7 @@ import inspect
 
 import pytest
 from django.template.loader import get_template
+from django.urls import reverse
 from django.utils import timezone
 
 from cloud import azure_vm
@@ -44,6 +45,7 @@ def test_each_backend_fulfils_the_interface(kind):
     assert isinstance(backend, WorkspaceBackend)
     for name in ("service", "where", "error_source", "stop_label", "delete_warning"):
         assert getattr(backend, name), name
+    reverse(backend.request_url)
     get_template(backend.facts_template)
     get_template(backend.connect_template)
     if backend.form is not None:

@@ -77,6 +77,10 @@ class AksBackend:
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}
 
+    @property
+    def request_url(self) -> str:
+        return f"workspaces:{self.form.name}"
+
     def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
         raise NotImplementedError
 

@@ -71,6 +71,7 @@ class WorkspaceBackend(Protocol):
     service: str
     # Its own request page, or None (the GPU VM's page is workspaces.views.workspace_request).
     form: KindForm | None
+    request_url: str  # the URL name of its request page, for the kind tabs
     # Its page's words and parts (templates/workspaces/_status_panel.html, detail.html):
     where: str  # where its operations run: "Azure", "the cluster"
     error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"

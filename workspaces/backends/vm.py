@@ -37,6 +37,7 @@ class VmBackend:
     kind = Kind.VM
     service = "Azure"
     form = None  # Its request page is workspaces.views.workspace_request.
+    request_url = "workspaces:request"
     where = "Azure"
     error_source = "Azure"
     stop_label = "Stop (deallocate)"

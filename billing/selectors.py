@@ -475,7 +475,14 @@ def budget_runs_out(
     return now + timedelta(hours=float(left / burn_per_hour))
 
 
-KINDS = ("vm", "mig", "namespace")
+def _kinds() -> tuple[str, ...]:
+    """Every workspace kind, in workspaces.models.Kind's order: the spend chart's series."""
+    from workspaces.models import Kind
+
+    return tuple(Kind.values)
+
+
+KINDS = _kinds()
 
 
 @dataclass(frozen=True)

@@ -35,56 +35,46 @@ OS_DISK_TIER = "P10 LRS"
 
 def usage_meter(*, workspace_id, expected: str, to: str, now: datetime) -> None:
     """Open or close the workspace's meters for the change ``expected -> to`` (called inside
-    workspaces.states.transition's transaction). A VM's compute is billed while it is
-    allocated (states.BILLABLE), on the Spot meter for a Spot VM; its OS disk from the first
-    time the VM runs until it is deleted. A MIG slice or a namespace is billed its share of
-    its node pool's VM price while running (states.BILLABLE_ON_AKS; share from
-    workspaces.aks_services.billing_share), with no disk of its own."""
+    workspaces.states.transition's transaction), as its kind's backend says
+    (WorkspaceBackend.meters): compute while its status is billable, at its hourly price times
+    its share (a VM: its own price, on the Spot meter for a Spot VM; a MIG slice or a
+    namespace: its share of its node pool's VM price); an OS disk, for kinds that have one,
+    from the first time it runs until it is deleted."""
+    from workspaces.backends import backend_for
     from workspaces.models import Workspace
-    from workspaces.states import BILLABLE, BILLABLE_ON_AKS, Status
+    from workspaces.states import Status
 
-    ws = Workspace.objects.values(
-        "team_id", "kind", "vm_size", "region", "price_per_hour", "spot", "node_pool_id"
-    ).get(pk=workspace_id)
-    billable = BILLABLE if ws["kind"] == "vm" else BILLABLE_ON_AKS
-    if to in billable and expected not in billable:
-        _open_compute(workspace_id, ws, now)
-    elif expected in billable and to not in billable:
+    workspace = Workspace.objects.select_related("node_pool").get(pk=workspace_id)
+    meters = backend_for(workspace.kind).meters(workspace)
+    if to in meters.billable and expected not in meters.billable:
+        sku, hourly = workspace.vm_size, meters.hourly
+        _open(workspace, Meter.COMPUTE, PriceKind.VM, sku, hourly, now, meters.share)
+    elif expected in meters.billable and to not in meters.billable:
         _close(workspace_id, Meter.COMPUTE, now)
-    if ws["kind"] != "vm":
+    if not meters.os_disk:
         return
     if to == Status.RUNNING and not _is_open(workspace_id, Meter.DISK):
-        disk = price_in_effect(kind=PriceKind.DISK, sku=OS_DISK_TIER, region=ws["region"], at=now)
+        disk = price_in_effect(
+            kind=PriceKind.DISK, sku=OS_DISK_TIER, region=workspace.region, at=now
+        )
         hourly = disk.hourly if disk else 0
-        _open(workspace_id, ws, Meter.DISK, PriceKind.DISK, OS_DISK_TIER, hourly, now)
+        _open(workspace, Meter.DISK, PriceKind.DISK, OS_DISK_TIER, hourly, now)
     elif to == Status.DELETED:
         _close(workspace_id, Meter.DISK, now)
 
 
-def _open_compute(workspace_id, ws: dict, now: datetime) -> None:
-    if ws["kind"] == "vm":
-        hourly, share = ws["price_per_hour"], (1, 1)
-    else:
-        from workspaces.aks_services import billing_share
-        from workspaces.models import Workspace
-
-        workspace = Workspace.objects.select_related("node_pool").get(pk=workspace_id)
-        hourly, share = workspace.node_pool.price_per_hour, billing_share(workspace)
-    _open(workspace_id, ws, Meter.COMPUTE, PriceKind.VM, ws["vm_size"], hourly, now, share)
-
-
-def _open(workspace_id, ws: dict, meter, price_kind, sku: str, hourly, now, share=(1, 1)) -> None:
+def _open(workspace, meter, price_kind, sku: str, hourly, now, share=(1, 1)) -> None:
     UsageInterval.objects.create(
         share_num=share[0],
         share_den=share[1],
-        workspace_id=workspace_id,
-        team_id=ws["team_id"],
-        kind=ws["kind"],
+        workspace_id=workspace.pk,
+        team_id=workspace.team_id,
+        kind=workspace.kind,
         meter=meter,
         price_kind=price_kind,
         sku=sku,
-        region=ws["region"],
-        spot=meter == Meter.COMPUTE and ws["spot"],  # a Spot VM's disk is billed as any disk
+        region=workspace.region,
+        spot=meter == Meter.COMPUTE and workspace.spot,  # a Spot VM's disk is billed as any disk
         started_at=now,
         price_per_hour=round(hourly, 4),
     )

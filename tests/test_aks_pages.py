@@ -5,10 +5,10 @@ import uuid
 import pytest
 from django.urls import reverse
 
+from clusters import aks_services
 from clusters.models import AksCluster, NodePool
 from tests.factories import OfferingFactory
 from tests.test_aks_workspaces import cluster, four_gpu_offering, make_pool  # noqa: F401
-from workspaces import aks_services
 from workspaces.models import Workspace
 
 pytestmark = pytest.mark.django_db(transaction=True)

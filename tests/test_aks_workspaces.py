@@ -17,11 +17,12 @@ from kubernetes.client import ApiException
 
 from billing.models import UsageInterval
 from cloud import kube as cloud_kube
+from clusters import aks_services
 from clusters import services as cluster_services
 from clusters.models import NodePool, PoolStatus
 from teams.models import GpuQuota, Team
 from tests.factories import OfferingFactory
-from workspaces import aks_services, services
+from workspaces import services
 from workspaces.models import Kind, Workspace, WorkspaceAgent
 from workspaces.states import Status
 

@@ -16,11 +16,12 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
+from clusters import aks_services
 from clusters.models import NodePool, PoolStatus
 from teams.models import Team
 from tests.factories import SSH_KEY
 from tests.test_sweep import T0, _at, _report, _running
-from workspaces import aks_services, services
+from workspaces import services
 from workspaces.models import SizeOffering, Workspace
 from workspaces.states import Status
 

@@ -5,6 +5,7 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from workspaces.backends import backend_for
 from workspaces.states import STYLE, TRANSITIONS, Status, event_style
 
 
@@ -161,8 +162,10 @@ class Workspace(models.Model):
         return self.id.hex[:12]
 
     @property
-    def on_aks(self) -> bool:
-        return self.kind in (Kind.MIG, Kind.NAMESPACE)
+    def backend(self):
+        """Its kind's backend (workspaces.backends), for all that differs between kinds.
+        Raises UnknownKind."""
+        return backend_for(self.kind)
 
     @property
     def ssh_command(self) -> str:

@@ -18,16 +18,14 @@ from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.urls import reverse
 
-from agent import cloud_init
 from cloud import azure_vm
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
 from teams.models import Team
 from teams.selectors import membership_role, user_is_team_admin
 from workspaces import chains, selectors, states, telemetry
+from workspaces.backends import backend_for, backends
 from workspaces.chains import Next
-from workspaces.gpus import gpu_share
-from workspaces.live_topics import workspaces_changed
 from workspaces.models import (
     Kind,
     SizeOffering,
@@ -472,7 +470,7 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
         team=team,
         user=workspace.owner,
         gpu_model=workspace.gpu_model,
-        gpus=gpu_share(gpus=workspace.gpu_count, slices=workspace.gpu_slices),
+        gpus=backend_for(workspace.kind).gpu_share(workspace),
         price_per_hour=workspace.price_per_hour,
         now=now,
     )
@@ -536,111 +534,29 @@ def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
 
 
 def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
-    """Move the Azure operation the workspace's status owes one step on and say what the
-    caller does next (see Next).
-
-    A requested workspace is first checked against Azure (size offered and unrestricted in its
-    region, family and regional vCPU quota, or the regional Spot quota for a Spot workspace;
-    see azure_precheck): if Azure cannot take it, it stays requested with a plain
-    ``waiting_reason`` (or moves to another region where its offering allows it) and no VM is
-    sent.
+    """Move the operation the workspace's status owes one step on, through its kind's backend
+    (workspaces.backends; a VM: workspaces.backends.vm, which pre-checks a requested VM
+    against Azure's quotas first), and say what the caller does next (see Next).
 
     ``clock`` returns the current time (aware, UTC); it is read at each transition because an
     Azure operation takes minutes between them.
 
     Safe to call twice: a workspace in a steady status is left alone, an operation whose
     continuation token was saved is polled rather than started again, and the final
-    compare-and-set lets only one caller record the result.
-    Raises CloudError when Azure answered with a transient error (the task retries).
+    compare-and-set lets only one caller record the result. A refused operation (a CloudError
+    that is not transient) fails the workspace (workspace_operation_failed).
+    Raises CloudError when the cloud answered with a transient error (the task retries).
     """
     workspace = Workspace.objects.filter(pk=workspace_id).first()
     if workspace is None:
         return Next.DONE
-    if workspace.on_aks:
-        return _advance_on_aks(workspace, clock)
     try:
-        if workspace.status == Status.REQUESTED:
-            waiting = _provision_or_wait(workspace, clock)
-            if waiting is not None:
-                return waiting
-            workspace.refresh_from_db()
-        if workspace.status not in OPERATION:
-            return Next.DONE
-        operation, done = OPERATION[workspace.status]
-        progress = _run_operation(workspace, operation, clock)
+        return backend_for(workspace.kind).advance(workspace, clock)
     except CloudError as exc:
         if exc.transient:
             raise
         workspace_operation_failed(workspace_id=workspace.pk, error=exc, now=clock())
         return Next.DONE
-    if not progress.done:
-        # A fresh updated_at tells the reconcile sweep that this workspace is being looked after.
-        Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
-            updated_at=clock()
-        )
-        return Next.POLL
-    _finish(workspace, operation, done, progress.state, clock())
-    return Next.DONE
-
-
-def _advance_on_aks(workspace: Workspace, clock: Callable[[], datetime]) -> Next:
-    from workspaces import aks_services
-
-    try:
-        return aks_services.advance(workspace, clock)
-    except CloudError as exc:
-        if exc.transient:
-            raise
-        workspace_operation_failed(workspace_id=workspace.pk, error=exc, now=clock())
-        return Next.DONE
-
-
-def _provision_or_wait(workspace: Workspace, clock: Callable[[], datetime]) -> Next | None:
-    """Pre-check a requested workspace and move it to provisioning (None: go on with the
-    create), or leave it requested with its waiting_reason (Next.WAIT), or Next.DONE when
-    another caller is already on it. Raises CloudError from the pre-check."""
-    if not _claim_precheck(workspace, clock()):
-        return Next.DONE
-    placement = _place(workspace, clock())
-    if placement.region is None:
-        Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
-            waiting_reason=placement.waiting, updated_at=clock()
-        )
-        workspaces_changed([workspace.pk])
-        return Next.WAIT
-    reason = f"Creating the NIC and VM {azure_vm.vm_names(workspace.pk).vm} in Azure"
-    fields: dict = {"waiting_reason": ""}
-    if placement.region != workspace.region:
-        reason = (
-            f"Moved from {workspace.region} to {placement.region}: {placement.problem} {reason}"
-        )
-        fields.update(region=placement.region, price_per_hour=placement.price_per_hour)
-        fields["detail"] = {"from_region": workspace.region, "to_region": placement.region}
-    moved = states.transition(
-        workspace_id=workspace.pk,
-        expected=Status.REQUESTED,
-        to=Status.PROVISIONING,
-        now=clock(),
-        reason=reason,
-        **fields,
-    )
-    return None if moved else Next.DONE
-
-
-def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
-    """Whether this caller runs the pre-check now. A waiting workspace is checked once per
-    AZURE_PRECHECK_RETRY_SECONDS (10 % early is fine: workers' clocks differ), and only by the
-    caller that moves its updated_at on (compare-and-set), so a task re-queued by the reconcile
-    sweep next to the waiting task's own countdown neither checks twice nor forks a second
-    chain of re-checks."""
-    if workspace.waiting_reason:
-        due = workspace.updated_at + timedelta(seconds=0.9 * settings.AZURE_PRECHECK_RETRY_SECONDS)
-        if now < due:
-            return False
-    claimed = Workspace.objects.filter(
-        pk=workspace.pk, status=Status.REQUESTED, updated_at=workspace.updated_at
-    ).update(updated_at=now)
-    return bool(claimed)
 
 
 @dataclass(frozen=True)
@@ -774,91 +690,6 @@ def _headroom(region: str, vm_size: str, *, spot: bool) -> Headroom:
     return Headroom(region, vm_size, sku.family, vcpus, vms, spot=spot)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where a requested workspace is created: region and price_per_hour (USD/hour, Decimal)
-    of the offering, or region None while it waits (``waiting`` says why). ``problem`` is why
-    its own region could not take it, "" when it could."""
-
-    region: str | None
-    price_per_hour: Decimal | None
-    problem: str = ""
-    waiting: str = ""
-
-
-def _place(workspace: Workspace, now: datetime) -> Placement:
-    """The workspace's own region if Azure takes it there; else, where its offering allows
-    region fallback, the first other offered region of the same size (cheapest, then by name;
-    for Spot, by Spot price among regions with one) that passes the pre-check.
-    Raises CloudError."""
-    here = azure_precheck(region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot)
-    if here.fits:
-        return Placement(workspace.region, workspace.price_per_hour)
-    offering = SizeOffering.objects.filter(
-        vm_size=workspace.vm_size, region=workspace.region
-    ).first()
-    tried = []
-    if offering is not None and offering.allow_region_fallback:
-        for other, price in _fallbacks(workspace, now):
-            if azure_precheck(region=other.region, vm_size=other.vm_size, spot=workspace.spot).fits:
-                return Placement(other.region, price, here.problem)
-            tried.append(other.region)
-    also = f" The other allowed regions ({', '.join(tried)}) have no room either." if tried else ""
-    return Placement(None, None, here.problem, f"{here.problem}{also} {here.advice}")
-
-
-def _fallbacks(workspace: Workspace, now: datetime) -> list[tuple[SizeOffering, Decimal]]:
-    """Other offered regions of the workspace's size with the price it would pay there
-    (USD/hour; the Spot price for a Spot workspace, leaving out regions without one),
-    cheapest first, then by region name."""
-    others = selectors.offering_list(now=now).filter(vm_size=workspace.vm_size)
-    priced = [
-        (other, other.spot_hourly if workspace.spot else other.price_per_hour)
-        for other in others.exclude(region=workspace.region)
-    ]
-    priced = [
-        (other, price.quantize(Decimal("0.0001"))) for other, price in priced if price is not None
-    ]
-    return sorted(priced, key=lambda pair: (pair[1], pair[0].region))
-
-
-def _run_operation(workspace: Workspace, operation: str, clock) -> azure_vm.Progress:
-    name = azure_vm.vm_names(workspace.pk).vm
-    token = workspace.operation_token if workspace.operation == operation else ""
-    if not token:
-        spec = _vm_spec(workspace, clock()) if operation == "create" else None
-        token = azure_vm.begin(azure_settings(), operation, name=name, spec=spec)
-        azure_usage_changed(region=workspace.region)
-        # Saved before polling: the worker that takes over after a crash resumes from it.
-        Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
-            operation=operation, operation_token=token
-        )
-    return azure_vm.poll(azure_settings(), operation, name=name, token=token)
-
-
-def _finish(workspace, operation, done, result, now) -> None:
-    azure_usage_changed(region=workspace.region)
-    fields = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
-    if result is not None and result.private_ip:
-        fields["private_ip"] = result.private_ip
-    reasons = {
-        "create": "VM is running",
-        "start": "VM is running",
-        "deallocate": "VM deallocated; OS disk kept",
-        "delete": "VM, NIC and OS disk deleted",
-    }
-    detail = {"power_state": result.power_state} if result is not None else {}
-    states.transition(
-        workspace_id=workspace.pk,
-        expected=workspace.status,
-        to=done,
-        now=now,
-        reason=reasons[operation],
-        detail=detail,
-        **fields,
-    )
-
-
 # Where a workspace goes when Azure refuses its operation for good.
 FAILED_TO = {
     Status.PROVISIONING: Status.FAILED,
@@ -880,9 +711,10 @@ def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime
         return
     if workspace is None or workspace.status not in FAILED_TO:
         return
+    backend = backend_for(workspace.kind)
     if workspace.status == Status.PROVISIONING:
-        _clean_up_failed_create(workspace)
-    service = "Kubernetes" if workspace.on_aks else "Azure"
+        backend.clean_up_failed_create(workspace)
+    service = backend.service
     operation, to = OPERATION[workspace.status][0], FAILED_TO[workspace.status]
     states.transition(
         workspace_id=workspace.pk,
@@ -898,16 +730,6 @@ def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime
         # What Retry does again; a failed stop or start is redone by Stop or Start.
         failed_operation=operation if to == Status.FAILED else "",
     )
-
-
-def _clean_up_failed_create(workspace: Workspace) -> None:
-    if workspace.on_aks:
-        from workspaces.aks_services import clean_up_failed_create
-
-        clean_up_failed_create(workspace)
-    else:
-        azure_vm.delete_leftovers(azure_settings(), name=azure_vm.vm_names(workspace.pk).vm)
-        azure_usage_changed(region=workspace.region)
 
 
 def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> None:
@@ -928,6 +750,25 @@ def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> 
     )
 
 
+def workspace_access_queue(*, owner) -> int:
+    """Queue refresh_slice_access for each workspace of ``owner`` whose provider objects name
+    their identity (after they changed their Entra ID identity; each kind's backend says
+    which, see WorkspaceBackend.access_to_refresh). Returns how many."""
+    from workspaces.tasks import refresh_slice_access
+
+    ids = [pk for backend in backends() for pk in backend.access_to_refresh(owner=owner)]
+    for workspace_id in ids:
+        refresh_slice_access.delay(str(workspace_id))
+    return len(ids)
+
+
+def workspace_access_refresh(*, workspace_id) -> None:
+    """The worker's side: the workspace's provider objects made to grant its owner's identity
+    as it is now (its backend's access_refresh). Raises CloudError."""
+    workspace = Workspace.objects.select_related("node_pool", "owner", "team").get(pk=workspace_id)
+    backend_for(workspace.kind).access_refresh(workspace)
+
+
 def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
     """Take over and queue again the operation of workspaces in progress whose chain of tasks
     is lost: its next run overdue by more than ``stale_after`` (or, held by no chain, unchanged
@@ -943,32 +784,3 @@ def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
             _queue_advance(workspace_id, claim=claim)
             queued.append(workspace_id)
     return queued
-
-
-def _vm_spec(workspace: Workspace, now: datetime) -> azure_vm.VmSpec:
-    return azure_vm.VmSpec(
-        workspace_id=str(workspace.pk),
-        location=workspace.region,
-        vm_size=workspace.vm_size,
-        admin_username=workspace.ssh_user,
-        ssh_public_key=workspace.ssh_public_key,
-        custom_data=_cloud_init(workspace, now),
-        spot=workspace.spot,
-        tags={
-            "portal": "gpu-workspace-portal",
-            "team": workspace.team.slug,
-            "workspace": str(workspace.pk),
-            "owner": workspace.owner.username,
-        },
-    )
-
-
-def _cloud_init(workspace: Workspace, now: datetime) -> str:
-    """cloud-init that installs the telemetry agent (docs/agent-protocol.md). The token is the
-    same for every create of this VM, so a create sent again carries the same customData."""
-    return cloud_init.render(
-        portal_url=settings.PORTAL_URL,
-        workspace=str(workspace.pk),
-        token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
-        interval_seconds=settings.AGENT_INTERVAL_SECONDS,
-    )

@@ -42,10 +42,8 @@ def refresh_slice_access(self, workspace_id: str) -> None:
     """Make a MIG slice's owner RoleBinding name its owner's Entra ID identity as it is now.
     Transient Kubernetes errors are retried with back-off up to WORKSPACE_RETRY_MAX times;
     anything else is logged, and the slice's next start applies the identity."""
-    from workspaces import aks_services
-
     try:
-        aks_services.slice_access_refresh(workspace_id=workspace_id)
+        services.workspace_access_refresh(workspace_id=workspace_id)
     except CloudError as exc:
         if exc.transient and self.request.retries < settings.WORKSPACE_RETRY_MAX:
             delay = chains.retry_delay(attempt=self.request.retries, retry_after=exc.retry_after)

@@ -1,14 +1,19 @@
 from django.urls import path, re_path
 
 from workspaces import views
+from workspaces.backends import backends
 
 app_name = "workspaces"
 
 urlpatterns = [
     path("", views.workspace_list, name="list"),
     path("new/", views.workspace_request, name="request"),
-    path("new/mig/", views.workspace_request_mig, name="request-mig"),
-    path("new/namespace/", views.workspace_request_namespace, name="request-namespace"),
+    # One request page per kind that has its own (the registry is filled by the apps' ready()).
+    *[
+        path(f"new/{b.form.path}/", views.workspace_request_kind, {"kind": b.kind}, b.form.name)
+        for b in backends()
+        if b.form is not None
+    ],
     path("<uuid:pk>/", views.workspace_detail, name="detail"),
     path("<uuid:pk>/telemetry/", views.workspace_telemetry, name="telemetry"),
     path("<uuid:pk>/kubeconfig/", views.workspace_kubeconfig, name="kubeconfig"),

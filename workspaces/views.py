@@ -10,7 +10,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
@@ -18,11 +18,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from billing.selectors import workspace_cost
 from cloud.errors import CloudError
-from clusters import selectors as cluster_selectors
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import aks_services, selectors, services
-from workspaces.forms import MigRequestForm, NamespaceRequestForm, WorkspaceRequestForm
+from workspaces import selectors, services
+from workspaces.backends import backend_for
+from workspaces.forms import WorkspaceRequestForm
 from workspaces.states import STEADY, Status
 
 HTMX_STOP_POLLING = 286
@@ -153,51 +153,23 @@ def _aks_form_kwargs(request, teams, team) -> dict:
 
 
 @login_required
-def workspace_request_mig(request):
-    """Request a MIG slice: the profiles the team's node pools serve, with free instances
-    and price per hour."""
+def workspace_request_kind(request, kind):
+    """Request a workspace of a kind with its own page (a MIG slice: the profiles the team's
+    node pools serve, with free instances and price per hour; an AKS namespace: a GPU quota on
+    one of the team's whole-GPU pools). The kind's backend gives the form, its choices and the
+    service (workspaces.backends.KindForm); workspaces.urls routes one page per kind."""
+    page = backend_for(kind).form
     teams, team = _aks_team(request)
-    choices = cluster_selectors.mig_choices(team=team) if team else []
-    form = MigRequestForm(choices=choices, **_aks_form_kwargs(request, teams, team))
+    form = page.form_class(**page.choices(team), **_aks_form_kwargs(request, teams, team))
     if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        gpu_model, profile = data["profile"].split("|", 1)
-        workspace = _submit_aks(
-            request,
-            form,
-            aks_services.workspace_request_mig,
-            profile=profile,
-            gpu_model=gpu_model,
-            image=data["image"],
-        )
+        workspace = _submit_kind(request, form, page.request)
         if workspace is not None:
             return redirect("workspaces:detail", pk=workspace.pk)
-    context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": "mig"}
-    return render(request, "workspaces/request_mig.html", context)
+    context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": kind}
+    return render(request, page.template, context)
 
 
-@login_required
-def workspace_request_namespace(request):
-    """Request an AKS namespace with a GPU quota on one of the team's whole-GPU pools."""
-    teams, team = _aks_team(request)
-    pools = cluster_selectors.namespace_pools(team=team) if team else []
-    form = NamespaceRequestForm(pools=pools, **_aks_form_kwargs(request, teams, team))
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        workspace = _submit_aks(
-            request,
-            form,
-            aks_services.workspace_request_namespace,
-            pool=data["pool"],
-            gpus=data["gpus"],
-        )
-        if workspace is not None:
-            return redirect("workspaces:detail", pk=workspace.pk)
-    context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": "ns"}
-    return render(request, "workspaces/request_namespace.html", context)
-
-
-def _submit_aks(request, form, request_service, **kwargs):
+def _submit_kind(request, form, request_service):
     data = form.cleaned_data
     try:
         return request_service(
@@ -207,7 +179,7 @@ def _submit_aks(request, form, request_service, **kwargs):
             request_key=data["request_key"],
             justification=data["justification"],
             now=timezone.now(),
-            **kwargs,
+            data=data,
         )
     except services.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
@@ -222,17 +194,18 @@ def _submit_aks(request, form, request_service, **kwargs):
 @require_GET
 def workspace_kubeconfig(request, pk):
     """The cluster's user kubeconfig of a MIG or namespace workspace, as a download (Entra
-    ID login through kubelogin; it holds no secret). 404 for a VM; 502 when Azure refuses."""
-    workspace = get_object_or_404(
-        selectors.workspace_visible_to(user=request.user).filter(node_pool__isnull=False), pk=pk
-    )
+    ID login through kubelogin; it holds no secret; the kind's backend's connect_download).
+    404 for a kind without one (a VM); back to the page with Azure's words when it refuses."""
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
     try:
-        body = aks_services.kubeconfig(workspace=workspace)
+        download = backend_for(workspace.kind).connect_download(workspace)
     except CloudError as exc:
         messages.error(request, f"Azure did not give the kubeconfig: {exc.code}: {exc.message}")
         return redirect("workspaces:detail", pk=workspace.pk)
+    if download is None:
+        raise Http404("This workspace has no kubeconfig.")
+    filename, body = download
     response = HttpResponse(body, content_type="application/yaml")
-    filename = f"kubeconfig-{workspace.node_pool.cluster.name}-{workspace.namespace}.yaml"
     response["Content-Disposition"] = f'attachment; filename="{filename}"'
     return response
 
@@ -246,10 +219,7 @@ def workspace_detail(request, pk):
         "events": selectors.workspace_events(workspace=workspace),
         "steady": workspace.status in STEADY,
     }
-    if workspace.kind == "mig" and services.user_may_act(user=request.user, workspace=workspace):
-        context["jupyter_token"] = aks_services.jupyter_token(workspace)
-    if workspace.kind == "mig" and workspace.owner_id == request.user.pk:
-        context["entra_missing"] = not aks_services.owner_users(request.user)
+    context.update(backend_for(workspace.kind).detail_context(workspace, request.user))
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
         context["cost"] = workspace_cost(workspace=workspace, now=timezone.now())

@@ -79,6 +79,7 @@ class Command(BaseCommand):
     def _cluster(self, admin):
         """The demo cluster, its teams and pools. The emulator starts empty each time, so
         every pool's create is sent again (an idempotent PUT) for the worker to carry out."""
+        # Here, not at the top: clusters sits above workspaces, and only the demo needs it.
         from clusters.models import AksCluster, ClusterTeam, NodePool
         from clusters.services import PoolRequest, pool_create, pool_resend_create
 

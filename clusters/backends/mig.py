@@ -1,0 +1,266 @@
+"""The MIG slice backend: one pod (a StatefulSet of 1) in the team's namespace.
+
+The pod requests one ``nvidia.com/mig-<profile>``, is pinned to its node pool, with a PVC for
+/home and a Service. Its owner alone may port-forward to it, as the Entra ID identity of their
+teams.models.Profile; the team's group has no rights in that namespace, which holds every
+member's tokens. It counts slices/7 of a GPU against the team's quota and costs that share of
+the node price. Errors raised: CloudError.
+"""
+
+from __future__ import annotations
+
+import hmac
+from datetime import datetime
+from fractions import Fraction
+
+from django.conf import settings
+
+from agent import cloud_init
+from cloud import kube
+from cloud.errors import CloudError
+from clusters import selectors as cluster_selectors
+from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.models import ClusterTeam
+from common.words import with_article
+from teams.models import Profile, Team
+from workspaces import telemetry
+from workspaces.backends import KindForm, Step, backend_for
+from workspaces.gpus import SLICES_PER_GPU
+from workspaces.models import Kind, Workspace
+from workspaces.services import (
+    Ask,
+    WorkspaceActionError,
+    check_member,
+    user_may_act,
+    workspace_insert,
+)
+from workspaces.states import Status
+
+DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
+JUPYTER_PORT = 8888
+# A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
+ACCESS_STATUSES = frozenset(
+    {Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STOPPED, Status.STARTING}
+)
+
+
+class MigBackend(AksBackend):
+    """Kind "mig" (see workspaces.backends.base.WorkspaceBackend)."""
+
+    kind = Kind.MIG
+    delete_warning = "The pod, its Service and its /home volume"
+    facts_template = "workspaces/kinds/mig_facts.html"
+    connect_template = "workspaces/kinds/mig_connect.html"
+    finished = {
+        "create": "Pod running on a {profile} MIG slice",
+        "start": "Pod running on a {profile} MIG slice",
+        "deallocate": "Scaled to 0; /home kept",
+        "delete": "Pod, Service and /home volume deleted",
+    }
+
+    def __init__(self, form: KindForm | None = None):
+        self.form = form
+
+    def what(self, workspace: Workspace) -> str:
+        return f"the {workspace.mig_profile} pod {kube_name(workspace)}"
+
+    def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
+        ns, name = workspace.namespace, kube_name(workspace)
+        if operation == "create":
+            kube.mig_ensure(api, _mig_spec(workspace, now))
+        elif operation == "delete":
+            kube.mig_delete(api, namespace=ns, name=name)
+        else:
+            if operation == "start":  # Slices made before issue 14 get their owner's Role.
+                kube.mig_access(api, slice_access(workspace))
+            kube.mig_scale(api, namespace=ns, name=name, replicas=int(operation == "start"))
+
+    def look(self, api, workspace: Workspace, operation: str) -> Step:
+        ns, name = workspace.namespace, kube_name(workspace)
+        if operation == "delete":
+            return Step(kube.mig_delete(api, namespace=ns, name=name))
+        state = kube.mig_state(api, namespace=ns, name=name)
+        if operation == "deallocate":
+            return Step(state.phase == "Absent")
+        if state.phase == "Running" and state.ready:
+            return Step(True)
+        if state.phase == "Pending" and state.reason == "Unschedulable":
+            return Step(False, slice_waiting(api, workspace))
+        if state.reason == "FailedCreate":
+            return Step(False, f"Kubernetes refused the pod: {state.message}")
+        return Step(False)
+
+    def share(self, workspace: Workspace) -> tuple[int, int]:
+        """slices / (7 x GPUs per node)."""
+        return workspace.gpu_slices, SLICES_PER_GPU * workspace.node_pool.gpus_per_node
+
+    def gpu_share(self, workspace: Workspace) -> Fraction:
+        return Fraction(workspace.gpu_slices, SLICES_PER_GPU)
+
+    def detail_context(self, workspace: Workspace, user) -> dict:
+        """The JupyterLab token for those who may act on it; for its owner, whether they gave
+        no Entra ID identity (then nobody may port-forward to the pod)."""
+        context = {}
+        if user_may_act(user=user, workspace=workspace):
+            context["jupyter_token"] = jupyter_token(workspace)
+        if workspace.owner_id == user.pk:
+            context["entra_missing"] = not owner_users(user)
+        return context
+
+    def access_to_refresh(self, *, owner) -> list:
+        """Its owner's slices whose objects may exist."""
+        return list(
+            Workspace.objects.filter(
+                owner=owner, kind=self.kind, status__in=ACCESS_STATUSES
+            ).values_list("pk", flat=True)
+        )
+
+    def access_refresh(self, workspace: Workspace) -> None:
+        """The slice's owner Role and RoleBinding made to name its owner's identity now
+        (nothing for a slice gone or not yet made). Raises CloudError."""
+        if workspace.status in ACCESS_STATUSES:
+            kube.mig_access(kube_api(workspace.node_pool), slice_access(workspace))
+
+
+def kube_name(workspace: Workspace) -> str:
+    """Name of a MIG workspace's StatefulSet, Service and PVC prefix: "ws-<12 hex>"."""
+    return f"ws-{workspace.short_id}"
+
+
+def slice_waiting(api, workspace: Workspace) -> str:
+    """Why a MIG pod is Pending, from the cluster's own count, and which profiles the team
+    could take now instead: "Waiting for a free 1g.10gb slice (0 of 7 free on pool mig1g).
+    Free now: 3g.40gb (2)." Raises CloudError."""
+    pool = workspace.node_pool
+    resource = f"nvidia.com/mig-{workspace.mig_profile}"
+    lines = [c for c in kube.pool_capacity(api) if c.pool == pool.name and c.resource == resource]
+    total = sum(c.total for c in lines)
+    free = max(0, total - sum(c.used for c in lines))
+    text = (
+        f"Waiting for a free {workspace.mig_profile} slice ({free} of {total} free on pool "
+        f"{pool.name}); it starts by itself when one frees up."
+    )
+    others = [
+        f"{c.profile} ({c.free})"
+        for c in cluster_selectors.mig_choices(team=workspace.team)
+        if c.free and c.profile != workspace.mig_profile
+    ]
+    if others:
+        text += f" Free now: {', '.join(others)}; delete this one and ask for another."
+    return text
+
+
+def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
+    pool = workspace.node_pool
+    return kube.MigSpec(
+        workspace_id=str(workspace.pk),
+        namespace=workspace.namespace,
+        name=kube_name(workspace),
+        image=workspace.image or DEFAULT_IMAGE,
+        mig_profile=workspace.mig_profile,
+        pool_name=pool.name,
+        tolerations=tuple(pool.taints),
+        env=(
+            ("GPU_PORTAL_URL", settings.PORTAL_URL),
+            ("GPU_PORTAL_WORKSPACE", str(workspace.pk)),
+            # "%g": a demo's 0.5 s must not become "0", which the agent refuses.
+            ("GPU_PORTAL_INTERVAL_SECONDS", f"{settings.AGENT_INTERVAL_SECONDS:g}"),
+        ),
+        agent_token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
+        labels=object_labels(workspace),
+        # The agent runs in the pod on its MIG device, as cloud-init runs it on a VM.
+        agent_script=cloud_init.agent_source(),
+        agent_requirement=cloud_init.nvml_requirement(),
+        owner_users=owner_users(workspace.owner),
+        jupyter_token=jupyter_token(workspace),
+    )
+
+
+def owner_users(user) -> tuple[str, ...]:
+    """The Kubernetes user names of the user's Entra ID identity (teams.models.Profile), () when
+    they gave none: their slices' pods then let nobody port-forward."""
+    profile = Profile.objects.filter(user=user).first()
+    return profile.kubernetes_users if profile else ()
+
+
+def slice_access(workspace: Workspace) -> kube.SliceAccess:
+    """Who may reach the MIG workspace's pod: its owner, by their Entra ID identity."""
+    return kube.SliceAccess(
+        workspace_id=str(workspace.pk),
+        namespace=workspace.namespace,
+        name=kube_name(workspace),
+        users=owner_users(workspace.owner),
+        labels=object_labels(workspace),
+    )
+
+
+def jupyter_token(workspace: Workspace) -> str:
+    """JupyterLab's login token of a MIG workspace, derived from SECRET_KEY (never stored):
+    shown to those who may act on the workspace, and handed to the pod through its Secret."""
+    mac = hmac.new(settings.SECRET_KEY.encode(), f"jupyter:{workspace.pk}".encode(), "sha256")
+    return mac.hexdigest()[:48]
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def workspace_request_mig(
+    *,
+    user,
+    team: Team,
+    name: str,
+    profile: str,
+    gpu_model: str,
+    request_key,
+    now: datetime,
+    image: str = "",
+    justification: str = "",
+) -> Workspace:
+    """Ask for one MIG slice of ``profile`` ("1g.10gb") on a ``gpu_model`` GPU, placed on the
+    team's ready pool serving it with the most free instances. It counts slices/7 of a GPU
+    against the team's quota of that model, and costs that share of the node price (USD/hour).
+    Raises WorkspaceActionError when no pool on the team's clusters serves the profile, and
+    JustificationNeeded above quota without a reason."""
+    check_member(user=user, team=team)
+    choice = next(
+        (
+            c
+            for c in cluster_selectors.mig_choices(team=team)
+            if c.profile == profile and c.gpu_model == gpu_model
+        ),
+        None,
+    )
+    if choice is None:
+        raise WorkspaceActionError(
+            f"No node pool offers {gpu_model} {profile} slices to {team.name}; "
+            "choose another profile or ask a platform admin."
+        )
+    link = ClusterTeam.objects.get(cluster_id=choice.pool.cluster_id, team=team)
+    fields = aks_fields(choice.pool, name, choice.price_per_hour, MigBackend.kind)
+    fields.update(
+        mig_profile=profile,
+        gpu_slices=choice.slices,
+        namespace=link.namespace,
+        image=image.strip() or DEFAULT_IMAGE,
+    )
+    slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
+    reason = f"Requested {slice_name} on node pool {choice.pool.name}"
+    ask = Ask(user, team, request_key, fields, Fraction(choice.slices, SLICES_PER_GPU), reason)
+    return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def slice_access_refresh_all() -> dict[str, str]:
+    """Refresh the owner access of every MIG workspace whose objects may exist, in place (an
+    operator's command after upgrading: the team's old edit binding goes from every slices'
+    namespace). Returns {workspace id: "ok" or the CloudError's words}."""
+    backend = backend_for(MigBackend.kind)
+    done = {}
+    for workspace in Workspace.objects.filter(
+        kind=MigBackend.kind, status__in=ACCESS_STATUSES
+    ).select_related("node_pool", "owner", "team"):
+        try:
+            backend.access_refresh(workspace)
+            done[str(workspace.pk)] = "ok"
+        except CloudError as exc:
+            done[str(workspace.pk)] = f"{exc.code}: {exc.message}"
+    return done

@@ -1,0 +1,174 @@
+"""The AKS namespace backend: a namespace with a GPU ResourceQuota, a LimitRange, a
+RoleBinding of ``edit`` for the team's Entra ID group and a NetworkPolicy.
+
+It counts its GPU quota (whole GPUs) against the team's quota and costs quota / GPUs per node
+of the node price while running. Kubernetes is its agent: the idle evidence is how many pods
+requesting GPUs run in it (idle_evidence). Errors raised: CloudError.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import datetime
+
+from cloud import kube
+from cloud.errors import CloudError
+from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.models import ClusterTeam, NodePool, PoolStatus
+from teams.models import Team
+from workspaces import telemetry
+from workspaces.backends import KindForm, Step
+from workspaces.models import Kind, Workspace
+from workspaces.services import Ask, WorkspaceActionError, check_member, workspace_insert
+from workspaces.states import Status
+from workspaces.telemetry import ParsedSample
+
+log = logging.getLogger(__name__)
+# A namespace's RoleBinding names the team's group: without one nobody could use it.
+NO_GROUP = (
+    "{team} has no Entra ID group linked, and a namespace gives its group the edit role: "
+    "a team admin links one on the team's page first."
+)
+
+
+class NamespaceBackend(AksBackend):
+    """Kind "namespace" (see workspaces.backends.base.WorkspaceBackend)."""
+
+    kind = Kind.NAMESPACE
+    delete_warning = "The namespace and everything in it"
+    facts_template = "workspaces/kinds/namespace_facts.html"
+    connect_template = "workspaces/kinds/namespace_connect.html"
+    finished = {
+        "create": "Namespace ready with a quota of {gpus} GPUs",
+        "start": "GPU quota of {gpus} restored; workloads scaled back up",
+        "deallocate": "GPU quota set to 0; workloads scaled to 0",
+        "delete": "Namespace deleted",
+    }
+
+    def __init__(self, form: KindForm | None = None):
+        self.form = form
+
+    def what(self, workspace: Workspace) -> str:
+        return f"the namespace, its GPU quota of {workspace.gpu_count} and the team's access"
+
+    def on_created(self, workspace: Workspace, now: datetime) -> None:
+        # Its agent row holds the idle evidence idle_evidence stores.
+        telemetry.agent_token_issue(workspace_id=workspace.pk, now=now)
+
+    def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
+        ns = workspace.namespace
+        if operation == "create":
+            kube.namespace_ensure(api, namespace_spec(workspace))
+        elif operation == "start":
+            kube.namespace_start(api, namespace_spec(workspace))
+        elif operation == "deallocate":
+            kube.namespace_stop(api, name=ns)
+        else:
+            kube.namespace_delete(api, name=ns, workspace_id=str(workspace.pk))
+
+    def look(self, api, workspace: Workspace, operation: str) -> Step:
+        if operation == "delete":
+            return Step(
+                kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
+            )
+        return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
+
+    def share(self, workspace: Workspace) -> tuple[int, int]:
+        """GPU quota / GPUs per node."""
+        return workspace.gpu_count, workspace.node_pool.gpus_per_node
+
+    def idle_evidence(self, now: datetime) -> list[tuple[object, list[ParsedSample]]]:
+        """One sample per running namespace: GPU utilisation 100 % while a pod in it that
+        requests GPUs runs, else 0 % (one Kubernetes list per namespace). A cluster that does
+        not answer is logged and skipped: its namespaces get no sample, as a silent agent."""
+        running = Workspace.objects.filter(kind=self.kind, status=Status.RUNNING).select_related(
+            "node_pool__cluster"
+        )
+        batch = []
+        for workspace in running:
+            try:
+                api = kube_api(workspace.node_pool)
+                pods = kube.namespace_gpu_pods(api, name=workspace.namespace)
+            except CloudError as exc:
+                log.warning("GPU pods of %s: %s: %s", workspace.namespace, exc.code, exc.message)
+                continue
+            batch.append((workspace.pk, [_sample(pods, now)]))
+        return batch
+
+
+def _sample(pods: int, now: datetime) -> ParsedSample:
+    return ParsedSample(
+        at=now,
+        nvml=f"{pods} running pod{'s' if pods != 1 else ''} requesting GPUs",
+        gpus=[],
+        gpu_util=100 if pods else 0,
+        gpu_mem_used_mib=0,
+        interactive=0,
+        cpu_percent=None,
+    )
+
+
+def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
+    """What the namespace workspace holds in Kubernetes; its RoleBinding names the team's Entra
+    ID group (Team.entra_group_id). Raises CloudError (not transient) when the team's group
+    was unlinked after the request, rather than bind edit to nobody."""
+    group = workspace.team.entra_group_id
+    if group is None:
+        raise CloudError("TeamGroupNotLinked", NO_GROUP.format(team=workspace.team.name))
+    return kube.NamespaceSpec(
+        workspace_id=str(workspace.pk),
+        name=workspace.namespace,
+        group_object_id=str(group),
+        gpus=workspace.gpu_count,
+        labels=object_labels(workspace),
+    )
+
+
+# --- requests ---------------------------------------------------------------------------
+
+
+def workspace_request_namespace(
+    *,
+    user,
+    team: Team,
+    name: str,
+    pool: NodePool,
+    gpus: int,
+    request_key,
+    now: datetime,
+    justification: str = "",
+) -> Workspace:
+    """Ask for a namespace on ``pool``'s cluster with a quota of ``gpus`` whole GPUs of the
+    pool's model; it costs gpus x the per-GPU share of the node price (USD/hour) while active.
+    The namespace is named ``<team slug>-<name>`` as a DNS-1123 label. Raises
+    WorkspaceActionError (team without the cluster or without a linked Entra ID group, a MIG
+    pool, GPUs below 1, the namespace taken) and JustificationNeeded."""
+    check_member(user=user, team=team)
+    link = ClusterTeam.objects.filter(cluster_id=pool.cluster_id, team=team).first()
+    if link is None or pool.status != PoolStatus.READY or pool.gpu_instance_profile:
+        raise WorkspaceActionError(f"{team.name} cannot take GPUs of node pool {pool.name}.")
+    if team.entra_group_id is None:
+        raise WorkspaceActionError(NO_GROUP.format(team=team.name))
+    if gpus < 1:
+        raise WorkspaceActionError("Ask for at least 1 GPU.")
+    namespace = namespace_name(team=team, name=name)
+    taken = Workspace.objects.filter(
+        kind=NamespaceBackend.kind, namespace=namespace, node_pool__cluster_id=pool.cluster_id
+    ).exclude(status__in=(Status.DELETED, Status.FAILED))
+    if taken.exists():
+        raise WorkspaceActionError(f"The namespace {namespace} exists already; choose a name.")
+    price = (pool.price_per_gpu_hour * gpus).quantize(pool.price_per_hour)
+    fields = aks_fields(pool, name, price, NamespaceBackend.kind)
+    fields.update(gpu_count=gpus, namespace=namespace)
+    reason = f"Requested namespace {namespace} with {gpus} × {pool.gpu_model} GPUs"
+    ask = Ask(user, team, request_key, fields, gpus, reason)
+    return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def namespace_name(*, team: Team, name: str) -> str:
+    """``<team slug>-<name>`` normalised to a DNS-1123 label (63 characters at most).
+    Raises WorkspaceActionError when nothing usable is left."""
+    try:
+        return kube.dns_label(f"{team.slug}-{name}")
+    except ValueError as exc:
+        raise WorkspaceActionError(str(exc)) from exc

@@ -1,0 +1,123 @@
+"""What every workspace kind provides: the WorkspaceBackend protocol and the shapes it returns.
+
+A backend is one object per Kind (workspaces.models.Kind), registered once in
+workspaces.backends.registry. The state machine (workspaces.services.workspace_advance), billing
+(billing.services.usage_meter), the idle scan (workspaces.kube_activity), the views and the
+task that refreshes owners' access ask the registry for it instead of testing the kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
+
+if TYPE_CHECKING:
+    from workspaces.chains import Next
+    from workspaces.models import Workspace
+    from workspaces.telemetry import ParsedSample
+
+
+@dataclass(frozen=True)
+class Meters:
+    """What billing charges for a workspace of a kind: its compute meter runs while its status
+    is in ``billable``, at ``hourly`` USD/hour (Decimal) x ``share`` (numerator, denominator)
+    of it; ``os_disk`` says whether it also has an OS disk, billed from its first run until it
+    is deleted (billing.services.usage_meter)."""
+
+    billable: frozenset[str]
+    hourly: Decimal
+    share: tuple[int, int] = (1, 1)
+    os_disk: bool = False
+
+
+@dataclass(frozen=True)
+class Step:
+    """The outcome of one look at an operation in flight: ``done`` (move on to the operation's
+    status), else ``waiting`` (why it is not done yet, shown to the user; "" while simply in
+    flight)."""
+
+    done: bool
+    waiting: str = ""
+
+
+@dataclass(frozen=True)
+class KindForm:
+    """How a kind is requested on its own page (workspaces.urls adds one per registered kind):
+    ``path`` under /workspaces/new/, the URL ``name``, the ``template``, the ``form_class``,
+    ``choices(team)``, the form's kind-specific keyword arguments (e.g. the MIG profiles the
+    team's pools offer; ``team`` may be None), and ``request(user=, team=, name=, request_key=,
+    justification=, now=, data=)``, the service that asks for the workspace from the form's
+    cleaned ``data`` (raises WorkspaceActionError, JustificationNeeded, NameTaken)."""
+
+    path: str
+    name: str
+    template: str
+    form_class: type
+    choices: Callable[..., dict]
+    request: Callable[..., Workspace]
+
+
+@runtime_checkable
+class WorkspaceBackend(Protocol):
+    """One workspace kind. Errors: CloudError from the provider (transient ones are retried by
+    the caller), WorkspaceActionError for what a user may not ask."""
+
+    kind: str
+    # Where its operations run, for messages ("Azure", "Kubernetes").
+    service: str
+    # Its own request page, or None (the GPU VM's page is workspaces.views.workspace_request).
+    form: KindForm | None
+    request_url: str  # the URL name of its request page, for the kind tabs
+    # Its page's words and parts (templates/workspaces/_status_panel.html, detail.html):
+    where: str  # where its operations run: "Azure", "the cluster"
+    error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"
+    stop_label: str  # the Stop button
+    delete_warning: str  # what a delete removes: "The VM, its NIC and its OS disk"
+    facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
+    connect_template: str  # how to reach it while running
+
+    def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
+        """Begin the operation the workspace's status owes (create, deallocate, start,
+        delete) if it was not sent yet, else poll it; move the status on when done."""
+        ...
+
+    def clean_up_failed_create(self, workspace: Workspace) -> None:
+        """Remove what a refused create left, so nothing is billed or orphaned."""
+        ...
+
+    def gpu_share(self, workspace: Workspace) -> Fraction:
+        """GPUs the workspace counts against its team's quota of its GPU model."""
+        ...
+
+    def meters(self, workspace: Workspace) -> Meters:
+        """What billing charges for it (see Meters)."""
+        ...
+
+    def detail_context(self, workspace: Workspace, user) -> dict:
+        """Extra context of the workspace page for ``user`` (connect information: a Jupyter
+        token, whether their Entra ID identity is missing); {} when none."""
+        ...
+
+    def connect_download(self, workspace: Workspace) -> tuple[str, bytes] | None:
+        """A file that connects to it (an AKS kubeconfig), as (file name, body); None for a
+        kind without one. Raises CloudError."""
+        ...
+
+    def idle_evidence(self, now: datetime) -> list[tuple[object, list[ParsedSample]]]:
+        """Samples the portal collects itself for this kind's running workspaces, as
+        [(workspace id, [sample])]; [] for kinds whose agent reports on its own."""
+        ...
+
+    def access_to_refresh(self, *, owner) -> list:
+        """Ids of ``owner``'s workspaces whose provider objects name their owner's identity
+        (see access_refresh), after the owner changed it."""
+        ...
+
+    def access_refresh(self, workspace: Workspace) -> None:
+        """Make the workspace's provider objects grant its owner's identity as it is now
+        (nothing for one whose objects do not exist). Raises CloudError."""
+        ...

@@ -15,6 +15,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
 
 from billing.selectors import workspace_cost
 from cloud.errors import CloudError
@@ -24,8 +25,6 @@ from teams.selectors import team_list_for_requests
 from workspaces import aks_services, selectors, services
 from workspaces.forms import MigRequestForm, NamespaceRequestForm, WorkspaceRequestForm
 from workspaces.states import STEADY, Status
-
-HTMX_STOP_POLLING = 286
 
 
 @login_required
@@ -256,7 +255,7 @@ def workspace_detail(request, pk):
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:
-            response.status_code = HTMX_STOP_POLLING
+            response.status_code = HttpResponseStopPolling.status_code
         return response
     return render(request, "workspaces/detail.html", context)
 
@@ -270,7 +269,7 @@ def workspace_telemetry(request, pk):
     context = _telemetry_context(request, workspace)
     response = render(request, "workspaces/_telemetry.html", context)
     if not context["polling"]:
-        response.status_code = HTMX_STOP_POLLING
+        response.status_code = HttpResponseStopPolling.status_code
     return response
 
 

@@ -5,6 +5,6 @@ class WorkspacesConfig(AppConfig):
     name = "workspaces"
 
     def ready(self):
-        from workspaces import live_topics
+        from workspaces import checks, live_topics  # noqa: F401 (checks registers itself)
 
         live_topics.connect()

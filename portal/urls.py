@@ -19,5 +19,6 @@ urlpatterns = [
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("live.urls")),
     path("", include("teams.urls")),
+    path("", include("billing.urls")),
     path("admin/", admin.site.urls),
 ]

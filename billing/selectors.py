@@ -36,17 +36,13 @@ from billing.models import (
     SpendRollup,
     UsageInterval,
 )
+from teams.filters import TeamFilter
+from teams.models import Team
+from teams.selectors import team_timezones
+from workspaces.models import Workspace
 
 CENT = metering.CENT
 _BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def team_timezones(*, team_ids) -> dict[int, ZoneInfo]:
-    """Each team's time zone: its idle policy's, else UTC."""
-    from teams.models import IdlePolicy
-
-    zones = dict(IdlePolicy.objects.filter(team_id__in=team_ids).values_list("team_id", "timezone"))
-    return {t: ZoneInfo(zones.get(t) or "UTC") for t in team_ids}
 
 
 UTC_ZONE = ZoneInfo("UTC")
@@ -674,8 +670,6 @@ def _by_day(by_day: dict, first: date, last: date) -> list:
 
 def _named(rows: list[tuple]) -> list[WorkspaceSpend]:
     """WorkspaceSpend for (workspace_id, kind, hours, USD) rows, in their order. One query."""
-    from workspaces.models import Workspace
-
     names = {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in=[r[0] for r in rows]).values(
@@ -771,9 +765,6 @@ def team_month_page(*, overview: SpendOverview, params, size: int = 50) -> TeamM
     searched by ``q`` (team name), sorted by ``sort`` (a TEAM_MONTH_SORTS key; the largest
     spend first by default), page ``page``. The totals stay those of every team. One query
     (the search), the rows being computed already."""
-    from teams.filters import TeamFilter
-    from teams.models import Team
-
     filters = TeamFilter(params, queryset=Team.objects.all())
     rows = overview.teams
     if filters.is_valid() and filters.form.cleaned_data.get("q"):
@@ -817,8 +808,6 @@ def spend_export(*, teams, first: date, last: date, now: datetime) -> Iterator[l
 
 
 def _export_workspaces(lines) -> dict:
-    from workspaces.models import Workspace
-
     return {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in={ln.workspace_id for ln in lines}).values(
@@ -1006,8 +995,6 @@ def _actuals(team_ids, days: list[date], unattributed: bool) -> tuple[dict, Deci
 def _reconciled_teams(team_ids, estimates: dict, actuals: dict, top) -> list[TeamReconciliation]:
     """Per team (by name): its total and its ``top`` workspaces, those differing by more than
     the tolerance first, then the costliest (all of them when ``top`` is None). Two queries."""
-    from teams.models import Team
-
     by_team = defaultdict(list)
     zero = Decimal(0)
     for key in set(estimates) | set(actuals):
@@ -1040,8 +1027,6 @@ def _reconciled_teams(team_ids, estimates: dict, actuals: dict, top) -> list[Tea
 
 
 def _workspace_names(ids) -> dict:
-    from workspaces.models import Workspace
-
     return dict(Workspace.objects.filter(pk__in=ids).values_list("pk", "name"))
 
 

@@ -4,7 +4,9 @@ from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from zoneinfo import ZoneInfo
 
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Q, QuerySet
 
 from common.listing import DEFAULT_PAGE_SIZE, keyset_page, number_page, sort_from
@@ -13,6 +15,7 @@ from teams.models import (
     BudgetAlert,
     Decision,
     GpuQuota,
+    IdlePolicy,
     Membership,
     Notice,
     QuotaRequest,
@@ -20,6 +23,11 @@ from teams.models import (
     Team,
     TeamQuotaIncrease,
 )
+
+
+def platform_admins() -> list:
+    """Every active platform admin (staff) user. One query."""
+    return list(get_user_model().objects.filter(is_staff=True, is_active=True))
 
 
 def team_visible_to(*, user) -> QuerySet[Team]:
@@ -364,13 +372,18 @@ def audit_filter_choices(*, user) -> dict[str, list[str]]:
     }
 
 
-def team_months(*, team_ids, now: datetime) -> dict[int, date]:
-    """The 1st of each team's month at ``now``, in the team's time zone (its idle policy's,
-    UTC by default). One query."""
-    from billing.selectors import month_bounds, team_timezones
+def team_timezones(*, team_ids) -> dict[int, ZoneInfo]:
+    """Each team's time zone: its idle policy's, else UTC; the zone of its month and days
+    (budgets, spend, alerts). One query."""
+    zones = dict(IdlePolicy.objects.filter(team_id__in=team_ids).values_list("team_id", "timezone"))
+    return {t: ZoneInfo(zones.get(t) or "UTC") for t in team_ids}
 
+
+def team_months(*, team_ids, now: datetime) -> dict[int, date]:
+    """The 1st of each team's month at ``now``, in the team's time zone (team_timezones).
+    One query."""
     zones = team_timezones(team_ids=list(team_ids))
-    return {t: month_bounds(now, zone)[0].date() for t, zone in zones.items()}
+    return {t: now.astimezone(zone).date().replace(day=1) for t, zone in zones.items()}
 
 
 def budget_alerts_of(*, months: dict[int, date]) -> dict[int, dict[int, BudgetAlert]]:

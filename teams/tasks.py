@@ -10,15 +10,3 @@ from teams import services
 def expire_quota_requests() -> int:
     """Beat: expire requests that waited past QUOTA_REQUEST_EXPIRY_DAYS. Returns how many."""
     return services.quota_requests_expire(now=timezone.now())
-
-
-@shared_task
-def check_budget_alerts() -> dict:
-    """Beat, every SPEND_ALERT_SECONDS: alert teams at 50/80/100 % of their monthly budget and
-    stop the running workspaces of those with stop at 100 % on. Returns counts."""
-    result = services.budget_alerts_check(now=timezone.now())
-    return {
-        "evaluated": result.evaluated,
-        "sent": len(result.sent),
-        "stopped": len(result.stopped),
-    }

@@ -5,9 +5,12 @@ class BillingConfig(AppConfig):
     name = "billing"
 
     def ready(self):
-        # Meters open and close with workspace transitions; workspaces sits below billing and
-        # imports none of it, so billing registers itself with the transition hook.
+        # Workspaces sit below billing and import none of it: billing registers with their
+        # hooks to open and close meters on transitions, and to answer the spend and Spot
+        # prices that a request is measured against.
+        from billing.selectors import offering_spot_price, team_spend
         from billing.services import usage_meter
         from workspaces import hooks
 
         hooks.on_transition(usage_meter)
+        hooks.provide_spend(team_spend=team_spend, spot_price=offering_spot_price)

@@ -14,7 +14,8 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.urls import reverse
 
-from billing.selectors import month_bounds, team_spend
+from billing.selectors import team_spend
+from common.months import month_bounds
 from common.words import usd
 from teams.models import ALERT_THRESHOLDS, BudgetAlert, Membership, NoticeKind, Role, Team
 from teams.selectors import budget_alerts_of, platform_admins, team_months, team_timezones

@@ -20,7 +20,9 @@ from django.db.models import (
     Count,
     DurationField,
     ExpressionWrapper,
+    OuterRef,
     Q,
+    Subquery,
     Sum,
 )
 
@@ -33,9 +35,11 @@ from billing.models import (
     EstimatedCost,
     MonthSpend,
     Price,
+    PriceKind,
     SpendRollup,
     UsageInterval,
 )
+from common.months import month_bounds
 from teams.filters import TeamFilter
 from teams.models import Team
 from teams.selectors import team_timezones
@@ -43,20 +47,6 @@ from workspaces.models import Workspace
 
 CENT = metering.CENT
 _BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-UTC_ZONE = ZoneInfo("UTC")
-
-
-def month_bounds(now: datetime, tz: ZoneInfo = UTC_ZONE) -> tuple[datetime, datetime]:
-    """Start of ``now``'s calendar month in ``tz`` and of the next one (aware)."""
-    local = now.astimezone(tz)
-    first = local.date().replace(day=1)
-    following = (first + timedelta(days=32)).replace(day=1)
-    return (
-        datetime.combine(first, time(), tzinfo=tz),
-        datetime.combine(following, time(), tzinfo=tz),
-    )
 
 
 def day_start(day: date, tz: ZoneInfo) -> datetime:
@@ -426,6 +416,22 @@ def _teams_by_value(per_team: dict) -> dict:
     return teams
 
 
+def offering_spot_price(*, now: datetime) -> Subquery:
+    """For SizeOffering rows: the Spot price (USD/hour) of the row's vm_size and region in
+    effect at ``now``, from the Price rows (Azure Retail Prices API, synced by sync_prices),
+    None where Azure has none. What workspaces.selectors annotates offerings with
+    (workspaces.hooks.spot_price)."""
+    latest = Price.objects.filter(
+        kind=PriceKind.VM,
+        spot=True,
+        unit="1 Hour",
+        sku=OuterRef("vm_size"),
+        region=OuterRef("region"),
+        effective_start__lte=now,
+    ).order_by("-effective_start")
+    return Subquery(latest.values("unit_price")[:1])
+
+
 @dataclass(frozen=True)
 class TeamSpend:
     """A team's month so far: ``spent`` USD since the 1st (its time zone), ``burn_per_hour``
@@ -457,18 +463,6 @@ def team_spend(*, team_ids, now: datetime) -> dict[int, TeamSpend]:
         spent[line.team_id] += metering.to_cents(line.cost)  # what the CSV charges, line by line
     burn = team_burn_rate(team_ids=team_ids, now=now)
     return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
-
-
-def budget_runs_out(
-    *, budget: Decimal, spent: Decimal, burn_per_hour: Decimal, now: datetime
-) -> datetime | None:
-    """When the budget (USD) is used up at ``burn_per_hour`` (USD/hour), or None if never."""
-    left = budget - spent
-    if left <= 0:
-        return now
-    if burn_per_hour <= 0:
-        return None
-    return now + timedelta(hours=float(left / burn_per_hour))
 
 
 KINDS = ("vm", "mig", "namespace")

@@ -27,8 +27,9 @@ from billing.models import (
     SpendRollup,
     UsageInterval,
 )
-from billing.selectors import UTC_ZONE, day_start, live_spend, rolled_through
+from billing.selectors import day_start, live_spend, rolled_through
 from cloud.costs import fetch_actual_costs
+from common.months import UTC_ZONE
 from teams.models import Team
 from teams.selectors import team_timezones
 from workspaces.aks_services import billing_share

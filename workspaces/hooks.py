@@ -1,7 +1,7 @@
-"""Hooks through which the workspaces app tells the apps above it (billing) what happened,
-without importing them: imports point down only (docs: ../shared/DESIGN.md, the import-linter
-contracts in pyproject.toml). An app above registers its callbacks once, in its
-``AppConfig.ready()``; registering the same callback twice keeps one.
+"""Hooks through which the workspaces app tells the apps above it (billing) what happened, and
+asks them what only they know (a team's spend, a Spot price), without importing them: imports
+point down only (../shared/DESIGN.md; the import-linter contracts in pyproject.toml). An app
+above registers once, in its ``AppConfig.ready()``; registering a callback twice keeps one.
 
 Transition callbacks are called by workspaces.states.transition inside the transaction that
 changed the status, after its WorkspaceEvent is written, in registration order, as
@@ -12,6 +12,8 @@ transition's caller.
 
 from collections.abc import Callable
 from datetime import datetime
+
+from django.core.exceptions import ImproperlyConfigured
 
 TransitionCallback = Callable[..., None]
 
@@ -30,3 +32,38 @@ def transition_happened(*, workspace_id, expected: str, to: str, now: datetime) 
     """Call every registered transition callback (see the module's docstring)."""
     for callback in _transition_callbacks:
         callback(workspace_id=workspace_id, expected=expected, to=to, now=now)
+
+
+# What the workspaces app asks of billing: a request is measured against the team's monthly
+# budget, and a Spot VM's size is offered at Azure's Spot price. Billing provides both in its
+# AppConfig.ready() (provide_spend); without billing installed there is nothing to ask.
+_spend: dict[str, Callable] = {}
+
+
+def provide_spend(*, team_spend: Callable, spot_price: Callable) -> None:
+    """Register billing's answers: ``team_spend(team_ids=, now=)`` -> {team_id: an object
+    with ``spent`` (USD this month) and ``burn_per_hour`` (USD/hour)}, every team present;
+    ``spot_price(now=)`` -> a query expression, for SizeOffering rows, of the Spot price
+    (USD/hour, Decimal or None) of the row's vm_size and region in effect at ``now``."""
+    _spend.update(team_spend=team_spend, spot_price=spot_price)
+
+
+def team_spend(*, team_ids, now: datetime) -> dict:
+    """Each team's month-to-date spend and burn rate, as provide_spend says. Raises
+    ImproperlyConfigured when no app provided them."""
+    return _provided("team_spend")(team_ids=team_ids, now=now)
+
+
+def spot_price(*, now: datetime):
+    """The Spot price expression for SizeOffering rows, as provide_spend says. Raises
+    ImproperlyConfigured when no app provided it."""
+    return _provided("spot_price")(now=now)
+
+
+def _provided(name: str) -> Callable:
+    try:
+        return _spend[name]
+    except KeyError:
+        raise ImproperlyConfigured(
+            f"No app provides {name} (billing registers it in BillingConfig.ready())."
+        ) from None

@@ -22,7 +22,7 @@ from django.db.models import Q
 from django.urls import reverse
 
 from common.words import usd
-from teams import notice_text
+from teams import hooks, notice_text
 from teams.live_topics import notices_changed
 from teams.models import (
     IDLE_FIELDS,
@@ -184,11 +184,9 @@ def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
 
 def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
     """Record the user's own Entra ID object id (a UUID or None) and user principal name ("" for
-    none), audited; once committed, each of their MIG slices' owner RoleBinding is brought up
-    to date by a worker (workspaces.aks_services.slice_access_queue), so the change reaches
-    running slices without a restart."""
-    from workspaces.aks_services import slice_access_queue
-
+    none), audited; once committed, the apps above are told (teams.hooks.identity_changed:
+    workspaces queues a refresh of each of their MIG slices' owner RoleBinding), so the change
+    reaches running slices without a restart."""
     with transaction.atomic():
         profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
         before = _identity(profile)
@@ -205,7 +203,7 @@ def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
                 after=after,
                 now=now,
             )
-            transaction.on_commit(lambda: slice_access_queue(owner=user))
+            transaction.on_commit(lambda: hooks.identity_changed(user=user))
     return profile
 
 
@@ -297,26 +295,20 @@ def _decide(*, quota_request_id, actor, decision: str, comment: str, now: dateti
 
 
 def quota_request_approve(*, quota_request_id, actor, comment: str, now: datetime):
-    """Approve: the workspace is provisioned. Raises DecisionError if no longer pending."""
-    from workspaces.services import workspace_approve
-
-    return _decide_workspace(
-        quota_request_id, actor, comment, now, Decision.APPROVED, workspace_approve
-    )
+    """Approve: the workspace is provisioned (workspaces.services.quota_request_decided,
+    through teams.hooks). Raises DecisionError if no longer pending."""
+    return _decide_workspace(quota_request_id, actor, comment, now, Decision.APPROVED)
 
 
 def quota_request_reject(*, quota_request_id, actor, comment: str, now: datetime):
-    """Reject: the workspace is closed. Raises DecisionError if no longer pending."""
-    from workspaces.services import workspace_close_unapproved
-
-    return _decide_workspace(
-        quota_request_id, actor, comment, now, Decision.REJECTED, workspace_close_unapproved
-    )
+    """Reject: the workspace is closed (through teams.hooks). Raises DecisionError if no
+    longer pending."""
+    return _decide_workspace(quota_request_id, actor, comment, now, Decision.REJECTED)
 
 
-def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
-    """Record the decision, then ``apply`` it to the workspace, in one transaction; the
-    requester is told after commit."""
+def _decide_workspace(quota_request_id, actor, comment, now, decision):
+    """Record the decision, then apply it to the workspace (teams.hooks), in one
+    transaction; the requester is told after commit."""
     with transaction.atomic():
         request = _decide(
             quota_request_id=quota_request_id,
@@ -328,7 +320,13 @@ def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
         reason = f"{decision.label} by {actor.username}"
         if request.comment:
             reason += f": {request.comment}"
-        apply(workspace_id=request.workspace_id, actor=actor, reason=reason, now=now)
+        hooks.request_decided(
+            workspace_id=request.workspace_id,
+            decision=decision,
+            actor=actor,
+            reason=reason,
+            now=now,
+        )
         _tell_decided(request, now)  # in the transaction; its email leaves on commit
     return request
 
@@ -348,8 +346,6 @@ def _tell_decided(request: QuotaRequest, now: datetime) -> None:
 def quota_requests_expire(*, now: datetime) -> int:
     """Expire every pending request past its expiry, close its workspace and tell the
     requester. Returns how many expired."""
-    from workspaces.services import workspace_close_unapproved
-
     expired = 0
     due = QuotaRequest.objects.filter(decision=Decision.PENDING, expires_at__lte=now)
     for request_id in due.values_list("pk", flat=True):
@@ -363,12 +359,12 @@ def quota_requests_expire(*, now: datetime) -> int:
                 continue
             request.decision, request.decided_at = Decision.EXPIRED, now
             request.save(update_fields=["decision", "decided_at"])
-            workspace_close_unapproved(
+            hooks.request_decided(
                 workspace_id=request.workspace_id,
+                decision=Decision.EXPIRED,
                 actor=None,
                 reason="Request expired before a platform admin decided",
                 now=now,
-                outcome="expired",
             )
             _tell_decided(request, now)
             expired += 1

@@ -22,7 +22,7 @@ from agent import cloud_init
 from cloud import azure_vm
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
-from teams.models import Team
+from teams.models import Decision, Team
 from teams.selectors import membership_role, user_is_team_admin
 from workspaces import chains, selectors, states, telemetry
 from workspaces.chains import Next
@@ -287,6 +287,18 @@ def workspace_close_unapproved(
         reason=reason,
         detail={"outcome": outcome},
     )
+
+
+def quota_request_decided(*, workspace_id, decision: str, actor, reason: str, now: datetime):
+    """Apply a decided quota request to its workspace (registered with teams.hooks in
+    WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
+    expired, it is closed with that outcome (workspace_close_unapproved)."""
+    if decision == Decision.APPROVED:
+        workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
+    else:
+        workspace_close_unapproved(
+            workspace_id=workspace_id, actor=actor, reason=reason, now=now, outcome=decision
+        )
 
 
 def user_may_act(*, user, workspace: Workspace) -> bool:

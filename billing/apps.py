@@ -7,7 +7,8 @@ class BillingConfig(AppConfig):
     def ready(self):
         # Workspaces sit below billing and import none of it: billing registers with their
         # hooks to open and close meters on transitions, and to answer the spend and Spot
-        # prices that a request is measured against.
+        # prices that a request is measured against. Imported here, not at the top: this
+        # module loads before the models do.
         from billing.selectors import offering_spot_price, team_spend
         from billing.services import usage_meter
         from workspaces import hooks

@@ -10,6 +10,7 @@ from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, keyset_page, sort_from
 from common.months import month_bounds
 from common.words import counted, usd
+from teams.models import GpuQuota, IdlePolicy
 from teams.selectors import team_visible_to
 from workspaces import chains, hooks
 from workspaces.gpus import format_gpus, gpu_share
@@ -336,8 +337,6 @@ def quota_check(
     """Measure a request for ``gpus`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
     budget (counting workspaces requested but not yet billing). Five queries."""
-    from teams.models import GpuQuota
-
     quota = (
         GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
         .values_list("gpus", flat=True)
@@ -385,8 +384,6 @@ class QuotaLine:
 def team_quota_overview(*, teams) -> list[tuple]:
     """[(team, [QuotaLine, ...]), ...]: each team's GPUs in use against its quota, per GPU
     model with a quota or in use. Three queries whatever the number of teams."""
-    from teams.models import GpuQuota
-
     teams = list(teams)
     ids = [t.pk for t in teams]
     quotas: dict[int, dict[str, int]] = {}
@@ -454,7 +451,6 @@ def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView
     """The telemetry of one workspace for its page: five queries and, while it runs, a cache
     read (when the portal last failed to store telemetry)."""
 
-    from teams.models import IdlePolicy
     from workspaces import idle
     from workspaces.heartbeats import telemetry_outage_last
     from workspaces.models import TelemetrySample, WorkspaceAgent

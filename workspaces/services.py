@@ -22,8 +22,10 @@ from agent import cloud_init
 from cloud import azure_vm
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
-from teams.models import Decision, Team
+from teams.models import Decision, IdlePolicy, NoticeKind, Team
+from teams.notice_text import mark
 from teams.selectors import membership_role, user_is_team_admin
+from teams.services import notice_about, notice_resolve, notice_send, quota_request_open
 from workspaces import chains, selectors, states, telemetry
 from workspaces.chains import Next
 from workspaces.gpus import gpu_share
@@ -221,8 +223,6 @@ class JustificationNeeded(WorkspaceActionError):
 
 
 def _insert_pending(ask: Ask, check, justification: str, now: datetime) -> Workspace:
-    from teams.services import quota_request_open
-
     if not justification.strip():
         raise JustificationNeeded(
             " ".join(check.over) + " Say why you need it, and a platform admin will decide."
@@ -376,10 +376,6 @@ def workspace_stopped_tell(
     ``why`` (one or more sentences); the email's subject is the name and ``what``. The
     notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
     once the caller's transaction commits."""
-    from teams.models import IdlePolicy, NoticeKind
-    from teams.notice_text import mark
-    from teams.services import notice_about, notice_send
-
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
     policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
     why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
@@ -413,8 +409,6 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
     which is when the owner is told the stop is near, it spends the next one. The workspace
     row is locked (select_for_update) in the transaction that reads and inserts, so racing
     clicks are decided one after the other. Raises ExtensionRefused, PermissionError."""
-    from teams.models import IdlePolicy
-
     _check_may_act(user=user, workspace=workspace)
     policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
     with transaction.atomic():
@@ -440,9 +434,6 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
 
 
 def _stop_warnings_resolve(workspace: Workspace, user, until: datetime, policy, now) -> None:
-    from teams.models import NoticeKind
-    from teams.services import notice_resolve
-
     local = until.astimezone(ZoneInfo(policy.timezone or "UTC"))
     notice_resolve(
         about=f"workspace:{workspace.pk}",

@@ -14,6 +14,7 @@ from datetime import datetime
 
 from django.db import models, transaction
 
+from teams.services import notice_resolve
 from workspaces import hooks
 
 
@@ -191,8 +192,6 @@ def transition(
 def _resolve_notices(workspace_id, expected: str, to: str, now: datetime, actor, reason) -> None:
     """Resolve the workspace's notices that were true in ``expected`` and are not in ``to``
     (one UPDATE, only for such transitions)."""
-    from teams.services import notice_resolve
-
     kinds = [k for k, true_while in NOTICE_TRUE_WHILE.items() if expected in true_while]
     kinds = [k for k in kinds if to not in NOTICE_TRUE_WHILE[k]]
     if kinds:

@@ -212,10 +212,6 @@ def _identity(profile: Profile) -> dict:
     return {"entra_object_id": str(oid) if oid else "", "entra_upn": profile.entra_upn}
 
 
-def _platform_admins():
-    return platform_admins()
-
-
 def _detail_link(workspace) -> str:
     return reverse("workspaces:detail", kwargs={"pk": workspace.pk})
 
@@ -261,7 +257,7 @@ def _tell_opened(request: QuotaRequest, now: datetime) -> None:
             NoticeKind.APPROVAL_ASKED,
             about,
         )
-        for admin in _platform_admins()
+        for admin in platform_admins()
     ]
     notice_send_many(messages=[waits, *asks], now=now)
 
@@ -700,7 +696,7 @@ def team_increase_request(
             created_at=now,
         )
         notice_send(
-            users=_platform_admins(),
+            users=platform_admins(),
             subject=f"Quota increase asked: {increase.summary}",
             text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
             link=reverse("approvals"),

@@ -35,17 +35,20 @@ def transition_happened(*, workspace_id, expected: str, to: str, now: datetime) 
 
 
 # What the workspaces app asks of billing: a request is measured against the team's monthly
-# budget, and a Spot VM's size is offered at Azure's Spot price. Billing provides both in its
+# budget, a Spot VM's size is offered at Azure's Spot price, and a workspace's page shows what
+# it has cost. Billing provides both in its
 # AppConfig.ready() (provide_spend); without billing installed there is nothing to ask.
 _spend: dict[str, Callable] = {}
 
 
-def provide_spend(*, team_spend: Callable, spot_price: Callable) -> None:
+def provide_spend(*, team_spend: Callable, spot_price: Callable, workspace_cost: Callable) -> None:
     """Register billing's answers: ``team_spend(team_ids=, now=)`` -> {team_id: an object
     with ``spent`` (USD this month) and ``burn_per_hour`` (USD/hour)}, every team present;
     ``spot_price(now=)`` -> a query expression, for SizeOffering rows, of the Spot price
-    (USD/hour, Decimal or None) of the row's vm_size and region in effect at ``now``."""
-    _spend.update(team_spend=team_spend, spot_price=spot_price)
+    (USD/hour, Decimal or None) of the row's vm_size and region in effect at ``now``;
+    ``workspace_cost(workspace=, now=)`` -> what the workspace's page shows it has cost (an
+    object with ``total``, ``month``, ``per_hour`` and ``disk_per_hour``, USD)."""
+    _spend.update(team_spend=team_spend, spot_price=spot_price, workspace_cost=workspace_cost)
 
 
 def team_spend(*, team_ids, now: datetime) -> dict:
@@ -58,6 +61,12 @@ def spot_price(*, now: datetime):
     """The Spot price expression for SizeOffering rows, as provide_spend says. Raises
     ImproperlyConfigured when no app provided it."""
     return _provided("spot_price")(now=now)
+
+
+def workspace_cost(*, workspace, now: datetime):
+    """What the workspace has cost, as provide_spend says. Raises ImproperlyConfigured when
+    no app provided it."""
+    return _provided("workspace_cost")(workspace=workspace, now=now)
 
 
 def _provided(name: str) -> Callable:

@@ -17,12 +17,11 @@ from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseStopPolling
 
-from billing.selectors import workspace_cost
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import aks_services, selectors, services
+from workspaces import aks_services, hooks, selectors, services
 from workspaces.forms import MigRequestForm, NamespaceRequestForm, WorkspaceRequestForm
 from workspaces.states import STEADY, Status
 
@@ -251,7 +250,7 @@ def workspace_detail(request, pk):
         context["entra_missing"] = not aks_services.owner_users(request.user)
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
-        context["cost"] = workspace_cost(workspace=workspace, now=timezone.now())
+        context["cost"] = hooks.workspace_cost(workspace=workspace, now=timezone.now())
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:

@@ -61,6 +61,7 @@ run: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py check
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py makemigrations --check --dry-run
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/mypy

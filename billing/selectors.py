@@ -20,7 +20,9 @@ from django.db.models import (
     Count,
     DurationField,
     ExpressionWrapper,
+    OuterRef,
     Q,
+    Subquery,
     Sum,
 )
 
@@ -33,34 +35,18 @@ from billing.models import (
     EstimatedCost,
     MonthSpend,
     Price,
+    PriceKind,
     SpendRollup,
     UsageInterval,
 )
+from common.months import month_bounds
+from teams.filters import TeamFilter
+from teams.models import Team
+from teams.selectors import team_timezones
+from workspaces.models import Kind, Workspace
 
 CENT = metering.CENT
 _BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def team_timezones(*, team_ids) -> dict[int, ZoneInfo]:
-    """Each team's time zone: its idle policy's, else UTC."""
-    from teams.models import IdlePolicy
-
-    zones = dict(IdlePolicy.objects.filter(team_id__in=team_ids).values_list("team_id", "timezone"))
-    return {t: ZoneInfo(zones.get(t) or "UTC") for t in team_ids}
-
-
-UTC_ZONE = ZoneInfo("UTC")
-
-
-def month_bounds(now: datetime, tz: ZoneInfo = UTC_ZONE) -> tuple[datetime, datetime]:
-    """Start of ``now``'s calendar month in ``tz`` and of the next one (aware)."""
-    local = now.astimezone(tz)
-    first = local.date().replace(day=1)
-    following = (first + timedelta(days=32)).replace(day=1)
-    return (
-        datetime.combine(first, time(), tzinfo=tz),
-        datetime.combine(following, time(), tzinfo=tz),
-    )
 
 
 def day_start(day: date, tz: ZoneInfo) -> datetime:
@@ -430,6 +416,22 @@ def _teams_by_value(per_team: dict) -> dict:
     return teams
 
 
+def offering_spot_price(*, now: datetime) -> Subquery:
+    """For SizeOffering rows: the Spot price (USD/hour) of the row's vm_size and region in
+    effect at ``now``, from the Price rows (Azure Retail Prices API, synced by sync_prices),
+    None where Azure has none. What workspaces.selectors annotates offerings with
+    (workspaces.hooks.spot_price)."""
+    latest = Price.objects.filter(
+        kind=PriceKind.VM,
+        spot=True,
+        unit="1 Hour",
+        sku=OuterRef("vm_size"),
+        region=OuterRef("region"),
+        effective_start__lte=now,
+    ).order_by("-effective_start")
+    return Subquery(latest.values("unit_price")[:1])
+
+
 @dataclass(frozen=True)
 class TeamSpend:
     """A team's month so far: ``spent`` USD since the 1st (its time zone), ``burn_per_hour``
@@ -463,26 +465,7 @@ def team_spend(*, team_ids, now: datetime) -> dict[int, TeamSpend]:
     return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
 
 
-def budget_runs_out(
-    *, budget: Decimal, spent: Decimal, burn_per_hour: Decimal, now: datetime
-) -> datetime | None:
-    """When the budget (USD) is used up at ``burn_per_hour`` (USD/hour), or None if never."""
-    left = budget - spent
-    if left <= 0:
-        return now
-    if burn_per_hour <= 0:
-        return None
-    return now + timedelta(hours=float(left / burn_per_hour))
-
-
-def _kinds() -> tuple[str, ...]:
-    """Every workspace kind, in workspaces.models.Kind's order: the spend chart's series."""
-    from workspaces.models import Kind
-
-    return tuple(Kind.values)
-
-
-KINDS = _kinds()
+KINDS = tuple(Kind.values)  # the spend chart's series, in workspaces.models.Kind's order
 
 
 @dataclass(frozen=True)
@@ -681,8 +664,6 @@ def _by_day(by_day: dict, first: date, last: date) -> list:
 
 def _named(rows: list[tuple]) -> list[WorkspaceSpend]:
     """WorkspaceSpend for (workspace_id, kind, hours, USD) rows, in their order. One query."""
-    from workspaces.models import Workspace
-
     names = {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in=[r[0] for r in rows]).values(
@@ -778,9 +759,6 @@ def team_month_page(*, overview: SpendOverview, params, size: int = 50) -> TeamM
     searched by ``q`` (team name), sorted by ``sort`` (a TEAM_MONTH_SORTS key; the largest
     spend first by default), page ``page``. The totals stay those of every team. One query
     (the search), the rows being computed already."""
-    from teams.filters import TeamFilter
-    from teams.models import Team
-
     filters = TeamFilter(params, queryset=Team.objects.all())
     rows = overview.teams
     if filters.is_valid() and filters.form.cleaned_data.get("q"):
@@ -824,8 +802,6 @@ def spend_export(*, teams, first: date, last: date, now: datetime) -> Iterator[l
 
 
 def _export_workspaces(lines) -> dict:
-    from workspaces.models import Workspace
-
     return {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in={ln.workspace_id for ln in lines}).values(
@@ -1013,8 +989,6 @@ def _actuals(team_ids, days: list[date], unattributed: bool) -> tuple[dict, Deci
 def _reconciled_teams(team_ids, estimates: dict, actuals: dict, top) -> list[TeamReconciliation]:
     """Per team (by name): its total and its ``top`` workspaces, those differing by more than
     the tolerance first, then the costliest (all of them when ``top`` is None). Two queries."""
-    from teams.models import Team
-
     by_team = defaultdict(list)
     zero = Decimal(0)
     for key in set(estimates) | set(actuals):
@@ -1047,8 +1021,6 @@ def _reconciled_teams(team_ids, estimates: dict, actuals: dict, top) -> list[Tea
 
 
 def _workspace_names(ids) -> dict:
-    from workspaces.models import Workspace
-
     return dict(Workspace.objects.filter(pk__in=ids).values_list("pk", "name"))
 
 

@@ -27,7 +27,15 @@ from billing.models import (
     SpendRollup,
     UsageInterval,
 )
-from billing.selectors import UTC_ZONE, day_start, live_spend, rolled_through, team_timezones
+from billing.selectors import day_start, live_spend, rolled_through
+from cloud.costs import fetch_actual_costs
+from common.months import UTC_ZONE
+from teams.models import Team
+from teams.selectors import team_timezones
+from workspaces.backends import backend_for
+from workspaces.models import SizeOffering, Workspace
+from workspaces.services import azure_settings
+from workspaces.states import Status
 
 # Every VM's OS disk: 128 GiB Premium SSD (cloud.azure_vm.VmSpec), billed as tier P10 LRS.
 OS_DISK_TIER = "P10 LRS"
@@ -40,10 +48,6 @@ def usage_meter(*, workspace_id, expected: str, to: str, now: datetime) -> None:
     its share (a VM: its own price, on the Spot meter for a Spot VM; a MIG slice or a
     namespace: its share of its node pool's VM price); an OS disk, for kinds that have one,
     from the first time it runs until it is deleted."""
-    from workspaces.backends import backend_for
-    from workspaces.models import Workspace
-    from workspaces.states import Status
-
     workspace = Workspace.objects.select_related("node_pool").get(pk=workspace_id)
     meters = backend_for(workspace.kind).meters(workspace)
     if to in meters.billable and expected not in meters.billable:
@@ -117,8 +121,6 @@ def offerings_reprice(*, now: datetime) -> OfferingReprice:
     ``now`` (the Price table; the Spot price is read from there when needed, see
     workspaces.selectors.offering_spot_price). A size with no regular price in its region is
     no longer offered: nobody could be told what it costs. Four queries, in one transaction."""
-    from workspaces.models import SizeOffering
-
     book = {
         (p.sku, p.region): p.unit_price
         for p in Price.objects.filter(
@@ -155,8 +157,6 @@ def rollup_rebuild(*, now: datetime, team_ids=None, since: date | None = None) -
     """Rebuild each team's DailySpend for its complete days (up to yesterday in its time
     zone) from ``since``, or from the day after its rollup mark, or from its first usage;
     returns how many rows were written. Idempotent: a day rebuilt twice is replaced."""
-    from teams.models import Team
-
     team_ids = list(team_ids if team_ids is not None else Team.objects.values_list("pk", flat=True))
     zones = team_timezones(team_ids=team_ids)
     marks = rolled_through(team_ids=team_ids)
@@ -369,9 +369,6 @@ def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualC
     (malformed answer) or ValueError (a currency other than USD, days < 1); then nothing
     stored changes.
     """
-    from cloud.costs import fetch_actual_costs
-    from workspaces.services import azure_settings
-
     first, last = actual_costs_window(now=now, days=days)
     rows = _actual_cost_rows(fetch_actual_costs(azure_settings(), first=first, last=last), now)
     span = [first + timedelta(days=n) for n in range((last - first).days + 1)]
@@ -412,8 +409,6 @@ def _actual_cost_rows(costs, now: datetime) -> list[ActualCost]:
 def _workspaces_by_tag(tags) -> dict[str, tuple]:
     """{tag value: (workspace id, team id)} for the values that name a portal workspace (the
     portal tags each workspace's resources with its id)."""
-    from workspaces.models import Workspace
-
     ids = {}
     for tag in tags:
         try:
@@ -439,8 +434,6 @@ def cost_estimates_store(*, first: date, last: date, now: datetime) -> int:
     every team's UsageIntervals up to ``now`` priced by Price (billing.selectors.live_spend).
     A few days at a time, so memory stays bounded for a large fleet; all in one transaction.
     Idempotent; returns rows written."""
-    from teams.models import Team
-
     team_ids = list(Team.objects.values_list("pk", flat=True))
     written = 0
     with transaction.atomic():

@@ -4,15 +4,19 @@ The defaults give the embedded stack: SQLite and kombu's filesystem broker under
 and the Azure clients pointed at the local emulator (cloudsim) on 127.0.0.1. Production sets
 DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS, the HTTPS settings and the AZURE_*
 variables; the README lists them all. A deployment with an unsafe SECRET_KEY refuses to start
-(portal/secret_key.py).
+(portal/secret_key.py); one that talks to Azure without DATABASE_URL, CELERY_BROKER_URL,
+ALLOWED_HOSTS, CACHE_URL or AZURE_SUBSCRIPTION_ID refuses to start too, naming them
+(portal/required_settings.py).
 """
 
+import os
 from datetime import timedelta
 from pathlib import Path
 
 import environ
 
 from portal.password_login import password_login
+from portal.required_settings import require_production_settings
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -312,6 +316,10 @@ AZURE_ENDPOINT = env.str("AZURE_ENDPOINT", default=f"http://127.0.0.1:{CLOUDSIM_
 AZURE_CREDENTIAL = env.str(
     "AZURE_CREDENTIAL",
     default="emulator" if AZURE_ENDPOINT.startswith("http://127.0.0.1") else "default",
+)
+# After SECRET_KEY (refused first) and AZURE_CREDENTIAL: both say what production is.
+require_production_settings(
+    environ=os.environ, embedded=_EMBEDDED, azure_credential=AZURE_CREDENTIAL
 )
 AZURE_RETRY_TOTAL = env.int("AZURE_RETRY_TOTAL", default=3)
 # Azure Retail Prices API (no credential); the emulator serves it too.

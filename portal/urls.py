@@ -21,5 +21,6 @@ urlpatterns = [
     path("", include("teams.urls")),
     # Before the admin's own: its login honours PASSWORD_LOGIN (teams/entra_views.py).
     path("admin/login/", entra_views.admin_login),
+    path("", include("billing.urls")),
     path("admin/", admin.site.urls),
 ]

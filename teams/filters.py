@@ -7,9 +7,6 @@ from django import forms
 from django.db.models import Q
 
 from common.listing import TextFilter
-from teams.models import Team
-from workspaces.filters import offered_choices
-from workspaces.models import Kind
 
 
 class AuditFilter(django_filters.FilterSet):
@@ -32,35 +29,3 @@ class TeamFilter(django_filters.FilterSet):
 
     def search(self, queryset, name, value):
         return queryset.filter(Q(name__icontains=value) | Q(slug__icontains=value))
-
-
-class QueueFilter(django_filters.FilterSet):
-    """The approval queue's filters: ``q`` (requester or workspace name), ``team`` (slug),
-    ``gpu_model``, ``region``, ``kind`` of the workspace asked for."""
-
-    q = TextFilter(
-        label="Search",
-        method="search",
-        max_length=64,
-        widget=forms.TextInput(attrs={"type": "search", "placeholder": "who or workspace"}),
-    )
-    team = django_filters.ModelChoiceFilter(
-        label="Team", to_field_name="slug", queryset=Team.objects.order_by("name"),
-        empty_label="All teams",
-    )  # fmt: skip
-    gpu_model = django_filters.ChoiceFilter(
-        label="GPU model", field_name="workspace__gpu_model",
-        choices=lambda: offered_choices("gpu_model"), empty_label="Any GPU",
-    )  # fmt: skip
-    region = django_filters.ChoiceFilter(
-        label="Region", field_name="workspace__region",
-        choices=lambda: offered_choices("region"), empty_label="Any region",
-    )  # fmt: skip
-    kind = django_filters.ChoiceFilter(
-        label="Kind", field_name="workspace__kind", choices=Kind.choices, empty_label="Any kind"
-    )
-
-    def search(self, queryset, name, value):
-        return queryset.filter(
-            Q(requester__username__icontains=value) | Q(workspace__name__icontains=value)
-        )

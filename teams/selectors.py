@@ -2,24 +2,28 @@
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
-from decimal import Decimal
-from fractions import Fraction
+from zoneinfo import ZoneInfo
 
+from django.contrib.auth import get_user_model
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
 
-from common.listing import DEFAULT_PAGE_SIZE, keyset_page, number_page, sort_from
+from common.listing import DEFAULT_PAGE_SIZE, keyset_page, sort_from
 from teams.models import (
     AuditEntry,
     BudgetAlert,
     Decision,
-    GpuQuota,
+    IdlePolicy,
     Membership,
     Notice,
-    QuotaRequest,
     Role,
     Team,
     TeamQuotaIncrease,
 )
+
+
+def platform_admins() -> list:
+    """Every active platform admin (staff) user. One query."""
+    return list(get_user_model().objects.filter(is_staff=True, is_active=True))
 
 
 def team_visible_to(*, user) -> QuerySet[Team]:
@@ -45,82 +49,6 @@ def membership_role(*, user, team: Team) -> str | None:
 
 def user_is_team_admin(*, user, team: Team) -> bool:
     return user.is_staff or membership_role(user=user, team=team) == Role.TEAM_ADMIN
-
-
-@dataclass(frozen=True)
-class QueueRow:
-    """One pending request with what a platform admin needs to decide it."""
-
-    request: QuotaRequest
-    gpus_used: Fraction  # of the requested GPU model, held by the team now
-    gpus_quota: int
-    cost: dict  # USD: hour, day, month_end
-    budget: object  # workspaces.selectors.Budget: the team's month so far
-
-
-def quota_request_queue(*, now, requests=None) -> list[QueueRow]:
-    """Pending requests, oldest first (or ``requests``, a list of pending QuotaRequests with
-    team, requester and workspace loaded: one page of them), with each team's usage, quota
-    and budget. A constant number of queries whatever the number of requests (requests with
-    their team, requester and workspace; the teams' quotas; the teams' usage; the teams'
-    spend)."""
-    from teams.services import cost_estimate
-    from workspaces.selectors import team_budget, team_gpus_in_use
-
-    if requests is None:
-        requests = list(_pending_requests().order_by("created_at"))
-    team_ids = {r.team_id for r in requests}
-    quotas = {
-        (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
-    }
-    usage = team_gpus_in_use(team_ids=team_ids)
-    budgets = team_budget(teams={r.team_id: r.team for r in requests}.values(), now=now)
-    return [
-        QueueRow(
-            request=r,
-            gpus_used=usage.get(r.team_id, {}).get(r.workspace.gpu_model, 0),
-            gpus_quota=quotas.get((r.team_id, r.workspace.gpu_model), 0),
-            cost=cost_estimate(price_per_hour=r.price_per_hour, now=now),
-            budget=budgets[r.team_id],
-        )
-        for r in requests
-    ]
-
-
-def _pending_requests() -> QuerySet[QuotaRequest]:
-    return QuotaRequest.objects.filter(decision=Decision.PENDING).select_related(
-        "team", "requester", "workspace"
-    )
-
-
-# The approval queue's sort keys (as in the URL) and the fields they order by.
-QUEUE_SORTS = {"asked": "created_at", "price": "price_per_hour", "team": "team__name"}
-# Each row of the queue asks Azure for its quota left once loaded: a short page.
-QUEUE_PAGE_SIZE = 20
-
-
-@dataclass
-class QueuePage:
-    """One page of the approval queue: ``filters`` (bound teams.filters.QueueFilter),
-    ``page`` (Django's Page of requests), ``rows`` (its QueueRows), ``sort`` (its key)."""
-
-    filters: object
-    page: object
-    rows: list
-    sort: str
-
-
-def quota_request_page(*, params, now, size: int = QUEUE_PAGE_SIZE) -> QueuePage:
-    """One page of quota_request_queue, filtered (teams.filters.QueueFilter: team, GPU model,
-    region, kind, search) and sorted (QUEUE_SORTS; oldest first by default) as the query
-    string ``params`` asks. A constant number of queries whatever the queue's length."""
-    from teams.filters import QueueFilter
-
-    filters = QueueFilter(params, queryset=_pending_requests())
-    sort = sort_from(params.get("sort"), allowed=QUEUE_SORTS, default="asked")
-    page = number_page(filters.qs, sort=sort, number=params.get("page"), size=size)
-    rows = quota_request_queue(now=now, requests=list(page.object_list))
-    return QueuePage(filters=filters, page=page, rows=rows, sort=sort.key)
 
 
 NOTICE_AREA_LIMIT = 50
@@ -212,89 +140,6 @@ def team_member_count(*, team_ids) -> dict[int, int]:
     return {t: counts.get(t, 0) for t in team_ids}
 
 
-@dataclass(frozen=True)
-class TeamRow:
-    """One team's usage against its limits, for the teams overview and a team's page."""
-
-    team: Team
-    lines: list  # workspaces.selectors.QuotaLine per GPU model (team_gpus_in_use, quota)
-    members: int  # team_member_count
-    pending_increases: int
-    spend_per_hour: Decimal  # USD/hour: the burn rate, billing.selectors.team_burn_rate
-
-    @property
-    def spend_per_month(self) -> Decimal:
-        """USD for 730 hours (an average month) at the current rate, to the cent."""
-        return (self.spend_per_hour * 730).quantize(Decimal("0.01"))
-
-
-def _team_rows(teams: QuerySet[Team], now: datetime) -> list[TeamRow]:
-    from billing.selectors import team_burn_rate
-    from workspaces.selectors import team_quota_overview
-
-    # Counted apart from ``teams``: annotating Count("memberships") on a queryset filtered by
-    # the user's membership reuses that join and counts the user alone.
-    pending = dict(
-        TeamQuotaIncrease.objects.filter(team__in=teams, decision=Decision.PENDING)
-        .values("team_id")
-        .annotate(n=Count("pk"))
-        .values_list("team_id", "n")
-    )
-    overview = team_quota_overview(teams=teams)
-    ids = [t.pk for t, _ in overview]
-    members = team_member_count(team_ids=ids)
-    burn = team_burn_rate(team_ids=ids, now=now)
-    return [
-        TeamRow(t, lines, members[t.pk], pending.get(t.pk, 0), burn.get(t.pk, Decimal(0)))
-        for t, lines in overview
-    ]
-
-
-def team_overview(*, user, now: datetime) -> list[TeamRow]:
-    """Every team visible to the user (all for a platform admin), by name, with GPUs in use
-    against quota, budget, member count, pending increase requests and the burn rate at
-    ``now``. A constant number of queries whatever the number of teams."""
-    return _team_rows(team_visible_to(user=user), now)
-
-
-# The teams list's sort keys (as in the URL) and the fields they order by.
-TEAM_SORTS = {"name": "name", "budget": "monthly_budget", "created": "created_at"}
-
-
-@dataclass
-class TeamPage:
-    """One page of the teams list: ``filters`` (bound teams.filters.TeamFilter), ``page``
-    (Django's Page of teams), ``rows`` (TeamRow of each team on the page), ``sort`` (its key)."""
-
-    filters: object
-    page: object
-    rows: list
-    sort: str
-
-
-def team_overview_page(*, user, params, now: datetime, size: int = DEFAULT_PAGE_SIZE) -> TeamPage:
-    """team_overview of one page of the visible teams, searched by ``q`` and sorted by
-    ``sort`` (a TEAM_SORTS key, "-" for descending; by name by default) as the query string
-    ``params`` asks. A constant number of queries: the page, its count, and team_overview's
-    constant few for the page's teams only."""
-    from teams.filters import TeamFilter
-
-    filters = TeamFilter(params, queryset=team_visible_to(user=user))
-    sort = sort_from(params.get("sort"), allowed=TEAM_SORTS, default="name")
-    page = number_page(filters.qs.only("pk"), sort=sort, number=params.get("page"), size=size)
-    ids = [t.pk for t in page.object_list]
-    rows = _team_rows(Team.objects.filter(pk__in=ids).order_by(*sort.order_by), now)
-    return TeamPage(filters=filters, page=page, rows=rows, sort=sort.key)
-
-
-def team_overview_one(*, user, team: Team, now: datetime) -> TeamRow:
-    """team_overview of one team visible to the user; Team.DoesNotExist otherwise."""
-    rows = _team_rows(team_visible_to(user=user).filter(pk=team.pk), now)
-    if not rows:
-        raise Team.DoesNotExist
-    return rows[0]
-
-
 def team_increases_pending(*, team: Team | None = None) -> list[TeamQuotaIncrease]:
     """Pending increase requests, oldest first, with team and requester; one query.
     All teams' for the approvals page (platform admins), or one team's for its page."""
@@ -302,35 +147,6 @@ def team_increases_pending(*, team: Team | None = None) -> list[TeamQuotaIncreas
     if team is not None:
         qs = qs.filter(team=team)
     return list(qs.select_related("team", "requester").order_by("created_at"))
-
-
-@dataclass(frozen=True)
-class IncreaseRow:
-    """A pending increase request with the team's current limits (GPUs, USD/month)."""
-
-    increase: TeamQuotaIncrease
-    gpus_quota: int | None  # current quota of the asked model; None when no GPUs asked
-    gpus_used: int | None
-
-
-def team_increase_queue() -> list[IncreaseRow]:
-    """Pending increase requests of all teams with current quota and usage of the asked GPU
-    model. Three queries whatever the number of requests."""
-    from workspaces.selectors import team_gpus_in_use
-
-    increases = team_increases_pending()
-    team_ids = {i.team_id for i in increases}
-    quotas = {
-        (q.team_id, q.gpu_model): q.gpus for q in GpuQuota.objects.filter(team_id__in=team_ids)
-    }
-    usage = team_gpus_in_use(team_ids=team_ids) if team_ids else {}
-    rows = []
-    for i in increases:
-        asked = bool(i.gpu_model)
-        quota = quotas.get((i.team_id, i.gpu_model), 0) if asked else None
-        used = usage.get(i.team_id, {}).get(i.gpu_model, 0) if asked else None
-        rows.append(IncreaseRow(i, quota, used))
-    return rows
 
 
 def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
@@ -370,13 +186,18 @@ def audit_filter_choices(*, user) -> dict[str, list[str]]:
     }
 
 
-def team_months(*, team_ids, now: datetime) -> dict[int, date]:
-    """The 1st of each team's month at ``now``, in the team's time zone (its idle policy's,
-    UTC by default). One query."""
-    from billing.selectors import month_bounds, team_timezones
+def team_timezones(*, team_ids) -> dict[int, ZoneInfo]:
+    """Each team's time zone: its idle policy's, else UTC; the zone of its month and days
+    (budgets, spend, alerts). One query."""
+    zones = dict(IdlePolicy.objects.filter(team_id__in=team_ids).values_list("team_id", "timezone"))
+    return {t: ZoneInfo(zones.get(t) or "UTC") for t in team_ids}
 
+
+def team_months(*, team_ids, now: datetime) -> dict[int, date]:
+    """The 1st of each team's month at ``now``, in the team's time zone (team_timezones).
+    One query."""
     zones = team_timezones(team_ids=list(team_ids))
-    return {t: month_bounds(now, zone)[0].date() for t, zone in zones.items()}
+    return {t: now.astimezone(zone).date().replace(day=1) for t, zone in zones.items()}
 
 
 def budget_alerts_of(*, months: dict[int, date]) -> dict[int, dict[int, BudgetAlert]]:

@@ -8,9 +8,8 @@ MembershipError (a membership change that is refused; the message says why), Per
 (the actor lacks the teams.* permission; views check first and answer 403).
 """
 
-from collections import defaultdict
-from dataclasses import dataclass, field
-from datetime import date, datetime, timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
@@ -18,18 +17,16 @@ from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.mail import send_mass_mail
-from django.db import IntegrityError, transaction
-from django.db.models import F, Q
+from django.db import transaction
+from django.db.models import Q
 from django.urls import reverse
 
 from common.words import usd
-from teams import notice_text
+from teams import hooks, notice_text
 from teams.live_topics import notices_changed
 from teams.models import (
-    ALERT_THRESHOLDS,
     IDLE_FIELDS,
     AuditEntry,
-    BudgetAlert,
     Decision,
     GpuQuota,
     IdlePolicy,
@@ -42,6 +39,7 @@ from teams.models import (
     Team,
     TeamQuotaIncrease,
 )
+from teams.selectors import platform_admins
 from teams.signals import LeaveReason, member_left_announce
 
 
@@ -187,11 +185,9 @@ def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
 
 def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
     """Record the user's own Entra ID object id (a UUID or None) and user principal name ("" for
-    none), audited; once committed, each of their MIG slices' owner RoleBinding is brought up
-    to date by a worker (workspaces.aks_services.slice_access_queue), so the change reaches
-    running slices without a restart."""
-    from workspaces.aks_services import slice_access_queue
-
+    none), audited; once committed, the apps above are told (teams.hooks.identity_changed:
+    workspaces queues a refresh of each of their MIG slices' owner RoleBinding), so the change
+    reaches running slices without a restart."""
     with transaction.atomic():
         profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
         before = _identity(profile)
@@ -208,17 +204,13 @@ def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
                 after=after,
                 now=now,
             )
-            transaction.on_commit(lambda: slice_access_queue(owner=user))
+            transaction.on_commit(lambda: hooks.identity_changed(user=user))
     return profile
 
 
 def _identity(profile: Profile) -> dict:
     oid = profile.entra_object_id
     return {"entra_object_id": str(oid) if oid else "", "entra_upn": profile.entra_upn}
-
-
-def _platform_admins():
-    return list(get_user_model().objects.filter(is_staff=True, is_active=True))
 
 
 def _detail_link(workspace) -> str:
@@ -266,7 +258,7 @@ def _tell_opened(request: QuotaRequest, now: datetime) -> None:
             NoticeKind.APPROVAL_ASKED,
             about,
         )
-        for admin in _platform_admins()
+        for admin in platform_admins()
     ]
     notice_send_many(messages=[waits, *asks], now=now)
 
@@ -300,26 +292,20 @@ def _decide(*, quota_request_id, actor, decision: str, comment: str, now: dateti
 
 
 def quota_request_approve(*, quota_request_id, actor, comment: str, now: datetime):
-    """Approve: the workspace is provisioned. Raises DecisionError if no longer pending."""
-    from workspaces.services import workspace_approve
-
-    return _decide_workspace(
-        quota_request_id, actor, comment, now, Decision.APPROVED, workspace_approve
-    )
+    """Approve: the workspace is provisioned (workspaces.services.quota_request_decided,
+    through teams.hooks). Raises DecisionError if no longer pending."""
+    return _decide_workspace(quota_request_id, actor, comment, now, Decision.APPROVED)
 
 
 def quota_request_reject(*, quota_request_id, actor, comment: str, now: datetime):
-    """Reject: the workspace is closed. Raises DecisionError if no longer pending."""
-    from workspaces.services import workspace_close_unapproved
-
-    return _decide_workspace(
-        quota_request_id, actor, comment, now, Decision.REJECTED, workspace_close_unapproved
-    )
+    """Reject: the workspace is closed (through teams.hooks). Raises DecisionError if no
+    longer pending."""
+    return _decide_workspace(quota_request_id, actor, comment, now, Decision.REJECTED)
 
 
-def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
-    """Record the decision, then ``apply`` it to the workspace, in one transaction; the
-    requester is told after commit."""
+def _decide_workspace(quota_request_id, actor, comment, now, decision):
+    """Record the decision, then apply it to the workspace (teams.hooks), in one
+    transaction; the requester is told after commit."""
     with transaction.atomic():
         request = _decide(
             quota_request_id=quota_request_id,
@@ -331,7 +317,13 @@ def _decide_workspace(quota_request_id, actor, comment, now, decision, apply):
         reason = f"{decision.label} by {actor.username}"
         if request.comment:
             reason += f": {request.comment}"
-        apply(workspace_id=request.workspace_id, actor=actor, reason=reason, now=now)
+        hooks.request_decided(
+            workspace_id=request.workspace_id,
+            decision=decision,
+            actor=actor,
+            reason=reason,
+            now=now,
+        )
         _tell_decided(request, now)  # in the transaction; its email leaves on commit
     return request
 
@@ -351,8 +343,6 @@ def _tell_decided(request: QuotaRequest, now: datetime) -> None:
 def quota_requests_expire(*, now: datetime) -> int:
     """Expire every pending request past its expiry, close its workspace and tell the
     requester. Returns how many expired."""
-    from workspaces.services import workspace_close_unapproved
-
     expired = 0
     due = QuotaRequest.objects.filter(decision=Decision.PENDING, expires_at__lte=now)
     for request_id in due.values_list("pk", flat=True):
@@ -366,12 +356,12 @@ def quota_requests_expire(*, now: datetime) -> int:
                 continue
             request.decision, request.decided_at = Decision.EXPIRED, now
             request.save(update_fields=["decision", "decided_at"])
-            workspace_close_unapproved(
+            hooks.request_decided(
                 workspace_id=request.workspace_id,
+                decision=Decision.EXPIRED,
                 actor=None,
                 reason="Request expired before a platform admin decided",
                 now=now,
-                outcome="expired",
             )
             _tell_decided(request, now)
             expired += 1
@@ -753,7 +743,7 @@ def team_increase_request(
             created_at=now,
         )
         notice_send(
-            users=_platform_admins(),
+            users=platform_admins(),
             subject=f"Quota increase asked: {increase.summary}",
             text=f"{actor.username} asks for {increase.summary}: {increase.justification}",
             link=reverse("approvals"),
@@ -865,200 +855,6 @@ def _tell_increase_decided(increase: TeamQuotaIncrease, now: datetime) -> None:
         link=reverse("team-detail", kwargs={"slug": increase.team.slug}),
         now=now,
     )
-
-
-# --- Budget alerts: 50/80/100 % of the monthly budget, and stop at 100 % ------------------
-
-
-@dataclass
-class AlertCheck:
-    """What one budget_alerts_check did: ``evaluated`` teams with a budget, ``sent`` as
-    (team_id, [thresholds]) per message, ``stopped`` workspace ids."""
-
-    evaluated: int = 0
-    sent: list = field(default_factory=list)
-    stopped: list = field(default_factory=list)
-
-
-def _thresholds_reached(*, spent: Decimal, budget: Decimal) -> list[int]:
-    """The ALERT_THRESHOLDS (percent) that ``spent`` (USD) has reached of ``budget`` (USD).
-    Nothing spent reaches nothing, even of a $0 budget."""
-    if spent <= 0:
-        return []
-    return [t for t in ALERT_THRESHOLDS if spent * 100 >= budget * t]
-
-
-def budget_alerts_check(*, now: datetime) -> AlertCheck:
-    """Beat, every SPEND_ALERT_SECONDS: tell each team whose month-to-date spend reached 50,
-    80 or 100 % of its monthly budget (its time zone's month; billing.selectors.team_spend),
-    once per threshold per month, and with the team's ``stop_at_budget`` on stop its running
-    workspaces at 100 %. Spend jumping over several thresholds records each and sends one
-    message naming them all. A constant number of queries for any number of teams, plus the
-    writes of what it sends or stops."""
-    from billing.selectors import team_spend
-    from teams.selectors import budget_alerts_of, team_months
-
-    teams = list(Team.objects.filter(monthly_budget__isnull=False).order_by("pk"))
-    ids = [t.pk for t in teams]
-    spend = team_spend(team_ids=ids, now=now)
-    months = team_months(team_ids=ids, now=now)
-    sent = budget_alerts_of(months=months)
-    result = AlertCheck(evaluated=len(teams))
-    due = {}
-    for team in teams:
-        reached = _thresholds_reached(spent=spend[team.pk].spent, budget=team.monthly_budget)
-        if missing := [t for t in reached if t not in sent[team.pk]]:
-            due[team.pk] = missing
-    recipients = _alert_recipients(team_ids=list(due))
-    for team in teams:
-        if team.pk in due:
-            alert = BudgetAlertSend(team, months[team.pk], due[team.pk], spend[team.pk].spent)
-            stopped = _budget_alert_send(alert, recipients[team.pk], now)
-            if stopped is not None:
-                result.sent.append((team.pk, due[team.pk]))
-                result.stopped += stopped
-    result.stopped += _budget_stop_late(teams, spend, sent, now)
-    return result
-
-
-@dataclass(frozen=True)
-class BudgetAlertSend:
-    """One team's alert about to be sent: its month (1st), thresholds (percent), USD spent."""
-
-    team: Team
-    month: date
-    thresholds: list
-    spent: Decimal
-
-
-def _alert_recipients(*, team_ids: list[int]) -> dict[int, list]:
-    """Each team's admins and every platform admin, active, each user once. Two queries."""
-    if not team_ids:
-        return {}
-    staff = _platform_admins()
-    admins = Membership.objects.filter(
-        team_id__in=team_ids, role=Role.TEAM_ADMIN, user__is_active=True
-    ).select_related("user")
-    users = {t: {u.pk: u for u in staff} for t in team_ids}
-    for membership in admins:
-        users[membership.team_id].setdefault(membership.user_id, membership.user)
-    return {t: list(found.values()) for t, found in users.items()}
-
-
-def _budget_alert_send(alert: BudgetAlertSend, users: list, now: datetime) -> list | None:
-    """Insert the alert's rows, stop the team's running workspaces if it reached 100 % with
-    stop_at_budget on, and tell ``users`` (emails after commit): the workspace ids stopped,
-    or None when another check inserted a row first (the unique constraint; it sends)."""
-    from workspaces.selectors import workspace_running_begun_by
-
-    team = alert.team
-    try:
-        with transaction.atomic():
-            rows = [
-                BudgetAlert.objects.create(
-                    team=team,
-                    month=alert.month,
-                    threshold=t,
-                    spent=alert.spent,
-                    budget=team.monthly_budget,
-                    sent_at=now,
-                )
-                for t in alert.thresholds  # ascending, so two checks lock in the same order
-            ]
-            stopped = []
-            if ALERT_THRESHOLDS[-1] in alert.thresholds and team.stop_at_budget:
-                running = workspace_running_begun_by(cutoffs={team.pk: now})
-                stopped = _budget_stop(team, rows[-1], running, alert.spent, now)
-            _alert_tell(alert, users, _alert_text(alert, stopped), now)
-    except IntegrityError:
-        return None
-    return [w["pk"] for w in stopped]
-
-
-def _alert_text(alert: BudgetAlertSend, stopped: list[dict]) -> str:
-    team, budget = alert.team, alert.team.monthly_budget
-    marks = [f"{t}%" for t in alert.thresholds]
-    passed = marks[0] if len(marks) == 1 else f"{', '.join(marks[:-1])} and {marks[-1]}"
-    text = (
-        f"{team.name} passed {passed} of its {alert.month:%B} budget: "
-        f"{usd(alert.spent)} of {usd(budget)} spent."
-    )
-    if ALERT_THRESHOLDS[-1] not in alert.thresholds:
-        return text
-    text += " New workspace requests now wait for a platform admin's approval."
-    if team.stop_at_budget and stopped:
-        names = ", ".join(w["name"] for w in stopped)
-        text += f" Stop at 100% is on, so these running workspaces are being stopped: {names}."
-    elif team.stop_at_budget:
-        text += " Stop at 100% is on; no workspace was running."
-    return text
-
-
-def _alert_tell(alert: BudgetAlertSend, users: list, text: str, now: datetime) -> None:
-    """Notices in the alert's transaction (they exist exactly when it does); the emails, over
-    one connection, after it commits."""
-    subject = f"{alert.team.name} has spent {alert.thresholds[-1]}% of its {alert.month:%B} budget"
-    from billing.selectors import month_bounds, team_timezones
-
-    link = reverse("team-spend", kwargs={"slug": alert.team.slug})
-    zone = team_timezones(team_ids=[alert.team.pk])[alert.team.pk]
-    month_start = datetime.combine(alert.month, datetime.min.time(), tzinfo=zone)
-    notice_send(
-        users=users,
-        subject=subject,
-        text=text,
-        link=link,
-        now=now,
-        kind=NoticeKind.BUDGET,
-        about=notice_about(alert.team),
-        # About this month's spend: no longer true once the team's month is over.
-        expires_at=month_bounds(month_start, zone)[1],
-    )
-
-
-def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datetime) -> list:
-    """Stop ``workspaces`` (running, of ``team``) through the same transition and task as an
-    idle stop, and count them on the 100 % ``alert``. Those stopped (others moved on)."""
-    from workspaces.services import workspace_stop_automatically
-
-    reason = f"Team budget of {usd(team.monthly_budget)} used up (stop at 100% is on)"
-    detail = {
-        "rule": "budget",
-        "budget_usd": str(team.monthly_budget),
-        "spent_usd": str(spent),
-        "month": alert.month.isoformat(),
-    }
-    stopped = [
-        w
-        for w in workspaces
-        if workspace_stop_automatically(workspace_id=w["pk"], reason=reason, detail=detail, now=now)
-    ]
-    if stopped:
-        BudgetAlert.objects.filter(pk=alert.pk).update(stopped=F("stopped") + len(stopped))
-    return stopped
-
-
-def _budget_stop_late(teams, spend, sent, now: datetime) -> list:
-    """Teams with stop_at_budget still at or over the budget after an earlier 100 % alert:
-    stop what was provisioning or starting then and runs now. A workspace that began to run
-    after the alert (a platform admin approved it) is left alone. At most one query."""
-    from workspaces.selectors import workspace_running_begun_by
-
-    top = ALERT_THRESHOLDS[-1]
-    late = {
-        t.pk: (t, sent[t.pk][top])
-        for t in teams
-        if t.stop_at_budget and top in sent[t.pk] and spend[t.pk].spent >= t.monthly_budget
-    }
-    running = defaultdict(list)
-    cutoffs = {team_id: alert.sent_at for team_id, (_, alert) in late.items()}
-    for w in workspace_running_begun_by(cutoffs=cutoffs):
-        running[w["team_id"]].append(w)
-    stopped = []
-    for team_id, workspaces in running.items():
-        team, alert = late[team_id]
-        stopped += _budget_stop(team, alert, workspaces, spend[team_id].spent, now)
-    return [w["pk"] for w in stopped]
 
 
 # --- Login lockouts (django-axes counts the failures: portal/login_throttle.py) -------------

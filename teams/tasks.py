@@ -16,18 +16,6 @@ def expire_quota_requests() -> int:
 
 
 @shared_task
-def check_budget_alerts() -> dict:
-    """Beat, every SPEND_ALERT_SECONDS: alert teams at 50/80/100 % of their monthly budget and
-    stop the running workspaces of those with stop at 100 % on. Returns counts."""
-    result = services.budget_alerts_check(now=timezone.now())
-    return {
-        "evaluated": result.evaluated,
-        "sent": len(result.sent),
-        "stopped": len(result.stopped),
-    }
-
-
-@shared_task
 def entra_sync() -> dict:
     """Beat, every ENTRA_SYNC_SECONDS: the Graph sync (teams.entra_sync) when Entra ID sign-in
     is on. Returns its counts."""

@@ -1,6 +1,5 @@
 from django.urls import path, re_path
 
-from billing import views as billing_views
 from teams import views
 
 urlpatterns = [
@@ -37,20 +36,5 @@ urlpatterns = [
     path("teams/<slug:slug>/quota/", views.team_quota, name="team-quota"),
     path("teams/<slug:slug>/idle-policy/", views.team_idle_policy, name="team-idle-policy"),
     path("teams/<slug:slug>/leaver-policy/", views.team_leaver_policy, name="team-leaver-policy"),
-    path("teams/<slug:slug>/spend/", billing_views.team_spend, name="team-spend"),
-    path("teams/<slug:slug>/spend/data/", billing_views.team_spend_data, name="team-spend-data"),
-    path(
-        "teams/<slug:slug>/spend/reconciliation/",
-        billing_views.team_spend_reconciliation,
-        name="team-spend-reconciliation",
-    ),
-    path("teams/<slug:slug>/spend.csv", billing_views.team_spend_csv, name="team-spend-csv"),
-    path("spend/", billing_views.platform_spend, name="platform-spend"),
-    path(
-        "spend/reconciliation/",
-        billing_views.platform_spend_reconciliation,
-        name="platform-spend-reconciliation",
-    ),
-    path("spend.csv", billing_views.platform_spend_csv, name="platform-spend-csv"),
     path("audit/", views.audit_log, name="audit"),
 ]

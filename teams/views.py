@@ -16,6 +16,7 @@ from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from billing import team_selectors
 from common.listing import bootstrap_form
 from teams import entra_link, entra_oidc, selectors, services
 from teams.forms import (
@@ -30,6 +31,7 @@ from teams.forms import (
     RoleForm,
 )
 from teams.models import IdleBounds, IdlePolicy, Profile, QuotaRequest, Team, TeamQuotaIncrease
+from workspaces import approval_selectors
 from workspaces import services as workspace_services
 
 
@@ -73,7 +75,7 @@ def account(request):
 @require_GET
 def team_list(request):
     _require(request, "teams.list_teams")
-    listing = selectors.team_overview_page(
+    listing = team_selectors.team_overview_page(
         user=request.user, params=request.GET, now=timezone.now()
     )
     context = {
@@ -92,7 +94,7 @@ def _page_context(request, team: Team, **forms) -> dict:
     user = request.user
     return {
         "team": team,
-        "row": selectors.team_overview_one(user=user, team=team, now=timezone.now()),
+        "row": team_selectors.team_overview_one(user=user, team=team, now=timezone.now()),
         "members": selectors.team_members(team=team),
         "increases": selectors.team_increases_pending(team=team),
         "can_manage": user.has_perm("teams.manage_team", team),
@@ -251,7 +253,7 @@ def team_increase(request, slug):
 @login_required
 def team_quota(request, slug):
     team = _team(request, slug, "teams.set_quota")
-    row = selectors.team_overview_one(user=request.user, team=team, now=timezone.now())
+    row = team_selectors.team_overview_one(user=request.user, team=team, now=timezone.now())
     if request.method == "POST":
         form = LimitsForm(request.POST)
         if form.is_valid():
@@ -332,7 +334,7 @@ def audit_log(request):
 @require_GET
 def approval_queue(request):
     _require(request, "teams.decide_requests")
-    queue = selectors.quota_request_page(params=request.GET, now=timezone.now())
+    queue = approval_selectors.quota_request_page(params=request.GET, now=timezone.now())
     context = {
         "filters": queue.filters,
         "form": bootstrap_form(queue.filters.form),
@@ -342,7 +344,7 @@ def approval_queue(request):
     }
     if request.htmx:
         return render(request, "teams/_approval_rows.html", context)
-    context["increases"] = selectors.team_increase_queue()
+    context["increases"] = approval_selectors.team_increase_queue()
     return render(request, "teams/approvals.html", context)
 
 

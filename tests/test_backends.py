@@ -43,7 +43,14 @@ def test_a_workspace_of_an_unregistered_kind_says_so():
 def test_each_backend_fulfils_the_interface(kind):
     backend = backend_for(kind)
     assert isinstance(backend, WorkspaceBackend)
-    for name in ("service", "where", "error_source", "stop_label", "delete_warning"):
+    for name in (
+        "service",
+        "where",
+        "error_source",
+        "stop_label",
+        "delete_warning",
+        "hand_over_note",
+    ):
         assert getattr(backend, name), name
     reverse(backend.request_url)
     get_template(backend.facts_template)

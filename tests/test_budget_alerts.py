@@ -13,8 +13,8 @@ from django.db import connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from billing.budget_alerts import budget_alerts_check
 from teams.models import AuditEntry, BudgetAlert, IdlePolicy, Notice, Team
-from teams.services import budget_alerts_check
 from tests.factories import SSH_KEY, OfferingFactory, TeamFactory, WorkspaceFactory
 from workspaces import services, states
 from workspaces.models import Workspace, WorkspaceEvent

@@ -15,6 +15,7 @@ from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
 
+from billing import budget_alerts
 from teams import services as team_services
 from teams.models import GpuQuota, IdlePolicy, Notice, NoticeKind, Team
 from teams.notice_text import in_zone
@@ -224,7 +225,7 @@ def test_a_budget_alert_resolves_when_the_budget_changes_and_ends_with_its_month
     path = [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING]
     for expected, to in zip(path, path[1:], strict=False):
         states.transition(workspace_id=ws.pk, expected=expected, to=to, now=_at(0))
-    team_services.budget_alerts_check(now=_at(6 * 60))  # $60 of $100
+    budget_alerts.budget_alerts_check(now=_at(6 * 60))  # $60 of $100
     assert "passed 50% of its November budget" in _shown(client, cast.team_admin)
     # Unchanged at the end of the month's last minute, gone with the month (team zone: UTC).
     december = datetime(2026, 12, 1, tzinfo=UTC)
@@ -333,7 +334,7 @@ def test_a_budget_stop_tells_the_owner_why(cast, sim):
     ws = _provisioned(cast)
     Team.objects.filter(pk=cast.team.pk).update(monthly_budget=Decimal("10"), stop_at_budget=True)
     later = ws.status_changed_at + timedelta(hours=3)  # $11.02 of $10
-    assert team_services.budget_alerts_check(now=later).stopped == [ws.pk]
+    assert budget_alerts.budget_alerts_check(now=later).stopped == [ws.pk]
     notice = Notice.objects.get(user=cast.researcher, kind=NoticeKind.AUTO_STOP)
     told = in_zone(notice.text, UTC)  # the team's zone: no idle policy, UTC
     assert "Team budget of $10.00 used up (stop at 100% is on)." in told

@@ -165,3 +165,37 @@ def test_make_runs_entra_demo_reaches_only_the_embedded_default(tmp_path):
     deployed = _run(["-c", PRINT_ENTRA], env, tmp_path)
     assert deployed.returncode == 0, deployed.stderr
     assert deployed.stdout.split() == ["-", "https://login.microsoftonline.com", "False"]
+
+
+# What a deployment that talks to Azure sets beyond PRODUCTION (portal/required_settings.py).
+ON_AZURE = {
+    **PRODUCTION,
+    "CACHE_URL": "redis://redis.invalid:6379/1",
+    "AZURE_ENDPOINT": "https://management.azure.com",
+    "AZURE_SUBSCRIPTION_ID": "11111111-2222-3333-4444-555555555555",
+}
+REQUIRED_ON_AZURE = [
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "ALLOWED_HOSTS",
+    "CACHE_URL",
+    "AZURE_SUBSCRIPTION_ID",
+]
+
+
+@pytest.mark.parametrize("name", REQUIRED_ON_AZURE)
+def test_a_deployment_on_azure_refuses_to_start_without_a_required_setting(tmp_path, name):
+    env = {k: v for k, v in ON_AZURE.items() if k != name} | {
+        "SECRET_KEY": secrets.token_urlsafe(50)
+    }
+    result = _run(["manage.py", "check"], env, tmp_path)
+    assert result.returncode != 0, result.stdout
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"django.core.exceptions.ImproperlyConfigured: {name} must be set"), last
+    assert not (tmp_path / "portal.sqlite3").exists()  # refused before anything was opened
+
+
+def test_a_deployment_on_azure_with_every_required_setting_starts(tmp_path):
+    env = ON_AZURE | {"SECRET_KEY": secrets.token_urlsafe(50)}
+    result = _run(["manage.py", "check"], env, tmp_path)
+    assert result.returncode == 0, result.stderr

@@ -3,7 +3,10 @@ session, no CSRF: agents are not browsers). See docs/agent-protocol.md.
 
 Heartbeats are the portal's busiest request (one per running workspace every 30 s), so
 ``heartbeat_fast_path`` answers them in front of Django's URL resolver and middleware, with
-the same ``heartbeat_answer`` as the routed view that the test client and ``reverse`` use.
+the same ``heartbeat_answer`` as the routed view that the test client and ``reverse`` use
+(heartbeat_rate.py in benchmarks/ measures what that saves). Which middleware it skips, and
+why, is FAST_PATH_SKIPS; a middleware added to settings without an entry there fails
+``manage.py check``.
 """
 
 import ipaddress
@@ -72,6 +75,34 @@ def heartbeat_client(environ) -> str:
         return str(ipaddress.ip_network(f"{address}/64", strict=False))
     except ValueError:
         return address[:64]
+
+
+# Every middleware in settings.MIDDLEWARE, and why the fast path does without it. A middleware
+# missing here fails `manage.py check` (workspaces/checks.py): whoever adds one decides whether
+# heartbeats need it (then route them through Django, or apply it in heartbeat_fast_path).
+FAST_PATH_SKIPS = {
+    "django.middleware.security.SecurityMiddleware": "HSTS, nosniff and the https redirect "
+    "are for browsers; an agent's token is sent by the time a redirect could answer",
+    "whitenoise.middleware.WhiteNoiseMiddleware": "serves static files only",
+    "django.contrib.sessions.middleware.SessionMiddleware": "agents have no session",
+    "django.middleware.common.CommonMiddleware": "the path already ends in a slash; the host is "
+    "checked against ALLOWED_HOSTS by _allowed_host",
+    "django.middleware.csrf.CsrfViewMiddleware": "Bearer token, not a cookie: the routed view "
+    "is csrf_exempt too",
+    "django.contrib.auth.middleware.AuthenticationMiddleware": "the agent's token, not a user, "
+    "is checked (heartbeats.heartbeat_ingest)",
+    "django.contrib.messages.middleware.MessageMiddleware": "no page to show messages on",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware": "JSON, never framed",
+    "django_htmx.middleware.HtmxMiddleware": "agents are not htmx",
+    "portal.middleware.UserTimezoneMiddleware": "no user, no page times",
+    "axes.middleware.AxesMiddleware": "guards the login form only",
+}
+
+
+def fast_path_unreviewed(middleware: list[str]) -> list[str]:
+    """The entries of ``middleware`` (settings.MIDDLEWARE) that FAST_PATH_SKIPS does not
+    name: middleware the heartbeat fast path would skip without anyone having said so."""
+    return [m for m in middleware if m not in FAST_PATH_SKIPS]
 
 
 _HEARTBEAT_PATH = re.compile(r"/api/workspaces/([0-9a-fA-F-]{36})/heartbeat/")

@@ -5,12 +5,18 @@ class WorkspacesConfig(AppConfig):
     name = "workspaces"
 
     def ready(self):
+        # Imported here, not at the top: this module loads before the models do.
+        from teams import hooks as team_hooks
         from teams.signals import member_left
-        from workspaces import leavers, live_topics
+        from workspaces import checks, leavers, live_topics  # noqa: F401 (checks registers itself)
         from workspaces.backends import register
         from workspaces.backends.vm import VmBackend
+        from workspaces.services import quota_request_decided, workspace_access_queue
 
         live_topics.connect()
         register(VmBackend())
-        # teams announces leaves; it never imports workspaces (the dependency points this way).
+        # Teams sit below workspaces: they tell of decided requests, changed identities and
+        # members who left (never importing workspaces).
+        team_hooks.on_request_decided(quota_request_decided)
+        team_hooks.on_identity_changed(workspace_access_queue)
         member_left.connect(leavers.member_left_receive, dispatch_uid="workspaces.leavers")

@@ -1,4 +1,5 @@
-"""The workspace list's filters (django-filter), read from the query string.
+"""The workspace list's and the approval queue's filters (django-filter), read from the query
+string.
 
 A value a field refuses (an unknown status, a team the user cannot see, text with control
 characters) is a form error shown above the table, and that filter is left out; the rest
@@ -11,6 +12,7 @@ from django import forms
 from django.db.models import Q
 
 from common.listing import TextFilter
+from teams.models import Team
 from workspaces.models import Kind, SizeOffering
 from workspaces.states import Status
 
@@ -53,3 +55,35 @@ class WorkspaceFilter(django_filters.FilterSet):
 
     def search(self, queryset, name, value):
         return queryset.filter(Q(name__icontains=value) | Q(owner__username__icontains=value))
+
+
+class QueueFilter(django_filters.FilterSet):
+    """The approval queue's filters: ``q`` (requester or workspace name), ``team`` (slug),
+    ``gpu_model``, ``region``, ``kind`` of the workspace asked for."""
+
+    q = TextFilter(
+        label="Search",
+        method="search",
+        max_length=64,
+        widget=forms.TextInput(attrs={"type": "search", "placeholder": "who or workspace"}),
+    )
+    team = django_filters.ModelChoiceFilter(
+        label="Team", to_field_name="slug", queryset=Team.objects.order_by("name"),
+        empty_label="All teams",
+    )  # fmt: skip
+    gpu_model = django_filters.ChoiceFilter(
+        label="GPU model", field_name="workspace__gpu_model",
+        choices=lambda: offered_choices("gpu_model"), empty_label="Any GPU",
+    )  # fmt: skip
+    region = django_filters.ChoiceFilter(
+        label="Region", field_name="workspace__region",
+        choices=lambda: offered_choices("region"), empty_label="Any region",
+    )  # fmt: skip
+    kind = django_filters.ChoiceFilter(
+        label="Kind", field_name="workspace__kind", choices=Kind.choices, empty_label="Any kind"
+    )
+
+    def search(self, queryset, name, value):
+        return queryset.filter(
+            Q(requester__username__icontains=value) | Q(workspace__name__icontains=value)
+        )

@@ -54,6 +54,7 @@ from django.db import (
 )
 from django.utils import timezone
 
+from teams.models import IdlePolicy
 from workspaces import idle, ratelimit
 from workspaces.live_topics import telemetry_changed
 from workspaces.models import TelemetrySample, WorkspaceAgent
@@ -350,8 +351,6 @@ def _fold(agent: dict, fresh: list[ParsedSample]) -> None:
 
 def _policy(agent: dict) -> idle.Policy:
     """Folding needs only the threshold and the spike and gap windows of the policy."""
-    from teams.models import IdlePolicy
-
     row = IdlePolicy()
     if agent[f"{_POLICY}gpu_threshold"] is not None:
         row.gpu_threshold = agent[f"{_POLICY}gpu_threshold"]

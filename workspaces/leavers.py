@@ -27,7 +27,7 @@ from django.urls import reverse
 from teams.models import LeaverPolicy, Membership, Role, Team
 from teams.services import audit_record, notice_send
 from teams.signals import LeaveReason
-from workspaces.models import Kind, Workspace
+from workspaces.models import Workspace
 from workspaces.states import Status
 
 log = logging.getLogger(__name__)
@@ -149,26 +149,21 @@ def _hand_over(team: Team, leaver, owner, reason: str, now: datetime) -> list:
                 now=now,
             )
             _tell_new_owner(workspace, team, leaver, owner, reason, now)
-            if workspace.kind == Kind.MIG:
-                _slice_access_later(workspace.pk)
+            _access_later(workspace.pk)
         handed.append(workspace.pk)
     return handed
 
 
-def _slice_access_later(workspace_id) -> None:
+def _access_later(workspace_id) -> None:
+    """Its provider objects made to grant the new owner (nothing for a kind whose objects do not
+    name the owner: WorkspaceBackend.access_refresh)."""
     from workspaces.tasks import refresh_slice_access
 
     transaction.on_commit(lambda: refresh_slice_access.delay(str(workspace_id)))
 
 
 def _tell_new_owner(workspace, team: Team, leaver, owner, reason: str, now: datetime) -> None:
-    if workspace.kind == Kind.MIG:
-        caveat = "Port-forward to its pod is being moved to you."
-    else:  # Azure keeps the SSH key the VM was made with.
-        caveat = (
-            f"Its VM still accepts {leaver.username}'s SSH key and not yours: delete it, or "
-            "copy what you need and request your own, if they must not reach it."
-        )
+    caveat = workspace.backend.hand_over_note.format(leaver=leaver.username)
     notice_send(
         users=[owner],
         subject=f"You now own {workspace.name}",

@@ -10,6 +10,7 @@ rows (workspaces.states); other visible columns written with ``.update()`` call
 from django.db.models.signals import post_save
 
 from live import stamps
+from teams.selectors import team_visible_to
 
 
 def workspaces_changed(ids) -> None:
@@ -28,8 +29,6 @@ def telemetry_changed(ids) -> None:
 def workspace_topics(*, user) -> list[str]:
     """The topics of the workspace list as ``user`` sees it (workspaces.selectors
     .workspace_visible_to): every workspace for a platform admin, else their teams'."""
-    from teams.selectors import team_visible_to
-
     if user.is_staff:
         return [stamps.topic("workspaces")]
     teams = team_visible_to(user=user).values_list("pk", flat=True)

@@ -1,17 +1,18 @@
 """Reads of workspaces and the catalog. Every workspace query starts from workspace_visible_to."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 
-from billing.selectors import budget_runs_out, month_bounds, team_spend
 from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, keyset_page, sort_from
+from common.months import month_bounds
 from common.words import counted, usd
+from teams.models import GpuQuota, IdlePolicy
 from teams.selectors import team_visible_to
-from workspaces import chains
+from workspaces import chains, hooks
 from workspaces.gpus import format_gpus, gpu_share
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
 from workspaces.ssh_keys import ssh_public_key_or_blank
@@ -130,19 +131,10 @@ def offering_list(*, region: str | None = None, now: datetime | None = None) -> 
 
 def _with_spot_price(qs: QuerySet, now: datetime) -> QuerySet:
     """``qs`` annotated with ``spot_hourly``: the hourly Spot price of the offering's size and
-    region in effect at ``now``, from billing's Price rows (Azure Retail Prices API, synced by
-    sync_prices). Azure sells no Spot VM of a size where it has no Spot price."""
-    from billing.models import Price, PriceKind
-
-    latest = Price.objects.filter(
-        kind=PriceKind.VM,
-        spot=True,
-        unit="1 Hour",
-        sku=OuterRef("vm_size"),
-        region=OuterRef("region"),
-        effective_start__lte=now,
-    ).order_by("-effective_start")
-    return qs.annotate(spot_hourly=Subquery(latest.values("unit_price")[:1]))
+    region in effect at ``now``, as billing answers it (hooks.spot_price: billing's Price rows,
+    Azure Retail Prices API, synced by sync_prices). Azure sells no Spot VM of a size where it
+    has no Spot price."""
+    return qs.annotate(spot_hourly=hooks.spot_price(now=now))
 
 
 def offering_spot_price(*, offering: SizeOffering, now: datetime) -> Decimal | None:
@@ -172,6 +164,18 @@ def user_ssh_key_last_used(*, user) -> str:
         .values_list("ssh_public_key", flat=True)[:SSH_KEYS_LOOKED_AT]
     )
     return next(filter(None, map(ssh_public_key_or_blank, keys)), "")
+
+
+def budget_runs_out(
+    *, budget: Decimal, spent: Decimal, burn_per_hour: Decimal, now: datetime
+) -> datetime | None:
+    """When the budget (USD) is used up at ``burn_per_hour`` (USD/hour), or None if never."""
+    left = budget - spent
+    if left <= 0:
+        return now
+    if burn_per_hour <= 0:
+        return None
+    return now + timedelta(hours=float(left / burn_per_hour))
 
 
 @dataclass(frozen=True)
@@ -333,8 +337,6 @@ def quota_check(
     """Measure a request for ``gpus`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
     budget (counting workspaces requested but not yet billing). Five queries."""
-    from teams.models import GpuQuota
-
     quota = (
         GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
         .values_list("gpus", flat=True)
@@ -361,7 +363,7 @@ def quota_check(
 
 def team_budget(*, teams, now: datetime) -> dict[int, Budget]:
     """Each team's budget against its month-to-date spend and burn rate, in one query."""
-    spend = team_spend(team_ids=[t.pk for t in teams], now=now)
+    spend = hooks.team_spend(team_ids=[t.pk for t in teams], now=now)
     return {
         t.pk: Budget(t.monthly_budget, spend[t.pk].spent, spend[t.pk].burn_per_hour, now)
         for t in teams
@@ -382,8 +384,6 @@ class QuotaLine:
 def team_quota_overview(*, teams) -> list[tuple]:
     """[(team, [QuotaLine, ...]), ...]: each team's GPUs in use against its quota, per GPU
     model with a quota or in use. Three queries whatever the number of teams."""
-    from teams.models import GpuQuota
-
     teams = list(teams)
     ids = [t.pk for t in teams]
     quotas: dict[int, dict[str, int]] = {}
@@ -450,9 +450,7 @@ SPARK_BUCKET_MINUTES = 15
 def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView:
     """The telemetry of one workspace for its page: five queries and, while it runs, a cache
     read (when the portal last failed to store telemetry)."""
-    from datetime import timedelta
 
-    from teams.models import IdlePolicy
     from workspaces import idle
     from workspaces.heartbeats import telemetry_outage_last
     from workspaces.models import TelemetrySample, WorkspaceAgent

@@ -21,8 +21,10 @@ from django.urls import reverse
 from cloud import azure_vm
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
-from teams.models import Team
+from teams.models import Decision, IdlePolicy, NoticeKind, Team
+from teams.notice_text import mark
 from teams.selectors import membership_role, user_is_team_admin
+from teams.services import notice_about, notice_resolve, notice_send, quota_request_open
 from workspaces import chains, selectors, states, telemetry
 from workspaces.backends import backend_for, backends
 from workspaces.chains import Next
@@ -219,8 +221,6 @@ class JustificationNeeded(WorkspaceActionError):
 
 
 def _insert_pending(ask: Ask, check, justification: str, now: datetime) -> Workspace:
-    from teams.services import quota_request_open
-
     if not justification.strip():
         raise JustificationNeeded(
             " ".join(check.over) + " Say why you need it, and a platform admin will decide."
@@ -285,6 +285,18 @@ def workspace_close_unapproved(
         reason=reason,
         detail={"outcome": outcome},
     )
+
+
+def quota_request_decided(*, workspace_id, decision: str, actor, reason: str, now: datetime):
+    """Apply a decided quota request to its workspace (registered with teams.hooks in
+    WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
+    expired, it is closed with that outcome (workspace_close_unapproved)."""
+    if decision == Decision.APPROVED:
+        workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
+    else:
+        workspace_close_unapproved(
+            workspace_id=workspace_id, actor=actor, reason=reason, now=now, outcome=decision
+        )
 
 
 def user_may_act(*, user, workspace: Workspace) -> bool:
@@ -362,10 +374,6 @@ def workspace_stopped_tell(
     ``why`` (one or more sentences); the email's subject is the name and ``what``. The
     notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
     once the caller's transaction commits."""
-    from teams.models import IdlePolicy, NoticeKind
-    from teams.notice_text import mark
-    from teams.services import notice_about, notice_send
-
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
     policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
     why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
@@ -399,8 +407,6 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
     which is when the owner is told the stop is near, it spends the next one. The workspace
     row is locked (select_for_update) in the transaction that reads and inserts, so racing
     clicks are decided one after the other. Raises ExtensionRefused, PermissionError."""
-    from teams.models import IdlePolicy
-
     _check_may_act(user=user, workspace=workspace)
     policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
     with transaction.atomic():
@@ -426,9 +432,6 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
 
 
 def _stop_warnings_resolve(workspace: Workspace, user, until: datetime, policy, now) -> None:
-    from teams.models import NoticeKind
-    from teams.services import notice_resolve
-
     local = until.astimezone(ZoneInfo(policy.timezone or "UTC"))
     notice_resolve(
         about=f"workspace:{workspace.pk}",
@@ -750,13 +753,13 @@ def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> 
     )
 
 
-def workspace_access_queue(*, owner) -> int:
-    """Queue refresh_slice_access for each workspace of ``owner`` whose provider objects name
-    their identity (after they changed their Entra ID identity; each kind's backend says
-    which, see WorkspaceBackend.access_to_refresh). Returns how many."""
+def workspace_access_queue(*, user) -> int:
+    """Queue refresh_slice_access for each workspace owned by ``user`` whose provider objects
+    name their identity (after their Entra ID identity changed: teams.hooks.identity_changed;
+    each kind's backend says which, see WorkspaceBackend.access_to_refresh). Returns how many."""
     from workspaces.tasks import refresh_slice_access
 
-    ids = [pk for backend in backends() for pk in backend.access_to_refresh(owner=owner)]
+    ids = [pk for backend in backends() for pk in backend.access_to_refresh(owner=user)]
     for workspace_id in ids:
         refresh_slice_access.delay(str(workspace_id))
     return len(ids)

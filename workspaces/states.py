@@ -4,14 +4,18 @@ changes ``Workspace.status``.
 Every change is a compare-and-set (``filter(pk=..., status=expected).update(...)``): when no row
 changes, another worker or click already moved the workspace on, and the caller stops quietly.
 Each change writes one WorkspaceEvent (who, from, to, why, when), opens or closes the
-workspace's billing interval (billing.models.UsageInterval) and resolves the notices that
-the change made untrue (NOTICE_TRUE_WHILE).
+workspace's billing interval (through workspaces.hooks: billing registers its meter there, so
+this module imports no billing code) and resolves the notices that the change made untrue
+(NOTICE_TRUE_WHILE).
 """
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import models, transaction
+
+from teams.services import notice_resolve
+from workspaces import hooks
 
 
 class Status(models.TextChoices):
@@ -180,7 +184,7 @@ def transition(
             reason=reason,
             detail=detail or {},
         )
-        _meter(workspace_id, expected, to, now)
+        hooks.transition_happened(workspace_id=workspace_id, expected=expected, to=to, now=now)
         _resolve_notices(workspace_id, expected, to, now, actor, reason)
     return True
 
@@ -188,8 +192,6 @@ def transition(
 def _resolve_notices(workspace_id, expected: str, to: str, now: datetime, actor, reason) -> None:
     """Resolve the workspace's notices that were true in ``expected`` and are not in ``to``
     (one UPDATE, only for such transitions)."""
-    from teams.services import notice_resolve
-
     kinds = [k for k, true_while in NOTICE_TRUE_WHILE.items() if expected in true_while]
     kinds = [k for k in kinds if to not in NOTICE_TRUE_WHILE[k]]
     if kinds:
@@ -200,12 +202,6 @@ def _resolve_notices(workspace_id, expected: str, to: str, now: datetime, actor,
             by=actor,
             reason=reason or f"Now {Status(to).label.lower()}",
         )
-
-
-def _meter(workspace_id, expected: str, to: str, now: datetime) -> None:
-    from billing.services import usage_meter
-
-    usage_meter(workspace_id=workspace_id, expected=expected, to=to, now=now)
 
 
 def record_creation(*, workspace, now: datetime, actor=None, reason: str = "") -> None:

@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.db import transaction
 
+from teams.models import IdlePolicy
 from workspaces import idle
 from workspaces.models import TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
@@ -346,6 +347,4 @@ def demo_timings_note() -> str:
 
 
 def _default_policy():
-    from teams.models import IdlePolicy
-
     return IdlePolicy()

@@ -15,17 +15,15 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseStopPolling
 
-from billing.selectors import workspace_cost
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import selectors, services
+from workspaces import hooks, selectors, services
 from workspaces.backends import backend_for
 from workspaces.forms import WorkspaceRequestForm
 from workspaces.states import STEADY, Status
-
-HTMX_STOP_POLLING = 286
 
 
 @login_required
@@ -222,11 +220,11 @@ def workspace_detail(request, pk):
     context.update(backend_for(workspace.kind).detail_context(workspace, request.user))
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
-        context["cost"] = workspace_cost(workspace=workspace, now=timezone.now())
+        context["cost"] = hooks.workspace_cost(workspace=workspace, now=timezone.now())
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:
-            response.status_code = HTMX_STOP_POLLING
+            response.status_code = HttpResponseStopPolling.status_code
         return response
     return render(request, "workspaces/detail.html", context)
 
@@ -240,7 +238,7 @@ def workspace_telemetry(request, pk):
     context = _telemetry_context(request, workspace)
     response = render(request, "workspaces/_telemetry.html", context)
     if not context["polling"]:
-        response.status_code = HTMX_STOP_POLLING
+        response.status_code = HttpResponseStopPolling.status_code
     return response
 
 

@@ -49,6 +49,7 @@ class MigBackend(AksBackend):
 
     kind = Kind.MIG
     delete_warning = "The pod, its Service and its /home volume"
+    hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"
     finished = {

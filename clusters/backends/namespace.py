@@ -36,6 +36,7 @@ class NamespaceBackend(AksBackend):
 
     kind = Kind.NAMESPACE
     delete_warning = "The namespace and everything in it"
+    hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
     connect_template = "workspaces/kinds/namespace_connect.html"
     finished = {

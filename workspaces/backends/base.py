@@ -77,6 +77,9 @@ class WorkspaceBackend(Protocol):
     error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"
     stop_label: str  # the Stop button
     delete_warning: str  # what a delete removes: "The VM, its NIC and its OS disk"
+    # Told to whoever is handed a leaver's workspace (workspaces.leavers): what access stays
+    # with the leaver; "{leaver}" is their username.
+    hand_over_note: str
     facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
     connect_template: str  # how to reach it while running
 

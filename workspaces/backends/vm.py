@@ -42,6 +42,11 @@ class VmBackend:
     error_source = "Azure"
     stop_label = "Stop (deallocate)"
     delete_warning = "The VM, its NIC and its OS disk"
+    # Azure keeps the SSH key the VM was made with (osProfile is written once, at create).
+    hand_over_note = (
+        "Its VM still accepts {leaver}'s SSH key and not yours: delete it, or copy what you "
+        "need and request your own, if they must not reach it."
+    )
     facts_template = "workspaces/kinds/vm_facts.html"
     connect_template = "workspaces/kinds/vm_connect.html"
 

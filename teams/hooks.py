@@ -1,0 +1,51 @@
+"""Hooks through which the teams app tells the apps above it (workspaces) what happened,
+without importing them: imports point down only (../shared/DESIGN.md; the import-linter
+contracts in pyproject.toml). An app above registers once, in its ``AppConfig.ready()``;
+registering a callback twice keeps one.
+
+Decision callbacks are called by teams.services when a quota request is approved, rejected
+or expires, inside the transaction that records the decision and before the requester is
+told, as ``callback(workspace_id=..., decision=..., actor=..., reason=..., now=...)``
+(``decision``: a teams.models.Decision value; ``actor`` None for an expiry). What they write
+commits or rolls back with the decision; an exception raised by one reaches the caller.
+"""
+
+from collections.abc import Callable
+from datetime import datetime
+
+DecisionCallback = Callable[..., None]
+
+_decision_callbacks: list[DecisionCallback] = []
+
+
+def on_request_decided(callback: DecisionCallback) -> DecisionCallback:
+    """Register ``callback`` to hear of every decided quota request; returns it."""
+    if callback not in _decision_callbacks:
+        _decision_callbacks.append(callback)
+    return callback
+
+
+def request_decided(*, workspace_id, decision: str, actor, reason: str, now: datetime) -> None:
+    """Call every registered decision callback (see the module's docstring)."""
+    for callback in _decision_callbacks:
+        callback(workspace_id=workspace_id, decision=decision, actor=actor, reason=reason, now=now)
+
+
+# Identity callbacks: called once a user's own Entra ID identity (object id, UPN) changed and
+# committed, as ``callback(user=...)``; e.g. workspaces brings the user's MIG slices' RoleBindings
+# up to date.
+_identity_callbacks: list[Callable[..., None]] = []
+
+
+def on_identity_changed(callback: Callable[..., None]) -> Callable[..., None]:
+    """Register ``callback`` to hear of every committed change of a user's Entra ID identity;
+    returns it."""
+    if callback not in _identity_callbacks:
+        _identity_callbacks.append(callback)
+    return callback
+
+
+def identity_changed(*, user) -> None:
+    """Call every registered identity callback (after the change committed)."""
+    for callback in _identity_callbacks:
+        callback(user=user)

@@ -9,11 +9,17 @@ class BillingConfig(AppConfig):
         # hooks to open and close meters on transitions, and to answer what a request is
         # measured against (spend, Spot prices) and what a workspace's page shows it cost.
         # Imported here, not at the top: this module loads before the models do.
+        from billing import team_selectors
         from billing.selectors import offering_spot_price, team_spend, workspace_cost
         from billing.services import usage_meter
+        from teams import hooks as team_hooks
         from workspaces import hooks
 
         hooks.on_transition(usage_meter)
+        # The team pages (teams.views) show the overview billing puts together.
+        team_hooks.provide_team_overview(
+            page=team_selectors.team_overview_page, one=team_selectors.team_overview_one
+        )
         hooks.provide_spend(
             team_spend=team_spend, spot_price=offering_spot_price, workspace_cost=workspace_cost
         )

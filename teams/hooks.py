@@ -12,6 +12,9 @@ commits or rolls back with the decision; an exception raised by one reaches the 
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
+
+from django.core.exceptions import ImproperlyConfigured
 
 DecisionCallback = Callable[..., None]
 
@@ -49,3 +52,36 @@ def identity_changed(*, user) -> None:
     """Call every registered identity callback (after the change committed)."""
     for callback in _identity_callbacks:
         callback(user=user)
+
+
+# What the team pages show of each team (members, GPUs in use, the month's spend and burn
+# rate): figures of the apps above, put together by billing (billing.team_selectors), which
+# provides them in its AppConfig.ready().
+_overview: dict[str, Callable[..., Any]] = {}
+
+
+def provide_team_overview(*, page: Callable[..., Any], one: Callable[..., Any]) -> None:
+    """Register the team overview: ``page(user=, params=, now=)`` -> the team list's filtered,
+    sorted page of rows; ``one(user=, team=, now=)`` -> the row of one team."""
+    _overview.update(page=page, one=one)
+
+
+def team_overview_page(*, user, params, now: datetime) -> Any:
+    """The team list's page of overview rows, as provide_team_overview says. Raises
+    ImproperlyConfigured when no app provided it."""
+    return _provided_overview("page")(user=user, params=params, now=now)
+
+
+def team_overview_one(*, user, team, now: datetime) -> Any:
+    """One team's overview row, as provide_team_overview says. Raises ImproperlyConfigured
+    when no app provided it."""
+    return _provided_overview("one")(user=user, team=team, now=now)
+
+
+def _provided_overview(name: str) -> Callable[..., Any]:
+    try:
+        return _overview[name]
+    except KeyError:
+        raise ImproperlyConfigured(
+            "No app provides the team overview (billing registers it in BillingConfig.ready())."
+        ) from None

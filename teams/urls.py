@@ -1,22 +1,8 @@
-from django.urls import path, re_path
+from django.urls import path
 
 from teams import views
 
 urlpatterns = [
-    path("approvals/", views.approval_queue, name="approvals"),
-    re_path(
-        r"^approvals/(?P<pk>[0-9]+)/(?P<decision>approve|reject)/$",
-        views.approval_decide,
-        name="approval-decide",
-    ),
-    path(
-        "approvals/<int:pk>/azure-quota/", views.approval_azure_quota, name="approval-azure-quota"
-    ),
-    re_path(
-        r"^approvals/increases/(?P<pk>[0-9]+)/(?P<decision>approve|reject)/$",
-        views.increase_decide,
-        name="increase-decide",
-    ),
     path("notices/", views.notice_list, name="notice-list"),
     path("notices/<int:pk>/dismiss/", views.notice_dismiss, name="notice-dismiss"),
     path("account/", views.account, name="account"),

@@ -10,17 +10,15 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from billing import team_selectors
 from common.listing import bootstrap_form
-from teams import entra_link, entra_oidc, selectors, services
+from teams import entra_link, entra_oidc, hooks, selectors, services
 from teams.forms import (
-    DecisionForm,
     EntraIdentityForm,
     GroupLinkForm,
     IdlePolicyForm,
@@ -30,9 +28,7 @@ from teams.forms import (
     LimitsForm,
     RoleForm,
 )
-from teams.models import IdleBounds, IdlePolicy, Profile, QuotaRequest, Team, TeamQuotaIncrease
-from workspaces import approval_selectors
-from workspaces import services as workspace_services
+from teams.models import IdleBounds, IdlePolicy, Profile, Team
 
 
 def _require(request, perm: str, obj=None) -> None:
@@ -75,9 +71,7 @@ def account(request):
 @require_GET
 def team_list(request):
     _require(request, "teams.list_teams")
-    listing = team_selectors.team_overview_page(
-        user=request.user, params=request.GET, now=timezone.now()
-    )
+    listing = hooks.team_overview_page(user=request.user, params=request.GET, now=timezone.now())
     context = {
         "filters": listing.filters,
         "form": bootstrap_form(listing.filters.form),
@@ -94,7 +88,7 @@ def _page_context(request, team: Team, **forms) -> dict:
     user = request.user
     return {
         "team": team,
-        "row": team_selectors.team_overview_one(user=user, team=team, now=timezone.now()),
+        "row": hooks.team_overview_one(user=user, team=team, now=timezone.now()),
         "members": selectors.team_members(team=team),
         "increases": selectors.team_increases_pending(team=team),
         "can_manage": user.has_perm("teams.manage_team", team),
@@ -253,7 +247,7 @@ def team_increase(request, slug):
 @login_required
 def team_quota(request, slug):
     team = _team(request, slug, "teams.set_quota")
-    row = team_selectors.team_overview_one(user=request.user, team=team, now=timezone.now())
+    row = hooks.team_overview_one(user=request.user, team=team, now=timezone.now())
     if request.method == "POST":
         form = LimitsForm(request.POST)
         if form.is_valid():
@@ -328,105 +322,6 @@ def audit_log(request):
     }
     template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
     return render(request, template, context, status=200 if valid else 400)
-
-
-@login_required
-@require_GET
-def approval_queue(request):
-    _require(request, "teams.decide_requests")
-    queue = approval_selectors.quota_request_page(params=request.GET, now=timezone.now())
-    context = {
-        "filters": queue.filters,
-        "form": bootstrap_form(queue.filters.form),
-        "page": queue.page,
-        "rows": queue.rows,
-        "sort": queue.sort,
-    }
-    if request.htmx:
-        return render(request, "teams/_approval_rows.html", context)
-    context["increases"] = approval_selectors.team_increase_queue()
-    return render(request, "teams/approvals.html", context)
-
-
-@login_required
-@require_GET
-def approval_azure_quota(request, pk):
-    """htmx partial: Azure's quota left for the size and region a pending request asks for
-    (the Spot quota for a Spot request). Loaded after the queue so that a slow ARM answer
-    never holds the page."""
-    _require(request, "teams.decide_requests")
-    visible = QuotaRequest.objects.filter(team__in=selectors.team_visible_to(user=request.user))
-    workspace = get_object_or_404(visible.select_related("workspace"), pk=pk).workspace
-    headroom = workspace_services.azure_headroom(
-        region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
-    )
-    return render(request, "teams/_azure_quota.html", {"headroom": headroom})
-
-
-DECISIONS = {
-    "approve": services.quota_request_approve,
-    "reject": services.quota_request_reject,
-}
-
-
-@login_required
-@require_POST
-def approval_decide(request, pk, decision):
-    visible = QuotaRequest.objects.filter(team__in=selectors.team_visible_to(user=request.user))
-    quota_request = get_object_or_404(visible, pk=pk)
-    return _decide(
-        request,
-        quota_request,
-        DECISIONS[decision],
-        "teams/_decided_row.html",
-        quota_request_id=quota_request.pk,
-    )
-
-
-INCREASE_DECISIONS = {
-    "approve": services.team_increase_approve,
-    "reject": services.team_increase_reject,
-}
-
-
-@login_required
-@require_POST
-def increase_decide(request, pk, decision):
-    visible = TeamQuotaIncrease.objects.filter(
-        team__in=selectors.team_visible_to(user=request.user)
-    )
-    increase = get_object_or_404(visible, pk=pk)
-    return _decide(
-        request,
-        increase,
-        INCREASE_DECISIONS[decision],
-        "teams/_increase_decided_row.html",
-        increase_id=increase.pk,
-    )
-
-
-def _decide(request, pending, decide, partial: str, **ids):
-    """Run ``decide`` on a pending request (a QuotaRequest or TeamQuotaIncrease) for a platform
-    admin; answer htmx with the decided row, else redirect to the queue with a message. A
-    second click gets the service's DecisionError as its message."""
-    _require(request, "teams.decide_requests", pending.team)
-    form = DecisionForm(request.POST)
-    error = "" if form.is_valid() else f"Comment: {form.errors['comment'][0]}"
-    try:
-        if not error:
-            decide(
-                actor=request.user, comment=form.cleaned_data["comment"], now=timezone.now(), **ids
-            )
-    except services.DecisionError as exc:
-        error = str(exc)
-    pending.refresh_from_db()
-    if request.htmx:
-        return render(request, partial, {"decided": pending, "error": error})
-    if error:
-        messages.error(request, error)
-    else:
-        messages.success(request, f"{pending.summary}: {pending.get_decision_display().lower()}.")
-    return redirect("approvals")
 
 
 @login_required

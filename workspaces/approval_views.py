@@ -1,0 +1,127 @@
+"""The platform admins' approvals pages: the queue of quota requests and team increases, Azure's
+quota left for a request, and the decisions. They live above teams (the decisions are teams'
+services; the queue and the Azure headroom are workspaces'): imports point down only.
+"""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_POST
+
+from common.listing import bootstrap_form
+from teams import selectors as team_selectors
+from teams import services as team_services
+from teams.forms import DecisionForm
+from teams.models import QuotaRequest, TeamQuotaIncrease
+from workspaces import approval_selectors, services
+
+
+def _require(request, perm: str, obj=None) -> None:
+    """403 unless the user has ``perm`` (on ``obj``) by teams/rules.py."""
+    if not request.user.has_perm(perm, obj):
+        raise PermissionDenied(f"You may not do this ({perm}).")
+
+
+@login_required
+@require_GET
+def approval_queue(request):
+    _require(request, "teams.decide_requests")
+    queue = approval_selectors.quota_request_page(params=request.GET, now=timezone.now())
+    context = {
+        "filters": queue.filters,
+        "form": bootstrap_form(queue.filters.form),
+        "page": queue.page,
+        "rows": queue.rows,
+        "sort": queue.sort,
+    }
+    if request.htmx:
+        return render(request, "teams/_approval_rows.html", context)
+    context["increases"] = approval_selectors.team_increase_queue()
+    return render(request, "teams/approvals.html", context)
+
+
+@login_required
+@require_GET
+def approval_azure_quota(request, pk):
+    """htmx partial: Azure's quota left for the size and region a pending request asks for
+    (the Spot quota for a Spot request). Loaded after the queue so that a slow ARM answer
+    never holds the page."""
+    _require(request, "teams.decide_requests")
+    visible = QuotaRequest.objects.filter(
+        team__in=team_selectors.team_visible_to(user=request.user)
+    )
+    workspace = get_object_or_404(visible.select_related("workspace"), pk=pk).workspace
+    headroom = services.azure_headroom(
+        region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
+    )
+    return render(request, "teams/_azure_quota.html", {"headroom": headroom})
+
+
+DECISIONS = {
+    "approve": team_services.quota_request_approve,
+    "reject": team_services.quota_request_reject,
+}
+
+
+@login_required
+@require_POST
+def approval_decide(request, pk, decision):
+    visible = QuotaRequest.objects.filter(
+        team__in=team_selectors.team_visible_to(user=request.user)
+    )
+    quota_request = get_object_or_404(visible, pk=pk)
+    return _decide(
+        request,
+        quota_request,
+        DECISIONS[decision],
+        "teams/_decided_row.html",
+        quota_request_id=quota_request.pk,
+    )
+
+
+INCREASE_DECISIONS = {
+    "approve": team_services.team_increase_approve,
+    "reject": team_services.team_increase_reject,
+}
+
+
+@login_required
+@require_POST
+def increase_decide(request, pk, decision):
+    visible = TeamQuotaIncrease.objects.filter(
+        team__in=team_selectors.team_visible_to(user=request.user)
+    )
+    increase = get_object_or_404(visible, pk=pk)
+    return _decide(
+        request,
+        increase,
+        INCREASE_DECISIONS[decision],
+        "teams/_increase_decided_row.html",
+        increase_id=increase.pk,
+    )
+
+
+def _decide(request, pending, decide, partial: str, **ids):
+    """Run ``decide`` on a pending request (a QuotaRequest or TeamQuotaIncrease) for a platform
+    admin; answer htmx with the decided row, else redirect to the queue with a message. A
+    second click gets the service's DecisionError as its message."""
+    _require(request, "teams.decide_requests", pending.team)
+    form = DecisionForm(request.POST)
+    error = "" if form.is_valid() else f"Comment: {form.errors['comment'][0]}"
+    try:
+        if not error:
+            decide(
+                actor=request.user, comment=form.cleaned_data["comment"], now=timezone.now(), **ids
+            )
+    except team_services.DecisionError as exc:
+        error = str(exc)
+    pending.refresh_from_db()
+    if request.htmx:
+        return render(request, partial, {"decided": pending, "error": error})
+    if error:
+        messages.error(request, error)
+    else:
+        messages.success(request, f"{pending.summary}: {pending.get_decision_display().lower()}.")
+    return redirect("approvals")

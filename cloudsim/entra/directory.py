@@ -1,6 +1,6 @@
 """The emulated tenant: users, groups, the portal's app registration, codes and keys.
 
-Demo data matches workspaces/management/commands/seed_demo.py: alice and bob (researchers),
+Demo data matches clusters/management/commands/seed_demo.py: alice and bob (researchers),
 victor and nora (team admins: app role Team.Admin) in the groups whose object ids the demo's
 AKS RoleBindings already name (DEMO_GROUPS there), pat with the app role Platform.Admin, and
 a disabled user eve. UPNs are <name>@example.org, as seed_demo's emails.

@@ -16,6 +16,8 @@ class MembershipInline(PlatformAdminAccess, admin.TabularInline):
 class TeamAdmin(PlatformAdminAccess, admin.ModelAdmin):
     list_display = ["name", "slug", "created_at"]
     prepopulated_fields = {"slug": ["name"]}
+    # The group's name is what Graph said when the group was linked on the team's page.
+    readonly_fields = ["entra_group_name"]
     inlines = [MembershipInline]
 
 

@@ -75,6 +75,7 @@ def test_a_platform_admin_adds_a_team_with_a_team_admin_in_the_admin(client, cas
         "name": "Robotics",
         "slug": "robotics",
         "max_workspaces_per_user": "3",
+        "leaver_policy": "stop",
         "memberships-TOTAL_FORMS": "1",
         "memberships-INITIAL_FORMS": "0",
         "memberships-0-user": str(cast.outsider.pk),

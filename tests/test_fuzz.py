@@ -26,7 +26,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.utils.datastructures import MultiValueDict
 
-from tests.test_rbac_matrix import EXPECTED, ROLES, URLS, _url, objects  # noqa: F401
+from tests.test_rbac_matrix import EXPECTED, ROLES, URLS, _url, objects, row_data  # noqa: F401
 
 HOSTILE = (
     "",
@@ -192,7 +192,7 @@ def test_hostile_parameters_never_get_a_500(cast, objects, monkeypatch, name):  
     client = Client(raise_request_exception=False)
     client.force_login(getattr(cast, _best_role(row)))
     url = _url(name, URLS[name], row, objects)
-    base = {k: v.format(team=objects["team"].pk) for k, v in row.data.items()}
+    base = row_data(row, objects)
     methods = ["GET", "POST"] if row.method == "GET" else ["POST"]
     for method in methods:
         if method == "POST" and row.method == "GET":

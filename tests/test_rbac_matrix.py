@@ -239,6 +239,11 @@ def _url(name, params, row, objects) -> str:
     return reverse(name, kwargs=kwargs)
 
 
+def row_data(row, objects) -> dict:
+    """The row's form data, its placeholders ({team}, {group}) filled in."""
+    return {k: v.format(team=objects["team"].pk, group=LINK_GROUP) for k, v in row.data.items()}
+
+
 def test_every_url_has_an_rbac_row():
     missing = [name for name in URLS if name not in EXPECTED]
     assert not missing, "; ".join(f"add an RBAC rule and an EXPECTED row for {n}" for n in missing)
@@ -252,7 +257,7 @@ def _answer(client, user, name, role, objects, expected_row=None):
     if user is not None:
         client.force_login(user)
     send = client.post if row.method == "POST" else client.get
-    data = {k: v.format(team=objects["team"].pk, group=LINK_GROUP) for k, v in row.data.items()}
+    data = row_data(row, objects)
     response = send(url, data) if data else send(url)
     expected = (expected_row or row).statuses[ROLES.index(role)]
     if expected == LOGIN:

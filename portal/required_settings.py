@@ -36,6 +36,6 @@ def require_production_settings(
     if missing:
         reasons = "; ".join(f"{name}: {REQUIRED_IN_PRODUCTION[name]}" for name in missing)
         raise ImproperlyConfigured(
-            f"{', '.join(missing)} must be set in production (README, 'Configuration "
+            f"{', '.join(missing)} must be set in production (docs/operations.md, 'Configuration "
             f"(production)'). Without them {reasons}."
         )

@@ -3,7 +3,7 @@
 The defaults give the embedded stack: SQLite and kombu's filesystem broker under ``var/``,
 and the Azure clients pointed at the local emulator (cloudsim) on 127.0.0.1. Production sets
 DATABASE_URL, CELERY_BROKER_URL, SECRET_KEY, ALLOWED_HOSTS, the HTTPS settings and the AZURE_*
-variables; the README lists them all. A deployment with an unsafe SECRET_KEY refuses to start
+variables; docs/operations.md lists them. A deployment with an unsafe SECRET_KEY refuses to start
 (portal/secret_key.py); one that talks to Azure without DATABASE_URL, CELERY_BROKER_URL,
 ALLOWED_HOSTS, CACHE_URL or AZURE_SUBSCRIPTION_ID refuses to start too, naming them
 (portal/required_settings.py).
@@ -145,7 +145,8 @@ DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="portal@localhost")
 
 # --- HTTPS, cookies, sessions --------------------------------------------------------------
 # Off by default so that the embedded stack answers on http://127.0.0.1; production behind a TLS
-# proxy turns them on (README, "Configuration (production)"), and `check --deploy` is then clean.
+# proxy turns them on (docs/operations.md, "Configuration (production)"), and `check --deploy`
+# is then clean.
 SESSION_COOKIE_SECURE = env.bool("SECURE_COOKIES", default=False)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=False)
@@ -344,7 +345,7 @@ WORKSPACE_SSH_USER = env.str("WORKSPACE_SSH_USER", default="researcher")
 # How many times a task retries a throttled, conflicting or 5xx Azure call before giving up.
 WORKSPACE_RETRY_MAX = env.int("WORKSPACE_RETRY_MAX", default=8)
 
-# --- Entra ID sign-in (teams/entra_oidc.py, teams/entra.py; README "Entra ID sign-in") ------
+# --- Entra ID sign-in (teams/entra_oidc.py, teams/entra.py; docs/entra-id.md) ---------------
 # `make run` sets ENTRA_DEMO: the embedded default alone then signs in against the emulator's
 # tenant (cloudsim/entra). Anywhere else ENTRA_DEMO changes nothing.
 _ENTRA_DEMO = env.bool("ENTRA_DEMO", default=False) and _EMBEDDED

@@ -1,6 +1,7 @@
 """The portal refuses to start with a SECRET_KEY anyone can know, the embedded default keeps a
-key of its own in var/, and `check --deploy` with the README's production environment reports
-nothing. Each case starts Django in a subprocess, as gunicorn and Celery would."""
+key of its own in var/, and `check --deploy` with the documented production environment
+(docs/operations.md) reports nothing. Each case starts Django in a subprocess, as gunicorn and
+Celery would."""
 
 import hashlib
 import os
@@ -105,11 +106,11 @@ def test_a_safe_secret_key_is_used_as_given(tmp_path):
 
 
 def _readme_production_env() -> dict[str, str]:
-    """The ``env`` block of the README's "Configuration (production)" section, as a dict."""
-    readme = (ROOT / "README.md").read_text()
+    """The ``env`` block of docs/operations.md's "Configuration (production)", as a dict."""
+    readme = (ROOT / "docs" / "operations.md").read_text()
     section = readme.split("## Configuration (production)", 1)[1]
     block = re.search(r"```env\n(.*?)```", section, re.S)
-    assert block, "README: no ```env block in Configuration (production)"
+    assert block, "docs/operations.md: no ```env block in Configuration (production)"
     lines = [line for line in block.group(1).splitlines() if line and not line.startswith("#")]
     return dict(line.split("=", 1) for line in lines)
 

@@ -14,6 +14,7 @@ from django.db import transaction
 from django.db.models import Min, Q, Sum
 
 from billing import metering
+from billing.live_spend import live_spend, rolled_through
 from billing.models import (
     ActualCost,
     ActualCostDay,
@@ -27,7 +28,7 @@ from billing.models import (
     SpendRollup,
     UsageInterval,
 )
-from billing.selectors import day_start, live_spend, rolled_through
+from billing.pricing import day_start
 from cloud.costs import fetch_actual_costs
 from common.months import UTC_ZONE
 from teams.models import Team
@@ -431,7 +432,7 @@ _ESTIMATE_PLACES = Decimal("1E-8")  # EstimatedCost.cost's decimal places
 def cost_estimates_store(*, first: date, last: date, now: datetime) -> int:
     """Replace the stored estimate (EstimatedCost, USD unrounded) of the UTC days
     first..last with the portal's estimate per team, workspace and UTC day as of ``now``:
-    every team's UsageIntervals up to ``now`` priced by Price (billing.selectors.live_spend).
+    every team's UsageIntervals up to ``now`` priced by Price (billing.live_spend.live_spend).
     A few days at a time, so memory stays bounded for a large fleet; all in one transaction.
     Idempotent; returns rows written."""
     team_ids = list(Team.objects.values_list("pk", flat=True))

@@ -12,7 +12,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from billing.models import ActualCost, ActualCostDay, EstimatedCost
-from billing.selectors import cost_comparison, cost_reconciliation
+from billing.reconciliation import cost_comparison, cost_reconciliation
 from billing.services import actual_costs_sync, cost_estimates_store, prices_sync
 from billing.tasks import sync_actual_costs
 from cloud.errors import CloudError

@@ -97,10 +97,12 @@ def _add_day_sums(totals: dict[LineKey, Total], windows: Windows, zones: Zones) 
     rows: Iterable[_DaySum]
     if live_sql.available():
         moving = changing_prices(windows)
+        # Left out for every team, not only those whose window the change falls in: the
+        # caller prices these keys for all teams interval by interval (counted once).
         rows = (
             _DaySum(team, workspace, kind, meter, micro / _PER_HOUR, cost)
             for team, workspace, kind, meter, micro, cost in live_sql.day_lines(
-                overlapping(windows), windows
+                overlapping(windows).exclude(_of_keys(moving)), windows
             )
         )
     else:
@@ -189,12 +191,17 @@ def overlapping(windows: Windows, keys: set[BookKey] | None = None) -> QuerySet[
             Q(ended_at__isnull=True) | Q(ended_at__gt=start)
         )
     if keys is not None:
-        query &= reduce(
-            operator.or_,
-            (Q(price_kind=k, sku=s, region=r, spot=spot) for k, s, r, spot in keys),
-            Q(pk__in=[]),
-        )
+        query &= _of_keys(keys)
     return UsageInterval.objects.filter(query)
+
+
+def _of_keys(keys: set[BookKey]) -> Q:
+    """UsageInterval rows whose price book key is one of ``keys`` (none without keys)."""
+    return reduce(
+        operator.or_,
+        (Q(price_kind=k, sku=s, region=r, spot=spot) for k, s, r, spot in keys),
+        Q(pk__in=[]),
+    )
 
 
 class _PriceKey(NamedTuple):

@@ -219,7 +219,7 @@ def team_burn_rate(*, team_ids: Iterable[int], now: datetime) -> dict[int, Decim
     """The burn rate: USD/hour that Azure bills each team for at ``now``, the one definition
     every page and email shows ({team_id: Decimal}; teams burning nothing may be missing).
 
-    What counts: every open UsageInterval (billing.services.usage_meter), priced at the price
+    What counts: every open UsageInterval (billing.meters.usage_meter), priced at the price
     in effect at ``now``. So a VM burns its compute while allocated (states.BILLABLE) and its
     OS disk from its first run until it is deleted, stopped or not; a MIG slice or namespace
     burns while running (states.BILLABLE_ON_AKS). A workspace pending approval, waiting for

@@ -112,7 +112,7 @@ def cost_reconciliation(
     Azure has reported (see Reconciliation).
 
     The estimate is the one stored when Azure's days were fetched (EstimatedCost, written by
-    billing.services.cost_estimates_store at ``fetched_at``, and again after a price
+    billing.actual_costs.cost_estimates_store at ``fetched_at``, and again after a price
     correction): UsageInterval priced by Price over the same UTC days, as of that fetch, so
     both sides are snapshots of one moment; usage recorded later shows from the next fetch.
     Azure's days are UTC days, while the spend pages and DailySpend use the team's time zone,

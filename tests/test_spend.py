@@ -6,7 +6,7 @@ from decimal import Decimal
 
 import pytest
 
-from billing import services as billing
+from billing import rollups as billing
 from billing.csv_export import HEADER, spend_export
 from billing.live_spend import spend_between
 from billing.models import DailySpend, Price, UsageInterval

@@ -238,7 +238,7 @@ def _build(now: datetime) -> None:
     from django.core.management import call_command
     from django.db import connection
 
-    from billing.services import rollup_rebuild
+    from billing.rollups import rollup_rebuild
 
     rng = random.Random(15)
     t0 = time.perf_counter()

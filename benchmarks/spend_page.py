@@ -260,8 +260,8 @@ def _azure_costs(now: datetime) -> None:
     """What the nightly Cost Management sync leaves: Azure's cost per workspace tag and UTC
     day of the month so far (here the rolled-up spend, 1% more for one workspace in ten), and
     the portal's estimate beside it, stored by the product's cost_estimates_store (timed)."""
+    from billing.actual_costs import cost_estimates_store
     from billing.models import ActualCost, ActualCostDay, DailySpend
-    from billing.services import cost_estimates_store
 
     first, today = now.date().replace(day=1), now.date()
     if ActualCostDay.objects.filter(day=today - timedelta(days=1), fetched_at__date=today).exists():
@@ -301,7 +301,7 @@ def _azure_costs(now: datetime) -> None:
 def _rollup(now: datetime, incremental: bool = False) -> None:
     from django.db import connection
 
-    from billing.services import rollup_rebuild
+    from billing.rollups import rollup_rebuild
 
     t0 = time.perf_counter()
     since = None if incremental else (now - timedelta(days=400)).date()

@@ -1,11 +1,11 @@
 """Django admin of billing: where the platform admin chooses which sizes and regions are
 offered. Here rather than in workspaces/admin.py: a size is offered only where Azure publishes
-its price (billing.services.offering_unpriced_reason)."""
+its price (billing.price_sync.offering_unpriced_reason)."""
 
 from django import forms
 from django.contrib import admin, messages
 
-from billing.services import offering_unpriced_reason
+from billing.price_sync import offering_unpriced_reason
 from common.admin_access import PlatformAdminAccess
 from workspaces.models import SizeOffering
 

@@ -10,8 +10,9 @@ class BillingConfig(AppConfig):
         # measured against (spend, Spot prices) and what a workspace's page shows it cost.
         # Imported here, not at the top: this module loads before the models do.
         from billing import team_selectors
-        from billing.selectors import offering_spot_price, team_spend, workspace_cost
-        from billing.services import usage_meter
+        from billing.meters import usage_meter
+        from billing.month_spend import team_spend
+        from billing.workspace_cost import offering_spot_price, workspace_cost
         from teams import hooks as team_hooks
         from workspaces import hooks
 

@@ -1,7 +1,7 @@
 """Budget alerts: each team told at 50, 80 and 100 % of its monthly budget (USD, its time
 zone's month), once per threshold per month, with the stop at 100 % of its running
 workspaces when the team asks for it. Billing's, as the spend it measures
-(billing.selectors.team_spend); the alerts are stored in teams.models.BudgetAlert and told
+(billing.month_spend.team_spend); the alerts are stored in teams.models.BudgetAlert and told
 through teams' notices.
 """
 
@@ -14,7 +14,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.urls import reverse
 
-from billing.selectors import team_spend
+from billing.month_spend import team_spend
 from common.months import month_bounds
 from common.words import usd
 from teams.models import ALERT_THRESHOLDS, BudgetAlert, Membership, NoticeKind, Role, Team
@@ -44,7 +44,7 @@ def _thresholds_reached(*, spent: Decimal, budget: Decimal) -> list[int]:
 
 def budget_alerts_check(*, now: datetime) -> AlertCheck:
     """Beat, every SPEND_ALERT_SECONDS: tell each team whose month-to-date spend reached 50,
-    80 or 100 % of its monthly budget (its time zone's month; billing.selectors.team_spend),
+    80 or 100 % of its monthly budget (its time zone's month; billing.month_spend.team_spend),
     once per threshold per month, and with the team's ``stop_at_budget`` on stop its running
     workspaces at 100 %. Spend jumping over several thresholds records each and sends one
     message naming them all. A constant number of queries for any number of teams, plus the

@@ -1,12 +1,24 @@
 """Chargeback CSV: one row per team, workspace and day; USD to the cent per meter, so the
-rows add up to the spend pages' totals. Cells are CSV-injection safe."""
+rows add up to the spend pages' totals. Cells are CSV-injection safe. Streamed a week at a
+time (spend_export)."""
+
+from __future__ import annotations
 
 import csv
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
 from decimal import Decimal
+from typing import TypedDict
+from uuid import UUID
 
 from billing import metering
+from billing.live_spend import spend_between
+from billing.pricing import SpendLine
+from teams.models import Team
+from teams.selectors import team_timezones
+from workspaces.models import Workspace
 
 HEADER = [
     "day",
@@ -24,23 +36,42 @@ HEADER = [
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
 
 
-def safe(cell) -> str:
+def safe(cell: object) -> str:
     """The cell as text; text a spreadsheet would run as a formula gets a leading quote."""
     text = str(cell)
     return "'" + text if text.startswith(_FORMULA_START) else text
 
 
-def rows(lines, workspaces: dict, teams: dict) -> list[list[str]]:
-    """CSV rows from billing.selectors.SpendLine lines; ``workspaces`` maps id to a dict of
-    name, owner__username and vm_size, ``teams`` maps id to name."""
-    merged: dict = defaultdict(
-        lambda: {"hours": Decimal(0), "compute": Decimal(0), "disk": Decimal(0)}
-    )
+class WorkspaceNames(TypedDict):
+    """What a row names a workspace by (Workspace.values())."""
+
+    name: str
+    owner__username: str
+    vm_size: str
+
+
+@dataclass
+class _Row:
+    """A CSV row's sums: compute hours, USD (cents) of compute and of the OS disk."""
+
+    hours: Decimal = Decimal(0)
+    compute: Decimal = Decimal(0)
+    disk: Decimal = Decimal(0)
+
+
+def rows(
+    lines: Iterable[SpendLine], workspaces: dict[UUID, WorkspaceNames], teams: dict[int, str]
+) -> list[list[str]]:
+    """CSV rows from billing.pricing.SpendLine lines; ``workspaces`` maps id to its names,
+    ``teams`` maps id to name."""
+    merged: dict[tuple[date, int, UUID, str], _Row] = defaultdict(_Row)
     for line in lines:
         row = merged[(line.day, line.team_id, line.workspace_id, line.kind)]
-        row[line.meter] += metering.to_cents(line.cost)
         if line.meter == "compute":
-            row["hours"] += line.hours
+            row.compute += metering.to_cents(line.cost)
+            row.hours += line.hours
+        else:
+            row.disk += metering.to_cents(line.cost)
     out = []
     for (day, team, workspace, kind), row in sorted(
         merged.items(), key=lambda kv: (kv[0][0], teams[kv[0][1]], str(kv[0][2]))
@@ -55,10 +86,10 @@ def rows(lines, workspaces: dict, teams: dict) -> list[list[str]]:
                 ws["owner__username"],
                 kind,
                 ws["vm_size"],
-                f"{row['hours']:.2f}",
-                f"{row['compute']:.2f}",
-                f"{row['disk']:.2f}",
-                f"{row['compute'] + row['disk']:.2f}",
+                f"{row.hours:.2f}",
+                f"{row.compute:.2f}",
+                f"{row.disk:.2f}",
+                f"{row.compute + row.disk:.2f}",
             ]
         )
     return out
@@ -77,3 +108,34 @@ def lines(table: Iterable[list[str]]) -> Iterator[str]:
     yield writer.writerow(HEADER)
     for row in table:
         yield writer.writerow([safe(cell) for cell in row])
+
+
+EXPORT_CHUNK_DAYS = 7
+
+
+def spend_export(
+    *, teams: Iterable[Team], first: date, last: date, now: datetime
+) -> Iterator[list[str]]:
+    """Chargeback rows (billing.csv_export.HEADER) for the teams over the days first..last of
+    each team's time zone, in day order. Made a week at a time, so a year of a large fleet
+    streams in bounded memory; a constant few queries per week."""
+    teams = list(teams)
+    names = {t.pk: t.name for t in teams}
+    zones = team_timezones(team_ids=list(names))
+    while first <= last:
+        week_last = min(last, first + timedelta(days=EXPORT_CHUNK_DAYS - 1))
+        week = spend_between(
+            team_ids=list(names), first=first, last=week_last, now=now, zones=zones
+        )
+        yield from rows(week, _export_workspaces(week), names)
+        first = week_last + timedelta(days=1)
+
+
+def _export_workspaces(week: list[SpendLine]) -> dict[UUID, WorkspaceNames]:
+    found = Workspace.objects.filter(pk__in={ln.workspace_id for ln in week})
+    return {
+        pk: WorkspaceNames(name=name, owner__username=owner, vm_size=vm_size)
+        for pk, name, owner, vm_size in found.values_list(
+            "pk", "name", "owner__username", "vm_size"
+        )
+    }

@@ -5,7 +5,7 @@ meter: thousands for a large fleet. Read into Python, pricing and ranking them c
 the spend page's time. On PostgreSQL, whose numeric type is exact, the lines are priced in
 SQL instead (``day_lines``), and the page's sums and top workspaces are taken there too
 (``month_ranking``), so a page reads a few dozen rows. SQLite has no exact decimal type, so
-there billing.selectors prices the same sums in Python.
+there billing.live_spend prices the same sums in Python.
 
 A line's cost is microseconds x USD/hour x share_num, exact, divided by share_den x 3.6e9 at
 50 decimal places, then rounded to the cent half up (ROUND here, metering.to_cents in
@@ -15,9 +15,13 @@ exactly and divides once, so both give the same cent, and a cost that is exactly
 rounds up on both databases.
 """
 
+from __future__ import annotations
+
 from collections import defaultdict
 from datetime import date, datetime
 from decimal import Decimal
+from typing import Any
+from uuid import UUID
 
 from django.db import connection
 from django.db.models import (
@@ -27,14 +31,22 @@ from django.db.models import (
     DurationField,
     ExpressionWrapper,
     Func,
+    QuerySet,
     Sum,
     Value,
     When,
 )
+from django.db.models.expressions import Combinable
 from django.db.models.functions import Coalesce, Greatest, Least
 
 from billing import metering
-from billing.models import MonthSpend, Price
+from billing.models import MonthSpend, Price, UsageInterval
+
+Windows = dict[int, tuple[datetime, datetime]]  # per team id: aware (start, end)
+# (team_id, workspace_id, kind, meter, microseconds allocated in the window, USD exact)
+DayLine = tuple[int, UUID, str, str, Decimal, Decimal]
+# (workspace_id, team_id, kind, rolled compute hours, live compute microseconds, USD)
+RankedRow = tuple[UUID, int, str, Decimal, Decimal, Decimal]
 
 _GROUPED = (
     "team_id", "workspace_id", "kind", "meter", "price_kind", "sku", "region", "spot",
@@ -47,14 +59,14 @@ def available() -> bool:
     return connection.vendor == "postgresql"
 
 
-def _teams_by_window(windows: dict) -> dict[tuple, list[int]]:
-    teams: dict[tuple, list[int]] = defaultdict(list)
+def _teams_by_window(windows: Windows) -> dict[tuple[datetime, datetime], list[int]]:
+    teams: dict[tuple[datetime, datetime], list[int]] = defaultdict(list)
     for team, window in windows.items():
         teams[window].append(team)
     return teams
 
 
-def _bound(windows: dict, n: int):
+def _bound(windows: Windows, n: int) -> Value | Case:
     """SQL: the start (0) or end (1) of each UsageInterval's team's window."""
     teams_by_window = _teams_by_window(windows)
     if len(teams_by_window) == 1:  # the usual page: one team, or teams in one time zone
@@ -65,7 +77,7 @@ def _bound(windows: dict, n: int):
     )
 
 
-def clipped(windows: dict[int, tuple[datetime, datetime]]):
+def clipped(windows: Windows) -> Combinable:
     """SQL: a UsageInterval's time within its team's window ``{team_id: (start, end)}`` (an
     open interval runs to the window's end). Teams sharing a window share its terms."""
     start, end = _bound(windows, 0), _bound(windows, 1)
@@ -111,10 +123,10 @@ GROUP BY g.team_id, g.workspace_id, g.kind, g.meter
 """
 
 
-def _lines(queryset, windows: dict) -> tuple[str, list]:
+def _lines(queryset: QuerySet[UsageInterval], windows: Windows) -> tuple[str, list[Any]]:
     """SQL and params of day_lines. The intervals are first summed per workspace, meter and
     price (microseconds, exact); each distinct price is looked up once, as
-    billing.selectors.price_book and metering.price_at do in Python: the Price in effect at
+    billing.pricing.price_book and metering.price_at do in Python: the Price in effect at
     the window's start (hourly, or monthly over 730 hours at 20 places, as
     metering.monthly_to_hourly), else the price quoted when the interval opened; a price
     that changes inside the window is left to the caller; then each sum is priced, so the
@@ -132,7 +144,7 @@ def _lines(queryset, windows: dict) -> tuple[str, list]:
     return _LINES.format(grouped=sql, price=Price._meta.db_table), [*params, *hourly]
 
 
-def day_lines(queryset, windows: dict) -> list[tuple]:
+def day_lines(queryset: QuerySet[UsageInterval], windows: Windows) -> list[DayLine]:
     """Per team, workspace, kind and meter, the UsageInterval rows of ``queryset`` (those
     overlapping each team's one-day window ``{team_id: (start, end)}``) whose price does not
     change inside the window: [(team_id, workspace_id, kind, meter, microseconds allocated
@@ -140,7 +152,8 @@ def day_lines(queryset, windows: dict) -> list[tuple]:
     sql, params = _lines(queryset, windows)
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        lines: list[DayLine] = cursor.fetchall()
+    return lines
 
 
 _RANKING = """
@@ -168,7 +181,9 @@ UNION ALL
 """
 
 
-def month_ranking(queryset, windows: dict, rolled: list[tuple[int, date]], top: int):
+def month_ranking(
+    queryset: QuerySet[UsageInterval], windows: Windows, rolled: list[tuple[int, date]], top: int
+) -> tuple[dict[tuple[int, str], Decimal], list[RankedRow], int]:
     """The day_lines of ``queryset`` rounded to the cent and summed per team and kind, and with
     the rolled-up month (MonthSpend of each (team, month) in ``rolled``) per workspace:
     ({(team, kind): USD}, [(workspace_id, team_id, kind, rolled compute hours, live compute
@@ -182,8 +197,9 @@ def month_ranking(queryset, windows: dict, rolled: list[tuple[int, date]], top: 
     with connection.cursor() as cursor:
         cursor.execute(query, [*params, *(v for pair in months.items() for v in pair), top])
         rows = cursor.fetchall()
-    kinds: dict[tuple, Decimal] = {}
-    ranked, count = [], 0
+    kinds: dict[tuple[int, str], Decimal] = {}
+    ranked: list[RankedRow] = []
+    count = 0
     for workspace, team, kind, hours, micro, cost, spent in rows:
         if workspace is None:
             kinds[(team, kind)] = cost

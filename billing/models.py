@@ -108,7 +108,7 @@ class DailySpend(models.Model):
     """Cost per team, workspace, workspace kind and meter for one day in the team's time
     zone (USD, rounded to the cent as the chargeback CSV charges it, so sums in SQL equal the
     CSV's). Rebuilt idempotently from UsageInterval and Price by
-    billing.services.rollup_rebuild; the spend pages read these rows, not intervals."""
+    billing.rollups.rollup_rebuild; the spend pages read these rows, not intervals."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey(
@@ -138,7 +138,7 @@ class DailySpend(models.Model):
 class DaySpend(models.Model):
     """A team's DailySpend summed per day and workspace kind (USD, cents): the spend chart and
     month totals read these few rows. Kept equal to the sum of the team's DailySpend rows up to
-    its rollup mark by billing.services (rebuilt with them, trimmed when the mark moves back)."""
+    its rollup mark by billing.rollups (rebuilt with them, trimmed when the mark moves back)."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     day = models.DateField()
@@ -199,7 +199,7 @@ class ActualCost(models.Model):
     """What Azure charged (Cost Management, ActualCost) for the resources tagged with one
     ``workspace`` tag value on one UTC day. ``workspace_tag`` is "" for resources without the
     tag; ``workspace`` and ``team`` are the portal's workspace of that tag value, when there is
-    one. Replaced day by day by billing.services.actual_costs_sync; never edited by hand."""
+    one. Replaced day by day by billing.actual_costs.actual_costs_sync; never edited by hand."""
 
     team = models.ForeignKey(
         "teams.Team", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
@@ -248,7 +248,7 @@ class ActualCostDay(models.Model):
 class EstimatedCost(models.Model):
     """The portal's estimate of what one workspace cost on one UTC day (USD, unrounded): its
     UsageIntervals priced by Price, as they were at ``computed_at``. Written by
-    billing.services.cost_estimates_store when Azure's actual costs of the day are fetched
+    billing.actual_costs.cost_estimates_store when Azure's actual costs of the day are fetched
     (actual_costs_sync, in the same transaction, so both are snapshots of one moment) and
     again after a price correction (rollup_invalidate); the reconciliation reads these rows."""
 

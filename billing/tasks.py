@@ -1,10 +1,12 @@
-"""Billing's beat tasks: thin wrappers over billing.services and billing.budget_alerts."""
+"""Billing's beat tasks: thin wrappers over billing.rollups, billing.actual_costs and
+billing.budget_alerts."""
 
 from celery import shared_task
 from django.utils import timezone
 
+from billing.actual_costs import actual_costs_sync
 from billing.budget_alerts import budget_alerts_check
-from billing.services import actual_costs_sync, rollup_rebuild
+from billing.rollups import rollup_rebuild
 from cloud.errors import CloudError
 
 

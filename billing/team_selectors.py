@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from django.db.models import Count, QuerySet
 
-from billing.selectors import team_burn_rate
+from billing.live_spend import team_burn_rate
 from common.listing import DEFAULT_PAGE_SIZE, number_page, sort_from
 from teams.filters import TeamFilter
 from teams.models import Decision, Team, TeamQuotaIncrease
@@ -25,7 +25,7 @@ class TeamRow:
     lines: list  # workspaces.selectors.QuotaLine per GPU model (team_gpus_in_use, quota)
     members: int  # team_member_count
     pending_increases: int
-    spend_per_hour: Decimal  # USD/hour: the burn rate, billing.selectors.team_burn_rate
+    spend_per_hour: Decimal  # USD/hour: the burn rate, billing.live_spend.team_burn_rate
 
     @property
     def spend_per_month(self) -> Decimal:

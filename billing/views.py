@@ -12,8 +12,12 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from billing import csv_export, selectors
+from billing import csv_export
+from billing.forecast import FORECAST_METHOD
 from billing.forms import ExportForm, MonthForm
+from billing.month_spend import KINDS, spend_days, spend_month
+from billing.overview import spend_overview, spend_overview_chart, team_month_page
+from billing.reconciliation import cost_reconciliation
 from common.listing import bootstrap_form
 from teams.models import Team
 from teams.selectors import budget_alert_list, team_get
@@ -54,10 +58,10 @@ def _team_spend_page(request, team: Team, export: ExportForm | None = None):
         return render(
             request, "billing/team_spend.html", {"team": team, "month_form": month_form}, status=400
         )
-    spend = selectors.spend_month(team=team, month=month, now=now)
+    spend = spend_month(team=team, month=month, now=now)
     export = export or ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
-    context["method"] = selectors.FORECAST_METHOD
+    context["method"] = FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
     return render(request, "billing/team_spend.html", context, status=400 if export.errors else 200)
 
@@ -73,7 +77,7 @@ def team_spend_reconciliation(request, slug):
         return JsonResponse({"error": form.errors["month"][0]}, status=400)
     last = (month + timedelta(days=32)).replace(day=1) - timedelta(days=1)
     # Azure counts UTC days: the month's days are compared as UTC days (see the selector).
-    reconciliation = selectors.cost_reconciliation(team_ids=[team.pk], first=month, last=last)
+    reconciliation = cost_reconciliation(team_ids=[team.pk], first=month, last=last)
     return _reconciliation(request, reconciliation, team.name, reverse("team-spend", args=[slug]))
 
 
@@ -93,15 +97,13 @@ def team_spend_data(request, slug):
     month, form = _month(request, now)
     if month is None:
         return JsonResponse({"error": form.errors["month"][0]}, status=400)
-    days, total = selectors.spend_days(team=team, month=month, now=now)
+    days, total = spend_days(team=team, month=month, now=now)
     return JsonResponse(
         {
             "month": month.strftime("%Y-%m"),
             "currency": "USD",
             "days": [day.isoformat() for day, _ in days],
-            "series": {
-                kind: [f"{costs[kind]:.2f}" for _, costs in days] for kind in selectors.KINDS
-            },
+            "series": {kind: [f"{costs[kind]:.2f}" for _, costs in days] for kind in KINDS},
             "total": f"{total:.2f}",
         }
     )
@@ -122,7 +124,7 @@ def team_spend_csv(request, slug):
 def _csv(form: ExportForm, teams, label: str) -> StreamingHttpResponse:
     """Chargeback CSV of ``teams`` over the valid ``form``'s period (start, end)."""
     start, end = form.cleaned_data["start"], form.cleaned_data["end"]
-    table = selectors.spend_export(teams=teams, first=start, last=end, now=timezone.now())
+    table = csv_export.spend_export(teams=teams, first=start, last=end, now=timezone.now())
     response = StreamingHttpResponse(
         csv_export.lines(table), content_type="text/csv; charset=utf-8"
     )
@@ -148,17 +150,17 @@ def platform_spend(request):
 def _platform_spend_page(request, export: ExportForm | None = None):
     """All teams' spend page; ``export`` is a bound export form whose errors it shows (400)."""
     now = timezone.now()
-    overview = selectors.spend_overview(teams=Team.objects.order_by("name"), now=now)
+    overview = spend_overview(teams=Team.objects.order_by("name"), now=now)
     today = timezone.localdate(now)
-    table = selectors.team_month_page(overview=overview, params=request.GET)
+    table = team_month_page(overview=overview, params=request.GET)
     context = {
         "overview": overview,
-        "chart": selectors.spend_overview_chart(overview=overview),
+        "chart": spend_overview_chart(overview=overview),
         "filters": table.filters,
         "form": bootstrap_form(table.filters.form),
         "page": table.page,
         "sort": table.sort,
-        "method": selectors.FORECAST_METHOD,
+        "method": FORECAST_METHOD,
         "export": export or ExportForm(initial={"start": today.replace(day=1), "end": today}),
     }
     status = 400 if context["export"].errors else 200
@@ -175,7 +177,7 @@ def platform_spend_reconciliation(request):
     403 for anyone but a platform admin."""
     _platform_admin(request)
     utc_today = timezone.now().astimezone(UTC).date()
-    reconciliation = selectors.cost_reconciliation(
+    reconciliation = cost_reconciliation(
         team_ids=list(Team.objects.values_list("pk", flat=True)),
         first=utc_today.replace(day=1),
         last=utc_today,

@@ -9,7 +9,7 @@ import time_machine
 from django.urls import reverse
 
 from billing.models import UsageInterval
-from billing.selectors import team_spend
+from billing.month_spend import team_spend
 from live.stamps import AfterCommit
 from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory

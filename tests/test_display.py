@@ -180,7 +180,7 @@ def test_the_requester_sees_rejected_in_words_on_the_workspace_page(client, cast
 def test_the_all_teams_chart_shows_the_top_teams_and_sums_the_others():
     from types import SimpleNamespace
 
-    from billing.selectors import SpendOverview, TeamMonth, spend_overview_chart
+    from billing.overview import SpendOverview, TeamMonth, spend_overview_chart
 
     def month(name, spent, forecast, budget=None):
         team = SimpleNamespace(name=name)

@@ -14,8 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from billing.live_spend import team_burn_rate
 from billing.models import Price
-from billing.selectors import team_burn_rate
 from teams.models import GpuQuota, QuotaRequest
 from teams.selectors import team_member_count
 from tests.factories import MembershipFactory, TeamFactory, UserFactory, WorkspaceFactory
@@ -268,8 +268,8 @@ def test_every_page_shows_the_same_figures_for_a_team_in_every_status(client, ca
 
 def test_the_budget_alert_and_the_spend_page_count_the_same_month(client, cast):
     """The month spend that budget alerts and the request form's budget sentence use
-    (billing.selectors.team_spend) is the spend page's month to date."""
-    from billing.selectors import team_spend
+    (billing.month_spend.team_spend) is the spend page's month to date."""
+    from billing.month_spend import team_spend
 
     team_in_every_status(cast)
     spent = team_spend(team_ids=[cast.team.pk], now=timezone.now())[cast.team.pk].spent

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.utils import timezone
 
-from billing import services as billing
+from billing import price_sync as billing
 from billing.models import Price, SpendRollup
 from cloud.prices import RetailPrice
 from tests.factories import OfferingFactory

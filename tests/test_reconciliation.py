@@ -11,9 +11,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from billing.actual_costs import actual_costs_sync, cost_estimates_store
 from billing.models import ActualCost, ActualCostDay, EstimatedCost
-from billing.selectors import cost_comparison, cost_reconciliation
-from billing.services import actual_costs_sync, cost_estimates_store, prices_sync
+from billing.price_sync import prices_sync
+from billing.reconciliation import cost_comparison, cost_reconciliation
 from billing.tasks import sync_actual_costs
 from cloud.errors import CloudError
 from cloud.prices import RetailPrice

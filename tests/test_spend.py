@@ -6,17 +6,13 @@ from decimal import Decimal
 
 import pytest
 
-from billing import services as billing
-from billing.csv_export import HEADER
+from billing import rollups as billing
+from billing.csv_export import HEADER, spend_export
+from billing.live_spend import spend_between
 from billing.models import DailySpend, Price, UsageInterval
-from billing.selectors import (
-    spend_between,
-    spend_export,
-    spend_month,
-    team_spend,
-    team_timezones,
-)
+from billing.month_spend import spend_month, team_spend
 from teams.models import IdlePolicy
+from teams.selectors import team_timezones
 from tests.factories import TeamFactory, WorkspaceFactory
 from workspaces import states
 from workspaces.states import Status

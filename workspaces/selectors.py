@@ -313,7 +313,7 @@ def team_gpus_in_use(*, team_ids) -> dict[int, dict[str, Fraction]]:
 
     What counts: workspaces in states.HOLDS_GPUS, requested (approved or within quota, waiting
     for Azure or a free slice), provisioning, running, stopping and starting. A workspace
-    waiting for Azure holds its quota but burns nothing (billing.selectors.team_burn_rate).
+    waiting for Azure holds its quota but burns nothing (billing.live_spend.team_burn_rate).
     Pending approval, stopped (deallocated), failed and deleted workspaces hold none."""
     rows = (
         Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)

@@ -2,7 +2,7 @@
 
 A backend is one object per Kind (workspaces.models.Kind), registered once in
 workspaces.backends.registry. The state machine (workspaces.services.workspace_advance), billing
-(billing.services.usage_meter), the idle scan (workspaces.kube_activity), the views and the
+(billing.meters.usage_meter), the idle scan (workspaces.kube_activity), the views and the
 task that refreshes owners' access ask the registry for it instead of testing the kind.
 """
 
@@ -26,7 +26,7 @@ class Meters:
     """What billing charges for a workspace of a kind: its compute meter runs while its status
     is in ``billable``, at ``hourly`` USD/hour (Decimal) x ``share`` (numerator, denominator)
     of it; ``os_disk`` says whether it also has an OS disk, billed from its first run until it
-    is deleted (billing.services.usage_meter)."""
+    is deleted (billing.meters.usage_meter)."""
 
     billable: frozenset[str]
     hourly: Decimal

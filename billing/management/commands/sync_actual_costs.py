@@ -4,7 +4,7 @@ Cost Management (what the nightly beat task does), for reconciliation with the e
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from billing.services import ACTUAL_COST_DAYS, actual_costs_sync
+from billing.actual_costs import ACTUAL_COST_DAYS, actual_costs_sync
 from cloud.costs import CostFormatError
 from cloud.errors import CloudError
 

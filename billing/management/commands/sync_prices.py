@@ -10,7 +10,8 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from billing.services import OS_DISK_TIER, offerings_reprice, prices_sync
+from billing.meters import OS_DISK_TIER
+from billing.price_sync import offerings_reprice, prices_sync
 from cloud import prices
 from workspaces.catalog import read_catalog
 

@@ -5,7 +5,6 @@ platform admins. Every team query starts from the teams visible to the user; a s
 from datetime import UTC, date, timedelta
 
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, JsonResponse, StreamingHttpResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -19,6 +18,7 @@ from billing.month_spend import KINDS, spend_days, spend_month
 from billing.overview import spend_overview, spend_overview_chart, team_month_page
 from billing.reconciliation import cost_reconciliation
 from common.listing import bootstrap_form
+from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import budget_alert_list, team_get
 
@@ -134,8 +134,11 @@ def _csv(form: ExportForm, teams, label: str) -> StreamingHttpResponse:
 
 
 def _platform_admin(request) -> None:
-    if not request.user.has_perm("billing.view_all_spend"):
-        raise PermissionDenied("Only platform admins see all teams' spend.")
+    access_require(
+        user=request.user,
+        perm="billing.view_all_spend",
+        message="Only platform admins see all teams' spend.",
+    )
 
 
 @login_required

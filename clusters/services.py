@@ -3,7 +3,8 @@
 A cluster is registered after Azure confirms it exists (managedClusters GET). Node pools are
 created through ``cloud.aks`` as long-running operations whose continuation token is saved
 before waiting, so a worker that dies is resumed by the next one, never restarted blind; or
-adopted when they already exist in Azure. Errors raised: ClusterError (message shown as is).
+adopted when they already exist in Azure. Errors raised: ClusterError (message shown as is),
+common.permissions.ActionNotAllowed (the actor may not manage clusters: clusters/rules.py).
 """
 
 import contextlib
@@ -18,6 +19,7 @@ from cloud import aks
 from cloud.errors import CloudError
 from clusters import mig
 from clusters.models import POOL_IN_PROGRESS, AksCluster, ClusterTeam, NodePool, PoolStatus
+from common.permissions import access_require
 from teams.services import audit_record
 from workspaces import chains
 from workspaces.chains import Next
@@ -25,6 +27,7 @@ from workspaces.models import SizeOffering
 from workspaces.services import azure_settings
 from workspaces.states import HELD
 
+MANAGE = "clusters.manage_clusters"  # the one rule for every action here
 POOL_NAME = re.compile(r"^[a-z][a-z0-9]{0,11}$")
 TAINT = re.compile(r"^[A-Za-z0-9./_-]+(=[A-Za-z0-9._-]*)?:(NoSchedule|PreferNoSchedule|NoExecute)$")
 LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
@@ -53,6 +56,7 @@ def cluster_register(
     """Register an existing AKS cluster after Azure confirms it (one managedClusters GET);
     its location and Kubernetes version are Azure's. Raises ClusterError when Azure has no
     such cluster, refuses to say, or it is registered already."""
+    access_require(user=actor, perm=MANAGE)
     ref = aks.ClusterRef(str(subscription_id).strip(), resource_group.strip(), name.strip())
     state = _azure("read the cluster", lambda: aks.cluster_get(azure_settings(), ref))
     if state is None:
@@ -93,6 +97,7 @@ def cluster_team_set(
     ``team-<slug>``); its namespace workspaces' RoleBindings name the team's own Entra ID group
     (Team.entra_group_id, linked on the team's page). Idempotent. Raises ClusterError (the
     namespace is not a DNS-1123 label)."""
+    access_require(user=actor, perm=MANAGE)
     from cloud.kube import dns_label
 
     try:
@@ -152,6 +157,7 @@ def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
 def pool_create(*, actor, cluster: AksCluster, ask: PoolRequest, now: datetime) -> NodePool:
     """Record a new node pool as creating and queue its creation in Azure (agentPools PUT).
     Raises ClusterError (see pool_problem, or the name is taken in the portal)."""
+    access_require(user=actor, perm=MANAGE)
     problem = pool_problem(cluster=cluster, ask=ask)
     if problem:
         raise ClusterError(problem)
@@ -226,6 +232,7 @@ def pools_adoptable(*, cluster: AksCluster) -> list[aks.PoolState]:
 def pool_adopt(*, actor, cluster: AksCluster, name: str, now: datetime) -> NodePool:
     """Take an existing GPU agent pool into the portal as it is in Azure (ready at once).
     Raises ClusterError when Azure has no such GPU pool or the portal knows it already."""
+    access_require(user=actor, perm=MANAGE)
     found = {p.name: p for p in pools_adoptable(cluster=cluster)}.get(name)
     if found is None:
         raise ClusterError(f"{cluster.name} has no GPU node pool {name} left to adopt.")
@@ -259,6 +266,7 @@ def pool_adopt(*, actor, cluster: AksCluster, name: str, now: datetime) -> NodeP
 def pool_delete(*, actor, pool: NodePool, now: datetime) -> None:
     """Delete the pool in Azure (queued). Refused while a workspace not deleted runs on it, or
     while an operation is in flight. Raises ClusterError."""
+    access_require(user=actor, perm=MANAGE)
     if pool.workspaces.filter(status__in=HELD).exists():
         raise ClusterError(f"Workspaces still use {pool.name}: delete them first.")
     if not _pool_transition(pool, (PoolStatus.READY, PoolStatus.FAILED), PoolStatus.DELETING, now):

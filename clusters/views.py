@@ -6,7 +6,6 @@ with 286 (stop polling) once every pool is steady.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -15,6 +14,7 @@ from clusters import selectors, services
 from clusters.forms import ClusterRegisterForm, ClusterTeamForm, NodePoolForm
 from clusters.models import POOL_IN_PROGRESS, AksCluster, NodePool
 from common.listing import bootstrap_form
+from common.permissions import access_require
 from common.words import usd
 from teams.models import Team
 from workspaces.models import SizeOffering
@@ -23,8 +23,11 @@ HTMX_STOP_POLLING = 286
 
 
 def _platform_admin(request) -> None:
-    if not request.user.has_perm("clusters.manage_clusters"):
-        raise PermissionDenied("Only platform admins manage AKS clusters.")
+    access_require(
+        user=request.user,
+        perm="clusters.manage_clusters",
+        message="Only platform admins manage AKS clusters.",
+    )
 
 
 @login_required

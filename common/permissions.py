@@ -9,14 +9,20 @@ PermissionDenied); what a user may not even see is answered 404 by the scoped se
 same rules.
 """
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model
+
+# Who is asking: a signed-in user (the portal's user model, django.contrib.auth's User) or the
+# anonymous one.
+Actor = User | AnonymousUser
 
 
 class ActionNotAllowed(PermissionDenied):
     """An action the user may not take; str() is the reason, fit to show them."""
 
 
-def access_require(*, user, perm: str, obj=None, message: str = "") -> None:
+def access_require(*, user: Actor, perm: str, obj: Model | None = None, message: str = "") -> None:
     """Return if ``user`` has ``perm`` ("app.action") on ``obj`` by its rule, else raise
     ActionNotAllowed with ``message`` (or a reason naming the permission)."""
     if not user.has_perm(perm, obj):

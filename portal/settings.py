@@ -64,7 +64,7 @@ MIDDLEWARE = [
 ]
 
 # django-axes first (refuses a login during a lockout before any password is checked), the
-# PASSWORD_LOGIN switch, then object permissions from django-rules (teams/rules.py), then
+# PASSWORD_LOGIN switch, then object permissions from django-rules (each app's rules.py), then
 # Django's own.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",

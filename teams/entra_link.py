@@ -9,7 +9,7 @@ Graph does not know, one that is not security-enabled (a Microsoft 365 group: AK
 and the groups claim's security groups do not cover it) and one already linked to another team
 (two teams on one group would share every member). A linked team's members with Entra ID
 accounts join at their next sign-in. Errors raised: GroupLinkError (message shown as is),
-PermissionError.
+common.permissions.ActionNotAllowed.
 """
 
 import logging
@@ -21,6 +21,7 @@ import requests
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from common.permissions import access_require
 from teams import entra_oidc
 from teams.models import Team
 from teams.services import audit_record
@@ -96,10 +97,9 @@ def _state(team: Team) -> dict:
 def team_group_link(*, actor, team: Team, group_id: uuid.UUID | None, now: datetime) -> Team:
     """Link ``team`` to the Entra ID security group ``group_id`` (None: unlink), checked in
     Graph; audited as "team.group_link" with before/after. Returns the team as saved. Raises
-    PermissionError (actor may not manage the team), GroupLinkError (sign-in off, unknown or
+    ActionNotAllowed (actor may not manage the team), GroupLinkError (sign-in off, unknown or
     non-security group, linked to another team, Graph down)."""
-    if not actor.has_perm("teams.manage_team", team):
-        raise PermissionError(f"{actor.username} may not link a group to {team.name}.")
+    access_require(user=actor, perm="teams.manage_team", obj=team)
     if not entra_oidc.enabled():
         raise GroupLinkError("Entra ID sign-in is not configured, so no group can be linked.")
     group = _checked_group(team, group_id) if group_id is not None else None

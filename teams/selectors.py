@@ -19,18 +19,19 @@ from teams.models import (
     Team,
     TeamQuotaIncrease,
 )
+from teams.rules import is_platform_admin, platform_admin_q
 
 
 def platform_admins() -> list:
-    """Every active platform admin (staff) user. One query."""
-    return list(get_user_model().objects.filter(is_staff=True, is_active=True))
+    """Every platform admin (teams.rules.platform_admin_q). One query."""
+    return list(get_user_model().objects.filter(platform_admin_q()))
 
 
 def team_visible_to(*, user) -> QuerySet[Team]:
-    """Teams the user may see: all for a platform admin (staff), else the user's own teams."""
+    """Teams the user may see: all for a platform admin, else the user's own teams."""
     if not user.is_authenticated:
         return Team.objects.none()
-    if user.is_staff:
+    if is_platform_admin(user):
         return Team.objects.all()
     return Team.objects.filter(memberships__user=user).distinct()
 
@@ -45,10 +46,6 @@ def team_list_for_requests(*, user) -> QuerySet[Team]:
 def membership_role(*, user, team: Team) -> str | None:
     """The user's role in the team ("researcher" | "team_admin"), or None if not a member."""
     return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
-
-
-def user_is_team_admin(*, user, team: Team) -> bool:
-    return user.is_staff or membership_role(user=user, team=team) == Role.TEAM_ADMIN
 
 
 NOTICE_AREA_LIMIT = 50
@@ -154,7 +151,7 @@ def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
     user is team admin of (none for a researcher)."""
     if not user.is_authenticated:
         return AuditEntry.objects.none()
-    if user.is_staff:
+    if is_platform_admin(user):
         return AuditEntry.objects.all()
     admin_of = Membership.objects.filter(user=user, role=Role.TEAM_ADMIN).values("team_id")
     return AuditEntry.objects.filter(team_id__in=admin_of)

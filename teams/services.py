@@ -4,8 +4,8 @@ membership, quotas and budgets, teams' requests for a permanent increase, budget
 (with the stop at 100 %), and the audit and unlock of login lockouts.
 
 Errors raised: DecisionError (a decision that cannot be taken; the message says why),
-MembershipError (a membership change that is refused; the message says why), PermissionError
-(the actor lacks the teams.* permission; views check first and answer 403).
+MembershipError (a membership change that is refused; the message says why),
+common.permissions.ActionNotAllowed (the actor lacks the teams.* permission; 403).
 """
 
 from dataclasses import dataclass
@@ -21,6 +21,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
 
+from common.permissions import access_require
 from common.words import usd
 from teams import hooks, notice_text
 from teams.live_topics import notices_changed
@@ -270,6 +271,7 @@ def _decide(*, quota_request_id, actor, decision: str, comment: str, now: dateti
         .select_related("workspace", "requester", "team")
         .get(pk=quota_request_id)
     )
+    access_require(user=actor, perm="teams.decide_requests", obj=request.team)
     if request.decision != Decision.PENDING:
         who = f" by {request.decided_by.username}" if request.decided_by else ""
         raise DecisionError(f"This request was already {request.decision}{who}.")
@@ -293,13 +295,13 @@ def _decide(*, quota_request_id, actor, decision: str, comment: str, now: dateti
 
 def quota_request_approve(*, quota_request_id, actor, comment: str, now: datetime):
     """Approve: the workspace is provisioned (workspaces.services.quota_request_decided,
-    through teams.hooks). Raises DecisionError if no longer pending."""
+    through teams.hooks). Raises DecisionError if no longer pending, ActionNotAllowed."""
     return _decide_workspace(quota_request_id, actor, comment, now, Decision.APPROVED)
 
 
 def quota_request_reject(*, quota_request_id, actor, comment: str, now: datetime):
     """Reject: the workspace is closed (through teams.hooks). Raises DecisionError if no
-    longer pending."""
+    longer pending, ActionNotAllowed."""
     return _decide_workspace(quota_request_id, actor, comment, now, Decision.REJECTED)
 
 
@@ -385,11 +387,6 @@ def cost_estimate(*, price_per_hour: Decimal, now: datetime) -> dict[str, Decima
 # --- Team administration: members, quotas and budgets, increase requests -------------------
 
 
-def _require(actor, perm: str, team: Team) -> None:
-    if not actor.has_perm(perm, team):
-        raise PermissionError(f"{actor.username} may not {perm.split('.')[1]} of {team.name}.")
-
-
 def _locked_team(team: Team) -> Team:
     """Lock the team row: membership and quota changes of one team are serialised."""
     return Team.objects.select_for_update().get(pk=team.pk)
@@ -439,12 +436,12 @@ def _refuse_entra_managed(team: Team, user, what: str) -> None:
 
 def membership_invite(*, actor, team: Team, identifier: str, role: str, now: datetime):
     """Add the existing account named by ``identifier`` (username or email) to ``team`` with
-    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises PermissionError
+    ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises ActionNotAllowed
     (actor may not manage the team), InviteThrottled (too many recent invites named no
     account), MembershipError (no single active account: NO_ACCOUNT, audited and committed
     even so, unless the caller's own transaction rolls back; already a member; an Entra ID
     account while the team is linked to a group, whose membership follows the group)."""
-    _require(actor, "teams.manage_team", team)
+    access_require(user=actor, perm="teams.manage_team", obj=team)
     _refuse_probing(actor, now)
     identifier = identifier.strip()
     user = _user_by_name_or_email(identifier)
@@ -514,8 +511,8 @@ def _refuse_last_admin(team: Team, membership: Membership, verb: str) -> None:
 def membership_change_role(*, actor, team: Team, membership_id: int, role: str, now: datetime):
     """Give a member of ``team`` the role "researcher" | "team_admin", audited. Raises
     MembershipError (not a member, demoting the last team admin, or an Entra ID account of a
-    linked team: its role follows the Team.Admin app role), PermissionError."""
-    _require(actor, "teams.manage_team", team)
+    linked team: its role follows the Team.Admin app role), ActionNotAllowed."""
+    access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
         team = _locked_team(team)
         membership = _membership_for_change(team, membership_id)
@@ -546,8 +543,8 @@ def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -
     """Remove a member from ``team``, audited; member_left is announced, so their workspaces
     in the team follow its leaver policy (workspaces.leavers). Raises MembershipError (not a
     member, the last team admin, or an Entra ID account of a linked team: its membership
-    follows the group), PermissionError."""
-    _require(actor, "teams.manage_team", team)
+    follows the group), ActionNotAllowed."""
+    access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
         team = _locked_team(team)
         membership = _membership_for_change(team, membership_id)
@@ -624,9 +621,9 @@ def team_limits_set(
     """Set the team's GPU quota per model (GPUs; models not named keep theirs), its monthly
     budget (USD, None = no limit), the per-member cap and whether its running workspaces are
     stopped when the month's spend reaches the budget (None keeps it). Platform admins only
-    (PermissionError otherwise). Audited with the limits before and after; returns the audit
+    (ActionNotAllowed otherwise). Audited with the limits before and after; returns the audit
     row, or None when nothing changed."""
-    _require(actor, "teams.set_quota", team)
+    access_require(user=actor, perm="teams.set_quota", obj=team)
     with transaction.atomic():
         team = _locked_team(team)
         before = _limits(team)
@@ -663,8 +660,8 @@ def _budget_notices_resolve(team: Team, actor, budget: str | None, now: datetime
 def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditEntry | None:
     """Set the team's idle policy (see teams.models.IdlePolicy for units) from ``values``,
     already checked against IdleBounds by the form. Team admins of the team and platform
-    admins (PermissionError otherwise). Audited before and after; None when nothing changed."""
-    _require(actor, "teams.manage_team", team)
+    admins (ActionNotAllowed otherwise). Audited before and after; None when nothing changed."""
+    access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
         team = _locked_team(team)
         policy = IdlePolicy.objects.filter(team=team).first() or IdlePolicy(team=team)
@@ -689,8 +686,8 @@ def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditE
 def team_leaver_policy_set(*, actor, team: Team, policy: str, now: datetime) -> AuditEntry | None:
     """Set what happens to a leaver's workspaces in ``team`` (a LeaverPolicy value, checked
     by the form; workspaces.leavers applies it). Team admins of the team and platform admins
-    (PermissionError otherwise). Audited; None when nothing changed."""
-    _require(actor, "teams.manage_team", team)
+    (ActionNotAllowed otherwise). Audited; None when nothing changed."""
+    access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
         team = _locked_team(team)
         if team.leaver_policy == policy:
@@ -727,9 +724,9 @@ def team_increase_request(
     now: datetime,
 ) -> TeamQuotaIncrease:
     """A team admin asks for a permanent GPU quota (``gpus`` of ``gpu_model`` in all) and/or a
-    monthly budget (USD); the platform admins are told. Raises PermissionError (not a team
+    monthly budget (USD); the platform admins are told. Raises ActionNotAllowed (not a team
     admin of ``team``), ValueError (nothing asked)."""
-    _require(actor, "teams.request_increase", team)
+    access_require(user=actor, perm="teams.request_increase", obj=team)
     if not (gpu_model and gpus is not None) and monthly_budget is None:
         raise ValueError("Ask for a number of GPUs of a model, a monthly budget, or both.")
     with transaction.atomic():
@@ -779,7 +776,7 @@ def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, no
         .select_related("team", "requester", "decided_by")
         .get(pk=increase_id)
     )
-    _require(actor, "teams.decide_requests", increase.team)
+    access_require(user=actor, perm="teams.decide_requests", obj=increase.team)
     if increase.decision != Decision.PENDING:
         who = f" by {increase.decided_by.username}" if increase.decided_by else ""
         raise DecisionError(f"This request was already {increase.decision}{who}.")
@@ -807,7 +804,7 @@ def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, no
 
 def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetime):
     """Approve: the team's quota of that GPU model and/or its budget become what was asked
-    (audited as a limits change). Raises DecisionError (no longer pending), PermissionError."""
+    (audited as a limits change). Raises DecisionError (no longer pending), ActionNotAllowed."""
     with transaction.atomic():
         increase = _decide_increase(
             increase_id=increase_id,
@@ -832,7 +829,7 @@ def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetim
 
 
 def team_increase_reject(*, increase_id: int, actor, comment: str, now: datetime):
-    """Reject: nothing changes but the request. Raises DecisionError, PermissionError."""
+    """Reject: nothing changes but the request. Raises DecisionError, ActionNotAllowed."""
     with transaction.atomic():
         increase = _decide_increase(
             increase_id=increase_id,
@@ -890,10 +887,9 @@ def login_lockout_reset(
 ) -> int:
     """Forget the recent failed logins of ``username`` (from every address) or from
     ``ip_address`` (for every account), so that the lockout ends now; audited with the failures
-    forgotten. Returns how many attempt rows were removed. Raises PermissionError (actor is not
+    forgotten. Returns how many attempt rows were removed. Raises ActionNotAllowed (actor is not
     a platform admin), ValueError (not exactly one of username and ip_address)."""
-    if not actor.has_perm("teams.unlock_logins"):
-        raise PermissionError(f"{actor.username} may not unlock logins.")
+    access_require(user=actor, perm="teams.unlock_logins")
     if (username is None) == (ip_address is None):
         raise ValueError("Unlock either an account or an address.")
     key, value = ("username", username) if username is not None else ("ip_address", ip_address)

@@ -8,7 +8,6 @@ requests get the changed section as a partial.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -17,6 +16,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.listing import bootstrap_form
+from common.permissions import access_require
 from teams import entra_link, entra_oidc, hooks, selectors, services
 from teams.forms import (
     EntraIdentityForm,
@@ -31,12 +31,6 @@ from teams.forms import (
 from teams.models import IdleBounds, IdlePolicy, Profile, Team
 
 
-def _require(request, perm: str, obj=None) -> None:
-    """403 unless the user has ``perm`` (on ``obj``) by teams/rules.py."""
-    if not request.user.has_perm(perm, obj):
-        raise PermissionDenied(f"You may not do this ({perm}).")
-
-
 def _team(request, slug: str, perm: str) -> Team:
     """The team from the user's visible scope (404 otherwise) on which the user has ``perm``
     (403 otherwise)."""
@@ -44,7 +38,7 @@ def _team(request, slug: str, perm: str) -> Team:
         team = selectors.team_get(user=request.user, slug=slug)
     except Team.DoesNotExist:
         raise Http404("No such team.") from None
-    _require(request, perm, team)
+    access_require(user=request.user, perm=perm, obj=team)
     return team
 
 
@@ -70,7 +64,7 @@ def account(request):
 @login_required
 @require_GET
 def team_list(request):
-    _require(request, "teams.list_teams")
+    access_require(user=request.user, perm="teams.list_teams")
     listing = hooks.team_overview_page(user=request.user, params=request.GET, now=timezone.now())
     context = {
         "filters": listing.filters,
@@ -92,8 +86,9 @@ def _page_context(request, team: Team, **forms) -> dict:
         "members": selectors.team_members(team=team),
         "increases": selectors.team_increases_pending(team=team),
         "can_manage": user.has_perm("teams.manage_team", team),
-        # Superusers pass every has_perm; platform admins set limits instead of asking.
-        "can_request": user.has_perm("teams.request_increase", team) and not user.is_staff,
+        # Superusers pass every has_perm; those who set limits themselves do not ask.
+        "can_request": user.has_perm("teams.request_increase", team)
+        and not user.has_perm("teams.set_quota", team),
         "can_set_quota": user.has_perm("teams.set_quota", team),
         "role_choices": RoleForm.base_fields["role"].choices,
         "invite_form": forms.get("invite_form") or InviteForm(),
@@ -309,7 +304,7 @@ def team_leaver_policy(request, slug):
 def audit_log(request):
     """The audit rows the user may see, filtered by team, actor and action; 400 with the
     form's error for a filter that is not printable text of its field's length."""
-    _require(request, "teams.view_audit")
+    access_require(user=request.user, perm="teams.view_audit")
     filters, page = selectors.audit_page(user=request.user, params=request.GET)
     valid = filters.is_valid()
     data = filters.form.cleaned_data

@@ -13,6 +13,7 @@ from axes.models import AccessAttempt
 from django.test import RequestFactory
 from django.urls import reverse
 
+from common.permissions import ActionNotAllowed
 from portal.login_throttle import client_ip
 from teams import services
 from teams.models import AuditEntry
@@ -174,7 +175,7 @@ def test_a_platform_admin_unlocks_an_address(client, cast, clock):
 @pytest.mark.parametrize("who", ["team_admin", "researcher"])
 def test_only_platform_admins_unlock(client, cast, clock, who):
     _fail(client, "alice", 5)
-    with pytest.raises(PermissionError):
+    with pytest.raises(ActionNotAllowed):
         services.login_lockout_reset(actor=getattr(cast, who), username="alice", now=START)
     client.force_login(getattr(cast, who))
     response = client.get(reverse("admin:axes_accessattempt_changelist"))

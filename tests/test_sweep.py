@@ -14,6 +14,7 @@ from django.db import OperationalError, connection, connections
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from common.permissions import ActionNotAllowed
 from teams.models import IdlePolicy, Notice, NoticeKind
 from teams.notice_text import in_zone
 from tests.factories import WorkspaceFactory
@@ -134,7 +135,7 @@ def test_keep_running_delays_the_stop_and_is_bounded_per_day(cast):
 @pytest.mark.django_db
 def test_only_the_owner_or_a_team_admin_may_keep_it_running(cast):
     ws, _ = _running(cast)
-    with pytest.raises(PermissionError):
+    with pytest.raises(ActionNotAllowed):
         services.workspace_keep_running(user=cast.teammate, workspace=ws, now=_at(1))
     services.workspace_keep_running(user=cast.team_admin, workspace=ws, now=_at(1))
 

@@ -14,6 +14,7 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
+from common.permissions import ActionNotAllowed
 from teams import services
 from teams.models import (
     AuditEntry,
@@ -524,7 +525,7 @@ def test_the_audit_log_is_paged_by_50_newest_first_with_an_older_link(client, ca
 
 
 def test_services_refuse_an_actor_without_the_permission(cast):
-    with pytest.raises(PermissionError):
+    with pytest.raises(ActionNotAllowed):
         services.team_limits_set(
             actor=cast.team_admin,
             team=cast.team,

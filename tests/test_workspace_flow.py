@@ -7,6 +7,7 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from common.permissions import ActionNotAllowed
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces import services
 from workspaces.models import Workspace
@@ -168,7 +169,7 @@ def test_starting_a_deleted_workspace_is_refused(cast, sim):
 
 def test_a_teammate_cannot_stop_someone_elses_workspace(cast, sim):
     ws = _request(cast)
-    with pytest.raises(PermissionError):
+    with pytest.raises(ActionNotAllowed):
         services.workspace_stop(user=cast.teammate, workspace=_reload(ws), now=timezone.now())
     assert _reload(ws).status == Status.RUNNING
 

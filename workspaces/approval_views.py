@@ -5,12 +5,12 @@ services; the queue and the Azure headroom are workspaces'): imports point down 
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
 from common.listing import bootstrap_form
+from common.permissions import access_require
 from teams import selectors as team_selectors
 from teams import services as team_services
 from teams.forms import DecisionForm
@@ -18,16 +18,10 @@ from teams.models import QuotaRequest, TeamQuotaIncrease
 from workspaces import approval_selectors, services
 
 
-def _require(request, perm: str, obj=None) -> None:
-    """403 unless the user has ``perm`` (on ``obj``) by teams/rules.py."""
-    if not request.user.has_perm(perm, obj):
-        raise PermissionDenied(f"You may not do this ({perm}).")
-
-
 @login_required
 @require_GET
 def approval_queue(request):
-    _require(request, "teams.decide_requests")
+    access_require(user=request.user, perm="teams.decide_requests")
     queue = approval_selectors.quota_request_page(params=request.GET, now=timezone.now())
     context = {
         "filters": queue.filters,
@@ -48,7 +42,7 @@ def approval_azure_quota(request, pk):
     """htmx partial: Azure's quota left for the size and region a pending request asks for
     (the Spot quota for a Spot request). Loaded after the queue so that a slow ARM answer
     never holds the page."""
-    _require(request, "teams.decide_requests")
+    access_require(user=request.user, perm="teams.decide_requests")
     visible = QuotaRequest.objects.filter(
         team__in=team_selectors.team_visible_to(user=request.user)
     )
@@ -107,7 +101,7 @@ def _decide(request, pending, decide, partial: str, **ids):
     """Run ``decide`` on a pending request (a QuotaRequest or TeamQuotaIncrease) for a platform
     admin; answer htmx with the decided row, else redirect to the queue with a message. A
     second click gets the service's DecisionError as its message."""
-    _require(request, "teams.decide_requests", pending.team)
+    access_require(user=request.user, perm="teams.decide_requests", obj=pending.team)
     form = DecisionForm(request.POST)
     error = "" if form.is_valid() else f"Comment: {form.errors['comment'][0]}"
     try:

@@ -10,6 +10,7 @@ rows (workspaces.states); other visible columns written with ``.update()`` call
 from django.db.models.signals import post_save
 
 from live import stamps
+from teams.rules import is_platform_admin
 from teams.selectors import team_visible_to
 
 
@@ -29,7 +30,7 @@ def telemetry_changed(ids) -> None:
 def workspace_topics(*, user) -> list[str]:
     """The topics of the workspace list as ``user`` sees it (workspaces.selectors
     .workspace_visible_to): every workspace for a platform admin, else their teams'."""
-    if user.is_staff:
+    if is_platform_admin(user):
         return [stamps.topic("workspaces")]
     teams = team_visible_to(user=user).values_list("pk", flat=True)
     return [stamps.topic("team", pk) for pk in teams]

@@ -21,9 +21,10 @@ from django.urls import reverse
 from cloud import azure_vm
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
+from common.permissions import access_require
 from teams.models import Decision, IdlePolicy, NoticeKind, Team
 from teams.notice_text import mark
-from teams.selectors import membership_role, user_is_team_admin
+from teams.selectors import membership_role
 from teams.services import notice_about, notice_resolve, notice_send, quota_request_open
 from workspaces import chains, selectors, states, telemetry
 from workspaces.backends import backend_for, backends
@@ -299,20 +300,13 @@ def quota_request_decided(*, workspace_id, decision: str, actor, reason: str, no
         )
 
 
-def user_may_act(*, user, workspace: Workspace) -> bool:
-    """Whether the user may stop, start, keep or delete the workspace: its owner or a team
-    admin of its team (platform admins included)."""
-    return workspace.owner_id == user.pk or user_is_team_admin(user=user, team=workspace.team)
-
-
-def _check_may_act(*, user, workspace: Workspace) -> None:
-    if workspace.owner_id != user.pk and not user_is_team_admin(user=user, team=workspace.team):
-        raise PermissionError("Only the owner or a team admin can change this workspace.")
+# The refusal shown on the 403 page when someone else's workspace is acted on.
+NOT_YOURS = "Only the owner or a team admin can change this workspace."
 
 
 def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) -> None:
     """``guard``, if given, runs first inside the transaction and raises to refuse."""
-    _check_may_act(user=user, workspace=workspace)
+    access_require(user=user, perm="workspaces.act_on_workspace", obj=workspace, message=NOT_YOURS)
     try:
         states.check(workspace.status, to)
     except states.IllegalTransition as exc:
@@ -336,7 +330,7 @@ def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) 
 def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
     """Deallocate a running VM, keeping its OS disk.
 
-    Raises WorkspaceActionError, PermissionError.
+    Raises WorkspaceActionError, ActionNotAllowed.
     """
     _user_transition(
         user=user, workspace=workspace, to=Status.STOPPING, reason="Stopped by user", now=now
@@ -406,8 +400,8 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
     a double click or a second tab does not use up the day's extensions. Inside the warning,
     which is when the owner is told the stop is near, it spends the next one. The workspace
     row is locked (select_for_update) in the transaction that reads and inserts, so racing
-    clicks are decided one after the other. Raises ExtensionRefused, PermissionError."""
-    _check_may_act(user=user, workspace=workspace)
+    clicks are decided one after the other. Raises ExtensionRefused, ActionNotAllowed."""
+    access_require(user=user, perm="workspaces.act_on_workspace", obj=workspace, message=NOT_YOURS)
     policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
     with transaction.atomic():
         locked = Workspace.objects.select_for_update().filter(pk=workspace.pk)
@@ -455,7 +449,7 @@ def _extension_in_force(workspace: Workspace, policy, now: datetime) -> Workspac
 def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
     """Start a stopped (deallocated) VM. Its GPUs count against the team's quota again and it
     burns money again, so the GPU quota and the budget are checked as for a new request,
-    holding the team row. Raises WorkspaceActionError (saying what is over), PermissionError."""
+    holding the team row. Raises WorkspaceActionError (saying what is over), ActionNotAllowed."""
     _user_transition(
         user=user,
         workspace=workspace,
@@ -488,7 +482,7 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
 
 def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
     """Delete the VM, its NIC and OS disk, and revoke its agent's token.
-    Raises WorkspaceActionError, PermissionError."""
+    Raises WorkspaceActionError, ActionNotAllowed."""
     _user_transition(
         user=user,
         workspace=workspace,
@@ -503,7 +497,7 @@ def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
 def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
     """Do again the operation that failed (``failed_operation``): a failed delete is deleted
     again, creating nothing; a failed create, or a pre-check Azure refused, is provisioned
-    again. Raises WorkspaceActionError, PermissionError."""
+    again. Raises WorkspaceActionError, ActionNotAllowed."""
     cleared = {
         "error_code": "",
         "error_message": "",

@@ -9,13 +9,19 @@ this module imports no billing code) and resolves the notices that the change ma
 (NOTICE_TRUE_WHILE).
 """
 
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
+from django.contrib.auth.models import User
 from django.db import models, transaction
 
 from teams.services import notice_resolve
 from workspaces import hooks
+
+if TYPE_CHECKING:  # workspaces.models imports this module
+    from workspaces.models import Workspace
 
 
 class Status(models.TextChoices):
@@ -37,7 +43,8 @@ class StatusStyle:
     colour: str  # Bootstrap colour: badge "text-bg-<colour>" pairs text and background at >= 4.5:1
 
 
-STYLE = {
+# Keyed by Status, read with the plain strings stored in status columns.
+STYLE: dict[str, StatusStyle] = {
     Status.PENDING_APPROVAL: StatusStyle("Pending approval", "warning"),
     Status.REQUESTED: StatusStyle("Requested", "primary"),
     Status.PROVISIONING: StatusStyle("Provisioning", "primary"),
@@ -57,7 +64,9 @@ CLOSED_UNAPPROVED_STYLE = {
 }
 
 
-def event_style(*, from_status: str, to_status: str, detail: dict, by_person: bool) -> StatusStyle:
+def event_style(
+    *, from_status: str, to_status: str, detail: dict[str, Any] | None, by_person: bool
+) -> StatusStyle:
     """The style of the status an event moved to: 'Rejected' or 'Expired' for a request closed
     unapproved (older events without an outcome: rejected when a person closed it), else
     STYLE's."""
@@ -150,14 +159,14 @@ def check(current: str, target: str) -> None:
 
 def transition(
     *,
-    workspace_id,
+    workspace_id: uuid.UUID | str,
     expected: str,
     to: str,
     now: datetime,
-    actor=None,
+    actor: User | None = None,
     reason: str = "",
-    detail: dict | None = None,
-    **fields,
+    detail: dict[str, Any] | None = None,
+    **fields: Any,
 ) -> bool:
     """Move a workspace from ``expected`` to ``to`` and record why.
 
@@ -189,7 +198,14 @@ def transition(
     return True
 
 
-def _resolve_notices(workspace_id, expected: str, to: str, now: datetime, actor, reason) -> None:
+def _resolve_notices(
+    workspace_id: uuid.UUID | str,
+    expected: str,
+    to: str,
+    now: datetime,
+    actor: User | None,
+    reason: str,
+) -> None:
     """Resolve the workspace's notices that were true in ``expected`` and are not in ``to``
     (one UPDATE, only for such transitions)."""
     kinds = [k for k, true_while in NOTICE_TRUE_WHILE.items() if expected in true_while]
@@ -204,7 +220,9 @@ def _resolve_notices(workspace_id, expected: str, to: str, now: datetime, actor,
         )
 
 
-def record_creation(*, workspace, now: datetime, actor=None, reason: str = "") -> None:
+def record_creation(
+    *, workspace: "Workspace", now: datetime, actor: User | None = None, reason: str = ""
+) -> None:
     """Write the first event of a workspace just inserted with its initial status."""
     from workspaces.models import WorkspaceEvent
 

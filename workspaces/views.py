@@ -9,7 +9,6 @@ import uuid
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
@@ -248,7 +247,7 @@ def _telemetry_context(request, workspace) -> dict:
         "t": selectors.workspace_telemetry(workspace=workspace, now=timezone.now()),
         # Polls until deleted: a workspace that is approved or started later starts reporting.
         "polling": workspace.status != Status.DELETED,
-        "can_act": services.user_may_act(user=request.user, workspace=workspace),
+        "can_act": request.user.has_perm("workspaces.act_on_workspace", workspace),
     }
 
 
@@ -267,8 +266,6 @@ def workspace_action(request, pk, action):
     workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
     try:
         ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now())
-    except PermissionError as exc:
-        raise PermissionDenied(str(exc)) from exc
     except services.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)

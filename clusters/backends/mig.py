@@ -31,7 +31,6 @@ from workspaces.services import (
     Ask,
     WorkspaceActionError,
     check_member,
-    user_may_act,
     workspace_insert,
 )
 from workspaces.states import Status
@@ -102,7 +101,7 @@ class MigBackend(AksBackend):
         """The JupyterLab token for those who may act on it; for its owner, whether they gave
         no Entra ID identity (then nobody may port-forward to the pod)."""
         context = {}
-        if user_may_act(user=user, workspace=workspace):
+        if user.has_perm("workspaces.act_on_workspace", workspace):
             context["jupyter_token"] = jupyter_token(workspace)
         if workspace.owner_id == user.pk:
             context["entra_missing"] = not owner_users(user)

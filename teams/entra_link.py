@@ -22,8 +22,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 
 from teams import entra_oidc
+from teams.audit import audit_record
 from teams.models import Team
-from teams.services import audit_record
 
 log = logging.getLogger(__name__)
 GROUP_SELECT = "id,displayName,securityEnabled"

@@ -14,7 +14,7 @@ from datetime import datetime
 
 from django.db import models, transaction
 
-from teams.services import notice_resolve
+from teams.notices import notice_resolve
 from workspaces import hooks
 
 

@@ -1,0 +1,24 @@
+"""The team audit log: one row per change an actor made (teams.models.AuditEntry)."""
+
+from datetime import datetime
+
+from teams.models import (
+    AuditEntry,
+)
+
+
+def audit_record(
+    *, actor, team, action: str, obj, before: dict, after: dict, now: datetime
+) -> AuditEntry:
+    """Append one audit row: who did ``action`` to ``obj`` in ``team``, with its fields before
+    and after (JSON-safe dicts)."""
+    return AuditEntry.objects.create(
+        at=now,
+        actor=actor,
+        team=team,
+        action=action,
+        object_type=obj._meta.label,
+        object_id=str(obj.pk),
+        before=before,
+        after=after,
+    )

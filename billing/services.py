@@ -32,9 +32,9 @@ from cloud.costs import fetch_actual_costs
 from common.months import UTC_ZONE
 from teams.models import Team
 from teams.selectors import team_timezones
+from workspaces.azure import azure_settings
 from workspaces.backends import backend_for
 from workspaces.models import SizeOffering, Workspace
-from workspaces.services import azure_settings
 from workspaces.states import Status
 
 # Every VM's OS disk: 128 GiB Premium SSD (cloud.azure_vm.VmSpec), billed as tier P10 LRS.

@@ -24,16 +24,11 @@ from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
+from workspaces.actions import user_may_act
 from workspaces.backends import KindForm, Step, backend_for
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
-from workspaces.services import (
-    Ask,
-    WorkspaceActionError,
-    check_member,
-    user_may_act,
-    workspace_insert,
-)
+from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
 
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"

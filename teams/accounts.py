@@ -3,8 +3,11 @@ login lockouts (django-axes counts the failures: portal/login_throttle.py).
 """
 
 from datetime import datetime
+from typing import Any
+from uuid import UUID
 
 from axes.models import AccessAttempt
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from teams import hooks
@@ -15,7 +18,7 @@ from teams.models import (
 )
 
 
-def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
+def entra_identity_set(*, user: User, object_id: UUID | None, upn: str, now: datetime) -> Profile:
     """Record the user's own Entra ID object id (a UUID or None) and user principal name ("" for
     none), audited; once committed, the apps above are told (teams.hooks.identity_changed:
     workspaces queues a refresh of each of their MIG slices' owner RoleBinding), so the change
@@ -40,7 +43,7 @@ def entra_identity_set(*, user, object_id, upn: str, now: datetime) -> Profile:
     return profile
 
 
-def _identity(profile: Profile) -> dict:
+def _identity(profile: Profile) -> dict[str, Any]:
     oid = profile.entra_object_id
     return {"entra_object_id": str(oid) if oid else "", "entra_upn": profile.entra_upn}
 
@@ -71,7 +74,7 @@ def login_lockout_record(
 
 
 def login_lockout_reset(
-    *, actor, username: str | None = None, ip_address: str | None = None, now: datetime
+    *, actor: User, username: str | None = None, ip_address: str | None = None, now: datetime
 ) -> int:
     """Forget the recent failed logins of ``username`` (from every address) or from
     ``ip_address`` (for every account), so that the lockout ends now; audited with the failures
@@ -94,4 +97,4 @@ def login_lockout_reset(
             object_id=str(value)[:64],
             before={key: value, "failures": failures},
         )
-    return deleted
+    return int(deleted)

@@ -2,12 +2,12 @@
 row (membership and quota changes of one team are serialised).
 """
 
-from teams.models import (
-    Team,
-)
+from django.contrib.auth.models import User
+
+from teams.models import Team
 
 
-def _require(actor, perm: str, team: Team) -> None:
+def _require(actor: User, perm: str, team: Team) -> None:
     if not actor.has_perm(perm, team):
         raise PermissionError(f"{actor.username} may not {perm.split('.')[1]} of {team.name}.")
 

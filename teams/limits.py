@@ -6,7 +6,9 @@ Errors raised: DecisionError (the increase was already decided), PermissionError
 
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
 
@@ -26,7 +28,7 @@ from teams.quota_requests import DecisionError
 from teams.selectors import platform_admins
 
 
-def _limits(team: Team) -> dict:
+def _limits(team: Team) -> dict[str, Any]:
     """The team's limits as JSON-safe data: GPUs per model, USD/month (str or None), cap."""
     quotas = dict(GpuQuota.objects.filter(team=team).values_list("gpu_model", "gpus"))
     budget = team.monthly_budget
@@ -39,7 +41,11 @@ def _limits(team: Team) -> dict:
 
 
 def _apply_limits(
-    team: Team, quotas: dict[str, int], budget, cap: int | None, stop: bool | None
+    team: Team,
+    quotas: dict[str, int | None],
+    budget: Decimal | None,
+    cap: int | None,
+    stop: bool | None,
 ) -> None:
     for gpu_model, gpus in quotas.items():
         if gpus:
@@ -58,9 +64,9 @@ def _apply_limits(
 
 def team_limits_set(
     *,
-    actor,
+    actor: User,
     team: Team,
-    gpu_quotas: dict[str, int],
+    gpu_quotas: dict[str, int | None],
     monthly_budget: Decimal | None,
     max_workspaces_per_user: int,
     now: datetime,
@@ -92,7 +98,7 @@ def team_limits_set(
         )
 
 
-def _budget_notices_resolve(team: Team, actor, budget: str | None, now: datetime) -> None:
+def _budget_notices_resolve(team: Team, actor: User, budget: str | None, now: datetime) -> None:
     """A budget alert speaks of the old budget's percentages: no longer true once it changed
     (the next check tells of each mark of the new budget not yet told this month)."""
     to = "no budget limit" if budget is None else f"{usd(Decimal(budget))} a month"
@@ -107,7 +113,7 @@ def _budget_notices_resolve(team: Team, actor, budget: str | None, now: datetime
 
 def team_increase_request(
     *,
-    actor,
+    actor: User,
     team: Team,
     gpu_model: str,
     gpus: int | None,
@@ -152,7 +158,7 @@ def team_increase_request(
     return increase
 
 
-def _increase_asked(increase: TeamQuotaIncrease) -> dict:
+def _increase_asked(increase: TeamQuotaIncrease) -> dict[str, Any]:
     budget = increase.monthly_budget
     return {
         "gpu_model": increase.gpu_model,
@@ -161,7 +167,9 @@ def _increase_asked(increase: TeamQuotaIncrease) -> dict:
     }
 
 
-def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, now: datetime):
+def _decide_increase(
+    *, increase_id: int, actor: User, decision: str, comment: str, now: datetime
+) -> TeamQuotaIncrease:
     """Lock the increase request, refuse if no longer pending, record and audit the decision."""
     increase = (
         TeamQuotaIncrease.objects.select_for_update(of=("self",))
@@ -194,7 +202,9 @@ def _decide_increase(*, increase_id: int, actor, decision: str, comment: str, no
     return increase
 
 
-def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetime):
+def team_increase_approve(
+    *, increase_id: int, actor: User, comment: str, now: datetime
+) -> TeamQuotaIncrease:
     """Approve: the team's quota of that GPU model and/or its budget become what was asked
     (audited as a limits change). Raises DecisionError (no longer pending), PermissionError."""
     with transaction.atomic():
@@ -220,7 +230,9 @@ def team_increase_approve(*, increase_id: int, actor, comment: str, now: datetim
     return increase
 
 
-def team_increase_reject(*, increase_id: int, actor, comment: str, now: datetime):
+def team_increase_reject(
+    *, increase_id: int, actor: User, comment: str, now: datetime
+) -> TeamQuotaIncrease:
     """Reject: nothing changes but the request. Raises DecisionError, PermissionError."""
     with transaction.atomic():
         increase = _decide_increase(

@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.urls import reverse
@@ -46,14 +47,14 @@ NO_ACCOUNT = (
 INVITE_REFUSED = "membership.invite_refused"
 
 
-def _user_by_name_or_email(identifier: str):
+def _user_by_name_or_email(identifier: str) -> User | None:
     """The one active local account with this username or email (case-insensitive), or None."""
     users = get_user_model().objects.filter(is_active=True)
     matches = list(users.filter(Q(username__iexact=identifier) | Q(email__iexact=identifier))[:2])
     return matches[0] if len(matches) == 1 else None
 
 
-def _refuse_probing(actor, now: datetime) -> None:
+def _refuse_probing(actor: User, now: datetime) -> None:
     """Raise InviteThrottled once the actor's invites named no account
     TEAM_INVITE_MISSES_PER_HOUR times within the hour before ``now``."""
     misses = AuditEntry.objects.filter(
@@ -66,7 +67,7 @@ def _refuse_probing(actor, now: datetime) -> None:
         )
 
 
-def _refuse_entra_managed(team: Team, user, what: str) -> None:
+def _refuse_entra_managed(team: Team, user: User, what: str) -> None:
     """A linked team's Entra ID accounts are members because of the group (teams/entra.py puts
     them back, or takes them out, at every sign-in): a change here would be silently undone."""
     if team.entra_group_id is None:
@@ -79,7 +80,9 @@ def _refuse_entra_managed(team: Team, user, what: str) -> None:
         )
 
 
-def membership_invite(*, actor, team: Team, identifier: str, role: str, now: datetime):
+def membership_invite(
+    *, actor: User, team: Team, identifier: str, role: str, now: datetime
+) -> Membership:
     """Add the existing account named by ``identifier`` (username or email) to ``team`` with
     ``role`` ("researcher" | "team_admin"), audit it and tell them. Raises PermissionError
     (actor may not manage the team), InviteThrottled (too many recent invites named no
@@ -106,7 +109,7 @@ def membership_invite(*, actor, team: Team, identifier: str, role: str, now: dat
     return _membership_add(actor=actor, team=team, user=user, role=role, now=now)
 
 
-def _membership_add(*, actor, team: Team, user, role: str, now: datetime) -> Membership:
+def _membership_add(*, actor: User, team: Team, user: User, role: str, now: datetime) -> Membership:
     """Add ``user`` to the locked ``team``, audited; tell them once committed."""
     with transaction.atomic():
         team = _locked_team(team)
@@ -153,7 +156,9 @@ def _refuse_last_admin(team: Team, membership: Membership, verb: str) -> None:
         )
 
 
-def membership_change_role(*, actor, team: Team, membership_id: int, role: str, now: datetime):
+def membership_change_role(
+    *, actor: User, team: Team, membership_id: int, role: str, now: datetime
+) -> Membership:
     """Give a member of ``team`` the role "researcher" | "team_admin", audited. Raises
     MembershipError (not a member, demoting the last team admin, or an Entra ID account of a
     linked team: its role follows the Team.Admin app role), PermissionError."""
@@ -184,7 +189,7 @@ def membership_change_role(*, actor, team: Team, membership_id: int, role: str, 
     return membership
 
 
-def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -> None:
+def membership_remove(*, actor: User, team: Team, membership_id: int, now: datetime) -> None:
     """Remove a member from ``team``, audited; member_left is announced, so their workspaces
     in the team follow its leaver policy (workspaces.leavers). Raises MembershipError (not a
     member, the last team admin, or an Entra ID account of a linked team: its membership
@@ -212,7 +217,9 @@ def membership_remove(*, actor, team: Team, membership_id: int, now: datetime) -
         membership.delete()
 
 
-def _member_notices_resolve(membership: Membership, actor, reason: str, now: datetime) -> None:
+def _member_notices_resolve(
+    membership: Membership, actor: User, reason: str, now: datetime
+) -> None:
     """ "… added you to <team> as <role>" is no longer true once the role or membership ends."""
     notice_resolve(
         about=notice_about(membership),

@@ -2,13 +2,16 @@
 by the service that ends that state (notice_about, notice_send, notice_resolve).
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.mail import send_mass_mail
 from django.db import transaction
+from django.db.models import Model
 
 from teams import notice_text
 from teams.live_topics import notices_changed
@@ -18,7 +21,7 @@ from teams.models import (
 )
 
 
-def notice_about(obj) -> str:
+def notice_about(obj: Model) -> str:
     """The key a notice about ``obj`` (a model instance) is filed under: "<model>:<pk>",
     e.g. "workspace:12". The service that ends the state the notice reports resolves it by
     this key and the notice's kind."""
@@ -27,7 +30,7 @@ def notice_about(obj) -> str:
 
 def notice_send(
     *,
-    users,
+    users: Iterable[User | None],
     subject: str,
     text: str,
     link: str,
@@ -42,8 +45,7 @@ def notice_send(
     show in the reader's zone on a page and in ``zone`` (an IANA name) in the email. The
     notices are written in the caller's transaction, so they exist exactly when the state they
     report does; the emails leave once it commits."""
-    users = [u for u in users if u is not None]
-    messages = [Message(u, subject, text, link, kind, about, zone) for u in users]
+    messages = [Message(u, subject, text, link, kind, about, zone) for u in users if u is not None]
     notice_send_many(messages=messages, now=now, expires_at=expires_at)
 
 
@@ -52,7 +54,7 @@ class Message:
     """One notice for one user: in-app text and an email with the same text and link;
     ``kind`` and ``about`` say what state it reports (Notice)."""
 
-    user: object
+    user: User
     subject: str
     text: str
     link: str
@@ -95,7 +97,13 @@ def _in_zone(message: Message) -> str:
 
 
 def notice_resolve(
-    *, about: str, kinds, now: datetime, by=None, reason: str = "", users=None
+    *,
+    about: str,
+    kinds: Iterable[str],
+    now: datetime,
+    by: User | None = None,
+    reason: str = "",
+    users: Iterable[User] | None = None,
 ) -> int:
     """Resolve every open notice of one of ``kinds`` about ``about`` (notice_about): what it
     said is no longer true, because of ``reason`` (words, for the history), done by ``by``
@@ -113,7 +121,7 @@ def notice_resolve(
     return resolved
 
 
-def notice_dismiss(*, user, notice_id: int, now: datetime) -> None:
+def notice_dismiss(*, user: User, notice_id: int, now: datetime) -> None:
     """Mark one of the user's notices read, with the older open ones of its group (same kind
     about the same thing: the compact area shows a group as one line); another user's notice
     is left alone."""

@@ -3,7 +3,9 @@ happens to a leaver's workspaces (Team.leaver_policy), audited.
 """
 
 from datetime import datetime
+from typing import Any
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from teams.audit import audit_record
@@ -16,7 +18,9 @@ from teams.models import (
 )
 
 
-def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditEntry | None:
+def idle_policy_set(
+    *, actor: User, team: Team, values: dict[str, Any], now: datetime
+) -> AuditEntry | None:
     """Set the team's idle policy (see teams.models.IdlePolicy for units) from ``values``,
     already checked against IdleBounds by the form. Team admins of the team and platform
     admins (PermissionError otherwise). Audited before and after; None when nothing changed."""
@@ -42,7 +46,9 @@ def idle_policy_set(*, actor, team: Team, values: dict, now: datetime) -> AuditE
         )
 
 
-def team_leaver_policy_set(*, actor, team: Team, policy: str, now: datetime) -> AuditEntry | None:
+def team_leaver_policy_set(
+    *, actor: User, team: Team, policy: str, now: datetime
+) -> AuditEntry | None:
     """Set what happens to a leaver's workspaces in ``team`` (a LeaverPolicy value, checked
     by the form; workspaces.leavers applies it). Team admins of the team and platform admins
     (PermissionError otherwise). Audited; None when nothing changed."""
@@ -65,7 +71,7 @@ def team_leaver_policy_set(*, actor, team: Team, policy: str, now: datetime) -> 
         )
 
 
-def _idle_values(policy: IdlePolicy) -> dict:
+def _idle_values(policy: IdlePolicy) -> dict[str, Any]:
     values = {name: getattr(policy, name) for name in IDLE_FIELDS}
     stop = values["nightly_stop"]
     values["nightly_stop"] = stop.strftime("%H:%M") if stop else None

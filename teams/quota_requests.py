@@ -7,8 +7,10 @@ PermissionError (the actor may not decide; views check first and answer 403).
 
 from datetime import datetime, timedelta
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
 
@@ -27,11 +29,13 @@ class DecisionError(Exception):
     """The request was already decided or has expired; the message says which."""
 
 
-def _detail_link(workspace) -> str:
+def _detail_link(workspace: Any) -> str:
     return reverse("workspaces:detail", kwargs={"pk": workspace.pk})
 
 
-def quota_request_open(*, workspace, over: list[str], justification: str, now: datetime):
+def quota_request_open(
+    *, workspace: Any, over: list[str], justification: str, now: datetime
+) -> QuotaRequest:
     """Record that ``workspace`` waits for approval because of ``over`` (reasons in words),
     and tell the requester and the platform admins. Expires after
     QUOTA_REQUEST_EXPIRY_DAYS days."""
@@ -77,7 +81,9 @@ def _tell_opened(request: QuotaRequest, now: datetime) -> None:
     notice_send_many(messages=[waits, *asks], now=now)
 
 
-def _decide(*, quota_request_id, actor, decision: str, comment: str, now: datetime):
+def _decide(
+    *, quota_request_id: int, actor: User, decision: str, comment: str, now: datetime
+) -> QuotaRequest:
     """Lock the request, refuse if it is no longer pending, and record the decision."""
     request = (
         QuotaRequest.objects.select_for_update()
@@ -105,19 +111,25 @@ def _decide(*, quota_request_id, actor, decision: str, comment: str, now: dateti
     return request
 
 
-def quota_request_approve(*, quota_request_id, actor, comment: str, now: datetime):
+def quota_request_approve(
+    *, quota_request_id: int, actor: User, comment: str, now: datetime
+) -> QuotaRequest:
     """Approve: the workspace is provisioned (workspaces.services.quota_request_decided,
     through teams.hooks). Raises DecisionError if no longer pending."""
     return _decide_workspace(quota_request_id, actor, comment, now, Decision.APPROVED)
 
 
-def quota_request_reject(*, quota_request_id, actor, comment: str, now: datetime):
+def quota_request_reject(
+    *, quota_request_id: int, actor: User, comment: str, now: datetime
+) -> QuotaRequest:
     """Reject: the workspace is closed (through teams.hooks). Raises DecisionError if no
     longer pending."""
     return _decide_workspace(quota_request_id, actor, comment, now, Decision.REJECTED)
 
 
-def _decide_workspace(quota_request_id, actor, comment, now, decision):
+def _decide_workspace(
+    quota_request_id: int, actor: User, comment: str, now: datetime, decision: Decision
+) -> QuotaRequest:
     """Record the decision, then apply it to the workspace (teams.hooks), in one
     transaction; the requester is told after commit."""
     with transaction.atomic():

@@ -5,10 +5,14 @@ Errors raised: WorkspaceActionError (and ExtensionRefused; the message is shown 
 as is), PermissionError (the user may not act on the workspace).
 """
 
+from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
 from zoneinfo import ZoneInfo
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
 
@@ -28,18 +32,27 @@ from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 
-def user_may_act(*, user, workspace: Workspace) -> bool:
+def user_may_act(*, user: User, workspace: Workspace) -> bool:
     """Whether the user may stop, start, keep or delete the workspace: its owner or a team
     admin of its team (platform admins included)."""
     return workspace.owner_id == user.pk or user_is_team_admin(user=user, team=workspace.team)
 
 
-def _check_may_act(*, user, workspace: Workspace) -> None:
+def _check_may_act(*, user: User, workspace: Workspace) -> None:
     if workspace.owner_id != user.pk and not user_is_team_admin(user=user, team=workspace.team):
         raise PermissionError("Only the owner or a team admin can change this workspace.")
 
 
-def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) -> None:
+def _user_transition(
+    *,
+    user: User,
+    workspace: Workspace,
+    to: str,
+    reason: str,
+    now: datetime,
+    guard: Callable[[], object] | None = None,
+    **fields: Any,
+) -> None:
     """``guard``, if given, runs first inside the transaction and raises to refuse."""
     _check_may_act(user=user, workspace=workspace)
     try:
@@ -62,7 +75,7 @@ def _user_transition(*, user, workspace, to, reason, now, guard=None, **fields) 
             raise WorkspaceActionError("The workspace changed meanwhile; look at it again.")
 
 
-def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
+def workspace_stop(*, user: User, workspace: Workspace, now: datetime) -> None:
     """Deallocate a running VM, keeping its OS disk.
 
     Raises WorkspaceActionError, PermissionError.
@@ -73,7 +86,7 @@ def workspace_stop(*, user, workspace: Workspace, now: datetime) -> None:
 
 
 def workspace_stop_automatically(
-    *, workspace_id, reason: str, detail: dict, now: datetime, told: str = ""
+    *, workspace_id: UUID | str, reason: str, detail: dict[str, Any], now: datetime, told: str = ""
 ) -> bool:
     """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime, the
     team's budget): the same transition and task as a user's Stop, with ``reason`` (a
@@ -95,7 +108,7 @@ def workspace_stop_automatically(
 
 
 def workspace_stopped_tell(
-    *, workspace_id, why: str, now: datetime, what: str = "was stopped automatically"
+    *, workspace_id: UUID | str, why: str, now: datetime, what: str = "was stopped automatically"
 ) -> None:
     """Tell the owner in-app and by email, in the same words, that the workspace was stopped
     automatically at ``now`` (in the reader's time zone on a page, the team's in the email, as
@@ -125,7 +138,9 @@ class ExtensionRefused(WorkspaceActionError):
     """Keep running refused: the message says which limit of the team's policy."""
 
 
-def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> WorkspaceExtension:
+def workspace_keep_running(
+    *, user: User, workspace: Workspace, now: datetime
+) -> WorkspaceExtension:
     """Keep a running workspace from being stopped by its idle policy for the team's
     extension_hours (hours), at most extensions_per_day times in 24 hours. Logged as a
     WorkspaceExtension, which is returned.
@@ -160,7 +175,9 @@ def workspace_keep_running(*, user, workspace: Workspace, now: datetime) -> Work
     return extension
 
 
-def _stop_warnings_resolve(workspace: Workspace, user, until: datetime, policy, now) -> None:
+def _stop_warnings_resolve(
+    workspace: Workspace, user: User, until: datetime, policy: IdlePolicy, now: datetime
+) -> None:
     local = until.astimezone(ZoneInfo(policy.timezone or "UTC"))
     notice_resolve(
         about=f"workspace:{workspace.pk}",
@@ -171,7 +188,9 @@ def _stop_warnings_resolve(workspace: Workspace, user, until: datetime, policy, 
     )
 
 
-def _extension_in_force(workspace: Workspace, policy, now: datetime) -> WorkspaceExtension | None:
+def _extension_in_force(
+    workspace: Workspace, policy: IdlePolicy, now: datetime
+) -> WorkspaceExtension | None:
     """The extension that keeps the workspace beyond its stop warning from ``now``, if any."""
     warning = timedelta(minutes=telemetry.policy_from_row(policy).warn_minutes)
     return (
@@ -181,7 +200,7 @@ def _extension_in_force(workspace: Workspace, policy, now: datetime) -> Workspac
     )
 
 
-def workspace_start(*, user, workspace: Workspace, now: datetime) -> None:
+def workspace_start(*, user: User, workspace: Workspace, now: datetime) -> None:
     """Start a stopped (deallocated) VM. Its GPUs count against the team's quota again and it
     burns money again, so the GPU quota and the budget are checked as for a new request,
     holding the team row. Raises WorkspaceActionError (saying what is over), PermissionError."""
@@ -215,7 +234,7 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
     telemetry.agent_activity_reset(workspace_id=workspace.pk)
 
 
-def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
+def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None:
     """Delete the VM, its NIC and OS disk, and revoke its agent's token.
     Raises WorkspaceActionError, PermissionError."""
     _user_transition(
@@ -229,11 +248,11 @@ def workspace_delete(*, user, workspace: Workspace, now: datetime) -> None:
     telemetry.agent_token_revoke(workspace_id=workspace.pk, now=now)
 
 
-def workspace_retry(*, user, workspace: Workspace, now: datetime) -> None:
+def workspace_retry(*, user: User, workspace: Workspace, now: datetime) -> None:
     """Do again the operation that failed (``failed_operation``): a failed delete is deleted
     again, creating nothing; a failed create, or a pre-check Azure refused, is provisioned
     again. Raises WorkspaceActionError, PermissionError."""
-    cleared = {
+    cleared: dict[str, Any] = {
         "error_code": "",
         "error_message": "",
         "operation": "",

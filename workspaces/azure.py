@@ -136,7 +136,7 @@ def azure_headroom(*, region: str, vm_size: str, spot: bool = False) -> Headroom
     never raises them."""
     generation = cache.get(_usage_generation_key(region), 0)
     key = f"azure-headroom:{region}:{vm_size}:{'spot' if spot else 'regular'}:{generation}"
-    headroom = cache.get(key)
+    headroom: Headroom | None = cache.get(key)
     if headroom is None:
         try:
             headroom = _headroom(region, vm_size, spot=spot)

@@ -8,20 +8,21 @@ Errors raised: CloudError (transient: the task retries).
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from cloud.errors import CloudError
 from workspaces import chains, selectors, states
 from workspaces.backends import backend_for, backends
 from workspaces.chains import Next
-from workspaces.models import (
-    Workspace,
-)
+from workspaces.models import Workspace
 from workspaces.states import OPERATION, Status
 
 
-def _queue_advance(workspace_id, claim: str = "") -> None:
+def _queue_advance(workspace_id: UUID | str, claim: str = "") -> None:
     """Queue ``advance_workspace`` after commit: the first run of a new chain, or with the
     ``claim`` of a chain the reconcile sweep took over (workspaces.chains)."""
     from workspaces.tasks import advance_workspace
@@ -30,7 +31,7 @@ def _queue_advance(workspace_id, claim: str = "") -> None:
     transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id), **kwargs))
 
 
-def _transition_and_queue(**transition) -> bool:
+def _transition_and_queue(**transition: Any) -> bool:
     """states.transition, and when it moved the workspace, queue the task that carries out
     the new status (after commit). The new status owes a new operation: the row is handed to
     the new chain, and a chain still carrying the old one stops at its next run. False,
@@ -42,7 +43,7 @@ def _transition_and_queue(**transition) -> bool:
     return moved
 
 
-def workspace_advance(*, workspace_id, clock: Callable[[], datetime]) -> Next:
+def workspace_advance(*, workspace_id: UUID | str, clock: Callable[[], datetime]) -> Next:
     """Move the operation the workspace's status owes one step on, through its kind's backend
     (workspaces.backends; a VM: workspaces.backends.vm, which pre-checks a requested VM
     against Azure's quotas first), and say what the caller does next (see Next).
@@ -77,7 +78,9 @@ FAILED_TO = {
 }
 
 
-def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime) -> None:
+def workspace_operation_failed(
+    *, workspace_id: UUID | str, error: CloudError, now: datetime
+) -> None:
     """Record that Azure refused the workspace's operation, with Azure's code and message.
 
     A failed create first removes whatever it left (VM in Failed state, NIC, OS disk), so nothing
@@ -93,7 +96,8 @@ def workspace_operation_failed(*, workspace_id, error: CloudError, now: datetime
     if workspace.status == Status.PROVISIONING:
         backend.clean_up_failed_create(workspace)
     service = backend.service
-    operation, to = OPERATION[workspace.status][0], FAILED_TO[workspace.status]
+    status = Status(workspace.status)
+    operation, to = OPERATION[status][0], FAILED_TO[status]
     states.transition(
         workspace_id=workspace.pk,
         expected=workspace.status,
@@ -128,7 +132,7 @@ def _precheck_failed(workspace: Workspace, error: CloudError, now: datetime) -> 
     )
 
 
-def workspace_access_queue(*, user) -> int:
+def workspace_access_queue(*, user: User) -> int:
     """Queue refresh_slice_access for each workspace owned by ``user`` whose provider objects
     name their identity (after their Entra ID identity changed: teams.hooks.identity_changed;
     each kind's backend says which, see WorkspaceBackend.access_to_refresh). Returns how many."""
@@ -140,14 +144,14 @@ def workspace_access_queue(*, user) -> int:
     return len(ids)
 
 
-def workspace_access_refresh(*, workspace_id) -> None:
+def workspace_access_refresh(*, workspace_id: UUID | str) -> None:
     """The worker's side: the workspace's provider objects made to grant its owner's identity
     as it is now (its backend's access_refresh). Raises CloudError."""
     workspace = Workspace.objects.select_related("node_pool", "owner", "team").get(pk=workspace_id)
     backend_for(workspace.kind).access_refresh(workspace)
 
 
-def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list:
+def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list[Any]:
     """Take over and queue again the operation of workspaces in progress whose chain of tasks
     is lost: its next run overdue by more than ``stale_after`` (or, held by no chain, unchanged
     for that long). A chain waiting for its next run (a poll, a back-off, Azure's Retry-After)

@@ -11,8 +11,12 @@ import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+from uuid import UUID
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from teams.models import Decision, Team
@@ -25,6 +29,7 @@ from workspaces.models import (
     Workspace,
 )
 from workspaces.operations import _queue_advance, _transition_and_queue
+from workspaces.selectors import QuotaCheck
 from workspaces.ssh_keys import validate_ssh_public_key
 from workspaces.states import Status
 
@@ -35,7 +40,7 @@ class WorkspaceActionError(Exception):
 
 def workspace_request(
     *,
-    user,
+    user: User,
     team: Team,
     name: str,
     offering: SizeOffering,
@@ -93,7 +98,7 @@ def workspace_request(
     return workspace_insert(ask=ask, justification=justification, now=now)
 
 
-def check_member(*, user, team: Team) -> None:
+def check_member(*, user: User, team: Team) -> None:
     """Raises WorkspaceActionError unless ``user`` is a member of ``team``."""
     if membership_role(user=user, team=team) is None:
         raise WorkspaceActionError("You are not a member of that team.")
@@ -105,11 +110,11 @@ class Ask:
     USD/hour, ...), the GPUs it holds against the team's quota (``gpus``: int or Fraction) and
     the history line of its creation."""
 
-    user: object
+    user: User
     team: Team
     request_key: uuid.UUID
-    fields: dict
-    gpus: object
+    fields: dict[str, Any]
+    gpus: int | Fraction
     reason: str
 
 
@@ -184,7 +189,7 @@ class JustificationNeeded(WorkspaceActionError):
     """Above quota without a reason; the message says what is over."""
 
 
-def _insert_pending(ask: Ask, check, justification: str, now: datetime) -> Workspace:
+def _insert_pending(ask: Ask, check: QuotaCheck, justification: str, now: datetime) -> Workspace:
     if not justification.strip():
         raise JustificationNeeded(
             " ".join(check.over) + " Say why you need it, and a platform admin will decide."
@@ -209,7 +214,7 @@ def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
     return workspace
 
 
-def workspace_approve(*, workspace_id, actor, reason: str, now: datetime) -> bool:
+def workspace_approve(*, workspace_id: UUID | str, actor: User, reason: str, now: datetime) -> bool:
     """Move an approved workspace from pending_approval to requested and queue provisioning.
     False when it was no longer pending."""
     return _transition_and_queue(
@@ -223,7 +228,7 @@ def workspace_approve(*, workspace_id, actor, reason: str, now: datetime) -> boo
 
 
 def workspace_close_unapproved(
-    *, workspace_id, actor, reason: str, now: datetime, outcome: str = "rejected"
+    *, workspace_id: UUID | str, actor: User, reason: str, now: datetime, outcome: str = "rejected"
 ) -> bool:
     """Close a workspace whose request was rejected or expired (``outcome``: 'rejected' or
     'expired', shown in its history instead of 'Deleted'); nothing exists in Azure yet.
@@ -239,7 +244,9 @@ def workspace_close_unapproved(
     )
 
 
-def quota_request_decided(*, workspace_id, decision: str, actor, reason: str, now: datetime):
+def quota_request_decided(
+    *, workspace_id: UUID | str, decision: str, actor: User, reason: str, now: datetime
+) -> None:
     """Apply a decided quota request to its workspace (registered with teams.hooks in
     WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
     expired, it is closed with that outcome (workspace_close_unapproved)."""

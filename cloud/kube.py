@@ -24,10 +24,12 @@ and read its log, by resourceNames, and nothing else. The team's group gets noth
 slices' namespace: ``edit`` there would read every member's Secret and exec into their pods.
 
 The code lives in cloud.kube_core (client, errors, shared helpers, capacity, names),
-cloud.kube_mig (MIG slices) and cloud.kube_namespace (team namespaces); this module is their
-public face, so callers keep writing ``kube.<name>``.
+cloud.kube_mig (MIG slices), cloud.kube_access (a slice's owner-only rights) and
+cloud.kube_namespace (team namespaces); this module is their public face, so callers keep
+writing ``kube.<name>``.
 """
 
+from .kube_access import SliceAccess, mig_access
 from .kube_core import (
     AGENT_DIR,
     AGENT_EXIT_GONE,
@@ -65,8 +67,6 @@ from .kube_core import (
 from .kube_mig import (
     MigSpec,
     PodState,
-    SliceAccess,
-    mig_access,
     mig_delete,
     mig_ensure,
     mig_scale,

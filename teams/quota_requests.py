@@ -114,7 +114,7 @@ def _decide(
 def quota_request_approve(
     *, quota_request_id: int, actor: User, comment: str, now: datetime
 ) -> QuotaRequest:
-    """Approve: the workspace is provisioned (workspaces.services.quota_request_decided,
+    """Approve: the workspace is provisioned (workspaces.requests.quota_request_decided,
     through teams.hooks). Raises DecisionError if no longer pending."""
     return _decide_workspace(quota_request_id, actor, comment, now, Decision.APPROVED)
 

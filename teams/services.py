@@ -1,5 +1,5 @@
-"""The public face of teams' business rules, for callers (and tests) that reach them as
-``teams.services.<name>``. The rules live in one module per concern; new code imports those:
+"""The public face of teams' business rules, kept for the tests that reach them as
+``teams.services.<name>``. The rules live in one module per concern; code imports those:
 
 - teams.audit: the audit log (audit_record).
 - teams.notices: in-app notices with an email copy, resolved by what they are about.

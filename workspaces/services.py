@@ -1,5 +1,5 @@
-"""The public face of workspaces' business rules, for callers (and tests) that reach them as
-``workspaces.services.<name>``. The rules live in one module per concern; new code imports those:
+"""The public face of workspaces' business rules, kept for the tests that reach them as
+``workspaces.services.<name>``. The rules live in one module per concern; code imports those:
 
 - workspaces.requests: asking for a workspace, and approvals of requests above quota.
 - workspaces.actions: a user's stop, start, delete, retry, keep running; the automatic stop.

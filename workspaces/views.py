@@ -20,7 +20,7 @@ from django_htmx.http import HttpResponseStopPolling
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import hooks, selectors, services
+from workspaces import actions, hooks, requests, selectors
 from workspaces.backends import backend_for
 from workspaces.forms import WorkspaceRequestForm
 from workspaces.states import STEADY, Status
@@ -113,7 +113,7 @@ def _quota_lines(user) -> list[tuple]:
 def _submit_request(request, form):
     data = form.cleaned_data
     try:
-        return services.workspace_request(
+        return requests.workspace_request(
             user=request.user,
             team=data["team"],
             name=data["name"],
@@ -124,11 +124,11 @@ def _submit_request(request, form):
             now=timezone.now(),
             spot=data["spot"],
         )
-    except services.JustificationNeeded as exc:
+    except requests.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
-    except services.NameTaken as exc:
+    except requests.NameTaken as exc:
         form.add_error("name", str(exc))
-    except services.WorkspaceActionError as exc:
+    except requests.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None
 
@@ -179,11 +179,11 @@ def _submit_kind(request, form, request_service):
             now=timezone.now(),
             data=data,
         )
-    except services.JustificationNeeded as exc:
+    except requests.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
-    except services.NameTaken as exc:
+    except requests.NameTaken as exc:
         form.add_error("name", str(exc))
-    except services.WorkspaceActionError as exc:
+    except requests.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None
 
@@ -248,16 +248,16 @@ def _telemetry_context(request, workspace) -> dict:
         "t": selectors.workspace_telemetry(workspace=workspace, now=timezone.now()),
         # Polls until deleted: a workspace that is approved or started later starts reporting.
         "polling": workspace.status != Status.DELETED,
-        "can_act": services.user_may_act(user=request.user, workspace=workspace),
+        "can_act": actions.user_may_act(user=request.user, workspace=workspace),
     }
 
 
 ACTIONS = {
-    "keep": services.workspace_keep_running,
-    "stop": services.workspace_stop,
-    "start": services.workspace_start,
-    "delete": services.workspace_delete,
-    "retry": services.workspace_retry,
+    "keep": actions.workspace_keep_running,
+    "stop": actions.workspace_stop,
+    "start": actions.workspace_start,
+    "delete": actions.workspace_delete,
+    "retry": actions.workspace_retry,
 }
 
 
@@ -269,6 +269,6 @@ def workspace_action(request, pk, action):
         ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now())
     except PermissionError as exc:
         raise PermissionDenied(str(exc)) from exc
-    except services.WorkspaceActionError as exc:
+    except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)

@@ -108,8 +108,8 @@ def _request_fleet(count: int, sim) -> list:
     from django.utils import timezone
 
     from teams.models import GpuQuota, Team
-    from workspaces import services
     from workspaces.models import SizeOffering
+    from workspaces.requests import workspace_request
 
     team = Team.objects.get(slug="vision-lab")
     Team.objects.filter(pk=team.pk).update(monthly_budget=None, max_workspaces_per_user=count)
@@ -120,7 +120,7 @@ def _request_fleet(count: int, sim) -> list:
     sim.set_capacity("eastus", SIZE, count)
     alice = team.memberships.get(user__username="alice").user
     return [
-        services.workspace_request(
+        workspace_request(
             user=alice,
             team=team,
             name=f"lag-{i:02d}",

@@ -21,8 +21,8 @@ from cloud.costs import ActualCost as AzureCost
 from cloud.costs import fetch_actual_costs
 from common.months import UTC_ZONE
 from teams.models import Team
+from workspaces.azure import azure_settings
 from workspaces.models import Workspace
-from workspaces.services import azure_settings
 
 # Complete UTC days fetched again by every sync: Azure's cost data lags up to 24-48 hours.
 ACTUAL_COST_DAYS = 3

@@ -18,10 +18,10 @@ from billing.month_spend import team_spend
 from common.months import month_bounds
 from common.words import usd
 from teams.models import ALERT_THRESHOLDS, BudgetAlert, Membership, NoticeKind, Role, Team
+from teams.notices import notice_about, notice_send
 from teams.selectors import budget_alerts_of, platform_admins, team_months, team_timezones
-from teams.services import notice_about, notice_send
+from workspaces.actions import workspace_stop_automatically
 from workspaces.selectors import workspace_running_begun_by
-from workspaces.services import workspace_stop_automatically
 
 
 @dataclass

@@ -20,11 +20,11 @@ from cloud.errors import CloudError
 from clusters import mig
 from clusters.models import POOL_IN_PROGRESS, AksCluster, ClusterTeam, NodePool, PoolStatus
 from common.permissions import access_require
-from teams.services import audit_record
+from teams.audit import audit_record
 from workspaces import chains
+from workspaces.azure import azure_settings, azure_usage_changed
 from workspaces.chains import Next
 from workspaces.models import SizeOffering
-from workspaces.services import azure_settings
 from workspaces.states import HELD
 
 MANAGE = "clusters.manage_clusters"  # the one rule for every action here
@@ -328,9 +328,7 @@ def pool_advance(*, pool_id: int, clock: Callable[[], datetime]) -> Next:
 
 def _usage_changed(pool: NodePool) -> None:
     """The pool's nodes count against the region's vCPU quota: Azure headroom must be read
-    again (workspaces.services.azure_usage_changed)."""
-    from workspaces.services import azure_usage_changed
-
+    again (workspaces.azure.azure_usage_changed)."""
     azure_usage_changed(region=pool.cluster.location)
 
 

@@ -4,8 +4,8 @@ axes counts failed logins per account and per client address (AXES_LOCKOUT_PARAM
 compares one number with one limit. The portal wants two limits: AXES_FAILURE_LIMIT failures
 for one account, from anywhere, and LOGIN_IP_FAILURE_LIMIT (higher: a campus NAT is shared) from
 one address, over all accounts. Both lock for AXES_COOLOFF_TIME after the last counted failure.
-A lockout is audited once, when it starts (teams.services.login_lockout_record); platform admins
-unlock in the admin (teams.services.login_lockout_reset, audited).
+A lockout is audited once, when it starts (teams.accounts.login_lockout_record); platform admins
+unlock in the admin (teams.accounts.login_lockout_reset, audited).
 """
 
 from axes.attempts import get_cool_off_threshold
@@ -17,7 +17,7 @@ from django.db.models import Sum
 from django.shortcuts import render
 
 from common.client_address import client_address
-from teams.services import login_lockout_record
+from teams.accounts import login_lockout_record
 
 
 def _failures(attempts) -> int:

@@ -240,7 +240,7 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 # Invites naming no account that one person may send within an hour before their invites are
-# paused (teams.services.membership_invite): a team admin cannot probe for accounts in bulk.
+# paused (teams.memberships.membership_invite): a team admin cannot probe for accounts in bulk.
 TEAM_INVITE_MISSES_PER_HOUR = env.int("TEAM_INVITE_MISSES_PER_HOUR", default=10)
 # Days a request above quota waits for a platform admin before it expires.
 QUOTA_REQUEST_EXPIRY_DAYS = env.int("QUOTA_REQUEST_EXPIRY_DAYS", default=7)

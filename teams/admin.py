@@ -3,7 +3,7 @@ from django.contrib import admin, messages
 from django.utils import timezone
 
 from common.admin_access import PlatformAdminAccess
-from teams import services
+from teams import accounts
 from teams.models import IdleBounds, Membership, Team
 
 
@@ -66,7 +66,7 @@ class LoginLockoutAdmin(PlatformAdminAccess, admin.ModelAdmin):
     def _unlock(self, request, key: str, values) -> None:
         now = timezone.now()
         for value in sorted(set(values)):
-            services.login_lockout_reset(actor=request.user, now=now, **{key: value})
+            accounts.login_lockout_reset(actor=request.user, now=now, **{key: value})
             self.message_user(request, f"Unlocked {value}.", messages.SUCCESS)
 
     @admin.action(description="Unlock the accounts of the selected rows (from every address)")

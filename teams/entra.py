@@ -25,8 +25,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from teams.audit import audit_record
 from teams.models import Membership, Profile, Role, Team
-from teams.services import audit_record
 from teams.signals import LeaveReason, member_left_announce
 
 ACTOR = "Entra ID"  # Shown as the actor of the "entra.*" audit rows.

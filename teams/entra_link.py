@@ -23,8 +23,8 @@ from django.db import IntegrityError, transaction
 
 from common.permissions import access_require
 from teams import entra_oidc
+from teams.audit import audit_record
 from teams.models import Team
-from teams.services import audit_record
 
 log = logging.getLogger(__name__)
 GROUP_SELECT = "id,displayName,securityEnabled"

@@ -28,9 +28,9 @@ from django.db import transaction
 
 from live import stamps
 from teams import entra, entra_oidc
+from teams.audit import audit_record
 from teams.graph import GraphClient, GraphError
 from teams.models import Membership, Profile
-from teams.services import audit_record
 from teams.signals import LeaveReason, member_left_announce
 
 log = logging.getLogger(__name__)

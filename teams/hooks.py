@@ -3,7 +3,7 @@ without importing them: imports point down only (../shared/DESIGN.md; the import
 contracts in pyproject.toml). An app above registers once, in its ``AppConfig.ready()``;
 registering a callback twice keeps one.
 
-Decision callbacks are called by teams.services when a quota request is approved, rejected
+Decision callbacks are called by teams.quota_requests when a quota request is approved, rejected
 or expires, inside the transaction that records the decision and before the requester is
 told, as ``callback(workspace_id=..., decision=..., actor=..., reason=..., now=...)``
 (``decision``: a teams.models.Decision value; ``actor`` None for an expiry). What they write

@@ -240,7 +240,7 @@ class Notice(models.Model):
     state, or ``expires_at`` passing).
 
     ``about`` names the object whose state the notice reports, as "<model>:<pk>" (e.g.
-    "workspace:12", "team:3", "teamquotaincrease:7"; teams.services.notice_about), and
+    "workspace:12", "team:3", "teamquotaincrease:7"; teams.notices.notice_about), and
     ``kind`` which state of it: together they are the key the resolving service looks up.
     Informative notices (kind "info") never resolve by themselves."""
 

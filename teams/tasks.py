@@ -1,18 +1,18 @@
-"""Celery tasks of teams: thin wrappers over services."""
+"""Celery tasks of teams: thin wrappers over the business rules (quota_requests)."""
 
 from dataclasses import asdict
 
 from celery import shared_task
 from django.utils import timezone
 
-from teams import services
+from teams import quota_requests
 from teams.entra_sync import entra_sync as entra_sync_run
 
 
 @shared_task
 def expire_quota_requests() -> int:
     """Beat: expire requests that waited past QUOTA_REQUEST_EXPIRY_DAYS. Returns how many."""
-    return services.quota_requests_expire(now=timezone.now())
+    return quota_requests.quota_requests_expire(now=timezone.now())
 
 
 @shared_task

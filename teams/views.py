@@ -17,7 +17,17 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from common.listing import bootstrap_form
 from common.permissions import access_require
-from teams import entra_link, entra_oidc, hooks, selectors, services
+from teams import (
+    accounts,
+    entra_link,
+    entra_oidc,
+    hooks,
+    limits,
+    memberships,
+    notices,
+    policies,
+    selectors,
+)
 from teams.forms import (
     EntraIdentityForm,
     GroupLinkForm,
@@ -50,7 +60,7 @@ def account(request):
     initial = {"entra_object_id": profile.entra_object_id, "entra_upn": profile.entra_upn}
     form = EntraIdentityForm(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
-        services.entra_identity_set(
+        accounts.entra_identity_set(
             user=request.user,
             object_id=form.cleaned_data["entra_object_id"],
             upn=form.cleaned_data["entra_upn"],
@@ -124,17 +134,17 @@ def team_invite(request, slug):
     status = 200
     if form.is_valid():
         try:
-            membership = services.membership_invite(
+            membership = memberships.membership_invite(
                 actor=request.user,
                 team=team,
                 identifier=form.cleaned_data["identifier"],
                 role=form.cleaned_data["role"],
                 now=timezone.now(),
             )
-        except services.MembershipError as exc:
+        except memberships.MembershipError as exc:
             form.add_error("identifier", str(exc))
             # 429 when paused; htmx swaps no 4xx answer into the page, so it gets the form.
-            if isinstance(exc, services.InviteThrottled) and not request.htmx:
+            if isinstance(exc, memberships.InviteThrottled) and not request.htmx:
                 status = 429
         else:
             messages.success(request, f"{membership.user.username} joined {team.name}.")
@@ -176,7 +186,7 @@ def _member_change(request, team: Team, change) -> object:
     """Run ``change()`` (a membership service call); a refusal becomes the section's error."""
     try:
         change()
-    except services.MembershipError as exc:
+    except memberships.MembershipError as exc:
         return _section(request, team, "teams/_members.html", members_error=str(exc))
     if request.htmx:
         return _section(request, team, "teams/_members.html")
@@ -193,7 +203,7 @@ def team_member_role(request, slug, pk):
     return _member_change(
         request,
         team,
-        lambda: services.membership_change_role(
+        lambda: memberships.membership_change_role(
             actor=request.user,
             team=team,
             membership_id=pk,
@@ -210,7 +220,7 @@ def team_member_remove(request, slug, pk):
     return _member_change(
         request,
         team,
-        lambda: services.membership_remove(
+        lambda: memberships.membership_remove(
             actor=request.user, team=team, membership_id=pk, now=timezone.now()
         ),
     )
@@ -223,7 +233,7 @@ def team_increase(request, slug):
     form = IncreaseForm(request.POST)
     if form.is_valid():
         data = form.cleaned_data
-        services.team_increase_request(
+        limits.team_increase_request(
             actor=request.user,
             team=team,
             gpu_model=data["gpu_model"],
@@ -246,7 +256,7 @@ def team_quota(request, slug):
     if request.method == "POST":
         form = LimitsForm(request.POST)
         if form.is_valid():
-            services.team_limits_set(
+            limits.team_limits_set(
                 actor=request.user,
                 team=team,
                 gpu_quotas=form.gpu_quotas(),
@@ -270,7 +280,7 @@ def team_idle_policy(request, slug):
     bounds = IdleBounds.current()
     form = IdlePolicyForm(request.POST or None, instance=policy, bounds=bounds)
     if request.method == "POST" and form.is_valid():
-        services.idle_policy_set(
+        policies.idle_policy_set(
             actor=request.user, team=team, values=form.cleaned_data, now=timezone.now()
         )
         messages.success(request, f"Idle policy of {team.name} saved.")
@@ -286,7 +296,7 @@ def team_leaver_policy(request, slug):
     form = LeaverPolicyForm(request.POST)
     if not form.is_valid():
         return _section(request, team, "teams/_leaver_policy.html", status=400, leaver_form=form)
-    services.team_leaver_policy_set(
+    policies.team_leaver_policy_set(
         actor=request.user,
         team=team,
         policy=form.cleaned_data["leaver_policy"],
@@ -345,6 +355,6 @@ def _safe_next(request, target: str) -> bool:
 @login_required
 @require_POST
 def notice_dismiss(request, pk):
-    services.notice_dismiss(user=request.user, notice_id=pk, now=timezone.now())
+    notices.notice_dismiss(user=request.user, notice_id=pk, now=timezone.now())
     target = request.POST.get("next", "")
     return redirect(target if _safe_next(request, target) else reverse("home"))

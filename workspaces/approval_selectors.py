@@ -10,8 +10,8 @@ from django.db.models import QuerySet
 
 from common.listing import number_page, sort_from
 from teams.models import Decision, GpuQuota, QuotaRequest, TeamQuotaIncrease
+from teams.quota_requests import cost_estimate
 from teams.selectors import team_increases_pending
-from teams.services import cost_estimate
 from workspaces.filters import QueueFilter
 from workspaces.selectors import team_budget, team_gpus_in_use
 

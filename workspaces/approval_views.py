@@ -11,11 +11,11 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.listing import bootstrap_form
 from common.permissions import access_require
+from teams import limits, quota_requests
 from teams import selectors as team_selectors
-from teams import services as team_services
 from teams.forms import DecisionForm
 from teams.models import QuotaRequest, TeamQuotaIncrease
-from workspaces import approval_selectors, services
+from workspaces import approval_selectors, azure
 
 
 @login_required
@@ -47,15 +47,15 @@ def approval_azure_quota(request, pk):
         team__in=team_selectors.team_visible_to(user=request.user)
     )
     workspace = get_object_or_404(visible.select_related("workspace"), pk=pk).workspace
-    headroom = services.azure_headroom(
+    headroom = azure.azure_headroom(
         region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
     )
     return render(request, "teams/_azure_quota.html", {"headroom": headroom})
 
 
 DECISIONS = {
-    "approve": team_services.quota_request_approve,
-    "reject": team_services.quota_request_reject,
+    "approve": quota_requests.quota_request_approve,
+    "reject": quota_requests.quota_request_reject,
 }
 
 
@@ -76,8 +76,8 @@ def approval_decide(request, pk, decision):
 
 
 INCREASE_DECISIONS = {
-    "approve": team_services.team_increase_approve,
-    "reject": team_services.team_increase_reject,
+    "approve": limits.team_increase_approve,
+    "reject": limits.team_increase_reject,
 }
 
 
@@ -109,7 +109,7 @@ def _decide(request, pending, decide, partial: str, **ids):
             decide(
                 actor=request.user, comment=form.cleaned_data["comment"], now=timezone.now(), **ids
             )
-    except team_services.DecisionError as exc:
+    except quota_requests.DecisionError as exc:
         error = str(exc)
     pending.refresh_from_db()
     if request.htmx:

@@ -11,7 +11,8 @@ class WorkspacesConfig(AppConfig):
         from workspaces import checks, leavers, live_topics  # noqa: F401 (checks registers itself)
         from workspaces.backends import register
         from workspaces.backends.vm import VmBackend
-        from workspaces.services import quota_request_decided, workspace_access_queue
+        from workspaces.operations import workspace_access_queue
+        from workspaces.requests import quota_request_decided
 
         live_topics.connect()
         register(VmBackend())

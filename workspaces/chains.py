@@ -22,6 +22,7 @@ import uuid
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from enum import Enum
+from typing import Any
 
 from django.conf import settings
 from django.db.models import Q, QuerySet
@@ -32,7 +33,7 @@ from cloud.errors import CloudError
 log = logging.getLogger(__name__)
 
 # Fields a transition writes when it hands the row to a new chain (user actions, sweeps).
-RELEASED = {"operation_claim": "", "operation_due_at": None}
+RELEASED: dict[str, Any] = {"operation_claim": "", "operation_due_at": None}
 
 
 class Next(Enum):

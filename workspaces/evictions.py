@@ -29,8 +29,9 @@ from django.db import transaction
 
 from cloud import azure_vm
 from workspaces import states
+from workspaces.actions import workspace_stopped_tell
+from workspaces.azure import azure_settings
 from workspaces.models import Workspace
-from workspaces.services import azure_settings, workspace_stopped_tell
 from workspaces.states import Status
 
 EVICTION_REASON = "Evicted by Azure (Spot capacity)"

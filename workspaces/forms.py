@@ -7,7 +7,7 @@ from django.urls import reverse
 
 from common.validation import TextField
 from workspaces.models import SizeOffering
-from workspaces.services import spot_unavailable
+from workspaces.requests import spot_unavailable
 from workspaces.ssh_keys import NOT_ECHOED, validate_ssh_public_key
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")

@@ -24,8 +24,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
+from teams.audit import audit_record
 from teams.models import LeaverPolicy, Membership, Role, Team
-from teams.services import audit_record, notice_send
+from teams.notices import notice_send
 from teams.signals import LeaveReason
 from workspaces.models import Workspace
 from workspaces.states import Status
@@ -94,7 +95,7 @@ def _why(user, team: Team, reason: str) -> str:
 
 
 def _stop_running(team: Team, user, reason: str, now: datetime) -> list:
-    from workspaces.services import workspace_stop_automatically
+    from workspaces.actions import workspace_stop_automatically
 
     why = _why(user, team, reason)
     stopped = []

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from django.contrib.auth.models import User
 from django.db import models, transaction
 
-from teams.services import notice_resolve
+from teams.notices import notice_resolve
 from workspaces import hooks
 
 if TYPE_CHECKING:  # workspaces.models imports this module

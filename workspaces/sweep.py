@@ -21,7 +21,7 @@ from django.urls import reverse
 
 from teams.models import IdlePolicy, NoticeKind
 from teams.notice_text import mark
-from teams.services import Message, notice_resolve, notice_send_many
+from teams.notices import Message, notice_resolve, notice_send_many
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.live_topics import telemetry_changed
@@ -328,7 +328,7 @@ def _stop_one(j: Judged, now: datetime) -> bool:
 def _stop(j: Judged, now: datetime) -> bool:
     """Stop through the same transition and task as a user's Stop; False if the workspace
     moved on meanwhile (the owner stopped it, or another sweep did)."""
-    from workspaces.services import workspace_stop_automatically
+    from workspaces.actions import workspace_stop_automatically
 
     detail = {
         "rule": str(j.verdict.stop_reason),

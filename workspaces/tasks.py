@@ -7,7 +7,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from cloud.errors import CloudError
-from workspaces import chains, services
+from workspaces import chains, operations
 from workspaces.models import Workspace
 
 log = logging.getLogger(__name__)
@@ -30,8 +30,8 @@ def advance_workspace(self, workspace_id: str, claim: str = "") -> None:
         args=[workspace_id],
         rows=Workspace.objects.filter(pk=workspace_id),
         claim=claim,
-        step=lambda: services.workspace_advance(workspace_id=workspace_id, clock=timezone.now),
-        give_up=lambda error: services.workspace_operation_failed(
+        step=lambda: operations.workspace_advance(workspace_id=workspace_id, clock=timezone.now),
+        give_up=lambda error: operations.workspace_operation_failed(
             workspace_id=workspace_id, error=error, now=timezone.now()
         ),
     )
@@ -43,7 +43,7 @@ def refresh_slice_access(self, workspace_id: str) -> None:
     Transient Kubernetes errors are retried with back-off up to WORKSPACE_RETRY_MAX times;
     anything else is logged, and the slice's next start applies the identity."""
     try:
-        services.workspace_access_refresh(workspace_id=workspace_id)
+        operations.workspace_access_refresh(workspace_id=workspace_id)
     except CloudError as exc:
         if exc.transient and self.request.retries < settings.WORKSPACE_RETRY_MAX:
             delay = chains.retry_delay(attempt=self.request.retries, retry_after=exc.retry_after)
@@ -55,7 +55,7 @@ def refresh_slice_access(self, workspace_id: str) -> None:
 def reconcile_workspaces() -> int:
     """Beat: take over and re-queue the operations whose chain of tasks was lost (overdue by
     two reconcile intervals). Returns how many."""
-    return len(services.workspace_reconcile(now=timezone.now(), stale_after=chains.grace()))
+    return len(operations.workspace_reconcile(now=timezone.now(), stale_after=chains.grace()))
 
 
 @shared_task

@@ -19,7 +19,7 @@ from django_htmx.http import HttpResponseStopPolling
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import hooks, selectors, services
+from workspaces import actions, hooks, requests, selectors
 from workspaces.backends import backend_for
 from workspaces.forms import WorkspaceRequestForm
 from workspaces.states import STEADY, Status
@@ -112,7 +112,7 @@ def _quota_lines(user) -> list[tuple]:
 def _submit_request(request, form):
     data = form.cleaned_data
     try:
-        return services.workspace_request(
+        return requests.workspace_request(
             user=request.user,
             team=data["team"],
             name=data["name"],
@@ -123,11 +123,11 @@ def _submit_request(request, form):
             now=timezone.now(),
             spot=data["spot"],
         )
-    except services.JustificationNeeded as exc:
+    except requests.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
-    except services.NameTaken as exc:
+    except requests.NameTaken as exc:
         form.add_error("name", str(exc))
-    except services.WorkspaceActionError as exc:
+    except requests.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None
 
@@ -178,11 +178,11 @@ def _submit_kind(request, form, request_service):
             now=timezone.now(),
             data=data,
         )
-    except services.JustificationNeeded as exc:
+    except requests.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
-    except services.NameTaken as exc:
+    except requests.NameTaken as exc:
         form.add_error("name", str(exc))
-    except services.WorkspaceActionError as exc:
+    except requests.WorkspaceActionError as exc:
         form.add_error(None, str(exc))
     return None
 
@@ -252,11 +252,11 @@ def _telemetry_context(request, workspace) -> dict:
 
 
 ACTIONS = {
-    "keep": services.workspace_keep_running,
-    "stop": services.workspace_stop,
-    "start": services.workspace_start,
-    "delete": services.workspace_delete,
-    "retry": services.workspace_retry,
+    "keep": actions.workspace_keep_running,
+    "stop": actions.workspace_stop,
+    "start": actions.workspace_start,
+    "delete": actions.workspace_delete,
+    "retry": actions.workspace_retry,
 }
 
 
@@ -266,6 +266,6 @@ def workspace_action(request, pk, action):
     workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
     try:
         ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now())
-    except services.WorkspaceActionError as exc:
+    except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)

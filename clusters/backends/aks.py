@@ -20,11 +20,11 @@ from cloud import aks, kube
 from clusters.models import NodePool
 from clusters.services import cluster_ref
 from workspaces import states
+from workspaces.azure import azure_settings
 from workspaces.backends import Meters, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
-from workspaces.services import azure_settings
 from workspaces.states import BILLABLE_ON_AKS, Status
 
 KUBE_ENDPOINT_CACHE_SECONDS = 3600

@@ -27,12 +27,7 @@ from workspaces import telemetry
 from workspaces.backends import KindForm, Step, backend_for
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
-from workspaces.services import (
-    Ask,
-    WorkspaceActionError,
-    check_member,
-    workspace_insert,
-)
+from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
 
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"

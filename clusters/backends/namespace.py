@@ -19,7 +19,7 @@ from teams.models import Team
 from workspaces import telemetry
 from workspaces.backends import KindForm, Step
 from workspaces.models import Kind, Workspace
-from workspaces.services import Ask, WorkspaceActionError, check_member, workspace_insert
+from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
 from workspaces.telemetry import ParsedSample
 

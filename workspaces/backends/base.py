@@ -1,7 +1,7 @@
 """What every workspace kind provides: the WorkspaceBackend protocol and the shapes it returns.
 
 A backend is one object per Kind (workspaces.models.Kind), registered once in
-workspaces.backends.registry. The state machine (workspaces.services.workspace_advance), billing
+workspaces.backends.registry. The state machine (workspaces.operations.workspace_advance), billing
 (billing.meters.usage_meter), the idle scan (workspaces.kube_activity), the views and the
 task that refreshes owners' access ask the registry for it instead of testing the kind.
 """

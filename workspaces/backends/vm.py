@@ -1,7 +1,7 @@
 """The GPU VM backend: one Azure VM (with its NIC and OS disk) per workspace.
 
 The worker side of a VM workspace: a requested VM is pre-checked against Azure's quotas and
-size restrictions (workspaces.services.azure_precheck) and placed, maybe in another region its
+size restrictions (workspaces.azure.azure_precheck) and placed, maybe in another region its
 offering allows; each operation is begun once, its continuation token saved before polling, so
 a worker that dies is resumed by the next one instead of sending a second create. It talks to
 the cloud through the VmCloud protocol (cloud.protocols), which cloud.azure_vm fulfils.
@@ -22,12 +22,12 @@ from agent import cloud_init
 from cloud import azure_vm
 from cloud.azure_vm import Progress, VmSpec
 from cloud.protocols import VmCloud
-from workspaces import selectors, services, states, telemetry
+from workspaces import azure, selectors, states, telemetry
+from workspaces.azure import azure_settings
 from workspaces.backends.base import Meters
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Kind, SizeOffering, Workspace
-from workspaces.services import azure_settings
 from workspaces.states import BILLABLE, OPERATION, Status
 
 
@@ -79,7 +79,7 @@ class VmBackend:
     def clean_up_failed_create(self, workspace: Workspace) -> None:
         """Delete the VM in Failed state, its NIC and OS disk. Raises CloudError."""
         self.cloud.delete_leftovers(azure_settings(), name=self.cloud.vm_names(workspace.pk).vm)
-        services.azure_usage_changed(region=workspace.region)
+        azure.azure_usage_changed(region=workspace.region)
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_count)
@@ -172,7 +172,7 @@ def _place(workspace: Workspace, now: datetime) -> Placement:
     region fallback, the first other offered region of the same size (cheapest, then by name;
     for Spot, by Spot price among regions with one) that passes the pre-check.
     Raises CloudError."""
-    here = services.azure_precheck(
+    here = azure.azure_precheck(
         region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
     )
     if here.fits:
@@ -183,7 +183,7 @@ def _place(workspace: Workspace, now: datetime) -> Placement:
     tried = []
     if offering is not None and offering.allow_region_fallback:
         for other, price in _fallbacks(workspace, now):
-            if services.azure_precheck(
+            if azure.azure_precheck(
                 region=other.region, vm_size=other.vm_size, spot=workspace.spot
             ).fits:
                 return Placement(other.region, price, here.problem)
@@ -213,7 +213,7 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
     if not token:
         spec = _vm_spec(workspace, clock()) if operation == "create" else None
         token = cloud.begin(azure_settings(), operation, name=name, spec=spec)
-        services.azure_usage_changed(region=workspace.region)
+        azure.azure_usage_changed(region=workspace.region)
         # Saved before polling: the worker that takes over after a crash resumes from it.
         Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
             operation=operation, operation_token=token
@@ -222,7 +222,7 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
 
 
 def _finish(workspace, operation, done, result, now) -> None:
-    services.azure_usage_changed(region=workspace.region)
+    azure.azure_usage_changed(region=workspace.region)
     fields = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
     if result is not None and result.private_ip:
         fields["private_ip"] = result.private_ip

@@ -1,0 +1,210 @@
+"""Approvals of workspace requests above quota: open, approve, reject, expire, and the cost
+estimate an approver sees.
+
+Errors raised: DecisionError (already decided or expired; the message says which),
+ActionNotAllowed (the actor may not decide requests; 403).
+"""
+
+from datetime import datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.urls import reverse
+
+from common.permissions import access_require
+from teams import hooks
+from teams.audit import audit_record
+from teams.models import (
+    Decision,
+    NoticeKind,
+    QuotaRequest,
+)
+from teams.notices import Message, notice_about, notice_send, notice_send_many
+from teams.selectors import platform_admins
+
+
+class DecisionError(Exception):
+    """The request was already decided or has expired; the message says which."""
+
+
+def _detail_link(workspace: Any) -> str:
+    return reverse("workspaces:detail", kwargs={"pk": workspace.pk})
+
+
+def quota_request_open(
+    *, workspace: Any, over: list[str], justification: str, now: datetime
+) -> QuotaRequest:
+    """Record that ``workspace`` waits for approval because of ``over`` (reasons in words),
+    and tell the requester and the platform admins. Expires after
+    QUOTA_REQUEST_EXPIRY_DAYS days."""
+    summary = f"{workspace.vm_size} in {workspace.region} for {workspace.team.name}"
+    request = QuotaRequest.objects.create(
+        team=workspace.team,
+        requester=workspace.owner,
+        workspace=workspace,
+        summary=summary,
+        over_quota=over,
+        justification=justification.strip(),
+        price_per_hour=workspace.price_per_hour,
+        created_at=now,
+        expires_at=now + timedelta(days=settings.QUOTA_REQUEST_EXPIRY_DAYS),
+    )
+    _tell_opened(request, now)
+    return request
+
+
+def _tell_opened(request: QuotaRequest, now: datetime) -> None:
+    """Notices that stay until the request is decided (states.NOTICE_TRUE_WHILE resolves
+    them when the workspace leaves pending approval); the emails leave after commit."""
+    workspace, about = request.workspace, notice_about(request.workspace)
+    waits = Message(
+        request.requester,
+        f"Waiting for approval: {workspace.name}",
+        f"{workspace.name} waits for a platform admin: {' '.join(request.over_quota)}",
+        _detail_link(workspace),
+        NoticeKind.AWAITING_APPROVAL,
+        about,
+    )
+    asks = [
+        Message(
+            admin,
+            f"Approval needed: {request.summary}",
+            f"{request.requester.username} asks for {request.summary}: {request.justification}",
+            reverse("approvals"),
+            NoticeKind.APPROVAL_ASKED,
+            about,
+        )
+        for admin in platform_admins()
+    ]
+    notice_send_many(messages=[waits, *asks], now=now)
+
+
+def _decide(
+    *, quota_request_id: int, actor: User, decision: str, comment: str, now: datetime
+) -> QuotaRequest:
+    """Lock the request, refuse if it is no longer pending, and record the decision."""
+    request = (
+        QuotaRequest.objects.select_for_update()
+        .select_related("workspace", "requester", "team")
+        .get(pk=quota_request_id)
+    )
+    access_require(user=actor, perm="teams.decide_requests", obj=request.team)
+    if request.decision != Decision.PENDING:
+        who = f" by {request.decided_by.username}" if request.decided_by else ""
+        raise DecisionError(f"This request was already {request.decision}{who}.")
+    if request.expires_at <= now:
+        raise DecisionError("This request has expired; the requester must ask again.")
+    before = {"decision": request.decision}
+    request.decision, request.decided_by = decision, actor
+    request.decided_at, request.comment = now, comment.strip()
+    request.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    audit_record(
+        actor=actor,
+        team=request.team,
+        action=f"quota_request.{decision}",
+        obj=request,
+        before=before,
+        after={"decision": decision, "comment": request.comment},
+        now=now,
+    )
+    return request
+
+
+def quota_request_approve(
+    *, quota_request_id: int, actor: User, comment: str, now: datetime
+) -> QuotaRequest:
+    """Approve: the workspace is provisioned (workspaces.requests.quota_request_decided,
+    through teams.hooks). Raises DecisionError if no longer pending, ActionNotAllowed."""
+    return _decide_workspace(quota_request_id, actor, comment, now, Decision.APPROVED)
+
+
+def quota_request_reject(
+    *, quota_request_id: int, actor: User, comment: str, now: datetime
+) -> QuotaRequest:
+    """Reject: the workspace is closed (through teams.hooks). Raises DecisionError if no
+    longer pending, ActionNotAllowed."""
+    return _decide_workspace(quota_request_id, actor, comment, now, Decision.REJECTED)
+
+
+def _decide_workspace(
+    quota_request_id: int, actor: User, comment: str, now: datetime, decision: Decision
+) -> QuotaRequest:
+    """Record the decision, then apply it to the workspace (teams.hooks), in one
+    transaction; the requester is told after commit."""
+    with transaction.atomic():
+        request = _decide(
+            quota_request_id=quota_request_id,
+            actor=actor,
+            decision=decision,
+            comment=comment,
+            now=now,
+        )
+        reason = f"{decision.label} by {actor.username}"
+        if request.comment:
+            reason += f": {request.comment}"
+        hooks.request_decided(
+            workspace_id=request.workspace_id,
+            decision=decision,
+            actor=actor,
+            reason=reason,
+            now=now,
+        )
+        _tell_decided(request, now)  # in the transaction; its email leaves on commit
+    return request
+
+
+def _tell_decided(request: QuotaRequest, now: datetime) -> None:
+    verb = request.get_decision_display().lower()
+    why = f" Comment: {request.comment}" if request.comment else ""
+    notice_send(
+        users=[request.requester],
+        subject=f"{request.workspace.name} was {verb}",
+        text=f"Your request for {request.summary} was {verb}.{why}",
+        link=_detail_link(request.workspace),
+        now=now,
+    )
+
+
+def quota_requests_expire(*, now: datetime) -> int:
+    """Expire every pending request past its expiry, close its workspace and tell the
+    requester. Returns how many expired."""
+    expired = 0
+    due = QuotaRequest.objects.filter(decision=Decision.PENDING, expires_at__lte=now)
+    for request_id in due.values_list("pk", flat=True):
+        with transaction.atomic():
+            request = (
+                QuotaRequest.objects.select_for_update()
+                .select_related("workspace", "requester")
+                .get(pk=request_id)
+            )
+            if request.decision != Decision.PENDING:
+                continue
+            request.decision, request.decided_at = Decision.EXPIRED, now
+            request.save(update_fields=["decision", "decided_at"])
+            hooks.request_decided(
+                workspace_id=request.workspace_id,
+                decision=Decision.EXPIRED,
+                actor=None,
+                reason="Request expired before a platform admin decided",
+                now=now,
+            )
+            _tell_decided(request, now)
+            expired += 1
+    return expired
+
+
+def cost_estimate(*, price_per_hour: Decimal, now: datetime) -> dict[str, Decimal]:
+    """USD per hour, per day and from ``now`` to the end of the month (UTC), to the cent."""
+    next_month = (now.replace(day=28) + timedelta(days=4)).replace(
+        day=1, hour=0, minute=0, second=0, microsecond=0
+    )
+    hours_left = Decimal((next_month - now).total_seconds()) / 3600
+    cent = Decimal("0.01")
+    return {
+        "hour": price_per_hour.quantize(cent),
+        "day": (price_per_hour * 24).quantize(cent),
+        "month_end": (price_per_hour * hours_left).quantize(cent),
+    }

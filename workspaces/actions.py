@@ -1,0 +1,273 @@
+"""A user's actions on an existing workspace: stop, start, delete, retry, keep running past
+the idle stop; and the portal's automatic stop with the owner told why.
+
+Errors raised: WorkspaceActionError (and ExtensionRefused; the message is shown to the user
+as is), ActionNotAllowed (the user may not act on the workspace).
+"""
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
+from zoneinfo import ZoneInfo
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.urls import reverse
+
+from common.permissions import access_require
+from teams.models import IdlePolicy, NoticeKind, Team
+from teams.notice_text import mark
+from teams.notices import notice_about, notice_resolve, notice_send
+from workspaces import selectors, states, telemetry
+from workspaces.backends import backend_for
+from workspaces.models import (
+    Workspace,
+    WorkspaceAgent,
+    WorkspaceExtension,
+)
+from workspaces.operations import _transition_and_queue
+from workspaces.requests import WorkspaceActionError
+from workspaces.states import Status
+
+# The refusal shown on the 403 page when someone else's workspace is acted on.
+NOT_YOURS = "Only the owner or a team admin can change this workspace."
+
+
+def _user_transition(
+    *,
+    user: User,
+    workspace: Workspace,
+    to: str,
+    reason: str,
+    now: datetime,
+    guard: Callable[[], object] | None = None,
+    **fields: Any,
+) -> None:
+    """``guard``, if given, runs first inside the transaction and raises to refuse."""
+    access_require(user=user, perm="workspaces.act_on_workspace", obj=workspace, message=NOT_YOURS)
+    try:
+        states.check(workspace.status, to)
+    except states.IllegalTransition as exc:
+        raise WorkspaceActionError(str(exc)) from exc
+    with transaction.atomic():
+        if guard:
+            guard()
+        moved = _transition_and_queue(
+            workspace_id=workspace.pk,
+            expected=workspace.status,
+            to=to,
+            now=now,
+            actor=user,
+            reason=reason,
+            **fields,
+        )
+        if not moved:
+            raise WorkspaceActionError("The workspace changed meanwhile; look at it again.")
+
+
+def workspace_stop(*, user: User, workspace: Workspace, now: datetime) -> None:
+    """Deallocate a running VM, keeping its OS disk.
+
+    Raises WorkspaceActionError, ActionNotAllowed.
+    """
+    _user_transition(
+        user=user, workspace=workspace, to=Status.STOPPING, reason="Stopped by user", now=now
+    )
+
+
+def workspace_stop_automatically(
+    *, workspace_id: UUID | str, reason: str, detail: dict[str, Any], now: datetime, told: str = ""
+) -> bool:
+    """Stop a running workspace for a policy (idle, silent agent, nightly stop, lifetime, the
+    team's budget): the same transition and task as a user's Stop, with ``reason`` (a
+    sentence) and its evidence (``detail``) in the history and no actor, and its owner told
+    by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
+    marked (teams.notice_text), or else ``reason``. False when it was no longer running."""
+    with transaction.atomic():
+        moved = _transition_and_queue(
+            workspace_id=workspace_id,
+            expected=Status.RUNNING,
+            to=Status.STOPPING,
+            now=now,
+            reason=reason,
+            detail=detail,
+        )
+        if moved:
+            workspace_stopped_tell(workspace_id=workspace_id, why=told or reason, now=now)
+    return moved
+
+
+def workspace_stopped_tell(
+    *, workspace_id: UUID | str, why: str, now: datetime, what: str = "was stopped automatically"
+) -> None:
+    """Tell the owner in-app and by email, in the same words, that the workspace was stopped
+    automatically at ``now`` (in the reader's time zone on a page, the team's in the email, as
+    the idle warnings) and
+    ``why`` (one or more sentences); the email's subject is the name and ``what``. The
+    notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
+    once the caller's transaction commits."""
+    workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
+    policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
+    why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
+    notice_send(
+        users=[workspace.owner],
+        subject=f"{workspace.name} {what}",
+        text=(
+            f"{workspace.name} was stopped automatically at {mark(now)}. {why} "
+            "Start it again when you need it."
+        ),
+        link=reverse("workspaces:detail", args=[workspace.pk]),
+        now=now,
+        kind=NoticeKind.AUTO_STOP,
+        about=notice_about(workspace),
+        zone=policies.values_list("timezone", flat=True).first() or "UTC",
+    )
+
+
+class ExtensionRefused(WorkspaceActionError):
+    """Keep running refused: the message says which limit of the team's policy."""
+
+
+def workspace_keep_running(
+    *, user: User, workspace: Workspace, now: datetime
+) -> WorkspaceExtension:
+    """Keep a running workspace from being stopped by its idle policy for the team's
+    extension_hours (hours), at most extensions_per_day times in 24 hours. Logged as a
+    WorkspaceExtension, which is returned.
+
+    Idempotent: while an extension is in force and its stop warning (the policy's warn_minutes
+    before it ends) has not begun, Keep running returns that extension and spends nothing, so
+    a double click or a second tab does not use up the day's extensions. Inside the warning,
+    which is when the owner is told the stop is near, it spends the next one. The workspace
+    row is locked (select_for_update) in the transaction that reads and inserts, so racing
+    clicks are decided one after the other. Raises ExtensionRefused, ActionNotAllowed."""
+    access_require(user=user, perm="workspaces.act_on_workspace", obj=workspace, message=NOT_YOURS)
+    policy = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
+    with transaction.atomic():
+        locked = Workspace.objects.select_for_update().filter(pk=workspace.pk)
+        if locked.values_list("status", flat=True).first() != Status.RUNNING:
+            raise ExtensionRefused("Only a running workspace can be kept running.")
+        in_force = _extension_in_force(workspace, policy, now)
+        if in_force is not None:
+            return in_force
+        used = workspace.extensions.filter(at__gt=now - timedelta(days=1)).count()
+        if used >= policy.extensions_per_day:
+            raise ExtensionRefused(
+                f"The team allows {policy.extensions_per_day} extension(s) a day; "
+                f"{used} used in the last 24 hours."
+            )
+        until = now + timedelta(hours=policy.extension_hours * settings.IDLE_TIME_SCALE)
+        extension = WorkspaceExtension.objects.create(
+            workspace=workspace, user=user, at=now, hours=policy.extension_hours, until=until
+        )
+        WorkspaceAgent.objects.filter(pk=workspace.pk).update(kept_until=until)
+        _stop_warnings_resolve(workspace, user, until, policy, now)
+    return extension
+
+
+def _stop_warnings_resolve(
+    workspace: Workspace, user: User, until: datetime, policy: IdlePolicy, now: datetime
+) -> None:
+    local = until.astimezone(ZoneInfo(policy.timezone or "UTC"))
+    notice_resolve(
+        about=f"workspace:{workspace.pk}",
+        kinds=[NoticeKind.STOP_WARNING],
+        now=now,
+        by=user,
+        reason=f"Kept running by {user.username} until {local:%H:%M %Z}",
+    )
+
+
+def _extension_in_force(
+    workspace: Workspace, policy: IdlePolicy, now: datetime
+) -> WorkspaceExtension | None:
+    """The extension that keeps the workspace beyond its stop warning from ``now``, if any."""
+    warning = timedelta(minutes=telemetry.policy_from_row(policy).warn_minutes)
+    return (
+        WorkspaceExtension.objects.filter(workspace_id=workspace.pk, until__gt=now + warning)
+        .order_by("-until")
+        .first()
+    )
+
+
+def workspace_start(*, user: User, workspace: Workspace, now: datetime) -> None:
+    """Start a stopped (deallocated) VM. Its GPUs count against the team's quota again and it
+    burns money again, so the GPU quota and the budget are checked as for a new request,
+    holding the team row. Raises WorkspaceActionError (saying what is over), ActionNotAllowed."""
+    _user_transition(
+        user=user,
+        workspace=workspace,
+        to=Status.STARTING,
+        reason="Started by user",
+        now=now,
+        guard=lambda: _check_room_to_start(workspace, now),
+        evicted_at=None,
+    )
+
+
+def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+    team = Team.objects.select_for_update().get(pk=workspace.team_id)
+    check = selectors.quota_check(
+        team=team,
+        user=workspace.owner,
+        gpu_model=workspace.gpu_model,
+        gpus=backend_for(workspace.kind).gpu_share(workspace),
+        price_per_hour=workspace.price_per_hour,
+        now=now,
+    )
+    if check.over_to_start:
+        raise WorkspaceActionError(
+            " ".join(check.over_to_start)
+            + " Stop or delete another workspace first, or ask your team admin for more quota."
+        )
+    # Judged on what it does from now on, not on the idleness that stopped it.
+    telemetry.agent_activity_reset(workspace_id=workspace.pk)
+
+
+def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None:
+    """Delete the VM, its NIC and OS disk, and revoke its agent's token.
+    Raises WorkspaceActionError, ActionNotAllowed."""
+    _user_transition(
+        user=user,
+        workspace=workspace,
+        to=Status.DELETING,
+        reason="Deleted by user",
+        now=now,
+        failed_operation="",
+    )
+    telemetry.agent_token_revoke(workspace_id=workspace.pk, now=now)
+
+
+def workspace_retry(*, user: User, workspace: Workspace, now: datetime) -> None:
+    """Do again the operation that failed (``failed_operation``): a failed delete is deleted
+    again, creating nothing; a failed create, or a pre-check Azure refused, is provisioned
+    again. Raises WorkspaceActionError, ActionNotAllowed."""
+    cleared: dict[str, Any] = {
+        "error_code": "",
+        "error_message": "",
+        "operation": "",
+        "operation_token": "",
+        "failed_operation": "",
+    }
+    if workspace.failed_operation == "delete":
+        _user_transition(
+            user=user,
+            workspace=workspace,
+            to=Status.DELETING,
+            reason="Retry of the delete requested by user",
+            now=now,
+            **cleared,
+        )
+        return
+    _user_transition(
+        user=user,
+        workspace=workspace,
+        to=Status.REQUESTED,
+        reason="Retry requested by user",
+        now=now,
+        # The retry creates a new VM: its agent gets a new token, the old one stops working.
+        guard=lambda: telemetry.agent_token_issue(workspace_id=workspace.pk, now=now, new_vm=True),
+        **cleared,
+    )

@@ -1,0 +1,258 @@
+"""Asking for a workspace: validate the ask, insert the row (within quota: queued at once;
+above it: pending a quota request), and the approval side of requests above quota (approve,
+close unapproved, the decision callback from teams). Shared with clusters' kinds: Ask,
+check_member, workspace_insert.
+
+Errors raised: WorkspaceActionError and its kinds NameTaken, JustificationNeeded (the message
+is shown to the user as is).
+"""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+from typing import Any
+from uuid import UUID
+
+from django.conf import settings
+from django.contrib.auth.models import User
+from django.db import IntegrityError, transaction
+
+from teams.models import Decision, Team
+from teams.quota_requests import quota_request_open
+from teams.selectors import membership_role
+from workspaces import selectors, states
+from workspaces.models import (
+    Kind,
+    SizeOffering,
+    Workspace,
+)
+from workspaces.operations import _queue_advance, _transition_and_queue
+from workspaces.selectors import QuotaCheck
+from workspaces.ssh_keys import validate_ssh_public_key
+from workspaces.states import Status
+
+
+class WorkspaceActionError(Exception):
+    """An action the user may not take now; the message is shown to them as is."""
+
+
+def workspace_request(
+    *,
+    user: User,
+    team: Team,
+    name: str,
+    offering: SizeOffering,
+    ssh_public_key: str,
+    request_key: uuid.UUID,
+    now: datetime,
+    justification: str = "",
+    spot: bool = False,
+) -> Workspace:
+    """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
+    monthly budget (at the current burn plus this request, it lasts the month), queue
+    its provisioning. Above either, the workspace waits as ``pending_approval`` with a
+    QuotaRequest that a platform admin decides. A ``spot`` workspace is an Azure Spot VM,
+    priced (and measured against the budget) at the Spot price in effect at ``now``.
+
+    The quota is checked while holding the team row (``select_for_update``) in the transaction
+    that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
+    second submit of the same form returns the first workspace.
+    Raises django.core.exceptions.ValidationError when ``ssh_public_key`` is not a key Azure
+    takes (see workspaces.ssh_keys; a private key among them), WorkspaceActionError when the
+    user is not in the team, the size is not offered or has no Spot price there (for ``spot``),
+    and JustificationNeeded when the request is above quota and says no reason.
+    """
+    # Checked here too, not only by the form: every caller (a later API) gets the same rules,
+    # and only the normal form of a public key is stored and sent to Azure.
+    ssh_public_key = validate_ssh_public_key(ssh_public_key)
+    existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
+    if existing:
+        return existing
+    check_member(user=user, team=team)
+    if not SizeOffering.objects.filter(pk=offering.pk, offered=True).exists():
+        raise WorkspaceActionError(f"{offering.vm_size} in {offering.region} is not offered.")
+    price = _request_price(offering, spot, now)
+    fields = {
+        "kind": Kind.VM,
+        "name": name,
+        "vm_size": offering.vm_size,
+        "region": offering.region,
+        "price_per_hour": price,
+        "spot": spot,
+        "gpu_model": offering.gpu_model,
+        "gpu_count": offering.gpu_count,
+        "ssh_user": settings.WORKSPACE_SSH_USER,
+        "ssh_public_key": ssh_public_key,
+    }
+    reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
+    ask = Ask(
+        user,
+        team,
+        request_key,
+        fields,
+        offering.gpu_count,
+        reason + (" as a Spot VM" if spot else ""),
+    )
+    return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def check_member(*, user: User, team: Team) -> None:
+    """Raises WorkspaceActionError unless ``user`` is a member of ``team``."""
+    if membership_role(user=user, team=team) is None:
+        raise WorkspaceActionError("You are not a member of that team.")
+
+
+@dataclass(frozen=True)
+class Ask:
+    """A workspace a user asks for: its model ``fields`` (kind, name, sizes, price_per_hour in
+    USD/hour, ...), the GPUs it holds against the team's quota (``gpus``: int or Fraction) and
+    the history line of its creation."""
+
+    user: User
+    team: Team
+    request_key: uuid.UUID
+    fields: dict[str, Any]
+    gpus: int | Fraction
+    reason: str
+
+
+def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspace:
+    """Insert the workspace asked for and, inside the team's GPU quota, the per-member cap and
+    the monthly budget, queue its provisioning; above any of them it waits as
+    ``pending_approval`` with a QuotaRequest. The quota is checked while holding the team row
+    (``select_for_update``) in the transaction that inserts, so concurrent requests cannot
+    overshoot it; the name is checked there too (unique per team among workspaces not
+    deleted). Idempotent on ``request_key``. Raises JustificationNeeded, NameTaken."""
+    try:
+        with transaction.atomic():
+            team = Team.objects.select_for_update().get(pk=ask.team.pk)
+            # A double submit that waited for the lock finds its twin, not a taken name.
+            twin = Workspace.objects.filter(request_key=ask.request_key, owner=ask.user).first()
+            if twin:
+                return twin
+            _check_name_free(team, ask.fields["name"])
+            check = selectors.quota_check(
+                team=team,
+                user=ask.user,
+                gpu_model=ask.fields["gpu_model"],
+                gpus=ask.gpus,
+                price_per_hour=ask.fields["price_per_hour"],
+                now=now,
+            )
+            if check.fits:
+                workspace = _insert(ask, Status.REQUESTED, now)
+                _queue_advance(workspace.pk)
+            else:
+                workspace = _insert_pending(ask, check, justification, now)
+    except IntegrityError:
+        # The same request_key won a race with this one: the double click made one workspace.
+        return Workspace.objects.get(request_key=ask.request_key, owner=ask.user)
+    return workspace
+
+
+def _request_price(offering: SizeOffering, spot: bool, now: datetime) -> Decimal:
+    """USD/hour the request is quoted at: the pay-as-you-go price, or for Spot the Spot price
+    in effect now. Raises WorkspaceActionError when the size has no Spot price there."""
+    if not spot:
+        return offering.price_per_hour
+    price = selectors.offering_spot_price(offering=offering, now=now)
+    if price is None:
+        raise WorkspaceActionError(spot_unavailable(offering))
+    return price.quantize(Decimal("0.0001"))
+
+
+def spot_unavailable(offering: SizeOffering) -> str:
+    """Why a size cannot be a Spot VM in its region, in words."""
+    return (
+        f"Azure has no Spot price for {offering.vm_size} in {offering.region}, so it cannot be "
+        "requested as a Spot VM. Untick Spot VM or choose a size with a Spot price."
+    )
+
+
+class NameTaken(WorkspaceActionError):
+    """The team already has a workspace of that name that is not deleted."""
+
+
+def _check_name_free(team: Team, name: str) -> None:
+    """Raises NameTaken when ``team`` has a workspace named ``name`` that is not deleted.
+    Called while holding the team row, so two requests racing for one name get one each way."""
+    if Workspace.objects.filter(team=team, name=name).exclude(status=Status.DELETED).exists():
+        raise NameTaken(
+            f"The team already has a workspace named “{name}”; pick another name, or delete "
+            "that one first."
+        )
+
+
+class JustificationNeeded(WorkspaceActionError):
+    """Above quota without a reason; the message says what is over."""
+
+
+def _insert_pending(ask: Ask, check: QuotaCheck, justification: str, now: datetime) -> Workspace:
+    if not justification.strip():
+        raise JustificationNeeded(
+            " ".join(check.over) + " Say why you need it, and a platform admin will decide."
+        )
+    workspace = _insert(ask, Status.PENDING_APPROVAL, now)
+    quota_request_open(workspace=workspace, over=check.over, justification=justification, now=now)
+    return workspace
+
+
+def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
+    workspace = Workspace.objects.create(
+        team=ask.team,
+        owner=ask.user,
+        status=status,
+        status_changed_at=now,
+        request_key=ask.request_key,
+        created_at=now,
+        updated_at=now,
+        **ask.fields,
+    )
+    states.record_creation(workspace=workspace, now=now, actor=ask.user, reason=ask.reason)
+    return workspace
+
+
+def workspace_approve(*, workspace_id: UUID | str, actor: User, reason: str, now: datetime) -> bool:
+    """Move an approved workspace from pending_approval to requested and queue provisioning.
+    False when it was no longer pending."""
+    return _transition_and_queue(
+        workspace_id=workspace_id,
+        expected=Status.PENDING_APPROVAL,
+        to=Status.REQUESTED,
+        now=now,
+        actor=actor,
+        reason=reason,
+    )
+
+
+def workspace_close_unapproved(
+    *, workspace_id: UUID | str, actor: User, reason: str, now: datetime, outcome: str = "rejected"
+) -> bool:
+    """Close a workspace whose request was rejected or expired (``outcome``: 'rejected' or
+    'expired', shown in its history instead of 'Deleted'); nothing exists in Azure yet.
+    False when it was no longer pending."""
+    return states.transition(
+        workspace_id=workspace_id,
+        expected=Status.PENDING_APPROVAL,
+        to=Status.DELETED,
+        now=now,
+        actor=actor,
+        reason=reason,
+        detail={"outcome": outcome},
+    )
+
+
+def quota_request_decided(
+    *, workspace_id: UUID | str, decision: str, actor: User, reason: str, now: datetime
+) -> None:
+    """Apply a decided quota request to its workspace (registered with teams.hooks in
+    WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
+    expired, it is closed with that outcome (workspace_close_unapproved)."""
+    if decision == Decision.APPROVED:
+        workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
+    else:
+        workspace_close_unapproved(
+            workspace_id=workspace_id, actor=actor, reason=reason, now=now, outcome=decision
+        )

@@ -7,13 +7,16 @@ still apply. The queryset given is already limited to what the user may see
 (workspaces.selectors.workspace_visible_to), so a filter can only narrow it.
 """
 
+from typing import Any
+
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.http import QueryDict
 
 from common.listing import TextFilter
 from teams.models import Team
-from workspaces.models import Kind, SizeOffering
+from workspaces.models import Kind, SizeOffering, Workspace
 from workspaces.states import Status
 
 
@@ -48,7 +51,14 @@ class WorkspaceFilter(django_filters.FilterSet):
         label="Region", choices=lambda: offered_choices("region"), empty_label="Any region"
     )
 
-    def __init__(self, data=None, queryset=None, *, teams, **kwargs):
+    def __init__(
+        self,
+        data: QueryDict | None = None,
+        queryset: QuerySet[Workspace] | None = None,
+        *,
+        teams: QuerySet[Team],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(data, queryset=queryset, **kwargs)
         # Before the form is built (lazily, from the filters): only teams the user sees.
         self.filters["team"].queryset = teams.order_by("name")

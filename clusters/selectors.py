@@ -16,6 +16,7 @@ from common.listing import DEFAULT_PAGE_SIZE
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind
 from workspaces.states import HOLDS_GPUS, Status
+from workspaces.suitability import Suits, mig_profile_suits
 
 # A MIG pod holds its slice from the moment it is bound: running, or on its way down.
 SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
@@ -124,6 +125,16 @@ class MigChoice:
     @property
     def gpu_share(self) -> Fraction:
         return Fraction(self.slices, SLICES_PER_GPU)
+
+    @property
+    def memory_gib(self) -> int:
+        """The instance's own GPU memory, GB, as its profile names it ("3g.40gb": 40)."""
+        return int(self.profile.rsplit(".", 1)[1].removesuffix("gb"))
+
+    @property
+    def suits(self) -> Suits:
+        """Training, inference or both (workspaces.suitability, the one rule)."""
+        return mig_profile_suits(self.profile)
 
 
 def mig_share(pool: NodePool, slices: int) -> tuple[int, int]:

@@ -8,8 +8,8 @@ from django.db import models
 
 from workspaces.backends import backend_for
 from workspaces.gpus import format_gpus
-from workspaces.suitability import Suits, size_suits
 from workspaces.states import STYLE, TRANSITIONS, Status, event_style
+from workspaces.suitability import Suits, size_suits
 
 
 class Kind(models.TextChoices):
@@ -35,7 +35,7 @@ class SizeOffering(models.Model):
     gpu_memory_gib = models.PositiveIntegerField(help_text="Per GPU (per partition for vGPU), GiB")
     gpu_partition = models.PositiveSmallIntegerField(
         default=1,
-        help_text="1: whole GPUs; n: each GPU is 1/n of one (vGPU, e.g. 6 for NV6ads_A10_v5)",
+        help_text="1: whole GPUs; n: each GPU is 1/n of one (6 for NV6ads_A10_v5)",
     )
     vcpus = models.PositiveSmallIntegerField()
     memory_gib = models.DecimalField(max_digits=8, decimal_places=2)

@@ -4,25 +4,29 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('workspaces', '0012_list_keyset_indexes'),
+        ("workspaces", "0012_list_keyset_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='sizeoffering',
-            name='gpu_partition',
-            field=models.PositiveSmallIntegerField(default=1, help_text='1: whole GPUs; n: each GPU is 1/n of one (vGPU, e.g. 6 for NV6ads_A10_v5)'),
+            model_name="sizeoffering",
+            name="gpu_partition",
+            field=models.PositiveSmallIntegerField(
+                default=1,
+                help_text="1: whole GPUs; n: each GPU is 1/n of one (6 for NV6ads_A10_v5)",
+            ),
         ),
         migrations.AddField(
-            model_name='workspace',
-            name='gpu_partition',
-            field=models.PositiveSmallIntegerField(default=1, help_text="1: whole GPUs; n: a VM's GPUs are 1/n of one each (vGPU)"),
+            model_name="workspace",
+            name="gpu_partition",
+            field=models.PositiveSmallIntegerField(
+                default=1, help_text="1: whole GPUs; n: a VM's GPUs are 1/n of one each (vGPU)"
+            ),
         ),
         migrations.AlterField(
-            model_name='sizeoffering',
-            name='gpu_memory_gib',
-            field=models.PositiveIntegerField(help_text='Per GPU (per partition for vGPU), GiB'),
+            model_name="sizeoffering",
+            name="gpu_memory_gib",
+            field=models.PositiveIntegerField(help_text="Per GPU (per partition for vGPU), GiB"),
         ),
     ]

@@ -5,6 +5,7 @@ import io
 import uuid
 from decimal import Decimal
 from fractions import Fraction
+from types import SimpleNamespace
 
 import pytest
 from django.core.management import call_command
@@ -14,6 +15,7 @@ from django.utils import timezone
 from billing.models import Price
 from cloudsim.agent_protocol import gpu_model
 from cloudsim.skus import load_catalog as sim_catalog
+from clusters.services import PoolRequest, pool_problem
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, WorkspaceFactory
 from workspaces import services
@@ -176,3 +178,12 @@ def test_the_emulator_offers_them_as_azure_does():
     assert nv6.family == "StandardNVADSA10v5Family"
     assert gpu_model("Standard_NV6ads_A10_v5").memory_mib == 4096
     assert gpu_model("Standard_NV36ads_A10_v5").memory_mib == 24564
+
+
+def test_an_aks_pool_of_a_fractional_size_is_refused(catalog):
+    # A namespace's quota and a pool's capacity count whole GPUs (nvidia.com/gpu).
+    ask = PoolRequest(name="vgpu", vm_size="Standard_NV6ads_A10_v5", gpu_instance_profile="")
+    problem = pool_problem(cluster=SimpleNamespace(location="eastus"), ask=ask)
+    assert problem == (
+        "Standard_NV6ads_A10_v5 (1/6 A10 4 GB) has a fractional GPU; pools need whole GPUs."
+    )

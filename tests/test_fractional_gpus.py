@@ -187,3 +187,10 @@ def test_an_aks_pool_of_a_fractional_size_is_refused(catalog):
     assert problem == (
         "Standard_NV6ads_A10_v5 (1/6 A10 4 GB) has a fractional GPU; pools need whole GPUs."
     )
+
+
+def test_the_admin_list_shows_shares_memory_and_labels(client, cast, catalog):
+    client.force_login(cast.platform_admin)
+    url = reverse("admin:workspaces_sizeoffering_changelist")
+    page = client.get(url, {"q": "NV6ads", "region": "eastus"}).content.decode()
+    assert "1/6 A10" in page and "Inference" in page

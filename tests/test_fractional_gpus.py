@@ -120,7 +120,9 @@ def test_shares_of_different_sizes_add_up_exactly(cast, catalog):
     assert check.over  # 1 + 1/6 > 1
 
 
-def test_whole_and_fractional_a10s_and_stopped_ones_count_right(cast, catalog):
+def test_whole_and_fractional_a10s_and_stopped_ones_count_right(
+    cast, catalog, django_assert_num_queries
+):
     for size, status in [
         ("Standard_NV36ads_A10_v5", Status.RUNNING),
         ("Standard_NV6ads_A10_v5", Status.RUNNING),
@@ -137,7 +139,8 @@ def test_whole_and_fractional_a10s_and_stopped_ones_count_right(cast, catalog):
             gpu_partition=offering.gpu_partition,
             status=status,
         )
-    used = team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A10"]
+    with django_assert_num_queries(1):  # still one query, summed per partition
+        used = team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A10"]
     assert used == Fraction(4, 3)
     assert format_gpus(used) == "1 1/3"
 
@@ -194,3 +197,16 @@ def test_the_admin_list_shows_shares_memory_and_labels(client, cast, catalog):
     url = reverse("admin:workspaces_sizeoffering_changelist")
     page = client.get(url, {"q": "NV6ads", "region": "eastus"}).content.decode()
     assert "1/6 A10" in page and "Inference" in page
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_fractional_vm_is_created_in_the_emulator_and_billed_at_its_price(cast, sim):
+    call_command("load_catalog", stdout=io.StringIO())
+    _a10_quota(cast, 1)
+    ws = Workspace.objects.get(pk=_request(cast, _offering("Standard_NV6ads_A10_v5")).pk)
+    assert ws.status == Status.RUNNING
+    name = f"ws-{ws.id.hex[:12]}"
+    vm = next(v for v in sim.state()["virtualMachines"] if v["name"] == name)
+    assert vm["vmSize"] == "Standard_NV6ads_A10_v5"
+    assert ws.price_per_hour == Decimal("0.4540")
+    assert team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A10"] == Fraction(1, 6)

@@ -21,6 +21,7 @@ from teams.models import Team
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind
 from workspaces.states import HOLDS_GPUS, Status
+from workspaces.suitability import Suits, mig_profile_suits
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
@@ -140,6 +141,16 @@ class MigChoice:
     @property
     def gpu_share(self) -> Fraction:
         return Fraction(self.slices, SLICES_PER_GPU)
+
+    @property
+    def memory_gib(self) -> int:
+        """The instance's own GPU memory, GB, as its profile names it ("3g.40gb": 40)."""
+        return int(self.profile.rsplit(".", 1)[1].removesuffix("gb"))
+
+    @property
+    def suits(self) -> Suits:
+        """Training, inference or both (workspaces.suitability, the one rule)."""
+        return mig_profile_suits(self.profile)
 
 
 def mig_share(pool: NodePool, slices: int) -> tuple[int, int]:

@@ -142,6 +142,11 @@ def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
     offering = SizeOffering.objects.filter(vm_size=ask.vm_size, region=cluster.location).first()
     if offering is None:
         return f"{ask.vm_size} has no Azure price in {cluster.location}, so it cannot be billed."
+    if offering.gpu_partition != 1:
+        # A namespace's quota and a pool's capacity count whole GPUs (nvidia.com/gpu).
+        return (
+            f"{ask.vm_size} ({offering.gpu_summary}) has a fractional GPU; pools need whole GPUs."
+        )
     if ask.gpu_instance_profile and not mig.supports_mig(
         offering.gpu_model, offering.gpu_memory_gib
     ):
@@ -235,7 +240,9 @@ def pools_adoptable(*, cluster: AksCluster) -> list[aks.PoolState]:
         "list the node pools", lambda: aks.pools_list(azure_settings(), cluster_ref(cluster))
     )
     gpu_sizes = set(
-        SizeOffering.objects.filter(region=cluster.location).values_list("vm_size", flat=True)
+        SizeOffering.objects.filter(region=cluster.location, gpu_partition=1).values_list(
+            "vm_size", flat=True
+        )
     )
     return [p for p in pools if p.name not in known and p.vm_size in gpu_sizes]
 

@@ -330,7 +330,9 @@ class QuotaCheck:
 def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction]]:
     """GPUs in use: what each team holds against its GPU quota now, the one definition every
     page, form and approval shows ({team_id: {"A100": Fraction(22, 7)}}; a MIG slice counts as
-    its sevenths, a namespace as its GPU quota). One query whatever the number of teams.
+    its sevenths, a fractional (vGPU) VM as gpu_count / gpu_partition, e.g. 1/6 of an A10, a
+    namespace as its GPU quota). One query whatever the number of teams; summed per partition
+    in SQL and added up as exact fractions here.
 
     What counts: workspaces in states.HOLDS_GPUS, requested (approved or within quota, waiting
     for Azure or a free slice), provisioning, running, stopping and starting. A workspace
@@ -338,13 +340,17 @@ def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction
     Pending approval, stopped (deallocated), failed and deleted workspaces hold none."""
     rows = (
         Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
-        .values("team_id", "gpu_model")
+        .values("team_id", "gpu_model", "gpu_partition")
         .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
+        .order_by()
     )
     usage: dict[int, dict[str, Fraction]] = {}
     for row in rows:
-        share = gpu_share(gpus=row["gpus"] or 0, slices=row["slices"] or 0)
-        usage.setdefault(row["team_id"], {})[row["gpu_model"]] = share
+        share = gpu_share(
+            gpus=row["gpus"] or 0, slices=row["slices"] or 0, partition=row["gpu_partition"]
+        )
+        models = usage.setdefault(row["team_id"], {})
+        models[row["gpu_model"]] = models.get(row["gpu_model"], Fraction(0)) + share
     return usage
 
 

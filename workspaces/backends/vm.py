@@ -82,7 +82,8 @@ class VmBackend:
         azure.azure_usage_changed(region=workspace.region)
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
-        return Fraction(workspace.gpu_count)
+        """Its GPUs, each 1/gpu_partition of one for a fractional (vGPU) size."""
+        return Fraction(workspace.gpu_count, workspace.gpu_partition)
 
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated

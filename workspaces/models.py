@@ -152,6 +152,17 @@ class Workspace(models.Model):
     error_message = models.TextField(blank=True)
     # While failed: the operation Azure refused ("create" or "delete"), which Retry does again.
     failed_operation = models.CharField(max_length=16, blank=True)
+    # Equivalent sizes (workspaces.equivalents): the VM sizes the requester accepts when Azure
+    # has no capacity or quota for the chosen one, the chosen size first, then the others in
+    # price order ([] when only the chosen size will do); the price ceiling (USD/hour) they
+    # accepted; the region they asked for; and this round's creates Azure refused for lack of
+    # capacity ([{"vm_size", "region", "code"}], emptied when it runs or waits again).
+    accepted_sizes = models.JSONField(default=list, blank=True)
+    accepted_max_price = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="USD/hour"
+    )
+    requested_region = models.CharField(max_length=32, blank=True)
+    placement_tried = models.JSONField(default=list, blank=True)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)

@@ -366,21 +366,31 @@ def quota_check(
     gpus: Fraction | int,
     price_per_hour: Decimal,
     now: datetime,
+    replacing: Workspace | None = None,
 ) -> QuotaCheck:
     """Measure a request for ``gpus`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
-    budget (counting workspaces requested but not yet billing). Five queries."""
+    budget (counting workspaces requested but not yet billing). ``replacing``: a requested VM
+    workspace about to take another size (workspaces.equivalents) is measured as that size
+    instead of its own, so what it holds now is left out. Five queries."""
     quota = (
         GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
         .values_list("gpus", flat=True)
         .first()
     )
     used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, Fraction(0))
-    held = Workspace.objects.filter(team=team, owner=user, status__in=HELD).count()
+    others = Workspace.objects.exclude(pk=replacing.pk) if replacing else Workspace.objects.all()
+    held = others.filter(team=team, owner=user, status__in=HELD).count()
+    if replacing and replacing.status in HOLDS_GPUS and replacing.gpu_model == gpu_model:
+        used -= gpu_share(
+            gpus=replacing.gpu_count,
+            slices=replacing.gpu_slices,
+            partition=replacing.gpu_partition,
+        )
     # Requested but not yet billing: it will burn soon, so it counts like this request.
-    queued = Workspace.objects.filter(team=team, status=Status.REQUESTED).aggregate(
-        usd=Sum("price_per_hour")
-    )["usd"] or Decimal(0)
+    queued = others.filter(team=team, status=Status.REQUESTED).aggregate(usd=Sum("price_per_hour"))[
+        "usd"
+    ] or Decimal(0)
     return QuotaCheck(
         team_name=team.name,
         gpu_model=gpu_model,

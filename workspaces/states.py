@@ -127,7 +127,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     Status.PENDING_APPROVAL: frozenset({Status.REQUESTED, Status.DELETED}),
     # Failed straight from requested: Azure refused the pre-check itself (nothing was made).
     Status.REQUESTED: frozenset({Status.PROVISIONING, Status.DELETING, Status.FAILED}),
-    Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED}),
+    # Requested again from provisioning: Azure had no room for the size, and the workspace
+    # accepts equivalent sizes to try next (workspaces.backends.vm_placement).
+    Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED, Status.REQUESTED}),
     # Stopped straight from running: Azure deallocated a Spot VM itself (an eviction).
     Status.RUNNING: frozenset({Status.STOPPING, Status.STOPPED, Status.DELETING}),
     # A failed deallocate leaves the VM running; a failed start leaves it deallocated.

@@ -8,6 +8,7 @@ app_name = "workspaces"
 urlpatterns = [
     path("", views.workspace_list, name="list"),
     path("new/", views.workspace_request, name="request"),
+    path("new/equivalents/", views.workspace_request_equivalents, name="request-equivalents"),
     # One request page per kind that has its own (the registry is filled by the apps' ready()).
     *[
         path(f"new/{b.form.path}/", views.workspace_request_kind, {"kind": b.kind}, b.form.name)

@@ -19,10 +19,10 @@ from django_htmx.http import HttpResponseStopPolling
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import actions, hooks, requests, selectors
+from workspaces import actions, equivalents, hooks, requests, selectors
 from workspaces.backends import backend_for
 from workspaces.filters import OfferingFilter
-from workspaces.forms import WorkspaceRequestForm
+from workspaces.forms import EquivalentsQueryForm, WorkspaceRequestForm
 from workspaces.states import STEADY, Status
 
 
@@ -88,10 +88,48 @@ def workspace_request(request):
         "offerings": _with_runway(request, quota, sizes.qs),
         "size_filter": sizes.form,
         "quota": quota,
+        "equivalents": _equivalents_panel(request.POST if request.method == "POST" else None),
     }
     if request.htmx and request.method == "GET":
         return render(request, "workspaces/_size_table.html", context)
     return render(request, "workspaces/request.html", context)
+
+
+def _equivalents_panel(data) -> dict:
+    """What the equivalent sizes panel shows for ``data`` (the request form's fields or the
+    panel's GET): the chosen offering, the ceiling (USD/hour; the default when blank) and the
+    equivalent sizes within it, cheapest first; or ``errors`` for input that is not valid, or
+    nothing before a size is chosen."""
+    now = timezone.now()
+    form = EquivalentsQueryForm(data, offerings=selectors.offering_list(now=now))
+    if data is None or not data.get("offering"):
+        return {}
+    if not form.is_valid():
+        return {"errors": [e for errs in form.errors.values() for e in errs]}
+    offering, spot = form.cleaned_data["offering"], form.cleaned_data["spot"]
+    price = equivalents.offering_price(offering, spot=spot) or offering.price_per_hour
+    default = equivalents.default_max_price(price)
+    ceiling = form.cleaned_data["max_price"] or default
+    found = equivalents.offering_equivalents(
+        offering=offering, max_price=ceiling, now=now, spot=spot
+    )
+    return {
+        "offering": offering,
+        "price": price,
+        "ceiling": ceiling,
+        "default": default,
+        "sizes": found,
+        "below": ceiling < price,
+    }
+
+
+@login_required
+@require_GET
+def workspace_request_equivalents(request):
+    """The equivalent sizes panel of the request form (htmx partial): which sizes a request
+    for the chosen one would accept under the ceiling."""
+    context = {"equivalents": _equivalents_panel(request.GET)}
+    return render(request, "workspaces/_equivalents.html", context)
 
 
 def _with_runway(request, quota, offerings) -> list:
@@ -126,7 +164,11 @@ def _submit_request(request, form):
             justification=data["justification"],
             now=timezone.now(),
             spot=data["spot"],
+            accept_equivalents=data["accept_equivalents"],
+            max_price=data["max_price"],
         )
+    except requests.CeilingTooLow as exc:
+        form.add_error("max_price", str(exc))
     except requests.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
     except requests.NameTaken as exc:

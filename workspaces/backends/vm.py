@@ -11,9 +11,7 @@ Errors raised: CloudError.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
 from fractions import Fraction
 
 from django.conf import settings
@@ -21,13 +19,14 @@ from django.conf import settings
 from agent import cloud_init
 from cloud import azure_vm
 from cloud.azure_vm import Progress, VmSpec
+from cloud.errors import CloudError
 from cloud.protocols import VmCloud
-from workspaces import azure, selectors, states, telemetry
+from workspaces import azure, states, telemetry
 from workspaces.azure import azure_settings
+from workspaces.backends import vm_placement
 from workspaces.backends.base import Meters
 from workspaces.chains import Next
-from workspaces.live_topics import workspaces_changed
-from workspaces.models import Kind, SizeOffering, Workspace
+from workspaces.models import Kind, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
 
 
@@ -66,7 +65,17 @@ class VmBackend:
         if workspace.status not in OPERATION:
             return Next.DONE
         operation, done = OPERATION[workspace.status]
-        progress = _run_operation(self.cloud, workspace, operation, clock)
+        try:
+            progress = _run_operation(self.cloud, workspace, operation, clock)
+        except CloudError as exc:
+            # Azure has no room for the size there: with equivalent sizes accepted, clean up
+            # and try the next option rather than fail (vm_placement).
+            if operation != "create" or not workspace.accepted_sizes:
+                raise
+            if exc.transient or not vm_placement.refused_for_room(exc):
+                raise
+            self.clean_up_failed_create(workspace)
+            return vm_placement.vm_create_refused(workspace, exc, clock())
         if not progress.done:
             # A fresh updated_at tells the reconcile sweep that this workspace is looked after.
             Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
@@ -109,35 +118,14 @@ class VmBackend:
 def _provision_or_wait(
     cloud: VmCloud, workspace: Workspace, clock: Callable[[], datetime]
 ) -> Next | None:
-    """Pre-check a requested workspace and move it to provisioning (None: go on with the
-    create), or leave it requested with its waiting_reason (Next.WAIT), or Next.DONE when
-    another caller is already on it. Raises CloudError from the pre-check."""
+    """Pre-check a requested workspace and move it to provisioning as the first option Azure
+    and the team take (None: go on with the create; see vm_placement.vm_place), or leave it
+    requested with its waiting_reason (Next.WAIT), or Next.DONE when another caller is already
+    on it. Raises CloudError from the pre-check."""
     if not _claim_precheck(workspace, clock()):
         return Next.DONE
-    placement = _place(workspace, clock())
-    if placement.region is None:
-        Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
-            waiting_reason=placement.waiting, updated_at=clock()
-        )
-        workspaces_changed([workspace.pk])
-        return Next.WAIT
-    reason = f"Creating the NIC and VM {cloud.vm_names(workspace.pk).vm} in Azure"
-    fields: dict = {"waiting_reason": ""}
-    if placement.region != workspace.region:
-        reason = (
-            f"Moved from {workspace.region} to {placement.region}: {placement.problem} {reason}"
-        )
-        fields.update(region=placement.region, price_per_hour=placement.price_per_hour)
-        fields["detail"] = {"from_region": workspace.region, "to_region": placement.region}
-    moved = states.transition(
-        workspace_id=workspace.pk,
-        expected=Status.REQUESTED,
-        to=Status.PROVISIONING,
-        now=clock(),
-        reason=reason,
-        **fields,
-    )
-    return None if moved else Next.DONE
+    create = f"Creating the NIC and VM {cloud.vm_names(workspace.pk).vm} in Azure"
+    return vm_placement.vm_place(workspace, now=clock(), create=create)
 
 
 def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
@@ -156,58 +144,6 @@ def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
     return bool(claimed)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where a requested workspace is created: region and price_per_hour (USD/hour, Decimal)
-    of the offering, or region None while it waits (``waiting`` says why). ``problem`` is why
-    its own region could not take it, "" when it could."""
-
-    region: str | None
-    price_per_hour: Decimal | None
-    problem: str = ""
-    waiting: str = ""
-
-
-def _place(workspace: Workspace, now: datetime) -> Placement:
-    """The workspace's own region if Azure takes it there; else, where its offering allows
-    region fallback, the first other offered region of the same size (cheapest, then by name;
-    for Spot, by Spot price among regions with one) that passes the pre-check.
-    Raises CloudError."""
-    here = azure.azure_precheck(
-        region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
-    )
-    if here.fits:
-        return Placement(workspace.region, workspace.price_per_hour)
-    offering = SizeOffering.objects.filter(
-        vm_size=workspace.vm_size, region=workspace.region
-    ).first()
-    tried = []
-    if offering is not None and offering.allow_region_fallback:
-        for other, price in _fallbacks(workspace, now):
-            if azure.azure_precheck(
-                region=other.region, vm_size=other.vm_size, spot=workspace.spot
-            ).fits:
-                return Placement(other.region, price, here.problem)
-            tried.append(other.region)
-    also = f" The other allowed regions ({', '.join(tried)}) have no room either." if tried else ""
-    return Placement(None, None, here.problem, f"{here.problem}{also} {here.advice}")
-
-
-def _fallbacks(workspace: Workspace, now: datetime) -> list[tuple[SizeOffering, Decimal]]:
-    """Other offered regions of the workspace's size with the price it would pay there
-    (USD/hour; the Spot price for a Spot workspace, leaving out regions without one),
-    cheapest first, then by region name."""
-    others = selectors.offering_list(now=now).filter(vm_size=workspace.vm_size)
-    priced = [
-        (other, other.spot_hourly if workspace.spot else other.price_per_hour)
-        for other in others.exclude(region=workspace.region)
-    ]
-    priced = [
-        (other, price.quantize(Decimal("0.0001"))) for other, price in priced if price is not None
-    ]
-    return sorted(priced, key=lambda pair: (pair[1], pair[0].region))
-
-
 def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) -> Progress:
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
@@ -224,7 +160,9 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
 
 def _finish(workspace, operation, done, result, now) -> None:
     azure.azure_usage_changed(region=workspace.region)
-    fields = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    fields: dict = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    if operation == "create":
+        fields["placement_tried"] = []
     if result is not None and result.private_ip:
         fields["private_ip"] = result.private_ip
     reasons = {

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction
@@ -76,13 +77,13 @@ def vm_options(workspace: Workspace, now: datetime) -> list[Option]:
     in the other offered regions, cheapest first, then by region and size. Two queries."""
     sizes = workspace.accepted_sizes or [workspace.vm_size]
     home, chosen = workspace.requested_region or workspace.region, sizes[0]
-    first = []
+    first: list[Option] = []
     if (workspace.vm_size, workspace.region) == (chosen, home):
-        price = workspace.price_per_hour
-        first = [Option(chosen, home, price, workspace.gpu_model, workspace.gpu_count)]
+        own = workspace.price_per_hour
+        first = [Option(chosen, home, own, workspace.gpu_model, workspace.gpu_count)]
     mine = SizeOffering.objects.filter(vm_size=chosen, region=home).first()
     fallback = mine is not None and mine.allow_region_fallback
-    others = []
+    others: list[Option] = []
     for offering in selectors.offering_list(now=now).filter(vm_size__in=sizes):
         price = offering_price(offering, spot=workspace.spot)
         if price is None or (first and (offering.vm_size, offering.region) == (chosen, home)):
@@ -149,7 +150,7 @@ def _take(
     when another caller moved it on first, (False, why) when the team's quota or budget does
     not allow ``option`` (checked while holding the team row, in the transaction that writes
     the size, as workspaces.requests does for a request)."""
-    fields: dict = {"waiting_reason": "", "region": option.region, "price_per_hour": option.price}
+    fields: dict[str, Any] = {"waiting_reason": "", "region": option.region, "price_per_hour": option.price}
     fields.update(vm_size=option.vm_size, gpu_model=option.gpu_model, gpu_count=option.gpu_count)
     reason, detail = _moved(workspace, option, first, steps, create)
     with transaction.atomic():
@@ -180,7 +181,7 @@ def _take(
 
 def _moved(
     workspace: Workspace, option: Option, first: Option, steps: list[str], create: str
-) -> tuple[str, dict]:
+) -> tuple[str, dict[str, str]]:
     """The history line and detail of the move to provisioning as ``option``."""
     why = " ".join(steps)
     price = f"{usd(option.price, 3)}/hour"

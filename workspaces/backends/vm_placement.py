@@ -150,8 +150,9 @@ def _take(
     when another caller moved it on first, (False, why) when the team's quota or budget does
     not allow ``option`` (checked while holding the team row, in the transaction that writes
     the size, as workspaces.requests does for a request)."""
-    fields: dict[str, Any] = {"waiting_reason": "", "region": option.region, "price_per_hour": option.price}
-    fields.update(vm_size=option.vm_size, gpu_model=option.gpu_model, gpu_count=option.gpu_count)
+    fields: dict[str, Any] = {"waiting_reason": "", "region": option.region}
+    fields.update(price_per_hour=option.price, vm_size=option.vm_size)
+    fields.update(gpu_model=option.gpu_model, gpu_count=option.gpu_count)
     reason, detail = _moved(workspace, option, first, steps, create)
     with transaction.atomic():
         team = Team.objects.select_for_update().get(pk=workspace.team_id)
@@ -188,7 +189,8 @@ def _moved(
     if option.vm_size == first.vm_size and option.region == first.region:
         if option.holds(workspace) and not steps:
             return create, {}
-        return f"{why} Trying {option.vm_size} at {price} in {option.region}. {create}", {}
+        again = f"Trying {option.vm_size} at {price} in {option.region}. {create}"
+        return f"{why} {again}".lstrip(), {}
     if option.vm_size == first.vm_size:
         detail = {"from_region": first.region, "to_region": option.region}
         return f"Moved from {first.region} to {option.region}: {why} {create}", detail

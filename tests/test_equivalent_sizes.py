@@ -6,6 +6,7 @@ every option exhausted the workspace waits, requested, saying what it tried."""
 
 import uuid
 from decimal import Decimal
+from fractions import Fraction
 
 import pytest
 from django.urls import reverse
@@ -15,7 +16,7 @@ from billing.models import UsageInterval
 from common.months import month_bounds
 from teams.models import GpuQuota, Team
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import equivalents, services
+from workspaces import equivalents, selectors, services
 from workspaces.models import Workspace
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
@@ -308,3 +309,23 @@ def test_the_form_shows_the_checkbox_and_the_ceiling(client, cast, sizes):
     page = client.get(reverse("workspaces:request")).content.decode()
     assert "Accept equivalent sizes" in page and 'name="max_price"' in page
     assert reverse("workspaces:request-equivalents") in page
+
+
+def test_a_fractional_a10_takes_the_next_partition_and_its_quota_share(cast, sim):
+    GpuQuota.objects.create(team=cast.team, gpu_model="A10", gpus=1)
+    nv6 = OfferingFactory(
+        vm_size="Standard_NV6ads_A10_v5", gpu_model="A10", gpu_count=1, gpu_partition=6,
+        gpu_memory_gib=4, vcpus=6, memory_gib=Decimal("55"), price_per_hour=Decimal("0.454"),
+    )  # fmt: skip
+    OfferingFactory(
+        vm_size="Standard_NV12ads_A10_v5", gpu_model="A10", gpu_count=1, gpu_partition=3,
+        gpu_memory_gib=8, vcpus=12, memory_gib=Decimal("110"), price_per_hour=Decimal("0.908"),
+    )  # fmt: skip
+    sim.set_capacity("eastus", "Standard_NV6ads_A10_v5", 0)
+
+    ws = _reload(_request(cast, nv6, max_price=Decimal("1.00")))
+
+    assert (ws.status, ws.vm_size) == (Status.RUNNING, "Standard_NV12ads_A10_v5")
+    assert (ws.gpu_count, ws.gpu_partition, ws.price_per_hour) == (1, 3, Decimal("0.908"))
+    usage = selectors.team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]
+    assert usage["A10"] == Fraction(1, 3)  # a third of an A10 held, not a sixth

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from django.conf import settings
@@ -59,10 +60,23 @@ class Option:
     price: Decimal
     gpu_model: str
     gpu_count: int
+    gpu_partition: int = 1  # a fractional (vGPU) size: each GPU is 1/gpu_partition of one
 
     @classmethod
     def of(cls, offering: SizeOffering, price: Decimal) -> Option:
-        return cls(offering.vm_size, offering.region, price, offering.gpu_model, offering.gpu_count)
+        return cls(
+            offering.vm_size,
+            offering.region,
+            price,
+            offering.gpu_model,
+            offering.gpu_count,
+            offering.gpu_partition,
+        )
+
+    @property
+    def gpus(self) -> Fraction:
+        """GPUs it holds against the team's quota."""
+        return Fraction(self.gpu_count, self.gpu_partition)
 
     def holds(self, workspace: Workspace) -> bool:
         """Whether this is what the workspace holds now (its quota and budget counted)."""
@@ -80,7 +94,8 @@ def vm_options(workspace: Workspace, now: datetime) -> list[Option]:
     first: list[Option] = []
     if (workspace.vm_size, workspace.region) == (chosen, home):
         own = workspace.price_per_hour
-        first = [Option(chosen, home, own, workspace.gpu_model, workspace.gpu_count)]
+        gpus = (workspace.gpu_model, workspace.gpu_count, workspace.gpu_partition)
+        first = [Option(chosen, home, own, *gpus)]
     mine = SizeOffering.objects.filter(vm_size=chosen, region=home).first()
     fallback = mine is not None and mine.allow_region_fallback
     others: list[Option] = []
@@ -153,6 +168,7 @@ def _take(
     fields: dict[str, Any] = {"waiting_reason": "", "region": option.region}
     fields.update(price_per_hour=option.price, vm_size=option.vm_size)
     fields.update(gpu_model=option.gpu_model, gpu_count=option.gpu_count)
+    fields.update(gpu_partition=option.gpu_partition)
     reason, detail = _moved(workspace, option, first, steps, create)
     with transaction.atomic():
         team = Team.objects.select_for_update().get(pk=workspace.team_id)
@@ -161,7 +177,7 @@ def _take(
                 team=team,
                 user=workspace.owner,
                 gpu_model=option.gpu_model,
-                gpus=option.gpu_count,
+                gpus=option.gpus,
                 price_per_hour=option.price,
                 now=now,
                 replacing=workspace,

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspaces", "0012_list_keyset_indexes"),
+        ("workspaces", "0013_gpu_partition"),
     ]
 
     operations = [

@@ -115,6 +115,10 @@ class Workspace(models.Model):
     error_message = models.TextField(blank=True)
     # While failed: the operation Azure refused ("create" or "delete"), which Retry does again.
     failed_operation = models.CharField(max_length=16, blank=True)
+    # A resize asked for and not yet done (workspaces.resizes): the target vm_size of a VM, or
+    # MIG profile of a slice; and whether it is started again once resized (it was running).
+    resize_to = models.CharField(max_length=64, blank=True)
+    resize_restart = models.BooleanField(default=False)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)
@@ -152,6 +156,13 @@ class Workspace(models.Model):
     @property
     def can_delete(self) -> bool:
         return self._allows(Status.DELETING)
+
+    @property
+    def can_resize(self) -> bool:
+        """Running or stopped: a resize deallocates (or scales to 0) first."""
+        return self._allows(Status.RESIZING) or (
+            self.status == Status.RUNNING and self._allows(Status.STOPPING)
+        )
 
     @property
     def can_retry(self) -> bool:

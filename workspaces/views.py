@@ -19,9 +19,10 @@ from django_htmx.http import HttpResponseStopPolling
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
-from workspaces import actions, hooks, requests, selectors
+from common.permissions import access_require
+from workspaces import actions, hooks, requests, resizes, selectors
 from workspaces.backends import backend_for
-from workspaces.forms import WorkspaceRequestForm
+from workspaces.forms import ResizeForm, WorkspaceRequestForm
 from workspaces.states import STEADY, Status
 
 
@@ -269,3 +270,34 @@ def workspace_action(request, pk, action):
     except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)
+
+
+@login_required
+def workspace_resize(request, pk):
+    """The Resize form (htmx: the partial, else the page): the sizes the workspace can move to
+    with GPU memory and USD/hour, cheapest first; a POST resizes (workspaces.resizes) and
+    goes back to the workspace's page, or shows why not on the form. 404 for a workspace
+    the user may not see, 403 for one they may not resize."""
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    access_require(
+        user=request.user,
+        perm="workspaces.resize_workspace",
+        obj=workspace,
+        message=resizes.NOT_YOURS,
+    )
+    choices = resizes.resize_choices(workspace=workspace, now=timezone.now())
+    form = ResizeForm(request.POST or None, choices=choices)
+    if request.method == "POST" and form.is_valid():
+        try:
+            resizes.workspace_resize(
+                user=request.user,
+                workspace=workspace,
+                target=form.cleaned_data["target"],
+                now=timezone.now(),
+            )
+            return redirect("workspaces:detail", pk=workspace.pk)
+        except requests.WorkspaceActionError as exc:
+            form.add_error(None, str(exc))
+    context = {"workspace": workspace, "form": form, "choices": choices}
+    template = "workspaces/_resize_form.html" if request.htmx else "workspaces/resize.html"
+    return render(request, template, context, status=400 if form.errors else 200)

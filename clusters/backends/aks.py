@@ -21,7 +21,7 @@ from clusters.models import NodePool
 from clusters.services import cluster_ref
 from workspaces import states
 from workspaces.azure import azure_settings
-from workspaces.backends import Meters, Step
+from workspaces.backends import Meters, ResizeChoice, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
@@ -74,6 +74,7 @@ class AksBackend:
     where = "the cluster"
     error_source = "Kubernetes or Azure"
     stop_label = "Stop"
+    resizable = False
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}
 
@@ -187,3 +188,7 @@ class AksBackend:
 
     def access_refresh(self, workspace: Workspace) -> None:
         """Nothing by default."""
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """None by default: a namespace's GPU quota is changed by a new request."""
+        return []

@@ -18,8 +18,8 @@ from django_htmx.http import HttpResponseStopPolling
 
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
-from teams.selectors import team_list_for_requests
 from common.permissions import access_require
+from teams.selectors import team_list_for_requests
 from workspaces import actions, hooks, requests, resizes, selectors
 from workspaces.backends import backend_for
 from workspaces.forms import ResizeForm, WorkspaceRequestForm

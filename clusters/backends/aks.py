@@ -124,8 +124,7 @@ class AksBackend:
                 waiting_reason=step.waiting, updated_at=clock()
             )
             return Next.PENDING if step.waiting else Next.POLL
-        self._finish(workspace, clock())
-        return Next.DONE
+        return self._finish(workspace, clock())
 
     def _act(self, api, workspace: Workspace, now: datetime) -> Step:
         """Send what the status owes once (remembered in ``operation``), then look."""
@@ -137,13 +136,19 @@ class AksBackend:
             )
         return self.look(api, workspace, operation)
 
-    def _finish(self, workspace: Workspace, now: datetime) -> None:
+    def _finish(self, workspace: Workspace, now: datetime) -> Next:
+        """Move to the status the operation leads to; stopped for a resize, on to Resizing
+        (its backend's advance carries it: the chain goes on)."""
         operation, done = states.OPERATION[workspace.status]
         if operation == "create":
             self.on_created(workspace, now)
         reason = self.finished[operation].format(
             profile=workspace.mig_profile, gpus=workspace.gpu_count
         )
+        then = Next.DONE
+        if operation == "deallocate" and workspace.resize_to:
+            done, then = Status.RESIZING, Next.POLL
+            reason += f"; moving it to {workspace.resize_to}"
         states.transition(
             workspace_id=workspace.pk,
             expected=workspace.status,
@@ -156,6 +161,7 @@ class AksBackend:
             error_code="",
             error_message="",
         )
+        return then
 
     def clean_up_failed_create(self, workspace: Workspace) -> None:
         """Remove what a refused create left in Kubernetes (nothing half-made stays)."""

@@ -2,6 +2,7 @@
 emulator (workspaces.resizes, workspaces.backends.vm_resize): deallocate, change
 hardwareProfile.vmSize, start; quota and budget re-checked; Azure's refusals put it back."""
 
+import time
 import uuid
 from decimal import Decimal
 
@@ -12,8 +13,9 @@ from django.utils import timezone
 from billing.models import Meter, UsageInterval
 from cloud import azure_resize
 from cloud.errors import CloudError
+from common.months import month_bounds
 from common.permissions import ActionNotAllowed
-from teams.models import GpuQuota
+from teams.models import GpuQuota, Team
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces import resizes, services
 from workspaces.azure import azure_settings
@@ -90,6 +92,18 @@ def test_running_vm_is_deallocated_resized_and_started_again(cast, sim, offering
     assert (new.sku, new.price_per_hour, new.ended_at) == (TWO_A100, Decimal("7.3460"), None)
 
 
+def test_transient_azure_answers_are_retried_and_the_resize_completes(cast, sim, offerings):
+    ws = _running(cast)
+    sim.inject("vm.sizes", "throttle")
+    sim.inject("vm.update", "server_error")
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.RUNNING, TWO_A100)
+    assert _vm(sim, ws)["vmSize"] == TWO_A100
+
+
 def test_stopped_vm_is_resized_and_stays_stopped(cast, sim, offerings):
     ws = _running(cast)
     services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
@@ -113,6 +127,32 @@ def test_resize_above_the_gpu_quota_is_refused_and_nothing_moves(cast, sim, offe
     # Smaller always fits: only what grows is measured.
     resizes.workspace_resize(user=cast.researcher, workspace=ws, target=T4, now=timezone.now())
     assert Workspace.objects.get(pk=ws.pk).vm_size == T4
+
+
+def test_resize_that_would_exhaust_the_budget_is_refused(cast, sim, offerings):
+    ws = _running(cast)
+    now = timezone.now()
+    month_end = month_bounds(now)[1]
+    hours_left = Decimal((month_end - now).total_seconds() / 3600)
+    # Room for the running A100 to the month's end, not for twice its price.
+    budget = (Decimal("3.6730") * hours_left * Decimal("1.5")).quantize(Decimal(1)) + 10
+    Team.objects.filter(pk=cast.team.pk).update(monthly_budget=budget)
+    with pytest.raises(WorkspaceActionError, match="budget runs out on"):
+        resizes.workspace_resize(user=cast.researcher, workspace=ws, target=TWO_A100, now=now)
+    assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING
+    resizes.workspace_resize(user=cast.researcher, workspace=ws, target=T4, now=now)
+    assert Workspace.objects.get(pk=ws.pk).vm_size == T4
+
+
+def test_emulator_resizes_a_running_vm_within_its_hardware_cluster(cast, sim, offerings):
+    ws = _running(cast)
+    name = f"ws-{ws.short_id}"
+    token = azure_resize.begin_resize(azure_settings(), name=name, vm_size=TWO_A100)
+    deadline = time.monotonic() + 10
+    while not (progress := azure_resize.poll_resize(azure_settings(), name=name, token=token)).done:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert (progress.state.vm_size, progress.state.power_state) == (TWO_A100, "running")
 
 
 def test_size_restricted_in_the_region_is_refused_before_the_deallocate(cast, sim, offerings):
@@ -177,6 +217,9 @@ def test_resize_page_permissions(cast, sim, offerings, client):
     page = client.get(url, HTTP_HX_REQUEST="true")
     assert page.status_code == 200 and TWO_A100 in page.content.decode()
     assert "$7.3460" in page.content.decode() and "160 GiB" in page.content.decode()
+    full = client.get(url)
+    assert full.status_code == 200 and "<h1>Resize llm-finetune</h1>" in full.content.decode()
     assert client.post(url, {"target": "Standard_X\x00"}).status_code == 400
+    assert client.post(url, {"target": "x" * 5000}).status_code == 400
     assert client.post(url, {"target": T4}).status_code == 302
     assert Workspace.objects.get(pk=ws.pk).vm_size == T4

@@ -159,10 +159,8 @@ class Workspace(models.Model):
 
     @property
     def can_resize(self) -> bool:
-        """Running or stopped: a resize deallocates (or scales to 0) first."""
-        return self._allows(Status.RESIZING) or (
-            self.status == Status.RUNNING and self._allows(Status.STOPPING)
-        )
+        """Running (it is stopped first: deallocated, or scaled to 0) or stopped."""
+        return self.status in (Status.RUNNING, Status.STOPPED)
 
     @property
     def can_retry(self) -> bool:

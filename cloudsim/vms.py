@@ -261,8 +261,11 @@ def patch_vm(cloud: Cloud, req: Request) -> Response:
         cloud, "vm.update", req.params["sub"], vm.location, str(size or vm.size), spot=vm.spot
     )
     _ensure_idle(cloud, vm, "PATCH")
+    given = body.get("properties") or {}
+    if not isinstance(given, dict):
+        raise errors.invalid_parameter("'properties' must be an object.", "properties")
     properties = copy.deepcopy(vm.properties)
-    for key, value in (body.get("properties") or {}).items():
+    for key, value in given.items():
         if isinstance(value, dict) and isinstance(properties.get(key), dict):
             properties[key] = {**properties[key], **value}
         else:

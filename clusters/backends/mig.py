@@ -62,7 +62,7 @@ class MigBackend(AksBackend):
     def advance(self, workspace: Workspace, clock) -> Next:
         """As every AKS kind's, and Resizing: a move to another profile (mig_resize)."""
         if workspace.status == Status.RESIZING:
-            return mig_resize.resize_step(self, workspace, clock)
+            return mig_resize.resize_step(workspace, clock)
         return super().advance(workspace, clock)
 
     def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:

@@ -22,6 +22,7 @@ from typing import Any
 from cloud import kube
 from clusters import selectors as cluster_selectors
 from clusters.backends.aks import kube_api
+from clusters.mig import MigProfile
 from clusters.models import NodePool, PoolStatus
 from common.words import usd
 from workspaces import states
@@ -63,30 +64,33 @@ def mig_resize_choices(workspace: Workspace) -> list[ResizeChoice]:
     return choices
 
 
-def resize_step(backend: Any, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
+def resize_step(workspace: Workspace, clock: Callable[[], datetime]) -> Next:
     """One step of Resizing a MIG slice (see the module's docstring)."""
+    # clusters.backends.mig imports this module: its spec builder is read when called.
     from clusters.backends.mig import _mig_spec, kube_name
 
-    api = kube_api(workspace.node_pool)
+    here = workspace.node_pool
+    assert here is not None, "a MIG slice is on a node pool"
+    api = kube_api(here)
     ns, name = workspace.namespace, kube_name(workspace)
     pool = NodePool.objects.filter(
-        cluster_id=workspace.node_pool.cluster_id, name=workspace.resize_to, status=PoolStatus.READY
+        cluster_id=here.cluster_id, name=workspace.resize_to, status=PoolStatus.READY
     ).first()
-    if pool is None or not pool.gpu_instance_profile:
+    target = pool.mig if pool is not None else None
+    if pool is None or target is None:
         # Its old StatefulSet is made again if the move had deleted it: nothing half-made.
         spec = dataclasses.replace(_mig_spec(workspace, clock()), replicas=0)
         kube.mig_ensure(api, spec)
         why = f"node pool {workspace.resize_to} is gone or not ready."
         return _leave(workspace, None, clock(), why)
-    target = pool.mig
     now_profile = kube.mig_profile_now(api, namespace=ns, name=name)
     if now_profile == target.name:
-        return _leave(workspace, pool, clock())  # Made already: a step run again.
+        return _leave(workspace, (pool, target), clock())  # Made already: a step run again.
     if now_profile is None:
         moved = copy.copy(workspace)
         moved.node_pool, moved.mig_profile, moved.gpu_slices = pool, target.name, target.slices
         kube.mig_ensure(api, dataclasses.replace(_mig_spec(moved, clock()), replicas=0))
-        return _leave(workspace, pool, clock())
+        return _leave(workspace, (pool, target), clock())
     if workspace.operation != "resize":
         kube.mig_statefulset_delete(api, namespace=ns, name=name)
         Workspace.objects.filter(pk=workspace.pk, status=Status.RESIZING).update(
@@ -95,26 +99,29 @@ def resize_step(backend: Any, workspace: Workspace, clock: Callable[[], datetime
     return Next.POLL
 
 
-def _leave(workspace: Workspace, pool: NodePool | None, now: datetime, why: str = "") -> Next:
-    """Out of Resizing: on ``pool`` (moved), or where it was (refused, ``why``); started
-    again if it was running."""
+def _leave(
+    workspace: Workspace, moved: tuple[NodePool, MigProfile] | None, now: datetime, why: str = ""
+) -> Next:
+    """Out of Resizing: on the pool and profile it ``moved`` to, or where it was (None:
+    refused, ``why``); started again if it was running."""
     to = Status.STARTING if workspace.resize_restart else Status.STOPPED
     fields: dict[str, Any] = {}
-    if pool is None:
+    if moved is None:
         reason = f"Move to {workspace.resize_to} refused, {workspace.mig_profile} kept: {why}"
     else:
-        num, den = cluster_selectors.mig_share(pool, pool.mig.slices)
+        pool, profile = moved
+        num, den = cluster_selectors.mig_share(pool, profile.slices)
         price = (pool.price_per_hour * num / den).quantize(Decimal("0.0001"))
         fields = {
             "node_pool": pool,
             "vm_size": pool.vm_size,
             "gpu_model": pool.gpu_model,
-            "mig_profile": pool.mig.name,
-            "gpu_slices": pool.mig.slices,
+            "mig_profile": profile.name,
+            "gpu_slices": profile.slices,
             "price_per_hour": price,
         }
         reason = (
-            f"Moved from {workspace.mig_profile} to {pool.mig.name} on node pool {pool.name}; "
+            f"Moved from {workspace.mig_profile} to {profile.name} on node pool {pool.name}; "
             f"/home kept; {usd(price, 4)}/hour from its next start"
         )
     states.transition(

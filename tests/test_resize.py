@@ -221,5 +221,10 @@ def test_resize_page_permissions(cast, sim, offerings, client):
     assert full.status_code == 200 and "<h1>Resize llm-finetune</h1>" in full.content.decode()
     assert client.post(url, {"target": "Standard_X\x00"}).status_code == 400
     assert client.post(url, {"target": "x" * 5000}).status_code == 400
-    assert client.post(url, {"target": T4}).status_code == 302
-    assert Workspace.objects.get(pk=ws.pk).vm_size == T4
+    done = client.post(url, {"target": T4}, HTTP_HX_REQUEST="true")
+    assert done.status_code == 200 and done["HX-Redirect"] == reverse(
+        "workspaces:detail", args=[ws.pk]
+    )
+    ws.refresh_from_db()
+    assert ws.vm_size == T4
+    assert client.post(url, {"target": TWO_A100}).status_code == 302

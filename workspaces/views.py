@@ -11,10 +11,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
@@ -295,9 +296,12 @@ def workspace_resize(request, pk):
                 target=form.cleaned_data["target"],
                 now=timezone.now(),
             )
-            return redirect("workspaces:detail", pk=workspace.pk)
         except requests.WorkspaceActionError as exc:
             form.add_error(None, str(exc))
+        else:
+            page = reverse("workspaces:detail", args=[workspace.pk])
+            # htmx would swap a followed redirect's whole page into the form: it goes there.
+            return HttpResponseClientRedirect(page) if request.htmx else redirect(page)
     context = {"workspace": workspace, "form": form, "choices": choices}
     template = "workspaces/_resize_form.html" if request.htmx else "workspaces/resize.html"
     return render(request, template, context, status=400 if form.errors else 200)

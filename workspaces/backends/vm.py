@@ -249,7 +249,10 @@ def _finish(workspace, operation, done, result, now) -> None:
         "create": "VM is running",
         "start": "VM is running",
         "deallocate": "VM deallocated; OS disk kept",
-        "resize": f"VM deallocated; OS disk kept; changing its size to {workspace.resize_to}",
+        "resize": (
+            f"VM deallocated; OS disk kept; Azure's Resource SKUs allow {workspace.resize_to} in "
+            f"{workspace.region}; changing its size to {workspace.resize_to}"
+        ),
         "delete": "VM, NIC and OS disk deleted",
     }
     detail = {"power_state": result.power_state} if result is not None else {}

@@ -180,7 +180,8 @@ def _accepted(workspace: Workspace, vm_size: str, now: datetime) -> Next:
         to=to,
         now=now,
         reason=(
-            f"Azure accepted size {fields['vm_size']} (was {workspace.vm_size}); billed at "
+            f"Azure accepted size {fields['vm_size']} (was {workspace.vm_size}; listed in the "
+            f"VM's available sizes); billed at "
             f"{usd(price, 4)}/hour from its next start{again}"
         ),
         detail={"from": workspace.vm_size, "to": fields["vm_size"], "price_per_hour": str(price)},

@@ -186,6 +186,20 @@ def test_azure_refusing_the_update_puts_the_vm_back_running_at_its_size(cast, si
     assert vm["vmSize"] == "Standard_NC24ads_A100_v4" and vm["powerState"] == "running"
 
 
+def test_azure_vcpu_quota_refusal_is_shown_and_the_vm_runs_on(cast, sim, offerings):
+    ws = _running(cast)
+    sim.set_quota("eastus", "standardNCADSA100v4Family", 24)  # the running VM's 24 vCPUs
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.RUNNING, "Standard_NC24ads_A100_v4")
+    event = ws.events.get(from_status=Status.RESIZING)
+    assert event.detail["code"] == "OperationNotAllowed"
+    assert "standardNCADSA100v4Family Cores quota" in event.detail["message"]
+    assert _vm(sim, ws)["powerState"] == "running"
+
+
 def test_emulator_refuses_a_running_resize_outside_the_hardware_cluster(cast, sim, offerings):
     ws = _running(cast)
     name = f"ws-{ws.short_id}"

@@ -46,6 +46,7 @@ EXPECTED = {
     "workspaces:request": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
+    "workspaces:resize": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
     # Agents authenticate by token, never by session: every browser user gets 401 JSON.
     "workspaces:telemetry": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),

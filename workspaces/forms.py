@@ -257,3 +257,19 @@ class NamespaceRequestForm(_AksRequestForm):
     def clean_pool(self):
         chosen = self.cleaned_data["pool"]
         return next(r.pool for r in self.pools if str(r.pool.pk) == chosen)
+
+
+class ResizeForm(forms.Form):
+    """The size to move a workspace to: one of ``choices`` (workspaces.resizes.resize_choices);
+    anything else is a form error."""
+
+    target = forms.ChoiceField(
+        choices=(),
+        label="New size",
+        widget=forms.RadioSelect,
+        error_messages={"invalid_choice": "That size is not one this workspace can move to."},
+    )
+
+    def __init__(self, *args, choices=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["target"].choices = [(c.key, c.label) for c in choices]

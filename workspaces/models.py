@@ -163,6 +163,10 @@ class Workspace(models.Model):
     )
     requested_region = models.CharField(max_length=32, blank=True)
     placement_tried = models.JSONField(default=list, blank=True)
+    # A resize asked for and not yet done (workspaces.resizes): the target vm_size of a VM, or
+    # MIG profile of a slice; and whether it is started again once resized (it was running).
+    resize_to = models.CharField(max_length=64, blank=True)
+    resize_restart = models.BooleanField(default=False)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)
@@ -200,6 +204,11 @@ class Workspace(models.Model):
     @property
     def can_delete(self) -> bool:
         return self._allows(Status.DELETING)
+
+    @property
+    def can_resize(self) -> bool:
+        """Running (it is stopped first: deallocated, or scaled to 0) or stopped."""
+        return self.status in (Status.RUNNING, Status.STOPPED)
 
     @property
     def can_retry(self) -> bool:

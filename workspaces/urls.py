@@ -18,6 +18,7 @@ urlpatterns = [
     path("<uuid:pk>/", views.workspace_detail, name="detail"),
     path("<uuid:pk>/telemetry/", views.workspace_telemetry, name="telemetry"),
     path("<uuid:pk>/kubeconfig/", views.workspace_kubeconfig, name="kubeconfig"),
+    path("<uuid:pk>/resize/", views.workspace_resize, name="resize"),
     re_path(
         r"^(?P<pk>[0-9a-f-]{36})/(?P<action>keep|stop|start|delete|retry)/$",
         views.workspace_action,

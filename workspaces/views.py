@@ -11,18 +11,20 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
+from common.permissions import access_require
 from teams.selectors import team_list_for_requests
-from workspaces import actions, equivalents, hooks, requests, selectors
+from workspaces import actions, equivalents, hooks, requests, resizes, selectors
 from workspaces.backends import backend_for
 from workspaces.filters import OfferingFilter
-from workspaces.forms import EquivalentsQueryForm, WorkspaceRequestForm
+from workspaces.forms import EquivalentsQueryForm, ResizeForm, WorkspaceRequestForm
 from workspaces.states import STEADY, Status
 
 
@@ -315,3 +317,37 @@ def workspace_action(request, pk, action):
     except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)
+
+
+@login_required
+def workspace_resize(request, pk):
+    """The Resize form (htmx: the partial, else the page): the sizes the workspace can move to
+    with GPU memory and USD/hour, cheapest first; a POST resizes (workspaces.resizes) and
+    goes back to the workspace's page, or shows why not on the form. 404 for a workspace
+    the user may not see, 403 for one they may not resize."""
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    access_require(
+        user=request.user,
+        perm="workspaces.resize_workspace",
+        obj=workspace,
+        message=resizes.NOT_YOURS,
+    )
+    choices = resizes.resize_choices(workspace=workspace, now=timezone.now())
+    form = ResizeForm(request.POST or None, choices=choices)
+    if request.method == "POST" and form.is_valid():
+        try:
+            resizes.workspace_resize(
+                user=request.user,
+                workspace=workspace,
+                target=form.cleaned_data["target"],
+                now=timezone.now(),
+            )
+        except requests.WorkspaceActionError as exc:
+            form.add_error(None, str(exc))
+        else:
+            page = reverse("workspaces:detail", args=[workspace.pk])
+            # htmx would swap a followed redirect's whole page into the form: it goes there.
+            return HttpResponseClientRedirect(page) if request.htmx else redirect(page)
+    context = {"workspace": workspace, "form": form, "choices": choices}
+    template = "workspaces/_resize_form.html" if request.htmx else "workspaces/resize.html"
+    return render(request, template, context, status=400 if form.errors else 200)

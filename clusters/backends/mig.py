@@ -19,12 +19,14 @@ from agent import cloud_init
 from cloud import kube
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
+from clusters.backends import mig_resize
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
 from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, Step, backend_for
+from workspaces.backends import KindForm, ResizeChoice, Step, backend_for
+from workspaces.chains import Next
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
@@ -46,6 +48,7 @@ class MigBackend(AksBackend):
     hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"
+    resizable = True
     finished = {
         "create": "Pod running on a {profile} MIG slice",
         "start": "Pod running on a {profile} MIG slice",
@@ -55,6 +58,16 @@ class MigBackend(AksBackend):
 
     def __init__(self, form: KindForm | None = None):
         self.form = form
+
+    def advance(self, workspace: Workspace, clock) -> Next:
+        """As every AKS kind's, and Resizing: a move to another profile (mig_resize)."""
+        if workspace.status == Status.RESIZING:
+            return mig_resize.resize_step(workspace, clock)
+        return super().advance(workspace, clock)
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """The other MIG profiles of its cluster's ready pools (mig_resize)."""
+        return mig_resize.mig_resize_choices(workspace)
 
     def what(self, workspace: Workspace) -> str:
         return f"the {workspace.mig_profile} pod {kube_name(workspace)}"

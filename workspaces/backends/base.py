@@ -35,6 +35,23 @@ class Meters:
 
 
 @dataclass(frozen=True)
+class ResizeChoice:
+    """One size a workspace can move to (workspaces.resizes): ``key`` (the vm_size, or the MIG
+    profile), what it holds (``gpu_model``, ``gpus`` against the quota: whole GPUs or
+    sevenths, and ``gpu_memory_gib`` in total, GiB) and ``price_per_hour`` (USD/hour, Decimal,
+    what the workspace would be billed). Sources: the platform admin's SizeOffering catalog
+    (Azure Retail Prices; GPU memory from Microsoft's size documentation), or the cluster's
+    MIG pools and their node price."""
+
+    key: str
+    label: str
+    gpu_model: str
+    gpus: Fraction
+    gpu_memory_gib: int
+    price_per_hour: Decimal
+
+
+@dataclass(frozen=True)
 class Step:
     """The outcome of one look at an operation in flight: ``done`` (move on to the operation's
     status), else ``waiting`` (why it is not done yet, shown to the user; "" while simply in
@@ -81,6 +98,7 @@ class WorkspaceBackend(Protocol):
     # with the leaver; "{leaver}" is their username.
     hand_over_note: str
     facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
+    resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
     connect_template: str  # how to reach it while running
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
@@ -123,4 +141,9 @@ class WorkspaceBackend(Protocol):
     def access_refresh(self, workspace: Workspace) -> None:
         """Make the workspace's provider objects grant its owner's identity as it is now
         (nothing for one whose objects do not exist). Raises CloudError."""
+        ...
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """The sizes the workspace can move to (workspaces.resizes), not its own; [] for a
+        kind that cannot be resized. Its ``advance`` carries out Resizing."""
         ...

@@ -17,14 +17,14 @@ from fractions import Fraction
 from django.conf import settings
 
 from agent import cloud_init
-from cloud import azure_vm
+from cloud import azure_resize, azure_vm
 from cloud.azure_vm import Progress, VmSpec
 from cloud.errors import CloudError
-from cloud.protocols import VmCloud
+from cloud.protocols import VmCloud, VmResizer
 from workspaces import azure, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_placement
-from workspaces.backends.base import Meters
+from workspaces.backends import vm_placement, vm_resize
+from workspaces.backends.base import Meters, ResizeChoice
 from workspaces.chains import Next
 from workspaces.models import Kind, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
@@ -47,21 +47,31 @@ class VmBackend:
         "need and request your own, if they must not reach it."
     )
     facts_template = "workspaces/kinds/vm_facts.html"
+    resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
 
-    def __init__(self, cloud: VmCloud = azure_vm):
+    def __init__(self, cloud: VmCloud = azure_vm, resizer: VmResizer = azure_resize):
         self.cloud = cloud
+        self.resizer = resizer
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """A requested VM is first checked against Azure (size offered and unrestricted in its
         region, family and regional vCPU quota, or the regional Spot quota for a Spot VM): if
         Azure cannot take it, it stays requested with a plain ``waiting_reason`` (or moves to
-        another region where its offering allows it) and no VM is sent. Raises CloudError."""
+        another region where its offering allows it) and no VM is sent. A resize
+        (workspaces.backends.vm_resize) checks the size before the deallocate and changes it
+        in Resizing. Raises CloudError."""
         if workspace.status == Status.REQUESTED:
             waiting = _provision_or_wait(self.cloud, workspace, clock)
             if waiting is not None:
                 return waiting
             workspace.refresh_from_db()
+        if workspace.status == Status.RESIZING:
+            return vm_resize.resize_step(self.cloud, self.resizer, workspace, clock)
+        if workspace.status == Status.STOPPING and workspace.resize_to and not workspace.operation:
+            why = vm_resize.region_refusal(self.cloud, workspace)
+            if why:
+                return vm_resize.refuse_before_deallocate(workspace, why, clock())
         if workspace.status not in OPERATION:
             return Next.DONE
         operation, done = OPERATION[workspace.status]
@@ -81,6 +91,10 @@ class VmBackend:
             Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
                 updated_at=clock()
             )
+            return Next.POLL
+        if operation == "deallocate" and workspace.resize_to:
+            # Deallocated for a resize: the chain goes on to change the size (Resizing).
+            _finish(workspace, operation, Status.RESIZING, progress.state, clock())
             return Next.POLL
         _finish(workspace, operation, done, progress.state, clock())
         return Next.DONE
@@ -113,6 +127,10 @@ class VmBackend:
 
     def access_refresh(self, workspace: Workspace) -> None:
         """Nothing: its owner's ssh key is in the VM from its create."""
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """The other sizes offered in its region (workspaces.backends.vm_resize)."""
+        return vm_resize.vm_resize_choices(workspace, now)
 
 
 def _provision_or_wait(
@@ -169,6 +187,10 @@ def _finish(workspace, operation, done, result, now) -> None:
         "create": "VM is running",
         "start": "VM is running",
         "deallocate": "VM deallocated; OS disk kept",
+        "resize": (
+            f"VM deallocated; OS disk kept; Azure's Resource SKUs allow {workspace.resize_to} in "
+            f"{workspace.region}; changing its size to {workspace.resize_to}"
+        ),
         "delete": "VM, NIC and OS disk deleted",
     }
     detail = {"power_state": result.power_state} if result is not None else {}
@@ -177,7 +199,7 @@ def _finish(workspace, operation, done, result, now) -> None:
         expected=workspace.status,
         to=done,
         now=now,
-        reason=reasons[operation],
+        reason=reasons["resize" if done == Status.RESIZING else operation],
         detail=detail,
         **fields,
     )

@@ -337,28 +337,40 @@ def quota_check(
     """Measure a request for ``gpus`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
     budget (counting workspaces requested but not yet billing). Five queries."""
-    quota = (
-        GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
-        .values_list("gpus", flat=True)
-        .first()
+    return quota_checks(team=team, user=user, asks=[(gpu_model, gpus, price_per_hour)], now=now)[0]
+
+
+def quota_checks(
+    *, team, user, asks: list[tuple[str, Fraction | int, Decimal]], now: datetime
+) -> list[QuotaCheck]:
+    """quota_check of each of ``asks`` ((gpu_model, gpus, USD/hour)), each measured alone
+    against what the team holds now (right-sizing compares sizes this way). Five queries
+    whatever their number."""
+    models_ = {gpu_model for gpu_model, _gpus, _price in asks}
+    quotas = dict(
+        GpuQuota.objects.filter(team=team, gpu_model__in=models_).values_list("gpu_model", "gpus")
     )
-    used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, 0)
+    used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {})
     held = Workspace.objects.filter(team=team, owner=user, status__in=HELD).count()
     # Requested but not yet billing: it will burn soon, so it counts like this request.
     queued = Workspace.objects.filter(team=team, status=Status.REQUESTED).aggregate(
         usd=Sum("price_per_hour")
     )["usd"] or Decimal(0)
-    return QuotaCheck(
-        team_name=team.name,
-        gpu_model=gpu_model,
-        gpus_asked=Fraction(gpus),
-        gpus_quota=quota or 0,
-        gpus_used=used,
-        user_held=held,
-        user_cap=team.max_workspaces_per_user,
-        price_per_hour=price_per_hour + queued,
-        budget=team_budget(teams=[team], now=now)[team.pk],
-    )
+    budget = team_budget(teams=[team], now=now)[team.pk]
+    return [
+        QuotaCheck(
+            team_name=team.name,
+            gpu_model=gpu_model,
+            gpus_asked=Fraction(gpus),
+            gpus_quota=quotas.get(gpu_model) or 0,
+            gpus_used=used.get(gpu_model, Fraction(0)),
+            user_held=held,
+            user_cap=team.max_workspaces_per_user,
+            price_per_hour=price_per_hour + queued,
+            budget=budget,
+        )
+        for gpu_model, gpus, price_per_hour in asks
+    ]
 
 
 def team_budget(*, teams, now: datetime) -> dict[int, Budget]:

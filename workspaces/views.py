@@ -22,6 +22,7 @@ from teams.selectors import team_list_for_requests
 from workspaces import actions, hooks, requests, selectors
 from workspaces.backends import backend_for
 from workspaces.forms import WorkspaceRequestForm
+from workspaces.sizing.forms import EstimateForm
 from workspaces.states import STEADY, Status
 
 
@@ -84,6 +85,8 @@ def workspace_request(request):
             request, quota, selectors.offering_list(region=region, now=timezone.now())
         ),
         "quota": quota,
+        # The GPU memory estimate's panel (workspaces.sizing.views answers it).
+        "estimate_form": EstimateForm(auto_id="est-%s"),
     }
     if request.htmx and request.method == "GET":
         return render(request, "workspaces/_size_table.html", context)

@@ -61,6 +61,32 @@ class KindForm:
     request: Callable[..., Workspace]
 
 
+@dataclass(frozen=True)
+class SizingOffer:
+    """Something of a kind a team could request, as right-sizing compares them (see
+    workspaces.sizing.fits): ``name`` as requested (a VM size, or "A100 1g.10gb"),
+    ``vm_size`` (the VM's, or the MIG pool's node size), ``mig_profile`` ("" for a whole-GPU
+    size), ``region``, ``gpu_model``, ``gpus`` (GPU devices it sees), ``gpu_memory_gib`` (GiB
+    per device), ``gpu_share`` (GPUs it counts against the team's quota of ``gpu_model``) and
+    ``price_per_hour`` (USD, Linux pay-as-you-go)."""
+
+    kind: str
+    name: str
+    vm_size: str
+    mig_profile: str
+    region: str
+    gpu_model: str
+    gpus: int
+    gpu_memory_gib: Decimal
+    gpu_share: Fraction
+    price_per_hour: Decimal
+
+    @property
+    def total_gpu_memory_gib(self) -> Decimal:
+        """GiB of GPU memory across its devices."""
+        return self.gpus * self.gpu_memory_gib
+
+
 @runtime_checkable
 class WorkspaceBackend(Protocol):
     """One workspace kind. Errors: CloudError from the provider (transient ones are retried by
@@ -123,4 +149,9 @@ class WorkspaceBackend(Protocol):
     def access_refresh(self, workspace: Workspace) -> None:
         """Make the workspace's provider objects grant its owner's identity as it is now
         (nothing for one whose objects do not exist). Raises CloudError."""
+        ...
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """What of this kind ``team`` (or anyone, for None) could request now, for
+        right-sizing (workspaces.sizing.fits); [] for a kind it does not propose."""
         ...

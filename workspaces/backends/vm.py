@@ -24,7 +24,7 @@ from cloud.azure_vm import Progress, VmSpec
 from cloud.protocols import VmCloud
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends.base import Meters
+from workspaces.backends.base import Meters, SizingOffer
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Kind, SizeOffering, Workspace
@@ -103,6 +103,31 @@ class VmBackend:
 
     def access_refresh(self, workspace: Workspace) -> None:
         """Nothing: its owner's ssh key is in the VM from its create."""
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """Every offered size in every region (the catalog is the same for all teams), at
+        its Linux pay-as-you-go price. One query."""
+        return [
+            SizingOffer(
+                kind=self.kind,
+                name=o.vm_size,
+                vm_size=o.vm_size,
+                mig_profile="",
+                region=o.region,
+                gpu_model=o.gpu_model,
+                gpus=o.gpu_count,
+                gpu_memory_gib=offering_gpu_memory_gib(o),
+                gpu_share=Fraction(o.gpu_count),
+                price_per_hour=o.price_per_hour,
+            )
+            for o in selectors.offering_list()
+        ]
+
+
+def offering_gpu_memory_gib(offering: SizeOffering) -> Decimal:
+    """GiB of GPU memory per GPU device of a size, as its catalog row says."""
+    # One helper, so that the catalog's fractional (vGPU) sizes change only this line.
+    return Decimal(offering.gpu_memory_gib)
 
 
 def _provision_or_wait(

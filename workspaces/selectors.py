@@ -1,5 +1,6 @@
 """Reads of workspaces and the catalog. Every workspace query starts from workspace_visible_to."""
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -341,7 +342,7 @@ def quota_check(
 
 
 def quota_checks(
-    *, team, user, asks: list[tuple[str, Fraction | int, Decimal]], now: datetime
+    *, team, user, asks: Sequence[tuple[str, Fraction | int, Decimal]], now: datetime
 ) -> list[QuotaCheck]:
     """quota_check of each of ``asks`` ((gpu_model, gpus, USD/hour)), each measured alone
     against what the team holds now (right-sizing compares sizes this way). Five queries

@@ -13,6 +13,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+
+from teams.models import Team
 from workspaces import selectors
 from workspaces.backends import SizingOffer, backends
 from workspaces.selectors import QuotaCheck
@@ -61,8 +64,8 @@ def usable_gib(offer: SizingOffer) -> Decimal:
 def sizing_fit_list(
     *,
     need_gib: Decimal,
-    team,
-    user,
+    team: Team | None,
+    user: AbstractBaseUser | AnonymousUser,
     now: datetime,
     region: str = "",
     per_region: int = PER_REGION,

@@ -114,8 +114,9 @@ def _team(request: HttpRequest, asked: str) -> Team | None:
     teams = team_list_for_requests(user=request.user)
     if not asked:
         return teams.first()
-    lookup = {"pk": int(asked)} if asked.isdigit() else {"slug": asked}
-    return teams.get(**lookup)
+    if asked.isdigit():
+        return teams.get(pk=int(asked))
+    return teams.get(slug=asked)
 
 
 def _gib(value: Decimal) -> float:

@@ -121,6 +121,9 @@ def test_quota_and_budget_flags_change_when_the_team_has_used_them_up(client, ca
     assert fit["quota_ok"] is True and fit["budget_ok"] is False
 
 
+Q = "?parameters_b=7&precision=fp16&workload=inference"
+
+
 @pytest.mark.parametrize(
     ("query", "field"),
     [
@@ -133,18 +136,18 @@ def test_quota_and_budget_flags_change_when_the_team_has_used_them_up(client, ca
         ("?parameters_b=1e999999&precision=fp16&workload=inference", "parameters_b"),
         ("?parameters_b=7&precision=fp64&workload=inference", "precision"),
         ("?parameters_b=7&precision=fp16&workload=pretraining", "workload"),
-        ("?parameters_b=7&precision=fp16&workload=inference&context_length=1048577", "context_length"),
-        ("?parameters_b=7&precision=fp16&workload=inference&batch=1025", "batch"),
-        ("?parameters_b=7&precision=fp16&workload=inference&batch=x", "batch"),
-        ("?parameters_b=7&precision=fp16&workload=inference&layers=32", "hidden_size"),
-        ("?parameters_b=7&precision=fp16&workload=inference&layers=32&hidden_size=4096&kv_heads=5", "kv_heads"),
-        ("?parameters_b=7&precision=fp16&workload=inference&team=%00", "team"),
-        ("?parameters_b=7&precision=fp16&workload=inference&region=East%20US", "region"),
+        (Q + "&context_length=1048577", "context_length"),
+        (Q + "&batch=1025", "batch"),
+        (Q + "&batch=x", "batch"),
+        (Q + "&layers=32", "hidden_size"),
+        (Q + "&layers=32&hidden_size=4096&kv_heads=5", "kv_heads"),
+        (Q + "&team=%00", "team"),
+        (Q + "&region=East%20US", "region"),
         ("?parameters_b=7&precision=int4&workload=full_finetune", "precision"),
         ("?parameters_b=7&precision=bf16&workload=lora&trainable_percent=0", "trainable_percent"),
-        ("?parameters_b=7&precision=fp16&workload=inference&preset=gpt-5", "preset"),
+        (Q + "&preset=gpt-5", "preset"),
     ],
-)  # fmt: skip
+)
 def test_bad_input_is_a_400_with_field_errors_in_json(client, cast, query, field):
     client.force_login(cast.researcher)
     response = _get(client, query)

@@ -95,6 +95,7 @@ def test_a_large_model_fits_only_across_several_gpus(client, cast, catalog):
     assert [f["name"] for f in doc["fits"]] == ["Standard_NC96ads_A100_v4"]
     assert doc["fits"][0]["gpu_memory_gib_total"] == 320
     assert doc["inputs"]["layers"] == 80 and doc["inputs"]["kv_heads"] == 8
+    assert doc["preset"]["config"].endswith("Meta-Llama-3-70B/blob/main/config.json")
 
 
 def test_quota_and_budget_flags_change_when_the_team_has_used_them_up(client, cast, catalog):

@@ -25,6 +25,7 @@ from workspaces.gpus import format_gpus
 from workspaces.sizing import fits
 from workspaces.sizing.estimate import (
     PRECISION_LABELS,
+    PRESETS,
     WORKLOAD_LABELS,
     Estimate,
     EstimateError,
@@ -72,9 +73,13 @@ def sizing_estimate(request: HttpRequest) -> HttpResponse:
         region=form.cleaned_data["region"],
         per_region=form.cleaned_data["per_region"],
     )
+    preset = PRESETS.get(form.cleaned_data["preset"])
     if answer == JSON:
-        return JsonResponse(estimate_document(estimate, fit_list, team))
+        document = estimate_document(estimate, fit_list, team)
+        document["preset"] = {"name": preset.name, "config": preset.source} if preset else None
+        return JsonResponse(document)
     context = {"form": form, "estimate": estimate, "fits": fit_list, "team": team}
+    context["preset"] = preset
     context.update(_display(estimate, fit_list))
     template = "workspaces/_estimate.html" if answer == PARTIAL else "workspaces/estimate.html"
     return render(request, template, context)

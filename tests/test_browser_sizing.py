@@ -21,8 +21,12 @@ def test_the_panel_estimates_in_place_and_marks_what_the_team_may_take(
     live_server, cast, monkeypatch
 ):
     monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    OfferingFactory(vm_size="Standard_NC4as_T4_v3", gpu_model="T4", gpu_memory_gib=16,
-                    price_per_hour=Decimal("0.5260"))  # fmt: skip
+    OfferingFactory(
+        vm_size="Standard_NC4as_T4_v3",
+        gpu_model="T4",
+        gpu_memory_gib=16,
+        price_per_hour=Decimal("0.5260"),
+    )
     OfferingFactory()  # an A100 80 GiB in eastus, inside the team's quota
     with sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)

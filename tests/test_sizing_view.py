@@ -108,8 +108,9 @@ def test_quota_and_budget_flags_change_when_the_team_has_used_them_up(client, ca
 
     assert (a100()["quota_ok"], a100()["budget_ok"]) == (True, True)
     # The team's 4 A100s all held by running workspaces: the GPU quota is used up.
-    WorkspaceFactory(team=cast.team, owner=cast.teammate, gpu_model="A100", gpu_count=4,
-                     status=Status.RUNNING)  # fmt: skip
+    WorkspaceFactory(
+        team=cast.team, owner=cast.teammate, gpu_model="A100", gpu_count=4, status=Status.RUNNING
+    )
     fit = a100()
     assert fit["quota_ok"] is False and fit["budget_ok"] is True
     assert any("A100" in reason for reason in fit["over"])
@@ -164,6 +165,32 @@ def test_a_team_the_user_is_not_in_is_404_whether_or_not_it_exists(client, cast,
     assert _get(client, ISSUE_QUERY + "&team=no-such-team").status_code == 404
     assert _get(client, ISSUE_QUERY + "&team=vision").json()["team"] == "vision"
     assert _get(client, ISSUE_QUERY + f"&team={cast.team.pk}").json()["team"] == "vision"
+
+
+def test_a_small_model_fits_a_fractional_a10_counted_as_its_share(client, cast, catalog):
+    # Standard_NV6ads_A10_v5: 1/6 of an A10 with 4 GiB (Microsoft's NVadsA10 v5 sizes).
+    OfferingFactory(
+        vm_size="Standard_NV6ads_A10_v5",
+        gpu_model="A10",
+        gpu_partition=6,
+        gpu_memory_gib=4,
+        price_per_hour=Decimal("0.4540"),
+    )
+    GpuQuota.objects.create(team=cast.team, gpu_model="A10", gpus=1)
+    client.force_login(cast.researcher)
+    # 1 B in FP16: 2 GB + 20 % + 0.5 GiB = 2.74 GiB, within 90 % of 4 GiB.
+    doc = _get(client, "?parameters_b=1&precision=fp16&workload=inference").json()
+    assert doc["gpu_memory_gib"] == 2.74
+    fit = doc["fits"][0]
+    assert (fit["name"], fit["gpu_share"], fit["gpu_memory_gib_total"]) == (
+        "Standard_NV6ads_A10_v5",
+        "1/6",
+        4,
+    )
+    assert fit["suits"] == "inference" and fit["quota_ok"] is True
+    # 7 B does not: the smallest fit is again the whole A10.
+    doc = _get(client, ISSUE_QUERY).json()
+    assert "Standard_NV6ads_A10_v5" not in [f["name"] for f in doc["fits"]]
 
 
 def test_signed_out_users_are_sent_to_sign_in(client, db):

@@ -75,7 +75,7 @@ class WorkspaceRequestForm(forms.Form):
                 "hx-target": "#size-table",
                 "hx-swap": "outerHTML",
                 "hx-trigger": "change",
-                "hx-include": "[name=region]",
+                "hx-include": "[name=region],[name=suits]",
             }
         )
         self.fields["region"].choices = [(r, r) for r in regions]

@@ -83,6 +83,7 @@ def workspace_request(
         "spot": spot,
         "gpu_model": offering.gpu_model,
         "gpu_count": offering.gpu_count,
+        "gpu_partition": offering.gpu_partition,
         "ssh_user": settings.WORKSPACE_SSH_USER,
         "ssh_public_key": ssh_public_key,
     }
@@ -92,7 +93,7 @@ def workspace_request(
         team,
         request_key,
         fields,
-        offering.gpu_count,
+        offering.gpu_share,
         reason + (" as a Spot VM" if spot else ""),
     )
     return workspace_insert(ask=ask, justification=justification, now=now)

@@ -21,6 +21,7 @@ from common.listing import bootstrap_form
 from teams.selectors import team_list_for_requests
 from workspaces import actions, hooks, requests, selectors
 from workspaces.backends import backend_for
+from workspaces.filters import OfferingFilter
 from workspaces.forms import WorkspaceRequestForm
 from workspaces.sizing.forms import EstimateForm
 from workspaces.states import STEADY, Status
@@ -78,12 +79,15 @@ def workspace_request(request):
     else:
         form, region = _request_form(request)
     quota = _quota_lines(request.user)
+    sizes = OfferingFilter(
+        request.POST or request.GET,
+        queryset=selectors.offering_list(region=region, now=timezone.now()),
+    )
     context = {
         "form": form,
         "region": region,
-        "offerings": _with_runway(
-            request, quota, selectors.offering_list(region=region, now=timezone.now())
-        ),
+        "offerings": _with_runway(request, quota, sizes.qs),
+        "size_filter": sizes.form,
         "quota": quota,
         # The GPU memory estimate's panel (workspaces.sizing.views answers it).
         "estimate_form": EstimateForm(auto_id="est-%s"),

@@ -136,6 +136,7 @@ class MigBackend(AksBackend):
                 gpu_memory_gib=Decimal(c.pool.mig.memory_gb),
                 gpu_share=c.gpu_share,
                 price_per_hour=c.price_per_hour,
+                suits=c.suits,
             )
             for c in cluster_selectors.mig_choices(team=team)
         ]

@@ -68,7 +68,7 @@ class SizingOffer:
     ``vm_size`` (the VM's, or the MIG pool's node size), ``mig_profile`` ("" for a whole-GPU
     size), ``region``, ``gpu_model``, ``gpus`` (GPU devices it sees), ``gpu_memory_gib`` (GiB
     per device), ``gpu_share`` (GPUs it counts against the team's quota of ``gpu_model``) and
-    ``price_per_hour`` (USD, Linux pay-as-you-go)."""
+    ``price_per_hour`` (USD, Linux pay-as-you-go), ``suits`` (workspaces.suitability.Suits)."""
 
     kind: str
     name: str
@@ -80,6 +80,7 @@ class SizingOffer:
     gpu_memory_gib: Decimal
     gpu_share: Fraction
     price_per_hour: Decimal
+    suits: str = ""  # training, inference or both (workspaces.suitability)
 
     @property
     def total_gpu_memory_gib(self) -> Decimal:

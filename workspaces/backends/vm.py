@@ -82,7 +82,8 @@ class VmBackend:
         azure.azure_usage_changed(region=workspace.region)
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
-        return Fraction(workspace.gpu_count)
+        """Its GPUs, each 1/gpu_partition of one for a fractional (vGPU) size."""
+        return Fraction(workspace.gpu_count, workspace.gpu_partition)
 
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated
@@ -106,7 +107,8 @@ class VmBackend:
 
     def sizing_offers(self, *, team) -> list[SizingOffer]:
         """Every offered size in every region (the catalog is the same for all teams), at
-        its Linux pay-as-you-go price. One query."""
+        its Linux pay-as-you-go price; a fractional (vGPU) size with its partition's memory
+        and its share of a GPU. One query."""
         return [
             SizingOffer(
                 kind=self.kind,
@@ -116,18 +118,13 @@ class VmBackend:
                 region=o.region,
                 gpu_model=o.gpu_model,
                 gpus=o.gpu_count,
-                gpu_memory_gib=offering_gpu_memory_gib(o),
-                gpu_share=Fraction(o.gpu_count),
+                gpu_memory_gib=Decimal(o.gpu_memory_gib),
+                gpu_share=o.gpu_share,
                 price_per_hour=o.price_per_hour,
+                suits=o.suits,
             )
             for o in selectors.offering_list()
         ]
-
-
-def offering_gpu_memory_gib(offering: SizeOffering) -> Decimal:
-    """GiB of GPU memory per GPU device of a size, as its catalog row says."""
-    # One helper, so that the catalog's fractional (vGPU) sizes change only this line.
-    return Decimal(offering.gpu_memory_gib)
 
 
 def _provision_or_wait(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import User
 
 from teams.models import Team
 from workspaces import selectors
@@ -65,7 +65,7 @@ def sizing_fit_list(
     *,
     need_gib: Decimal,
     team: Team | None,
-    user: AbstractBaseUser | AnonymousUser,
+    user: User,
     now: datetime,
     region: str = "",
     per_region: int = PER_REGION,

@@ -9,9 +9,10 @@ workspaces.sizing.estimate, the fits list workspaces.sizing.fits.
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.urls import reverse
@@ -68,7 +69,7 @@ def sizing_estimate(request: HttpRequest) -> HttpResponse:
     fit_list = fits.sizing_fit_list(
         need_gib=estimate.total_gib,
         team=team,
-        user=request.user,
+        user=cast(User, request.user),  # login_required: never anonymous here
         now=timezone.now(),
         region=form.cleaned_data["region"],
         per_region=form.cleaned_data["per_region"],
@@ -143,6 +144,7 @@ def fit_document(fit: fits.Fit) -> dict[str, Any]:
         "gpu_memory_gib_per_gpu": _gib(o.gpu_memory_gib),
         "gpu_memory_gib_total": _gib(o.total_gpu_memory_gib),
         "usd_per_hour": str(o.price_per_hour),
+        "suits": str(o.suits) or None,
         "quota_ok": fit.quota_ok,
         "budget_ok": fit.budget_ok,
         "over": fit.over,

@@ -240,6 +240,13 @@ def gpu_memory_estimate(
     )
 
 
+INFERENCE_SOURCE = (
+    "EleutherAI, Transformer Math 101 (2023): weights and the 1.2 × model memory of inference",
+    "KV cache size as vLLM and Hugging Face Transformers allocate it (GQA: KV heads only)",
+    "PyTorch, CUDA semantics: memory management (the CUDA context)",
+)
+
+
 def _inference(
     parameters_b: Decimal,
     precision: Precision,
@@ -264,11 +271,6 @@ def _inference(
         "activations = 0.2 × weights (forward-pass buffers)",
         "overhead = 0.5 GiB (CUDA context and library workspaces)",
     )
-    source = (
-        "EleutherAI, Transformer Math 101 (2023): weights and the 1.2 × model memory of inference",
-        "KV cache size as vLLM and Hugging Face Transformers allocate it (GQA: KV heads only)",
-        "PyTorch, CUDA semantics: memory management (the CUDA context)",
-    )
     return Estimate(
         workload=Workload.INFERENCE,
         precision=precision,
@@ -283,7 +285,7 @@ def _inference(
         activations=int(weights * INFERENCE_ACTIVATION_SHARE),
         overhead=OVERHEAD_BYTES,
         formula=formula,
-        source=source,
+        source=INFERENCE_SOURCE,
         notes=tuple(notes),
     )
 

@@ -1,6 +1,6 @@
 """Reads of workspaces and the catalog. Every workspace query starts from workspace_visible_to."""
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -373,16 +373,30 @@ def quota_check(
     budget (counting workspaces requested but not yet billing). ``replacing``: a requested VM
     workspace about to take another size (workspaces.equivalents) is measured as that size
     instead of its own, so what it holds now is left out. Five queries."""
-    quota = (
-        GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
-        .values_list("gpus", flat=True)
-        .first()
+    asks = [(gpu_model, gpus, price_per_hour)]
+    return quota_checks(team=team, user=user, asks=asks, now=now, replacing=replacing)[0]
+
+
+def quota_checks(
+    *,
+    team: Team,
+    user: User,
+    asks: Sequence[tuple[str, Fraction | int, Decimal]],
+    now: datetime,
+    replacing: Workspace | None = None,
+) -> list[QuotaCheck]:
+    """quota_check of each of ``asks`` ((gpu_model, gpus, USD/hour)), each measured alone
+    against what the team holds now (right-sizing compares sizes this way), less what
+    ``replacing`` holds (see quota_check). Five queries whatever their number."""
+    models_ = {gpu_model for gpu_model, _gpus, _price in asks}
+    quotas = dict(
+        GpuQuota.objects.filter(team=team, gpu_model__in=models_).values_list("gpu_model", "gpus")
     )
-    used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, Fraction(0))
+    used = dict(team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}))
     others = Workspace.objects.exclude(pk=replacing.pk) if replacing else Workspace.objects.all()
     held = others.filter(team=team, owner=user, status__in=HELD).count()
-    if replacing and replacing.status in HOLDS_GPUS and replacing.gpu_model == gpu_model:
-        used -= gpu_share(
+    if replacing and replacing.status in HOLDS_GPUS:
+        used[replacing.gpu_model] = used.get(replacing.gpu_model, Fraction(0)) - gpu_share(
             gpus=replacing.gpu_count,
             slices=replacing.gpu_slices,
             partition=replacing.gpu_partition,
@@ -391,17 +405,21 @@ def quota_check(
     queued = others.filter(team=team, status=Status.REQUESTED).aggregate(usd=Sum("price_per_hour"))[
         "usd"
     ] or Decimal(0)
-    return QuotaCheck(
-        team_name=team.name,
-        gpu_model=gpu_model,
-        gpus_asked=Fraction(gpus),
-        gpus_quota=quota or 0,
-        gpus_used=used,
-        user_held=held,
-        user_cap=team.max_workspaces_per_user,
-        price_per_hour=price_per_hour + queued,
-        budget=team_budget(teams=[team], now=now)[team.pk],
-    )
+    budget = team_budget(teams=[team], now=now)[team.pk]
+    return [
+        QuotaCheck(
+            team_name=team.name,
+            gpu_model=gpu_model,
+            gpus_asked=Fraction(gpus),
+            gpus_quota=quotas.get(gpu_model) or 0,
+            gpus_used=used.get(gpu_model, Fraction(0)),
+            user_held=held,
+            user_cap=team.max_workspaces_per_user,
+            price_per_hour=price_per_hour + queued,
+            budget=budget,
+        )
+        for gpu_model, gpus, price_per_hour in asks
+    ]
 
 
 def team_budget(*, teams: Iterable[Team], now: datetime) -> dict[int, Budget]:

@@ -25,6 +25,7 @@ from workspaces import actions, equivalents, hooks, requests, resizes, selectors
 from workspaces.backends import backend_for
 from workspaces.filters import OfferingFilter
 from workspaces.forms import EquivalentsQueryForm, ResizeForm, WorkspaceRequestForm
+from workspaces.sizing.forms import EstimateForm
 from workspaces.states import STEADY, Status
 
 
@@ -91,6 +92,8 @@ def workspace_request(request):
         "size_filter": sizes.form,
         "quota": quota,
         "equivalents": _equivalents_panel(request.POST if request.method == "POST" else None),
+        # The GPU memory estimate's panel (workspaces.sizing.views answers it).
+        "estimate_form": EstimateForm(auto_id="est-%s"),
     }
     if request.htmx and request.method == "GET":
         return render(request, "workspaces/_size_table.html", context)

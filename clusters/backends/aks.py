@@ -21,7 +21,7 @@ from clusters.models import NodePool
 from clusters.services import cluster_ref
 from workspaces import states
 from workspaces.azure import azure_settings
-from workspaces.backends import Meters, ResizeChoice, Step
+from workspaces.backends import Meters, ResizeChoice, SizingOffer, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
@@ -98,6 +98,10 @@ class AksBackend:
     def share(self, workspace: Workspace) -> tuple[int, int]:
         """The fraction of one node's price it costs while billable, as (num, den)."""
         raise NotImplementedError
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """None by default: a namespace is a GPU quota on a pool, not a size to right-size."""
+        return []
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """One step of the Kubernetes work the workspace's status owes. Raises CloudError."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 from datetime import datetime
+from decimal import Decimal
 from fractions import Fraction
 
 from django.conf import settings
@@ -25,7 +26,7 @@ from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, ResizeChoice, Step, backend_for
+from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, backend_for
 from workspaces.chains import Next
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
@@ -128,6 +129,30 @@ class MigBackend(AksBackend):
         (nothing for a slice gone or not yet made). Raises CloudError."""
         if workspace.status in ACCESS_STATUSES:
             kube.mig_access(kube_api(workspace.node_pool), slice_access(workspace))
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """The MIG profiles the team's ready pools serve (cluster_selectors.mig_choices: per
+        profile and GPU model, the pool a request would be placed on), in its cluster's
+        region, at the slice's share of the node price. Memory per instance is the profile's
+        (NVIDIA's MIG user guide names it: "1g.10gb" holds 10 GB). None without a team."""
+        if team is None:
+            return []
+        return [
+            SizingOffer(
+                kind=self.kind,
+                name=f"{c.gpu_model} {c.profile}",
+                vm_size=c.pool.vm_size,
+                mig_profile=c.profile,
+                region=c.pool.cluster.location,
+                gpu_model=c.gpu_model,
+                gpus=1,
+                gpu_memory_gib=Decimal(c.pool.mig.memory_gb),
+                gpu_share=c.gpu_share,
+                price_per_hour=c.price_per_hour,
+                suits=c.suits,
+            )
+            for c in cluster_selectors.mig_choices(team=team)
+        ]
 
 
 def kube_name(workspace: Workspace) -> str:

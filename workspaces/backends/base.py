@@ -78,6 +78,33 @@ class KindForm:
     request: Callable[..., Workspace]
 
 
+@dataclass(frozen=True)
+class SizingOffer:
+    """Something of a kind a team could request, as right-sizing compares them (see
+    workspaces.sizing.fits): ``name`` as requested (a VM size, or "A100 1g.10gb"),
+    ``vm_size`` (the VM's, or the MIG pool's node size), ``mig_profile`` ("" for a whole-GPU
+    size), ``region``, ``gpu_model``, ``gpus`` (GPU devices it sees), ``gpu_memory_gib`` (GiB
+    per device), ``gpu_share`` (GPUs it counts against the team's quota of ``gpu_model``) and
+    ``price_per_hour`` (USD, Linux pay-as-you-go), ``suits`` (workspaces.suitability.Suits)."""
+
+    kind: str
+    name: str
+    vm_size: str
+    mig_profile: str
+    region: str
+    gpu_model: str
+    gpus: int
+    gpu_memory_gib: Decimal
+    gpu_share: Fraction
+    price_per_hour: Decimal
+    suits: str = ""  # training, inference or both (workspaces.suitability)
+
+    @property
+    def total_gpu_memory_gib(self) -> Decimal:
+        """GiB of GPU memory across its devices."""
+        return self.gpus * self.gpu_memory_gib
+
+
 @runtime_checkable
 class WorkspaceBackend(Protocol):
     """One workspace kind. Errors: CloudError from the provider (transient ones are retried by
@@ -146,4 +173,8 @@ class WorkspaceBackend(Protocol):
     def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
         """The sizes the workspace can move to (workspaces.resizes), not its own; [] for a
         kind that cannot be resized. Its ``advance`` carries out Resizing."""
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """What of this kind ``team`` (or anyone, for None) could request now, for
+        right-sizing (workspaces.sizing.fits); [] for a kind it does not propose."""
         ...

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from decimal import Decimal
 from fractions import Fraction
 
 from django.conf import settings
@@ -21,10 +22,10 @@ from cloud import azure_resize, azure_vm
 from cloud.azure_vm import Progress, VmSpec
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
-from workspaces import azure, states, telemetry
+from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_placement, vm_resize
-from workspaces.backends.base import Meters, ResizeChoice
+from workspaces.backends.base import Meters, ResizeChoice, SizingOffer
 from workspaces.chains import Next
 from workspaces.models import Kind, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
@@ -131,6 +132,27 @@ class VmBackend:
     def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
         """The other sizes offered in its region (workspaces.backends.vm_resize)."""
         return vm_resize.vm_resize_choices(workspace, now)
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """Every offered size in every region (the catalog is the same for all teams), at
+        its Linux pay-as-you-go price; a fractional (vGPU) size with its partition's memory
+        and its share of a GPU. One query."""
+        return [
+            SizingOffer(
+                kind=self.kind,
+                name=o.vm_size,
+                vm_size=o.vm_size,
+                mig_profile="",
+                region=o.region,
+                gpu_model=o.gpu_model,
+                gpus=o.gpu_count,
+                gpu_memory_gib=Decimal(o.gpu_memory_gib),
+                gpu_share=o.gpu_share,
+                price_per_hour=o.price_per_hour,
+                suits=o.suits,
+            )
+            for o in selectors.offering_list()
+        ]
 
 
 def _provision_or_wait(

@@ -42,6 +42,16 @@ class VmNames:
     os_disk: str
 
 
+# Ubuntu 22.04 LTS from Canonical per Hyper-V generation (Azure Marketplace image SKUs; see
+# learn.microsoft.com/azure/virtual-machines/generation-2): a size boots only the generations
+# its resource SKU lists in HyperVGenerations.
+IMAGE_BY_GENERATION = {
+    "V2": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
+    "V1": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest",
+}
+PREMIUM_SSD, STANDARD_SSD = "Premium_LRS", "StandardSSD_LRS"  # OS disk storageAccountType
+
+
 @dataclass(frozen=True)
 class VmSpec:
     """What to create. custom_data is cloud-init text (sent base64-encoded); os_disk_gb in GiB.
@@ -55,9 +65,10 @@ class VmSpec:
     ssh_public_key: str
     custom_data: str
     tags: dict[str, str]
-    image: str = "microsoft-dsvm:ubuntu-hpc:2204:latest"  # publisher:offer:sku:version
+    image: str = IMAGE_BY_GENERATION["V2"]  # publisher:offer:sku:version; see image_for()
     os_disk_gb: int = 128
     spot: bool = False
+    os_disk_sku: str = PREMIUM_SSD  # storageAccountType; see SkuInfo.os_disk_sku
 
 
 @dataclass(frozen=True)
@@ -102,6 +113,20 @@ class SkuInfo:
     vcpus: int
     offered: bool
     reason: str | None
+    # From the capabilities HyperVGenerations ("V1,V2") and PremiumIO ("True"); Azure leaves
+    # them out for sizes that boot Gen1 only and take no Premium SSD.
+    hyper_v_generations: tuple[str, ...] = ("V1",)
+    premium_io: bool = False
+
+    @property
+    def image(self) -> str:
+        """The Gen2 image when the size boots Gen2, else the Gen1 one (IMAGE_BY_GENERATION)."""
+        return IMAGE_BY_GENERATION["V2" if "V2" in self.hyper_v_generations else "V1"]
+
+    @property
+    def os_disk_sku(self) -> str:
+        """Premium_LRS where the size takes Premium SSD (PremiumIO True), else StandardSSD_LRS."""
+        return PREMIUM_SSD if self.premium_io else STANDARD_SSD
 
 
 class _SendOnly(ARMPolling):
@@ -315,12 +340,16 @@ def sku_info(settings: AzureSettings, *, location: str, vm_size: str) -> SkuInfo
     if sku is None:
         return SkuInfo(name=vm_size, family="", vcpus=0, offered=False, reason="NotOffered")
     reason = _restriction(sku, _norm(location))
+    capabilities = {_norm(c.name): _text(c.value) for c in sku.capabilities or []}
+    generations = capabilities.get("hypervgenerations", "V1").split(",")
     return SkuInfo(
         name=_text(sku.name),
         family=_text(sku.family),
         vcpus=_vcpus(sku),
         offered=reason is None,
         reason=reason,
+        hyper_v_generations=tuple(g.strip().upper() for g in generations if g.strip()) or ("V1",),
+        premium_io=capabilities.get("premiumio", "").lower() == "true",
     )
 
 
@@ -404,7 +433,7 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
         "deleteOption": "Detach",
         "caching": "ReadWrite",
         "diskSizeGB": spec.os_disk_gb,
-        "managedDisk": {"storageAccountType": "Premium_LRS"},
+        "managedDisk": {"storageAccountType": spec.os_disk_sku},
     }
     nic_ref = {"id": nic_id, "properties": {"primary": True, "deleteOption": "Detach"}}
     properties = {

@@ -74,6 +74,9 @@ def _sku(cloud: Cloud, location: str, info: SizeInfo) -> dict:
         )
     capabilities = [("vCPUs", str(info.vcpus)), ("MemoryGB", _number(info.memory_gb))]
     capabilities += [("GPUs", str(info.gpus)), ("LowPriorityCapable", "True")]
+    # As Azure lists them: "V1,V2" and "True"/"False" strings.
+    capabilities += [("HyperVGenerations", ",".join(info.generations))]
+    capabilities += [("PremiumIO", str(info.premium_io))]
     return {
         "resourceType": "virtualMachines",
         "name": info.name,

@@ -15,7 +15,7 @@ from .cloud import Cloud
 from .errors import ArmError
 from .models import COMPUTE, SPOT_PRIORITIES, VM, key_of, resource_id
 from .protocol import Request, Response, dig, lro_headers
-from .skus import SizeInfo, normalize_location
+from .skus import SizeInfo, image_generation, normalize_location
 
 
 @dataclass
@@ -205,8 +205,21 @@ def _new_vm(req: Request, spec: VmSpec, size: SizeInfo) -> VM:
     )
 
 
+def _check_boot(spec: VmSpec, size: SizeInfo, disk_name: str) -> None:
+    """Validation step 3b: the image's Hyper-V generation is one the size boots and a
+    Premium_LRS OS disk goes only on a size with PremiumIO (its resource SKU's capabilities)."""
+    image = dig(spec.properties, "storageProfile", "imageReference") or {}
+    generation = image_generation(image)
+    if generation is not None and generation not in size.generations:
+        raise errors.generation_mismatch(size.name, generation)
+    disk_sku = dig(spec.properties, "storageProfile", "osDisk", "managedDisk", "storageAccountType")
+    if str(disk_sku or "").lower() == "premium_lrs" and not size.premium_io:
+        raise errors.premium_storage_unsupported(size.name, disk_name)
+
+
 def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     size = _offered_size(cloud, spec)
+    _check_boot(spec, size, disks.os_disk_name(spec.properties, req.params["name"]))
     spot = spec.properties.get("priority") in SPOT_PRIORITIES
     cloud.check_quota(req.params["sub"], spec.location, size, spot=spot)  # Validation step 4.
     vm = _new_vm(req, spec, size)

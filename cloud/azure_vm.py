@@ -28,6 +28,7 @@ from azure.mgmt.core.polling.arm_polling import ARMPolling
 
 from .clients import AzureSettings, compute_client, network_client
 from .errors import CloudError, azure_errors, from_azure
+from .locations import normalise_location
 
 OPERATIONS = ("create", "start", "deallocate", "delete")
 POWER_STATES = frozenset(
@@ -339,7 +340,7 @@ def sku_info(settings: AzureSettings, *, location: str, vm_size: str) -> SkuInfo
         )
     if sku is None:
         return SkuInfo(name=vm_size, family="", vcpus=0, offered=False, reason="NotOffered")
-    reason = _restriction(sku, _norm(location))
+    reason = _restriction(sku, normalise_location(location))
     capabilities = {_norm(c.name): _text(c.value) for c in sku.capabilities or []}
     generations = capabilities.get("hypervgenerations", "V1").split(",")
     return SkuInfo(
@@ -356,7 +357,7 @@ def sku_info(settings: AzureSettings, *, location: str, vm_size: str) -> SkuInfo
 def _restriction(sku: Any, location: str) -> str | None:
     """Azure's reasonCode of a location restriction on the SKU, or None when unrestricted."""
     for restriction in sku.restrictions or []:
-        values = [_norm(v) for v in restriction.values_property or []]
+        values = [normalise_location(v) for v in restriction.values_property or []]
         if _norm(restriction.type) == "location" and (not values or location in values):
             return _text(restriction.reason_code) or "Restricted"
     return None
@@ -541,7 +542,7 @@ def _vm_state(vm: Any, private_ip: str | None) -> VmState:
     return VmState(
         name=vm.name,
         vm_id=props.vm_id if props else None,
-        location=_text(vm.location),
+        location=normalise_location(vm.location),
         vm_size=_text(hardware.vm_size if hardware else None),
         provisioning_state=_text(props.provisioning_state if props else None) or "Unknown",
         power_state=_power_state(props.instance_view if props else None),

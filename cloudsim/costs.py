@@ -20,8 +20,8 @@ compute at the book's hourly Linux price for its size and region (its Spot price
 priority is Spot), managed disks at their tier's monthly price / 730 per hour, each at the
 price in effect at each moment (the Retail Prices book, prices.py). Resources without the tag
 are one untagged row a day: TagKey the tag asked for and TagValue null, as Azure answers
-(the null is by design; see Microsoft's Cost Management docs on grouping by tag). Rows are at most Cloud.cost_page_size a
-page; nextLink repeats the query with a $skiptoken (POST the same body again).
+(the null is by design). Rows are at most Cloud.cost_page_size a page; nextLink repeats the
+query with a $skiptoken (POST the same body again).
 
 Knobs (control_api.py): per tag value, a multiplier and an extra charge per day with usage,
 so tests can make Azure disagree with the portal. Faults for op "cost.query": throttle (429 with

@@ -10,7 +10,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from . import disks, errors, faults, spot, views, vm_resize
+from . import disks, errors, faults, quirks, spot, views, vm_resize
 from .cloud import Cloud
 from .errors import ArmError
 from .models import COMPUTE, SPOT_PRIORITIES, VM, key_of, resource_id
@@ -230,7 +230,7 @@ def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     _bind_nics(cloud, vm, spec.nic_refs)
     disks.create_os_disk(cloud, vm)
     op = _start_op(cloud, vm, "PUT", error, lambda op: _finish_boot(vm, op))
-    headers = lro_headers(req, op, cloud.retry_after, location=False)
+    headers = quirks.create_headers(cloud, req, op, "vm.create")
     return Response(201, views.vm_body(cloud, vm), headers)
 
 

@@ -224,17 +224,39 @@ def poll(settings: AzureSettings, operation: str, *, name: str, token: str) -> P
     delete_leftovers()).
     """
     _check_operation(operation)
-    with azure_errors():
-        poller = _resumed(settings, operation, name, token, _PollOnce(settings.polling_interval))
-        poller.result()
-        if not poller.polling_method().finished():
-            return Progress(done=False)
+    try:
+        with azure_errors():
+            polling = _PollOnce(settings.polling_interval)
+            poller = _resumed(settings, operation, name, token, polling)
+            poller.result()
+            if not poller.polling_method().finished():
+                return Progress(done=False)
+    except CloudError as exc:
+        if operation == "create" and exc.status is None and exc.code == "HttpResponseError":
+            raise _provisioning_error(settings, name) or exc from exc
+        raise
     if operation == "delete":
         _delete_all(settings, _names(name), include_vm=False)
         return Progress(done=True)
     if operation == "create":
         _tag_os_disk(settings, _names(name))
     return Progress(done=True, state=get(settings, name=name))
+
+
+def _provisioning_error(settings: AzureSettings, name: str) -> CloudError | None:
+    """Azure's code and message for a VM whose create ended Failed, from its instance view
+    (status "ProvisioningState/failed/<code>", e.g. AllocationFailed). A create Azure answered
+    without Azure-AsyncOperation is polled on the VM itself, and then the SDK reports only
+    "Operation returned an invalid status 'OK'"; None when the view names no code."""
+    with azure_errors():
+        view = compute_client(settings).virtual_machines.instance_view(
+            settings.resource_group, name
+        )
+    for status in view.statuses or []:
+        parts = _text(status.code).split("/", 2)
+        if len(parts) == 3 and parts[0].lower() == "provisioningstate" and parts[2]:
+            return CloudError(parts[2], _text(status.message) or _text(status.display_status))
+    return None
 
 
 def _tag_os_disk(settings: AzureSettings, names: VmNames) -> None:

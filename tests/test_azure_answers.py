@@ -44,6 +44,18 @@ def test_a_vm_workspace_is_created_when_azure_sends_no_async_header(cast, sim):
     assert sim.state()["faults"] == {}  # both creates were answered without the header
 
 
+def test_a_failed_create_without_the_async_header_fails_with_azures_code(cast, sim):
+    sim.inject("vm.create", "allocation_failed")
+    sim.inject("vm.create", "no_async_header")
+
+    ws = Workspace.objects.get(pk=_request(cast).pk)
+
+    assert (ws.status, ws.error_code) == (Status.FAILED, "AllocationFailed")
+    assert ws.error_message
+    state = sim.state()
+    assert state["virtualMachines"] == state["networkInterfaces"] == state["disks"] == []
+
+
 def test_a_vm_workspace_is_created_with_display_name_locations(cast, sim):
     sim.quirks(display_locations=True, no_async_header_rate=0.5, seed=3)
 

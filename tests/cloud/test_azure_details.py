@@ -9,6 +9,7 @@ import pytest
 
 from cloud import aks
 from cloud.azure_vm import begin, get, sku_info, vm_names
+from cloud.errors import CloudError
 from cloud.locations import normalise_location
 
 from .support import T4, arm_requests, resume
@@ -84,3 +85,19 @@ def test_display_name_locations_are_read_as_names(azure, control, spec):
     assert aks.cluster_get(azure, CLUSTER).location == "eastus"
     restricted = sku_info(azure, location="eastus", vm_size=T4)
     assert (restricted.offered, restricted.reason) == (False, "NotAvailableForSubscription")
+
+
+def test_a_failed_create_without_the_async_header_keeps_azures_code(azure, control, spec):
+    # Polled on the VM itself, the SDK says only "invalid status 'OK'"; Azure's code is in the
+    # instance view (ProvisioningState/failed/AllocationFailed).
+    control.inject("vm.create", "allocation_failed")
+    control.inject("vm.create", "no_async_header")
+    name = vm_names(spec.workspace_id).vm
+    token = begin(azure, "create", name=name, spec=spec)
+
+    with pytest.raises(CloudError) as failed:
+        resume(azure, "create", name=name, token=token)
+
+    assert (failed.value.code, failed.value.status) == ("AllocationFailed", None)
+    assert not failed.value.transient and failed.value.message
+    assert control.state()["faults"] == {}

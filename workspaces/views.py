@@ -220,6 +220,7 @@ def workspace_detail(request, pk):
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
         context["cost"] = hooks.workspace_cost(workspace=workspace, now=timezone.now())
+        context["rightsizing"] = hooks.workspace_recommendation(workspace=workspace)
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:

@@ -49,6 +49,7 @@ class VmBackend:
     )
     facts_template = "workspaces/kinds/vm_facts.html"
     connect_template = "workspaces/kinds/vm_connect.html"
+    spot_capable = True
 
     def __init__(self, cloud: VmCloud = azure_vm):
         self.cloud = cloud

@@ -7,7 +7,7 @@ node price, clusters.selectors.mig_share), applies the rules (billing.rightsizin
 one Recommendation per workspace, replacing the last.
 
 Queries: the measurement (1 on PostgreSQL), workspaces 1, offerings 1, MIG pools 2, then one
-upsert per UPSERT_BATCH workspaces and one delete of the advice no longer due.
+insert per INSERT_BATCH workspaces, after reading and deleting the last run's rows.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from workspaces.models import SizeOffering, Workspace
 from workspaces.states import Status
 
 WINDOW_DAYS = 30
-UPSERT_BATCH = 2000
+INSERT_BATCH = 2000
 # A MIG profile's memory is its name's GB (10^9 bytes): at or under what NVML reports
 # (1g.10gb: 9,536 MiB against NVML's 9,728 on an A100 80GB), so a slice is never overstated.
 MIB_PER_GB = Decimal(10**9) / Decimal(2**20)
@@ -84,7 +84,7 @@ def recommendations_refresh(*, now: datetime) -> Refresh:
         options = vm_options[w["region"]] + mig_options[(w["team_id"], w["region"])]
         verdict = recommend(usage[w["pk"]], holding, options)
         rows.append(_row(w, holding, usage[w["pk"]], verdict, now))
-    return _store(rows, now)
+    return _store(rows)
 
 
 def _vm_options(
@@ -198,18 +198,12 @@ def _target_price(verdict: Verdict, holding: Holding) -> Decimal | None:
     return holding.spot_price if verdict.advice == Advice.SPOT else None
 
 
-_FIELDS = [f.name for f in Recommendation._meta.concrete_fields if f.name != "workspace"]
-
-
-def _store(rows: list[Recommendation], now: datetime) -> Refresh:
-    """Upsert ``rows`` and delete the rows this run did not write, in one transaction."""
+def _store(rows: list[Recommendation]) -> Refresh:
+    """Replace every Recommendation by ``rows``, in one transaction (pages read the old rows
+    until it commits)."""
+    advised = {r.workspace_id for r in rows}
     with transaction.atomic():
-        Recommendation.objects.bulk_create(
-            rows,
-            batch_size=UPSERT_BATCH,
-            update_conflicts=True,
-            unique_fields=["workspace"],
-            update_fields=_FIELDS,
-        )
-        removed, _ = Recommendation.objects.exclude(computed_at=now).delete()
-    return Refresh(advised=len(rows), removed=removed)
+        before = set(Recommendation.objects.values_list("workspace_id", flat=True))
+        Recommendation.objects.all().delete()
+        Recommendation.objects.bulk_create(rows, batch_size=INSERT_BATCH)
+    return Refresh(advised=len(rows), removed=len(before - advised))

@@ -6,6 +6,7 @@ teams' notices (in-app and email, as budget alerts are), with times in the team'
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 from django.urls import reverse
 
@@ -42,7 +43,7 @@ def savings_digest_send(*, now: datetime) -> list[int]:
         notice_send(
             users=admins[team.pk],
             subject=f"{team.name} could save {usd(totals[team.pk].usd_month)} a month",
-            text=digest_text(team, totals[team.pk], now),
+            text=digest_text(team, totals[team.pk], now, zones[team.pk]),
             link=reverse("team-savings", kwargs={"slug": team.slug}),
             now=now,
             expires_at=now + timedelta(days=7),  # the next digest replaces it
@@ -52,11 +53,12 @@ def savings_digest_send(*, now: datetime) -> list[int]:
     return told
 
 
-def digest_text(team: Team, savings: Savings, now: datetime) -> str:
-    """The digest's text: the total, then the TOP largest savings, one a line."""
+def digest_text(team: Team, savings: Savings, now: datetime, zone: ZoneInfo) -> str:
+    """The digest's text: the total, then the TOP largest savings, one a line. The day is
+    the team's (``zone``); the time a mark, shown in each reader's zone."""
     lines = [
         f"Right-sizing {savings.workspaces} of {team.name}'s workspaces would save "
-        f"{usd(savings.usd_month)} a month (measured until {mark(now)}):"
+        f"{usd(savings.usd_month)} a month (as of {now.astimezone(zone):%-d %b %Y} {mark(now)}):"
     ]
     top = team_savings_list(team=team).filter(saving_usd_month__gt=0)[:TOP]
     for r in top:

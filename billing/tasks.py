@@ -7,8 +7,8 @@ from django.utils import timezone
 from billing.actual_costs import actual_costs_sync
 from billing.budget_alerts import budget_alerts_check
 from billing.recommendations import recommendations_refresh
-from billing.savings_digest import savings_digest_send
 from billing.rollups import rollup_rebuild
+from billing.savings_digest import savings_digest_send
 from cloud.errors import CloudError
 
 

@@ -1,0 +1,503 @@
+"""Right-sizing from measured use (issue 18, item 4): GPU memory kept per GPU, one advice per
+workspace with 24 hours of telemetry, never a size that would not hold the peak plus 20 %,
+savings in USD from the catalog's prices x 730 hours, the workspace page's panel, the
+Savings pages, the weekly digest and the beat task."""
+
+from datetime import UTC, datetime, timedelta
+from decimal import Decimal
+
+import pytest
+import time_machine
+from django.core import mail
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from billing.models import Advice, Price, Recommendation
+from billing.recommendations import recommendations_refresh
+from billing.rightsizing import HEADROOM
+from billing.usage import usage_python, usage_sql
+from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
+from teams.models import IdlePolicy, Membership, Role
+from tests.factories import OfferingFactory, TeamFactory, UserFactory, WorkspaceFactory
+from workspaces.models import TelemetryHour, TelemetrySample
+from workspaces.states import Status
+from workspaces.telemetry import heartbeat_parse, telemetry_downsample
+
+NOW = datetime(2026, 11, 24, 4, 40, tzinfo=UTC)
+A100 = "Standard_NC24ads_A100_v4"
+A100X2 = "Standard_NC48ads_A100_v4"
+T4 = "Standard_NC4as_T4_v3"
+A10 = "Standard_NV36ads_A10_v5"
+H100 = "Standard_NC40ads_H100_v5"
+GPU_MIB = 81920  # an A100 80GB as NVML reports it
+
+
+@pytest.fixture
+def catalog(db):
+    """Sizes of eastus at Linux pay-as-you-go prices (as data/azure_gpu_vms.csv has them)."""
+    OfferingFactory(vm_size=A100, price_per_hour=Decimal("3.6730"))
+    OfferingFactory(vm_size=A100X2, gpu_count=2, vcpus=48, price_per_hour=Decimal("7.3460"))
+    OfferingFactory(
+        vm_size=T4, gpu_model="T4", gpu_memory_gib=16, vcpus=4, price_per_hour=Decimal("0.5260")
+    )
+    OfferingFactory(
+        vm_size=A10, gpu_model="A10", gpu_memory_gib=24, vcpus=36, price_per_hour=Decimal("3.2000")
+    )
+    OfferingFactory(
+        vm_size=H100,
+        gpu_model="H100",
+        gpu_memory_gib=94,
+        vcpus=40,
+        price_per_hour=Decimal("6.9800"),
+    )
+    # Not offered: never proposed, however cheap.
+    OfferingFactory(
+        vm_size="Standard_NC8as_T4_v3",
+        gpu_model="T4",
+        gpu_memory_gib=16,
+        price_per_hour=Decimal("0.1000"),
+        offered=False,
+    )
+
+
+def _workspace(cast, vm_size=A100, gpus=1, price="3.6730", **kw):
+    return WorkspaceFactory(
+        team=cast.team,
+        owner=cast.researcher,
+        status=Status.RUNNING,
+        vm_size=vm_size,
+        gpu_model="A100",
+        gpu_count=gpus,
+        price_per_hour=Decimal(price),
+        **kw,
+    )
+
+
+def _hours(
+    ws, n=24, *, mem, util=40, interactive=1, total=GPU_MIB, mem_sum=None, in_use=1, before=0
+):
+    """``n`` folded hours ending ``before`` hours before the folded ones end (49 hours before
+    NOW); ``mem`` the fullest GPU (MiB) of each, or a list of one per hour."""
+    mems = mem if isinstance(mem, list) else [mem] * n
+    start = NOW.replace(minute=0) - timedelta(hours=len(mems) + 49 + before)
+    TelemetryHour.objects.bulk_create(
+        TelemetryHour(
+            workspace=ws,
+            hour=start + timedelta(hours=i),
+            samples=120,
+            gpu_util_avg=util,
+            gpu_util_max=util,
+            interactive_max=interactive,
+            gpu_mem_max_mib=m,
+            gpu_mem_sum_mib=m if mem_sum is None else mem_sum,
+            gpu_mem_total_mib=total,
+            gpus_in_use_max=in_use,
+        )
+        for i, m in enumerate(mems)
+    )
+
+
+def _advise(ws):
+    recommendations_refresh(now=NOW)
+    return Recommendation.objects.get(workspace=ws)
+
+
+def _mig_pool(team, profile="MIG1g", price="3.6730"):
+    cluster = AksCluster.objects.create(
+        subscription_id="00000000-0000-0000-0000-000000000000",
+        resource_group="rg",
+        name=f"aks-{profile.lower()}",
+        location="eastus",
+        registered_at=NOW,
+    )
+    ClusterTeam.objects.create(cluster=cluster, team=team, namespace="vision")
+    return NodePool.objects.create(
+        cluster=cluster,
+        name=profile.lower(),
+        vm_size=A100,
+        gpu_model="A100",
+        gpus_per_node=1,
+        gpu_memory_gib=80,
+        gpu_instance_profile=profile,
+        node_count=1,
+        price_per_hour=Decimal(price),
+        status=PoolStatus.READY,
+        created_at=NOW,
+        updated_at=NOW,
+    )
+
+
+# -- telemetry: the fullest GPU is kept, per sample and per hour --------------------------------
+
+
+def test_a_sample_keeps_the_fullest_gpu_its_memory_and_the_gpus_in_use():
+    body = (
+        b'{"samples": [{"at": "2026-11-24T03:00:00Z", "nvml": "ok", "gpus": ['
+        b'{"name": "A100", "util_percent": 90, "mem_used_mib": 30000, "mem_total_mib": 81920},'
+        b'{"name": "A100", "util_percent": 10, "mem_used_mib": 10000, "mem_total_mib": 81920},'
+        b'{"name": "A100", "util_percent": 0, "mem_used_mib": 300, "mem_total_mib": 81920}]}]}'
+    )
+    (sample,) = heartbeat_parse(body)
+    assert sample.gpu_mem_max_mib == 30000  # not the 40,300 summed over the GPUs
+    assert sample.gpu_mem_used_mib == 40300
+    assert sample.gpu_mem_total_mib == 81920
+    assert sample.gpus_in_use == 2  # 300 MiB is a CUDA context, not use
+
+
+def test_the_hourly_fold_keeps_the_hours_fullest_gpu(cast):
+    ws = _workspace(cast)
+    at = NOW - timedelta(hours=60)
+    for minutes, (top, total_used) in enumerate([(30000, 40000), (50000, 52000), (20000, 20000)]):
+        TelemetrySample.objects.create(
+            workspace=ws,
+            at=at.replace(minute=0) + timedelta(minutes=minutes),
+            gpu_util=50,
+            gpu_mem_used_mib=total_used,
+            gpu_mem_max_mib=top,
+            gpu_mem_total_mib=GPU_MIB,
+            gpus_in_use=2,
+        )
+    assert telemetry_downsample(now=NOW) == 3
+    hour = TelemetryHour.objects.get(workspace=ws)
+    assert (hour.gpu_mem_max_mib, hour.gpu_mem_sum_mib) == (50000, 52000)
+    assert (hour.gpu_mem_total_mib, hour.gpus_in_use_max) == (GPU_MIB, 2)
+
+
+# -- one advice per rule ------------------------------------------------------------------------
+
+
+def test_a_smaller_size_when_the_peak_fits_a_cheaper_gpu_with_its_margin(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, mem=12288)  # 12 GiB: with 20 % it needs 14.4 GiB, a T4 has 16
+    r = _advise(ws)
+    assert (r.advice, r.target_vm_size) == (Advice.SMALLER, T4)
+    # (3.6730 - 0.5260) USD/hour x 730 hours
+    assert r.saving_usd_month == Decimal("2297.31")
+    assert (r.peak_mib, r.p95_mib, r.hours) == (12288, 12288, 24)
+
+
+def test_never_a_size_that_would_not_hold_the_peak_plus_the_margin(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, mem=14000)  # fits a T4's 16 GiB, but not with 20 % on top (16.4 GiB)
+    r = _advise(ws)
+    assert r.target_vm_size != T4
+    assert (r.advice, r.target_vm_size) == (Advice.SMALLER, A10)  # 24 GiB, the next cheapest
+
+
+@pytest.mark.parametrize("peak_gib", [1, 3, 7, 9, 11, 13, 14, 16, 19, 20, 30, 40, 55, 66, 70])
+def test_whatever_the_peak_the_target_holds_it_plus_the_margin(cast, catalog, peak_gib):
+    _mig_pool(cast.team, "MIG1g")
+    _mig_pool(cast.team, "MIG2g")
+    ws = _workspace(cast)
+    _hours(ws, mem=peak_gib * 1024)
+    r = _advise(ws)
+    if r.target:
+        assert r.target_memory_mib >= peak_gib * 1024 * (1 + HEADROOM)
+
+
+def test_a_mig_slice_when_the_peak_fits_one_and_it_is_cheapest(cast, catalog):
+    _mig_pool(cast.team, "MIG1g")
+    ws = _workspace(cast)
+    _hours(ws, mem=6000)  # 7,200 MiB with the margin; 1g.10gb counts 9,536 MiB
+    r = _advise(ws)
+    assert (r.advice, r.target_kind, r.target_mig_profile) == (Advice.MIG, "mig", "1g.10gb")
+    assert r.target_price_per_hour == Decimal("0.5247")  # 3.6730 / 7
+    assert r.saving_usd_month == Decimal("2298.26")  # (3.6730 - 0.5247) x 730
+
+
+def test_no_mig_slice_on_a_cluster_the_team_may_not_use(cast, catalog):
+    pool = _mig_pool(cast.team, "MIG1g")
+    ClusterTeam.objects.filter(cluster=pool.cluster).update(team=cast.other_team)
+    ws = _workspace(cast)
+    _hours(ws, mem=6000)
+    assert _advise(ws).target_vm_size == T4
+
+
+def test_fewer_gpus_when_one_gpu_of_two_holds_it(cast, catalog):
+    ws = _workspace(cast, vm_size=A100X2, gpus=2, price="7.3460")
+    _hours(ws, mem=40000, mem_sum=40500, in_use=1)
+    r = _advise(ws)
+    assert (r.advice, r.target_vm_size) == (Advice.FEWER_GPUS, A100)
+    assert r.saving_usd_month == Decimal("2681.29")  # (7.3460 - 3.6730) x 730
+
+
+def test_not_fewer_gpus_when_both_gpus_are_in_use(cast, catalog):
+    ws = _workspace(cast, vm_size=A100X2, gpus=2, price="7.3460")
+    _hours(ws, mem=30000, mem_sum=60000, in_use=2)
+    r = _advise(ws)
+    assert r.advice == Advice.FINE and r.target == ""
+
+
+def _spot_price(vm_size, price):
+    Price.objects.create(
+        kind="vm",
+        sku=vm_size,
+        region="eastus",
+        spot=True,
+        unit_price=Decimal(price),
+        unit="1 Hour",
+        effective_start=NOW - timedelta(days=90),
+        source="api",
+        synced_at=NOW - timedelta(days=90),
+    )
+
+
+def test_spot_for_busy_work_nobody_is_logged_in_to(cast, catalog):
+    _spot_price(A100, "1.1019")
+    ws = _workspace(cast)
+    _hours(ws, mem=60000, util=95, interactive=0)  # only an A100 holds 72,000 MiB
+    r = _advise(ws)
+    assert (r.advice, r.target, r.target_price_per_hour) == (Advice.SPOT, "", Decimal("1.1019"))
+    assert r.saving_usd_month == Decimal("1876.90")  # (3.6730 - 1.1019) x 730
+
+
+def test_no_spot_for_interactive_work_or_a_workspace_already_on_spot(cast, catalog):
+    _spot_price(A100, "1.1019")
+    attended = _workspace(cast)
+    _hours(attended, mem=60000, util=95, interactive=2)
+    spot = _workspace(cast, spot=True, price="1.1019")
+    _hours(spot, mem=60000, util=95, interactive=0)
+    recommendations_refresh(now=NOW)
+    assert Recommendation.objects.get(workspace=attended).advice == Advice.FINE
+    assert Recommendation.objects.get(workspace=spot).advice == Advice.FINE
+
+
+def test_larger_when_memory_is_at_the_ceiling(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, mem=[60000] * 23 + [79000])  # 96 % of 80 GiB in one hour
+    r = _advise(ws)
+    assert (r.advice, r.target_vm_size) == (Advice.LARGER, H100)  # 94 GiB >= 79,000 x 1.2
+    assert r.saving_usd_month == Decimal("-2414.11")  # costs (6.9800 - 3.6730) x 730 more
+    assert r.peak_mib == 79000 and r.p95_mib == 60000
+
+
+def test_larger_names_no_size_when_the_region_has_none_big_enough(cast):
+    OfferingFactory(vm_size=A100, price_per_hour=Decimal("3.6730"))
+    ws = _workspace(cast)
+    _hours(ws, mem=80000)
+    r = _advise(ws)
+    assert (r.advice, r.target, r.saving_usd_month) == (Advice.LARGER, "", Decimal("0.00"))
+
+
+def test_fine_when_nothing_cheaper_holds_it(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, mem=50000)
+    r = _advise(ws)
+    assert (r.advice, r.saving_usd_month) == (Advice.FINE, Decimal("0.00"))
+
+
+def test_the_mean_utilisation_and_idle_hours(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, 12, mem=50000, util=80)
+    _hours(ws, 12, mem=50000, util=0, interactive=0, before=12)
+    r = _advise(ws)
+    assert (r.util_mean, r.idle_hours, r.hours) == (Decimal("40.0"), 12, 24)
+
+
+# -- the threshold and raw samples --------------------------------------------------------------
+
+
+def test_no_advice_before_24_hours_of_telemetry(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, 23, mem=12288)
+    recommendations_refresh(now=NOW)
+    assert not Recommendation.objects.filter(workspace=ws).exists()
+
+
+def test_samples_not_yet_folded_count_and_their_peak_is_kept(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, 22, mem=8000)
+    for h in (2, 3):  # two more hours, raw
+        TelemetrySample.objects.create(
+            workspace=ws,
+            at=NOW - timedelta(hours=h),
+            gpu_util=50,
+            gpu_mem_used_mib=14000,
+            gpu_mem_max_mib=14000,
+            gpu_mem_total_mib=GPU_MIB,
+            gpus_in_use=1,
+        )
+    r = _advise(ws)
+    assert (r.hours, r.peak_mib) == (24, 14000)
+    assert r.target_vm_size == A10  # 14,000 x 1.2 no longer fits a T4
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="percentile_cont is PostgreSQL's")
+def test_the_sql_and_the_python_reference_agree(cast):
+    import random
+
+    rnd = random.Random(18)
+    for n in range(6):
+        ws = _workspace(cast)
+        mems = [rnd.randrange(0, GPU_MIB) for _ in range(30 + n * 7)]
+        _hours(ws, mem=mems, util=rnd.randrange(0, 100), interactive=n % 2, in_use=n % 3)
+        for i in range(40):
+            TelemetrySample.objects.create(
+                workspace=ws,
+                at=NOW - timedelta(minutes=17 * i + 1),
+                gpu_util=rnd.choice([None, 0, 3, 50, 99]),
+                gpu_mem_used_mib=rnd.randrange(0, GPU_MIB),
+                gpu_mem_max_mib=rnd.randrange(0, GPU_MIB),
+                gpu_mem_total_mib=GPU_MIB,
+                interactive=rnd.choice([0, 0, 1]),
+                gpus_in_use=rnd.randrange(0, 3),
+            )
+    since, until = NOW - timedelta(days=30), NOW
+    python = usage_python(since=since, until=until, min_hours=24)
+    assert len(python) == 6
+    assert usage_sql(since=since, until=until, min_hours=24) == python
+
+
+# -- the pages ----------------------------------------------------------------------------------
+
+
+def test_the_workspace_page_shows_what_was_measured_the_advice_and_the_saving(
+    client, cast, catalog
+):
+    ws = _workspace(cast)
+    _hours(ws, mem=12288, util=35)
+    recommendations_refresh(now=NOW)
+    client.force_login(cast.researcher)
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert "Right-sizing" in page
+    assert '<span data-testid="peak">12.0 GiB</span>' in page
+    assert "35.0%" in page
+    assert f"A smaller size: {T4}" in page
+    assert '<strong data-testid="saving">$2,297.31</strong>' in page
+    assert "Resize to" not in page  # the button waits for the resize action (resize_url)
+
+
+def test_the_workspace_page_says_when_advice_will_come(client, cast, catalog):
+    ws = _workspace(cast)
+    client.force_login(cast.researcher)
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert "Advice comes once the workspace has 24 hours of telemetry" in page
+
+
+@pytest.fixture
+def three_savings(cast, catalog):
+    """Three workspaces of the team: a T4 saving, an A10 saving, one to grow; and one of
+    the other team."""
+    small, medium, large = _workspace(cast), _workspace(cast), _workspace(cast)
+    _hours(small, mem=12288)
+    _hours(medium, mem=14000)
+    _hours(large, mem=80000)
+    theirs = WorkspaceFactory(
+        team=cast.other_team,
+        owner=cast.outsider,
+        status=Status.RUNNING,
+        gpu_model="A100",
+        gpu_count=1,
+    )
+    _hours(theirs, mem=12288)
+    recommendations_refresh(now=NOW)
+    return small, medium, large
+
+
+def test_the_team_savings_page_ranks_by_usd(client, cast, three_savings):
+    small, medium, large = three_savings
+    client.force_login(cast.team_admin)
+    response = client.get(reverse("team-savings", kwargs={"slug": "vision"}))
+    assert response.status_code == 200
+    page = response.content.decode()
+    names = [small.name, medium.name, large.name]
+    assert [page.index(f">{n}</a>") for n in names] == sorted(
+        page.index(f">{n}</a>") for n in names
+    )
+    # 2,297.31 + (3.6730 - 3.2000) x 730 = 345.29; the larger size is listed, not subtracted
+    assert '<strong data-testid="savings-total">$2,642.60</strong>' in page
+    assert "costs $2,414.11 more" in page
+
+
+def test_the_team_savings_page_is_its_admins(client, cast, three_savings):
+    url = reverse("team-savings", kwargs={"slug": "vision"})
+    client.force_login(cast.researcher)
+    assert client.get(url).status_code == 403
+    client.force_login(cast.outsider)
+    assert client.get(url).status_code == 404
+    client.force_login(cast.platform_admin)
+    assert client.get(url).status_code == 200
+
+
+def test_the_team_savings_page_is_paged_and_htmx_gets_the_table(client, cast, catalog):
+    for _ in range(26):
+        _hours(_workspace(cast), mem=12288)
+    recommendations_refresh(now=NOW)
+    client.force_login(cast.team_admin)
+    url = reverse("team-savings", kwargs={"slug": "vision"})
+    first = client.get(url).content.decode()
+    assert first.count('data-testid="savings-row"') == 25 and "Page 1 of 2 (26)" in first
+    second = client.get(url, {"page": 2}, HTTP_HX_REQUEST="true").content.decode()
+    assert second.count('data-testid="savings-row"') == 1 and "<h1>" not in second
+
+
+def test_the_platform_savings_page_totals_every_team(client, cast, three_savings):
+    client.force_login(cast.platform_admin)
+    page = client.get(reverse("platform-savings")).content.decode()
+    assert '<strong data-testid="savings-total">$4,939.91</strong>' in page  # 2,642.60 + 2,297.31
+    assert page.index("Vision Lab") < page.index(">NLP<")
+    client.force_login(cast.team_admin)
+    assert client.get(reverse("platform-savings")).status_code == 403
+
+
+# -- the digest and the beat task ---------------------------------------------------------------
+
+
+def test_the_weekly_digest_tells_team_admins_the_total_and_the_top_savings(
+    cast, three_savings, django_capture_on_commit_callbacks
+):
+    from billing.tasks import send_savings_digest
+
+    IdlePolicy.objects.create(team=cast.team, timezone="Europe/Berlin")
+    mail.outbox.clear()
+    with (
+        time_machine.travel(NOW + timedelta(days=6), tick=False),  # Monday 30 Nov
+        django_capture_on_commit_callbacks(execute=True),
+    ):
+        assert send_savings_digest.delay().get() == 2
+    vision = [m for m in mail.outbox if "Vision Lab" in m.subject]
+    assert [m.to for m in vision] == [["victor@example.org"]]  # its admin, not its researchers
+    (message,) = vision
+    assert message.subject == "Vision Lab could save $2,642.60 a month"
+    small, medium, _ = three_savings
+    body = message.body
+    assert f"- {small.name}: A smaller size ({T4}), $2,297.31 a month" in body
+    assert f"- {medium.name}: A smaller size ({A10}), $345.29 a month" in body
+    assert "30 Nov 2026 05:40 CET" in body  # the team's time zone
+    assert [m.to for m in mail.outbox if "NLP" in m.subject] == [["nora@example.org"]]
+
+
+def test_the_beat_task_refreshes_and_forgets_deleted_workspaces(cast, catalog):
+    from billing.tasks import refresh_recommendations
+    from portal.celery import _beat_schedule, app
+
+    _beat_schedule(app)
+    assert app.conf.beat_schedule["refresh-recommendations"]["task"] == (
+        "billing.tasks.refresh_recommendations"
+    )
+    assert app.conf.beat_schedule["savings-digest"]["task"] == "billing.tasks.send_savings_digest"
+    kept, gone = _workspace(cast), _workspace(cast)
+    _hours(kept, mem=12288)
+    _hours(gone, mem=12288)
+    with time_machine.travel(NOW, tick=False):
+        assert refresh_recommendations.delay().get() == {"advised": 2, "removed": 0}
+        gone.status = Status.DELETED
+        gone.save()
+        assert refresh_recommendations.delay().get() == {"advised": 1, "removed": 1}
+    assert list(Recommendation.objects.values_list("workspace_id", flat=True)) == [kept.pk]
+
+
+def test_the_refresh_costs_the_same_queries_for_more_workspaces(cast, catalog):
+    _mig_pool(cast.team)
+    other = TeamFactory()
+    Membership.objects.create(team=other, user=UserFactory(), role=Role.TEAM_ADMIN)
+
+    def queries(n):
+        for _ in range(n):
+            _hours(_workspace(cast), mem=12288)
+        with CaptureQueriesContext(connection) as ctx:
+            recommendations_refresh(now=NOW)
+        return len(ctx.captured_queries)
+
+    assert queries(3) == queries(30)

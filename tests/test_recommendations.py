@@ -305,22 +305,25 @@ def test_no_advice_before_24_hours_of_telemetry(cast, catalog):
     assert not Recommendation.objects.filter(workspace=ws).exists()
 
 
-def test_samples_not_yet_folded_count_and_their_peak_is_kept(cast, catalog):
+def test_the_last_complete_hour_counts_once_the_hourly_fold_ran(cast, catalog):
     ws = _workspace(cast)
-    _hours(ws, 22, mem=8000)
-    for h in (2, 3):  # two more hours, raw
-        TelemetrySample.objects.create(
-            workspace=ws,
-            at=NOW - timedelta(hours=h),
-            gpu_util=50,
-            gpu_mem_used_mib=14000,
-            gpu_mem_max_mib=14000,
-            gpu_mem_total_mib=GPU_MIB,
-            gpus_in_use=1,
-        )
+    _hours(ws, 23, mem=8000)
+    TelemetrySample.objects.create(  # in the hour before NOW, not yet 48 hours old
+        workspace=ws,
+        at=NOW - timedelta(minutes=50),
+        gpu_util=50,
+        gpu_mem_used_mib=14000,
+        gpu_mem_max_mib=14000,
+        gpu_mem_total_mib=GPU_MIB,
+        gpus_in_use=1,
+    )
+    recommendations_refresh(now=NOW)
+    assert not Recommendation.objects.exists()  # 23 hours
+    telemetry_downsample(now=NOW)
     r = _advise(ws)
     assert (r.hours, r.peak_mib) == (24, 14000)
     assert r.target_vm_size == A10  # 14,000 x 1.2 no longer fits a T4
+    assert TelemetrySample.objects.filter(workspace=ws).exists()  # kept 48 hours
 
 
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="percentile_cont is PostgreSQL's")
@@ -328,24 +331,28 @@ def test_the_sql_and_the_python_reference_agree(cast):
     import random
 
     rnd = random.Random(18)
-    for n in range(6):
+    for n in range(8):
         ws = _workspace(cast)
-        mems = [rnd.randrange(0, GPU_MIB) for _ in range(30 + n * 7)]
-        _hours(ws, mem=mems, util=rnd.randrange(0, 100), interactive=n % 2, in_use=n % 3)
-        for i in range(40):
-            TelemetrySample.objects.create(
+        hours = 20 + n * 5
+        start = NOW.replace(minute=0) - timedelta(hours=hours + 1)
+        TelemetryHour.objects.bulk_create(
+            TelemetryHour(
                 workspace=ws,
-                at=NOW - timedelta(minutes=17 * i + 1),
-                gpu_util=rnd.choice([None, 0, 3, 50, 99]),
-                gpu_mem_used_mib=rnd.randrange(0, GPU_MIB),
-                gpu_mem_max_mib=rnd.randrange(0, GPU_MIB),
-                gpu_mem_total_mib=GPU_MIB,
-                interactive=rnd.choice([0, 0, 1]),
-                gpus_in_use=rnd.randrange(0, 3),
+                hour=start + timedelta(hours=i),
+                samples=rnd.randrange(1, 121),
+                gpu_util_avg=rnd.choice([None, 0, 2, 37, 80]),
+                gpu_util_max=rnd.choice([None, 0, 4, 5, 60, 100]),
+                interactive_max=rnd.choice([0, 0, 1, 3]),
+                gpu_mem_max_mib=rnd.choice([None, rnd.randrange(0, GPU_MIB)]),
+                gpu_mem_sum_mib=rnd.randrange(0, 2 * GPU_MIB),
+                gpu_mem_total_mib=rnd.choice([None, 0, GPU_MIB]),
+                gpus_in_use_max=rnd.choice([None, 0, 1, 2]),
             )
+            for i in range(hours)
+        )
     since, until = NOW - timedelta(days=30), NOW
     python = usage_python(since=since, until=until, min_hours=24)
-    assert len(python) == 6
+    assert len(python) == 7  # 20 hours is too few
     assert usage_sql(since=since, until=until, min_hours=24) == python
 
 

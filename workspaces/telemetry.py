@@ -282,21 +282,32 @@ def policy_from_row(row) -> idle.Policy:
     )
 
 
+# Hourly, the complete hours this far back are folded early too (their samples kept), so
+# TelemetryHour is current to the last hour for right-sizing (billing.usage), which then reads
+# no raw sample; 2 hours covers one missed run. Samples arriving later for an hour folded early
+# (an agent's backlog) count once the hour is folded again at TELEMETRY_RAW_HOURS.
+EARLY_FOLD_HOURS = 2
+
+
 def telemetry_downsample(*, now: datetime) -> int:
     """Fold raw samples older than TELEMETRY_RAW_HOURS (whole hours, UTC) into one
     TelemetryHour per workspace and hour, then delete them; returns how many were folded.
-    Idempotent: an hour folded twice is replaced, not doubled."""
-    from django.db.models import Avg, Count, Max
+    The complete hours of the last EARLY_FOLD_HOURS are folded too, their samples kept.
+    Idempotent: an hour folded twice is replaced, not doubled. One pass over the samples."""
+    from django.db.models import Avg, Count, Max, Q
     from django.db.models.functions import TruncHour
 
     from workspaces.models import TelemetryHour
 
+    this_hour = now.replace(minute=0, second=0, microsecond=0)
     cutoff = (now - timedelta(hours=settings.TELEMETRY_RAW_HOURS)).replace(
         minute=0, second=0, microsecond=0
     )
+    early = Q(at__gte=this_hour - timedelta(hours=EARLY_FOLD_HOURS), at__lt=this_hour)
     old = TelemetrySample.objects.filter(at__lt=cutoff)
     rows = (
-        old.annotate(hour=TruncHour("at"))
+        TelemetrySample.objects.filter(Q(at__lt=cutoff) | early)
+        .annotate(hour=TruncHour("at"))
         .values("workspace_id", "hour")
         .annotate(
             n=Count("id"),

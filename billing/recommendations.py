@@ -13,6 +13,7 @@ insert per INSERT_BATCH workspaces, after reading and deleting the last run's ro
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
@@ -165,7 +166,7 @@ def mig_option(pool: NodePool) -> Option:
 
 
 def _row(
-    w: dict[str, Any], holding: Holding, usage: Usage, verdict: Verdict, now: datetime
+    w: Mapping[str, Any], holding: Holding, usage: Usage, verdict: Verdict, now: datetime
 ) -> Recommendation:
     option = verdict.option
     return Recommendation(

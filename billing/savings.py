@@ -16,6 +16,7 @@ from django.db.models import Count, QuerySet, Sum
 from billing.models import Advice, Recommendation
 from billing.rightsizing import HEADROOM, MIN_HOURS
 from teams.models import Team
+from workspaces.models import Workspace
 
 
 @dataclass(frozen=True)
@@ -61,13 +62,12 @@ class TeamSavings:
 
 def savings_by_team() -> list[TeamSavings]:
     """Every team with a saving, largest first, and its Savings. Two queries."""
-    rows = (
+    rows = list(
         Recommendation.objects.filter(saving_usd_month__gt=0)
         .values("team_id")
         .annotate(n=Count("pk"), usd=Sum("saving_usd_month"))
         .order_by("-usd", "team_id")
     )
-    rows = list(rows)
     teams = Team.objects.in_bulk([r["team_id"] for r in rows])
     return [TeamSavings(teams[r["team_id"]], r["n"], r["usd"]) for r in rows]
 
@@ -82,6 +82,6 @@ class Panel:
     headroom_percent: int = int(HEADROOM * 100)
 
 
-def workspace_rightsizing(*, workspace: object) -> Panel:
-    """The panel of ``workspace`` (a Workspace). One query."""
+def workspace_rightsizing(*, workspace: Workspace) -> Panel:
+    """The panel of ``workspace``. One query."""
     return Panel(Recommendation.objects.filter(workspace=workspace).first())

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
+from django.contrib.auth.models import User
 from django.urls import reverse
 
 from billing.models import Recommendation
@@ -32,7 +33,7 @@ def savings_digest_send(*, now: datetime) -> list[int]:
     )
     totals = savings_of_teams(team_ids=team_ids)
     zones = team_timezones(team_ids=team_ids)
-    admins: dict[int, list] = {t: [] for t in team_ids}
+    admins: dict[int, list[User]] = {t: [] for t in team_ids}
     memberships = Membership.objects.filter(
         team_id__in=team_ids, role=Role.TEAM_ADMIN, user__is_active=True
     ).select_related("user")

@@ -185,7 +185,7 @@ HAVING count(*) >= %(min_hours)s
 
 def usage_sql(*, since: datetime, until: datetime, min_hours: int) -> dict[Any, Usage]:
     """The same figures as usage_python, aggregated by PostgreSQL in one query."""
-    params = {
+    params: dict[str, datetime | float | int] = {
         "since": since,
         "until": until,
         "p": P95,
@@ -195,6 +195,16 @@ def usage_sql(*, since: datetime, until: datetime, min_hours: int) -> dict[Any, 
     with connection.cursor() as cursor:
         cursor.execute(_SQL, params)
         rows = cursor.fetchall()
-    keys = ("hours", "peak", "p95", "total_peak", "memory", "in_use", "util")
-    keys += ("idle", "busy", "unattended")
+    keys = [
+        "hours",
+        "peak",
+        "p95",
+        "total_peak",
+        "memory",
+        "in_use",
+        "util",
+        "idle",
+        "busy",
+        "unattended",
+    ]
     return {row[0]: _usage(**dict(zip(keys, row[1:], strict=True))) for row in rows}

@@ -6,8 +6,9 @@ profiles of the ready MIG pools on the clusters its team may use, at the slice's
 node price, clusters.selectors.mig_share), applies the rules (billing.rightsizing) and stores
 one Recommendation per workspace, replacing the last.
 
-Queries: the measurement (1 on PostgreSQL), workspaces 1, offerings 1, MIG pools 2, then one
-insert per INSERT_BATCH workspaces, after reading and deleting the last run's rows.
+Queries: the measurement 1, workspaces 1, offerings 1, MIG pools 2, then the last run's rows
+read and deleted, and the new ones inserted (one COPY on PostgreSQL, one INSERT per
+INSERT_BATCH elsewhere).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 
 from billing.models import Advice, Recommendation
 from billing.rightsizing import MIN_HOURS, Holding, Option, Verdict, recommend
@@ -201,10 +202,27 @@ def _target_price(verdict: Verdict, holding: Holding) -> Decimal | None:
 
 def _store(rows: list[Recommendation]) -> Refresh:
     """Replace every Recommendation by ``rows``, in one transaction (pages read the old rows
-    until it commits)."""
+    until it commits). PostgreSQL takes them by COPY: Django's bulk_create spends seconds
+    preparing 10,000 rows' values field by field."""
     advised = {r.workspace_id for r in rows}
     with transaction.atomic():
         before = set(Recommendation.objects.values_list("workspace_id", flat=True))
         Recommendation.objects.all().delete()
-        Recommendation.objects.bulk_create(rows, batch_size=INSERT_BATCH)
+        if connection.vendor == "postgresql":
+            _copy(rows)
+        else:
+            Recommendation.objects.bulk_create(rows, batch_size=INSERT_BATCH)
     return Refresh(advised=len(rows), removed=len(before - advised))
+
+
+_COLUMNS = [f.column for f in Recommendation._meta.concrete_fields]
+_ATTNAMES = [f.attname for f in Recommendation._meta.concrete_fields]
+
+
+def _copy(rows: list[Recommendation]) -> None:
+    """COPY ``rows`` into the table (PostgreSQL, psycopg 3)."""
+    table = Recommendation._meta.db_table
+    sql = f"COPY {table} ({', '.join(_COLUMNS)}) FROM STDIN"
+    with connection.cursor() as cursor, cursor.cursor.copy(sql) as copy:
+        for row in rows:
+            copy.write_row([getattr(row, name) for name in _ATTNAMES])

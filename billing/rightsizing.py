@@ -76,23 +76,34 @@ class Verdict:
     reason: str
 
 
-def needed_mib(usage: Usage) -> tuple[int, int]:
-    """MiB per GPU and in total a size must hold: the measured peaks plus HEADROOM, rounded
-    up."""
+@dataclass(frozen=True)
+class Need:
+    """What a size must hold: MiB per GPU and over all GPUs (the measured peaks plus HEADROOM,
+    rounded up), on at least ``devices`` GPUs."""
+
+    per_gpu: int
+    total: int
+    devices: int
+
+
+def needed(usage: Usage) -> Need:
+    """The Need of the measured ``usage``."""
     factor = 1 + HEADROOM
-    per_gpu = math.ceil(Decimal(usage.peak_mib or 0) * factor)
-    total = math.ceil(Decimal(usage.total_peak_mib or usage.peak_mib or 0) * factor)
-    return per_gpu, total
+    peak = usage.peak_mib or 0
+    return Need(
+        per_gpu=math.ceil(Decimal(peak) * factor),
+        total=math.ceil(Decimal(usage.total_peak_mib or peak) * factor),
+        devices=max(usage.gpus_in_use, 1),
+    )
 
 
-def holds(option: Option, usage: Usage) -> bool:
+def holds(option: Option, need: Need) -> bool:
     """Whether ``option`` would have held the measured peak plus HEADROOM: on its fullest GPU,
     over all its GPUs together, and on as many GPUs as were in use at once."""
-    per_gpu, total = needed_mib(usage)
     return (
-        option.memory_mib >= per_gpu
-        and option.memory_mib * option.devices >= total
-        and option.devices >= max(usage.gpus_in_use, 1)
+        option.memory_mib >= need.per_gpu
+        and option.memory_mib * option.devices >= need.total
+        and option.devices >= need.devices
     )
 
 
@@ -105,10 +116,9 @@ def monthly_saving(now_per_hour: Decimal, then_per_hour: Decimal) -> Decimal:
 def recommend(usage: Usage, holding: Holding, options: list[Option]) -> Verdict:
     """The one advice for a workspace with MIN_HOURS of telemetry (see the module's rules).
     ``options`` are those of its region; order does not matter."""
-    per_gpu, _ = needed_mib(usage)
-    fitting = sorted(
-        (o for o in options if holds(o, usage)), key=lambda o: (o.price_per_hour, o.name)
-    )
+    need = needed(usage)
+    per_gpu = need.per_gpu
+    fitting = sorted((o for o in options if holds(o, need)), key=_by_price)
     if _at_ceiling(usage):
         return _larger(usage, holding, fitting, per_gpu)
     cheaper = [o for o in fitting if o.price_per_hour < holding.price_per_hour]
@@ -125,6 +135,10 @@ def recommend(usage: Usage, holding: Holding, options: list[Option]) -> Verdict:
         return Verdict(Advice.SPOT, None, saving, reason)
     reason = f"No cheaper size here holds its peak of {_gib(usage.peak_mib)} plus 20 %."
     return Verdict(Advice.FINE, None, Decimal("0.00"), reason)
+
+
+def _by_price(option: Option) -> tuple[Decimal, str]:
+    return option.price_per_hour, option.name
 
 
 def _at_ceiling(usage: Usage) -> bool:

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
 from workspaces.models import TelemetryHour
 
@@ -74,7 +74,8 @@ class HourRow:
 
 def usage_measure(*, since: datetime, until: datetime, min_hours: int) -> dict[Any, Usage]:
     """{workspace id: Usage} of every workspace with at least ``min_hours`` hours of telemetry
-    in [since, until) (UTC hours). One query."""
+    in [since, until) (UTC hours). One query (on PostgreSQL an index-only scan of the
+    hours in workspace order, TelemetryHour's unique index carrying every figure)."""
     if connection.vendor == "postgresql":
         return usage_sql(since=since, until=until, min_hours=min_hours)
     return usage_python(since=since, until=until, min_hours=min_hours)
@@ -192,7 +193,9 @@ def usage_sql(*, since: datetime, until: datetime, min_hours: int) -> dict[Any, 
         "idle": IDLE_UTIL_PERCENT,
         "min_hours": min_hours,
     }
-    with connection.cursor() as cursor:
+    with transaction.atomic(), connection.cursor() as cursor:
+        # JIT compiling this once-a-day query costs about 0.4 s and saves less.
+        cursor.execute("SET LOCAL jit = off")
         cursor.execute(_SQL, params)
         rows = cursor.fetchall()
     keys = [

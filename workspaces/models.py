@@ -286,7 +286,23 @@ class TelemetryHour(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "hour"], name="one_row_per_hour")
+            # Its index carries every figure (PostgreSQL's INCLUDE; other databases ignore
+            # it), so right-sizing reads 30 days of hours of 10,000 workspaces by an
+            # index-only scan, in workspace order, without sorting (billing.usage).
+            models.UniqueConstraint(
+                fields=["workspace", "hour"],
+                name="one_row_per_hour",
+                include=[
+                    "samples",
+                    "gpu_util_avg",
+                    "gpu_util_max",
+                    "interactive_max",
+                    "gpu_mem_max_mib",
+                    "gpu_mem_sum_mib",
+                    "gpu_mem_total_mib",
+                    "gpus_in_use_max",
+                ],
+            )
         ]
 
     def __str__(self):

@@ -52,5 +52,27 @@ class Migration(migrations.Migration):
             name="gpus_in_use",
             field=models.PositiveSmallIntegerField(default=0),
         ),
+        # Right-sizing reads the hours by an index-only scan (billing.usage).
+        migrations.RemoveConstraint(
+            model_name="telemetryhour",
+            name="one_row_per_hour",
+        ),
+        migrations.AddConstraint(
+            model_name="telemetryhour",
+            constraint=models.UniqueConstraint(
+                fields=("workspace", "hour"),
+                include=(
+                    "samples",
+                    "gpu_util_avg",
+                    "gpu_util_max",
+                    "interactive_max",
+                    "gpu_mem_max_mib",
+                    "gpu_mem_sum_mib",
+                    "gpu_mem_total_mib",
+                    "gpus_in_use_max",
+                ),
+                name="one_row_per_hour",
+            ),
+        ),
         migrations.RunPython(_sum_as_max, migrations.RunPython.noop),
     ]

@@ -53,14 +53,11 @@ class Migration(migrations.Migration):
             field=models.PositiveSmallIntegerField(default=0),
         ),
         # Right-sizing reads the hours by an index-only scan (billing.usage).
-        migrations.RemoveConstraint(
+        migrations.AddIndex(
             model_name="telemetryhour",
-            name="one_row_per_hour",
-        ),
-        migrations.AddConstraint(
-            model_name="telemetryhour",
-            constraint=models.UniqueConstraint(
-                fields=("workspace", "hour"),
+            index=models.Index(
+                fields=["workspace", "hour"],
+                name="telemetryhour_figures",
                 include=(
                     "samples",
                     "gpu_util_avg",
@@ -71,7 +68,6 @@ class Migration(migrations.Migration):
                     "gpu_mem_total_mib",
                     "gpus_in_use_max",
                 ),
-                name="one_row_per_hour",
             ),
         ),
         migrations.RunPython(_sum_as_max, migrations.RunPython.noop),

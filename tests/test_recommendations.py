@@ -508,3 +508,56 @@ def test_the_refresh_costs_the_same_queries_for_more_workspaces(cast, catalog):
         return len(ctx.captured_queries)
 
     assert queries(3) == queries(30)
+
+
+def test_from_the_agents_heartbeats_to_the_advice(client, cast, catalog):
+    """Two A100s, one holding 12,000 MiB and one idle: the fullest GPU, not the sum over
+    both, is what a size must hold, and one GPU in use lets one smaller GPU take it."""
+    import json
+
+    from django.utils import timezone
+
+    from workspaces.telemetry import agent_token_issue
+
+    ws = _workspace(cast, vm_size=A100X2, gpus=2, price="7.3460")
+    start = NOW - timedelta(hours=26)
+    token = agent_token_issue(workspace_id=ws.pk, now=start)
+    gpus = [
+        {
+            "index": i,
+            "name": "NVIDIA A100 80GB PCIe",
+            "util_percent": u,
+            "mem_used_mib": m,
+            "mem_total_mib": GPU_MIB,
+            "processes": 1,
+            "mig_profile": None,
+        }
+        for i, u, m in ((0, 70, 12000), (1, 0, 300))
+    ]
+    for h in range(26):
+        at = start + timedelta(hours=h, minutes=30)
+        body = {
+            "samples": [
+                {
+                    "at": at.isoformat().replace("+00:00", "Z"),
+                    "nvml": "ok",
+                    "gpus": gpus,
+                    "ssh_sessions": 1,
+                }
+            ]
+        }
+        with time_machine.travel(at, tick=False):
+            answer = client.post(
+                reverse("agent-heartbeat", args=[ws.pk]),
+                json.dumps(body),
+                content_type="application/json",
+                headers={"Authorization": f"Bearer {token}"},
+            )
+            assert answer.status_code == 202
+        with time_machine.travel(at + timedelta(minutes=40), tick=False):
+            telemetry_downsample(now=timezone.now())  # the hourly beat
+    r = _advise(ws)
+    # 26 hours reported; the 26th is not complete yet, so not folded.
+    assert (r.hours, r.peak_mib, r.gpus_in_use, r.memory_mib) == (25, 12000, 1, GPU_MIB)
+    assert (r.advice, r.target_vm_size) == (Advice.SMALLER, T4)
+    assert r.saving_usd_month == Decimal("4978.60")  # (7.3460 - 0.5260) x 730

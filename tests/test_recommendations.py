@@ -16,7 +16,7 @@ from django.urls import reverse
 from billing.models import Advice, Price, Recommendation
 from billing.recommendations import recommendations_refresh
 from billing.rightsizing import HEADROOM
-from billing.usage import usage_python, usage_sql
+from billing.usage import percentile_cont, usage_python, usage_sql
 from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
 from teams.models import IdlePolicy, Membership, Role
 from tests.factories import OfferingFactory, TeamFactory, UserFactory, WorkspaceFactory
@@ -295,7 +295,16 @@ def test_the_mean_utilisation_and_idle_hours(cast, catalog):
     assert (r.util_mean, r.idle_hours, r.hours) == (Decimal("40.0"), 12, 24)
 
 
-# -- the threshold and raw samples --------------------------------------------------------------
+def test_p95_interpolates_between_the_nearest_hours_as_percentile_cont(cast, catalog):
+    ws = _workspace(cast)
+    # 24 hours: 1,000 .. 24,000 MiB. Rank 0.95 x 23 = 21.85: 22,000 + 0.85 x 1,000.
+    _hours(ws, mem=[1000 * (i + 1) for i in range(24)])
+    r = _advise(ws)
+    assert (r.peak_mib, r.p95_mib) == (24000, 22850)
+    assert percentile_cont([1000 * (i + 1) for i in range(20)], 0.95) == pytest.approx(19050)
+
+
+# -- the threshold and the hourly fold ----------------------------------------------------------
 
 
 def test_no_advice_before_24_hours_of_telemetry(cast, catalog):
@@ -437,6 +446,8 @@ def test_the_team_savings_page_is_paged_and_htmx_gets_the_table(client, cast, ca
     assert first.count('data-testid="savings-row"') == 25 and "Page 1 of 2 (26)" in first
     second = client.get(url, {"page": 2}, HTTP_HX_REQUEST="true").content.decode()
     assert second.count('data-testid="savings-row"') == 1 and "<h1>" not in second
+    for junk in ("\x00", "-1", "9" * 40, "two"):
+        assert client.get(url, {"page": junk}).status_code == 200
 
 
 def test_the_platform_savings_page_totals_every_team(client, cast, three_savings):

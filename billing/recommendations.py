@@ -54,39 +54,39 @@ def recommendations_refresh(*, now: datetime) -> Refresh:
     same rows."""
     since = (now - timedelta(days=WINDOW_DAYS)).replace(minute=0, second=0, microsecond=0)
     usage = usage_measure(since=since, until=now, min_hours=MIN_HOURS)
-    workspaces = [
-        w
-        for w in Workspace.objects.exclude(status__in=(Status.DELETING, Status.DELETED)).values(
-            "pk",
-            "team_id",
-            "kind",
-            "region",
-            "vm_size",
-            "price_per_hour",
-            "spot",
-            "gpu_model",
-            "gpu_count",
-        )
-        if w["pk"] in usage
-    ]
-    regions = {w["region"] for w in workspaces}
-    vm_options, spot_prices = _vm_options(regions, now)
+    workspaces = _measured(usage)
+    vm_options, spot_prices = _vm_options({w["region"] for w in workspaces}, now)
     mig_options = _mig_options()
     rows = []
     for w in workspaces:
-        holding = Holding(
-            price_per_hour=w["price_per_hour"],
-            gpu_model=w["gpu_model"],
-            gpu_count=w["gpu_count"],
-            spot=w["spot"],
-            spot_capable=backend_for(w["kind"]).spot_capable,
-            spot_price=spot_prices.get((w["region"], w["vm_size"])),
-            vm_size=w["vm_size"],
-        )
+        holding = _holding(w, spot_prices)
         options = vm_options[w["region"]] + mig_options[(w["team_id"], w["region"])]
         verdict = recommend(usage[w["pk"]], holding, options)
         rows.append(_row(w, holding, usage[w["pk"]], verdict, now))
     return _store(rows)
+
+
+_FACTS = ("pk", "team_id", "kind", "region", "vm_size", "price_per_hour", "spot")
+
+
+def _measured(usage: dict[Any, Usage]) -> list[dict[str, Any]]:
+    """The workspaces not deleted that ``usage`` measured, as dicts of what advice needs.
+    One query."""
+    live = Workspace.objects.exclude(status__in=(Status.DELETING, Status.DELETED))
+    return [w for w in live.values(*_FACTS, "gpu_model", "gpu_count") if w["pk"] in usage]
+
+
+def _holding(w: Mapping[str, Any], spot_prices: dict[tuple[str, str], Decimal]) -> Holding:
+    """What workspace ``w`` holds now; whether it may run as Spot is its kind backend's say."""
+    return Holding(
+        price_per_hour=w["price_per_hour"],
+        gpu_model=w["gpu_model"],
+        gpu_count=w["gpu_count"],
+        spot=w["spot"],
+        spot_capable=backend_for(w["kind"]).spot_capable,
+        spot_price=spot_prices.get((w["region"], w["vm_size"])),
+        vm_size=w["vm_size"],
+    )
 
 
 def _vm_options(

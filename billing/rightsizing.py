@@ -32,6 +32,7 @@ from billing.usage import Usage
 
 HEADROOM = Decimal("0.20")  # above the measured peak: what a size must hold besides it
 CEILING = Decimal("0.95")  # of a GPU's memory: at or over it, the workspace needs more
+MARGIN = f"{HEADROOM:.0%}"  # in words: "20%"
 SPOT_UNATTENDED = Decimal("0.80")  # of busy hours with nobody logged in: batch work
 MIN_HOURS = 24  # hours with telemetry in the window before any advice
 
@@ -115,7 +116,11 @@ def monthly_saving(now_per_hour: Decimal, then_per_hour: Decimal) -> Decimal:
 
 def recommend(usage: Usage, holding: Holding, options: list[Option]) -> Verdict:
     """The one advice for a workspace with MIN_HOURS of telemetry (see the module's rules).
-    ``options`` are those of its region; order does not matter."""
+    ``options`` are those of its region; order does not matter. Without any GPU memory
+    measured (NVML unavailable) nothing is proposed: an unknown peak fits no size."""
+    if usage.peak_mib is None:
+        reason = "Its agent reported no GPU memory (NVML unavailable), so no size is proposed."
+        return Verdict(Advice.FINE, None, Decimal("0.00"), reason)
     need = needed(usage)
     per_gpu = need.per_gpu
     fitting = sorted((o for o in options if holds(o, need)), key=_by_price)
@@ -133,7 +138,7 @@ def recommend(usage: Usage, holding: Holding, options: list[Option]) -> Verdict:
         )
         saving = monthly_saving(holding.price_per_hour, holding.spot_price)
         return Verdict(Advice.SPOT, None, saving, reason)
-    reason = f"No cheaper size here holds its peak of {_gib(usage.peak_mib)} plus 20 %."
+    reason = f"No cheaper size here holds its peak of {_gib(usage.peak_mib)} plus {MARGIN}."
     return Verdict(Advice.FINE, None, Decimal("0.00"), reason)
 
 
@@ -154,7 +159,7 @@ def _larger(usage: Usage, holding: Holding, fitting: list[Option], per_gpu: int)
         reason = f"{peak}; no size here has {_gib(per_gpu)} per GPU."
         return Verdict(Advice.LARGER, None, Decimal("0.00"), reason)
     option = bigger[0]
-    reason = f"{peak}: it needs {_gib(per_gpu)} per GPU (peak plus 20 %)."
+    reason = f"{peak}: it needs {_gib(per_gpu)} per GPU (peak plus {MARGIN})."
     return Verdict(
         Advice.LARGER, option, monthly_saving(holding.price_per_hour, option.price_per_hour), reason
     )
@@ -169,7 +174,7 @@ def _downsize(usage: Usage, holding: Holding, option: Option, per_gpu: int) -> V
         advice = Advice.SMALLER
     reason = (
         f"Peak {_gib(usage.peak_mib)} per GPU (p95 {_gib(usage.p95_mib)}) on "
-        f"{usage.gpus_in_use or 1} GPU(s): {option.name} holds it plus 20 % "
+        f"{usage.gpus_in_use or 1} GPU(s): {option.name} holds it plus {MARGIN} "
         f"({_gib(option.memory_mib)} per GPU)."
     )
     saving = monthly_saving(holding.price_per_hour, option.price_per_hour)

@@ -572,3 +572,11 @@ def test_from_the_agents_heartbeats_to_the_advice(client, cast, catalog):
     assert (r.hours, r.peak_mib, r.gpus_in_use, r.memory_mib) == (25, 12000, 1, GPU_MIB)
     assert (r.advice, r.target_vm_size) == (Advice.SMALLER, T4)
     assert r.saving_usd_month == Decimal("4978.60")  # (7.3460 - 0.5260) x 730
+
+
+def test_nothing_is_proposed_without_gpu_memory_measured(cast, catalog):
+    ws = _workspace(cast)
+    _hours(ws, mem=None, total=None)  # NVML unavailable on the VM
+    r = _advise(ws)
+    assert (r.advice, r.target, r.saving_usd_month) == (Advice.FINE, "", Decimal("0.00"))
+    assert "no GPU memory" in r.reason

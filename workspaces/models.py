@@ -290,8 +290,8 @@ class TelemetryHour(models.Model):
         ]
         indexes = [
             # Carries every figure (PostgreSQL's INCLUDE; databases without covering indexes
-            # skip it), so right-sizing reads 30 days of hours of 10,000 workspaces by an
-            # index-only scan, in workspace order, without sorting (billing.usage).
+            # skip it), so right-sizing reads each workspace's 30 days of hours by an
+            # index-only scan, no heap page read (billing.usage).
             models.Index(
                 fields=["workspace", "hour"],
                 name="telemetryhour_figures",

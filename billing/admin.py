@@ -38,6 +38,7 @@ class SizeOfferingAdmin(PlatformAdminAccess, admin.ModelAdmin):
         "region",
         "gpu_model",
         "gpu_count",
+        "gpu_partition",
         "gpu_memory_gib",
         "vcpus",
         "memory_gib",
@@ -46,9 +47,10 @@ class SizeOfferingAdmin(PlatformAdminAccess, admin.ModelAdmin):
     list_display = [
         "vm_size",
         "region",
-        "gpu_model",
-        "gpu_count",
+        "gpus",
         "gpu_memory_gib",
+        "total_gpu_memory_gib",
+        "suits",
         "price_per_hour",
         "offered",
         "allow_region_fallback",
@@ -57,6 +59,18 @@ class SizeOfferingAdmin(PlatformAdminAccess, admin.ModelAdmin):
     list_filter = ["offered", "region", "gpu_model"]
     search_fields = ["vm_size", "region"]
     actions = ["offer", "withdraw"]
+
+    @admin.display(description="GPUs", ordering="gpu_count")
+    def gpus(self, obj):
+        return obj.gpu_label  # "2 × A100", "1/6 A10"
+
+    @admin.display(description="GPU memory in total (GiB)")
+    def total_gpu_memory_gib(self, obj):
+        return obj.total_gpu_memory_gib
+
+    @admin.display(description="Suits")
+    def suits(self, obj):
+        return obj.suits.label  # workspaces.suitability
 
     def has_add_permission(self, request):
         return False

@@ -7,14 +7,17 @@ from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 
+from django.core.paginator import Page
 from django.db.models import Count, QuerySet
+from django.http import QueryDict
 
 from billing.live_spend import team_burn_rate
 from common.listing import DEFAULT_PAGE_SIZE, number_page, sort_from
+from common.permissions import Actor
 from teams.filters import TeamFilter
 from teams.models import Decision, Team, TeamQuotaIncrease
 from teams.selectors import team_member_count, team_visible_to
-from workspaces.selectors import team_quota_overview
+from workspaces.selectors import QuotaLine, team_quota_overview
 
 
 @dataclass(frozen=True)
@@ -22,7 +25,7 @@ class TeamRow:
     """One team's usage against its limits, for the teams overview and a team's page."""
 
     team: Team
-    lines: list  # workspaces.selectors.QuotaLine per GPU model (team_gpus_in_use, quota)
+    lines: list[QuotaLine]  # workspaces.selectors.QuotaLine per GPU model (team_gpus_in_use, quota)
     members: int  # team_member_count
     pending_increases: int
     spend_per_hour: Decimal  # USD/hour: the burn rate, billing.live_spend.team_burn_rate
@@ -52,7 +55,7 @@ def _team_rows(teams: QuerySet[Team], now: datetime) -> list[TeamRow]:
     ]
 
 
-def team_overview(*, user, now: datetime) -> list[TeamRow]:
+def team_overview(*, user: Actor, now: datetime) -> list[TeamRow]:
     """Every team visible to the user (all for a platform admin), by name, with GPUs in use
     against quota, budget, member count, pending increase requests and the burn rate at
     ``now``. A constant number of queries whatever the number of teams."""
@@ -68,13 +71,15 @@ class TeamPage:
     """One page of the teams list: ``filters`` (bound teams.filters.TeamFilter), ``page``
     (Django's Page of teams), ``rows`` (TeamRow of each team on the page), ``sort`` (its key)."""
 
-    filters: object
-    page: object
-    rows: list
+    filters: TeamFilter
+    page: Page[Team]
+    rows: list[TeamRow]
     sort: str
 
 
-def team_overview_page(*, user, params, now: datetime, size: int = DEFAULT_PAGE_SIZE) -> TeamPage:
+def team_overview_page(
+    *, user: Actor, params: QueryDict, now: datetime, size: int = DEFAULT_PAGE_SIZE
+) -> TeamPage:
     """team_overview of one page of the visible teams, searched by ``q`` and sorted by
     ``sort`` (a TEAM_SORTS key, "-" for descending; by name by default) as the query string
     ``params`` asks. A constant number of queries: the page, its count, and team_overview's
@@ -87,7 +92,7 @@ def team_overview_page(*, user, params, now: datetime, size: int = DEFAULT_PAGE_
     return TeamPage(filters=filters, page=page, rows=rows, sort=sort.key)
 
 
-def team_overview_one(*, user, team: Team, now: datetime) -> TeamRow:
+def team_overview_one(*, user: Actor, team: Team, now: datetime) -> TeamRow:
     """team_overview of one team visible to the user; Team.DoesNotExist otherwise."""
     rows = _team_rows(team_visible_to(user=user).filter(pk=team.pk), now)
     if not rows:

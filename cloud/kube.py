@@ -69,8 +69,10 @@ from .kube_mig import (
     PodState,
     mig_delete,
     mig_ensure,
+    mig_profile_now,
     mig_scale,
     mig_state,
+    mig_statefulset_delete,
 )
 from .kube_namespace import (
     NamespaceSpec,
@@ -123,8 +125,10 @@ __all__ = [
     "mig_access",
     "mig_delete",
     "mig_ensure",
+    "mig_profile_now",
     "mig_scale",
     "mig_state",
+    "mig_statefulset_delete",
     "namespace_delete",
     "namespace_ensure",
     "namespace_gpu_pods",

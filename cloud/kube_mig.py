@@ -71,6 +71,8 @@ class MigSpec:
     # JupyterLab's login token (Secret key "jupyter-token", env JUPYTER_TOKEN): the user logs in
     # with it and the agent counts busy kernels with it.
     jupyter_token: str = ""
+    # 0 makes it stopped (a slice moved to another profile while stopped, or before its start).
+    replicas: int = 1
 
 
 @dataclass(frozen=True)
@@ -173,7 +175,7 @@ def _statefulset(spec: MigSpec, labels: dict[str, Any]) -> dict[str, Any]:
     return {
         "metadata": _meta(spec.name, labels, spec.namespace),
         "spec": {
-            "replicas": 1,
+            "replicas": spec.replicas,
             "serviceName": spec.name,
             "selector": {"matchLabels": selector},
             "template": {"metadata": {"labels": {**labels, **selector}}, "spec": pod_spec},
@@ -258,6 +260,33 @@ def mig_scale(api: ApiClient, *, namespace: str, name: str, replicas: int) -> No
     body = {"spec": {"replicas": replicas}}
     with _errors():
         client.AppsV1Api(api).patch_namespaced_stateful_set_scale(name, namespace, body)
+
+
+def mig_profile_now(api: ApiClient, *, namespace: str, name: str) -> str | None:
+    """The MIG profile ("1g.10gb") the workspace's StatefulSet requests, or None when neither
+    it nor its pod exists any more ("" while one of them is still there without a MIG
+    request, e.g. being deleted). Raises CloudError."""
+    apps, core = client.AppsV1Api(api), client.CoreV1Api(api)
+    with _errors():
+        sts = _quietly(lambda: apps.read_namespaced_stateful_set(name, namespace))
+        if sts is None or sts.metadata.deletion_timestamp:
+            pod = _quietly(lambda: core.read_namespaced_pod(f"{name}-0", namespace))
+            return None if pod is None else ""
+    for container in sts.spec.template.spec.containers:
+        for resource in (container.resources.requests or {}) if container.resources else {}:
+            if resource.startswith(MIG_PREFIX):
+                return str(resource[len(MIG_PREFIX) :])
+    return ""
+
+
+def mig_statefulset_delete(api: ApiClient, *, namespace: str, name: str) -> None:
+    """Delete the workspace's StatefulSet (its pod goes with it) and nothing else: its PVC
+    (/home), Service, Secret and access stay, for a StatefulSet on another pool or profile
+    (mig_ensure). Absent is fine. Raises CloudError."""
+    background = client.V1DeleteOptions(propagation_policy="Background")
+    apps = client.AppsV1Api(api)
+    with _errors():
+        _quietly(lambda: apps.delete_namespaced_stateful_set(name, namespace, body=background))
 
 
 def _condition(pod: Any, kind: str) -> Any:

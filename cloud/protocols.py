@@ -44,3 +44,19 @@ class VmCloud(Protocol):
     def regional_usage(self, settings: AzureSettings, *, location: str) -> list[Usage]:
         """The subscription's vCPU quotas and their use in ``location``."""
         ...
+
+
+class VmResizer(Protocol):
+    """What resizing a VM needs (cloud.azure_resize fulfils it)."""
+
+    def available_sizes(self, settings: AzureSettings, *, name: str) -> list[str]:
+        """The sizes the VM can be resized to where it is now."""
+        ...
+
+    def begin_resize(self, settings: AzureSettings, *, name: str, vm_size: str) -> str:
+        """Send the change of the VM's size without waiting; return its continuation token."""
+        ...
+
+    def poll_resize(self, settings: AzureSettings, *, name: str, token: str) -> Progress:
+        """Ask once how the resize behind ``token`` is doing."""
+        ...

@@ -94,6 +94,10 @@ GPU_TABLE: tuple[tuple[str, str | None, int], ...] = (
     (r"Standard_NC\d+adi?s_H100_v5", "NVIDIA H100 NVL", 95830),
     (r"Standard_ND96isr_H100_v5", "NVIDIA H100 80GB HBM3", 81559),
     (r"Standard_NC\d+as_T4_v3", "Tesla T4", 15360),
+    # Fractional A10s: the VM's vGPU profile and its frame buffer (4, 8, 12 GiB).
+    (r"Standard_NV6ads_A10_v5", "NVIDIA A10-4Q", 4096),
+    (r"Standard_NV12ads_A10_v5", "NVIDIA A10-8Q", 8192),
+    (r"Standard_NV18ads_A10_v5", "NVIDIA A10-12Q", 12288),
     (r"Standard_NV\d+adm?s_A10_v5", "NVIDIA A10", 24564),
     (r"Standard_NC\d+r?s_v3", "Tesla V100-PCIE-16GB", 16384),
     (r"Standard_ND40rs_v2", "Tesla V100-SXM2-32GB", 32768),

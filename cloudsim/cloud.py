@@ -32,6 +32,7 @@ FAULT_OPS = frozenset(
     {
         "vm.create",
         "vm.update",
+        "vm.sizes",
         "vm.get",
         "vm.list",
         "vm.delete",

@@ -40,8 +40,9 @@ class SimControl:
     def inject(self, op: str, kind: str, count: int = 1, retry_after: int = 0) -> dict:
         """Queue `count` faults of `kind` for `op` (e.g. "vm.create", "throttle").
 
-        Ops: vm.create, vm.update, vm.get, vm.list, vm.delete, vm.start, vm.deallocate,
-        vm.powerOff, nic.create, nic.delete, disk.delete, operation.get, usage.list, sku.list,
+        Ops: vm.create, vm.update (PUT or PATCH), vm.sizes (ListAvailableSizes), vm.get,
+        vm.list, vm.delete, vm.start, vm.deallocate, vm.powerOff, nic.create, nic.delete,
+        disk.delete, operation.get, usage.list, sku.list,
         aks.cluster.get, aks.pool.create, aks.pool.delete, aks.pool.get, aks.pool.list,
         aks.credentials, entra.token, graph.users.get, graph.users.list, graph.groups.get,
         graph.groups.members, graph.memberObjects (the last six: throttle, server_error,

@@ -44,6 +44,7 @@ ACTIONS = {
     "vm.create": "Microsoft.Compute/virtualMachines/write",
     "vm.update": "Microsoft.Compute/virtualMachines/write",
     "vm.get": "Microsoft.Compute/virtualMachines/read",
+    "vm.sizes": "Microsoft.Compute/virtualMachines/vmSizes/read",
     "vm.list": "Microsoft.Compute/virtualMachines/read",
     "vm.delete": "Microsoft.Compute/virtualMachines/delete",
     "vm.start": "Microsoft.Compute/virtualMachines/start/action",

@@ -7,7 +7,7 @@ name reaches the handler as params["child"]."""
 
 from collections.abc import Callable
 
-from . import aks, costs, disks, errors, locations, network, prices, spot, vms
+from . import aks, costs, disks, errors, locations, network, prices, spot, vm_resize, vms
 from .cloud import Cloud
 from .protocol import Request, Response
 
@@ -24,8 +24,10 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     (COMPUTE, "virtualmachines", ()): {
         "GET": vms.get_vm,
         "PUT": vms.put_vm,
+        "PATCH": vms.patch_vm,
         "DELETE": vms.delete_vm,
     },
+    (COMPUTE, "virtualmachines", ("vmsizes",)): {"GET": vm_resize.list_vm_sizes},
     (COMPUTE, "virtualmachines", ("instanceview",)): {"GET": vms.get_instance_view},
     (COMPUTE, "virtualmachines", ("start",)): {"POST": vms.start_vm},
     (COMPUTE, "virtualmachines", ("deallocate",)): {"POST": vms.deallocate_vm},

@@ -1,4 +1,5 @@
-"""The VM size catalog the emulator offers, read from data/azure_gpu_vms.csv.
+"""The VM size catalog the emulator offers, read from data/azure_gpu_vms.csv and the fractional
+(vGPU) NVadsA10 v5 sizes of data/azure_fractional_gpu_vms.csv.
 
 A size exists in a location iff the CSV has a row for (InstanceType, Region). Each size belongs to
 a quota family, named exactly as Azure names it in the usages API.
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 DEFAULT_CATALOG = Path(__file__).resolve().parent.parent / "data" / "azure_gpu_vms.csv"
+FRACTIONAL_CATALOG = DEFAULT_CATALOG.with_name("azure_fractional_gpu_vms.csv")
 
 # (pattern on the size name without "_Promo", Azure quota family). First match wins.
 FAMILY_TABLE: tuple[tuple[str, str], ...] = (
@@ -112,11 +114,13 @@ def _size_from_row(row: dict[str, str]) -> SizeInfo | None:
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:
-    """Read the CSV (default: data/azure_gpu_vms.csv at the repository root)."""
+    """Read the CSV (default: data/azure_gpu_vms.csv and data/azure_fractional_gpu_vms.csv at
+    the repository root). A fractional size counts 1 GPU, as Azure's resource SKUs say."""
     sizes: dict[tuple[str, str], SizeInfo] = {}
-    with open(path or DEFAULT_CATALOG, newline="", encoding="utf-8") as handle:
-        for row in csv.DictReader(handle):
-            info = _size_from_row(row)
-            if info is not None:
-                sizes[(normalize_location(row["Region"]), info.name.lower())] = info
+    for one in [path] if path else [DEFAULT_CATALOG, FRACTIONAL_CATALOG]:
+        with open(one, newline="", encoding="utf-8") as handle:
+            for row in csv.DictReader(handle):
+                info = _size_from_row(row)
+                if info is not None:
+                    sizes[(normalize_location(row["Region"]), info.name.lower())] = info
     return Catalog(sizes)

@@ -10,7 +10,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from . import disks, errors, faults, spot, views
+from . import disks, errors, faults, spot, views, vm_resize
 from .cloud import Cloud
 from .errors import ArmError
 from .models import COMPUTE, SPOT_PRIORITIES, VM, key_of, resource_id
@@ -223,10 +223,12 @@ def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
 
 def _update(cloud: Cloud, req: Request, vm: VM, spec: VmSpec) -> Response:
     """Same VM, same disk, no new quota; resizing or retrying a failed allocation needs a slot.
-    A resize is checked against the quota the VM counts toward (Spot or family and regional)."""
+    A resize is checked against the quota the VM counts toward (Spot or family and regional),
+    and, while the VM is allocated, against its hardware cluster (cloudsim.vm_resize)."""
     size = cloud.catalog.get(vm.location, vm.size)
     if spec.size.lower() != vm.size.lower():
         size = _offered_size(cloud, dataclasses.replace(spec, location=vm.location))
+        vm_resize.check_hardware_cluster(cloud, vm, size)
         spot = spec.properties.get("priority") in SPOT_PRIORITIES
         cloud.check_quota(vm.subscription, vm.location, size, exclude=vm, spot=spot)
     resizing = size.name != vm.size
@@ -246,6 +248,31 @@ def _update(cloud: Cloud, req: Request, vm: VM, spec: VmSpec) -> Response:
     op = _start_op(cloud, vm, "PUT", error, lambda op: _finish_boot(vm, op))
     headers = lro_headers(req, op, cloud.retry_after, location=False)
     return Response(200, views.vm_body(cloud, vm), headers)
+
+
+def patch_vm(cloud: Cloud, req: Request) -> Response:
+    """PATCH (VirtualMachines_Update): what the body gives (tags, properties such as
+    hardwareProfile.vmSize) merged into the VM, then validated as a PUT of the whole VM: 200
+    with the VM body and an Azure-AsyncOperation header. 404 for a VM that does not exist."""
+    body = req.json()
+    vm = _require(cloud, req)
+    size = dig(body, "properties", "hardwareProfile", "vmSize")
+    faults.raise_injected(
+        cloud, "vm.update", req.params["sub"], vm.location, str(size or vm.size), spot=vm.spot
+    )
+    _ensure_idle(cloud, vm, "PATCH")
+    given = body.get("properties") or {}
+    if not isinstance(given, dict):
+        raise errors.invalid_parameter("'properties' must be an object.", "properties")
+    properties = copy.deepcopy(vm.properties)
+    for key, value in given.items():
+        if isinstance(value, dict) and isinstance(properties.get(key), dict):
+            properties[key] = {**properties[key], **value}
+        else:
+            properties[key] = value
+    whole = {"location": vm.location, "tags": body.get("tags", vm.tags), "properties": properties}
+    whole["properties"].setdefault("hardwareProfile", {}).setdefault("vmSize", vm.size)
+    return _update(cloud, req, vm, _parse_spec(whole))
 
 
 def get_vm(cloud: Cloud, req: Request) -> Response:

@@ -30,6 +30,7 @@ class MigProfile:
     name: str
     slices: int
     instance_profile: str
+    memory_gb: int = 0  # the instance's GPU memory, as its name says ("1g.10gb": 10)
 
     @property
     def resource(self) -> str:
@@ -53,7 +54,7 @@ def profile_for(instance_profile: str, gpu_memory_gib: int) -> MigProfile:
         raise ValueError(f"A GPU with {gpu_memory_gib} GB has no MIG profiles (A100 or H100 only).")
     memory = _MEMORY[gpu_memory_gib][instance_profile]
     slices = int(instance_profile[3])
-    return MigProfile(f"{slices}g.{memory}gb", slices, instance_profile)
+    return MigProfile(f"{slices}g.{memory}gb", slices, instance_profile, memory)
 
 
 def instances_per_node(instance_profile: str, gpus: int) -> int:

@@ -4,18 +4,27 @@ Capacity here is the portal's own count (workspaces placed on each pool), read i
 whatever the number of pools; the worker asks Kubernetes itself before saying a slice is free.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any, TypedDict
 
-from django.core.paginator import Paginator
-from django.db.models import Count, Q, Sum
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Q, QuerySet, Sum
+from django.http import QueryDict
 
+from clusters.filters import PoolFilter
 from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
 from common.listing import DEFAULT_PAGE_SIZE
+from teams.models import Team
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind
 from workspaces.states import HOLDS_GPUS, Status
+from workspaces.suitability import Suits, mig_profile_suits
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
 
 # A MIG pod holds its slice from the moment it is bound: running, or on its way down.
 SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
@@ -44,7 +53,11 @@ class PoolRow:
         return round(100 * self.used / self.total) if self.total else 0
 
 
-def pool_capacity(*, cluster: AksCluster | None = None, cluster_ids=None) -> list[PoolRow]:
+def pool_capacity(
+    *,
+    cluster: AksCluster | None = None,
+    cluster_ids: Iterable[int] | QuerySet[ClusterTeam, Any] | None = None,
+) -> list[PoolRow]:
     """Every pool that is not deleted (of ``cluster``, or of ``cluster_ids``), with its
     capacity, in one query (ordered by cluster and name): the one definition of pool capacity
     that the clusters pages and the MIG and namespace forms use. MIG pools count their MIG
@@ -65,17 +78,15 @@ class PoolPage:
     """One page of the clusters page's pool table: ``filters`` (bound
     clusters.filters.PoolFilter), ``page`` (Django's Page of pools), ``rows`` (PoolRows)."""
 
-    filters: object
-    page: object
-    rows: list
+    filters: PoolFilter
+    page: "Page[WithAnnotations[NodePool, _Capacity]]"
+    rows: list[PoolRow]
 
 
-def pool_capacity_page(*, params, size: int = DEFAULT_PAGE_SIZE) -> PoolPage:
+def pool_capacity_page(*, params: QueryDict, size: int = DEFAULT_PAGE_SIZE) -> PoolPage:
     """pool_capacity of one page of the pools that are not deleted, filtered as the query
     string ``params`` asks (clusters.filters.PoolFilter), by cluster and name. Two queries
     (the page and its count)."""
-    from clusters.filters import PoolFilter
-
     pools = NodePool.objects.exclude(status=PoolStatus.DELETED).select_related("cluster")
     filters = PoolFilter(params, queryset=pools)
     qs = _with_capacity(filters.qs).order_by("cluster__name", "name", "pk")
@@ -83,7 +94,13 @@ def pool_capacity_page(*, params, size: int = DEFAULT_PAGE_SIZE) -> PoolPage:
     return PoolPage(filters=filters, page=page, rows=[_row(pool) for pool in page.object_list])
 
 
-def _with_capacity(pools):
+class _Capacity(TypedDict):
+    mig_bound: int
+    mig_waiting: int
+    ns_gpus: int | None
+
+
+def _with_capacity(pools: QuerySet[NodePool]) -> "QuerySet[WithAnnotations[NodePool, _Capacity]]":
     mig = Q(workspaces__kind=Kind.MIG)
     return pools.annotate(
         mig_bound=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_BOUND)),
@@ -95,7 +112,7 @@ def _with_capacity(pools):
     )
 
 
-def _row(pool: NodePool) -> PoolRow:
+def _row(pool: "WithAnnotations[NodePool, _Capacity]") -> PoolRow:
     capacity = pool.capacity
     total = capacity.total if pool.status == PoolStatus.READY else 0
     if pool.gpu_instance_profile:
@@ -103,7 +120,7 @@ def _row(pool: NodePool) -> PoolRow:
     return PoolRow(pool, capacity.unit, total, pool.ns_gpus or 0, 0)
 
 
-def team_clusters(*, team) -> list[ClusterTeam]:
+def team_clusters(*, team: Team) -> list[ClusterTeam]:
     """The clusters ``team`` may run MIG slices and namespaces on, with its namespace."""
     return list(ClusterTeam.objects.filter(team=team).select_related("cluster"))
 
@@ -125,6 +142,16 @@ class MigChoice:
     def gpu_share(self) -> Fraction:
         return Fraction(self.slices, SLICES_PER_GPU)
 
+    @property
+    def memory_gib(self) -> int:
+        """The instance's own GPU memory, GB, as its profile names it ("3g.40gb": 40)."""
+        return int(self.profile.rsplit(".", 1)[1].removesuffix("gb"))
+
+    @property
+    def suits(self) -> Suits:
+        """Training, inference or both (workspaces.suitability, the one rule)."""
+        return mig_profile_suits(self.profile)
+
 
 def mig_share(pool: NodePool, slices: int) -> tuple[int, int]:
     """The fraction of a node's price a MIG instance of ``slices`` sevenths costs:
@@ -132,7 +159,7 @@ def mig_share(pool: NodePool, slices: int) -> tuple[int, int]:
     return slices, SLICES_PER_GPU * pool.gpus_per_node
 
 
-def mig_choices(*, team) -> list[MigChoice]:
+def mig_choices(*, team: Team) -> list[MigChoice]:
     """MIG profiles served by ready pools on the team's clusters, one per profile and GPU
     model (the pool with most free instances), smallest first. One query."""
     clusters = ClusterTeam.objects.filter(team=team).values("cluster_id")
@@ -142,6 +169,8 @@ def mig_choices(*, team) -> list[MigChoice]:
         if pool.status != PoolStatus.READY or not pool.gpu_instance_profile:
             continue
         profile = pool.mig
+        if profile is None:  # a MIG pool always has one (gpu_instance_profile checked)
+            continue
         num, den = mig_share(pool, profile.slices)
         choice = MigChoice(
             profile.name,
@@ -158,7 +187,7 @@ def mig_choices(*, team) -> list[MigChoice]:
     return sorted(best.values(), key=lambda c: (c.slices, c.profile, c.gpu_model))
 
 
-def namespace_pools(*, team) -> list[PoolRow]:
+def namespace_pools(*, team: Team) -> list[PoolRow]:
     """Ready whole-GPU pools on the team's clusters a namespace can take GPUs of (one
     query)."""
     clusters = ClusterTeam.objects.filter(team=team).values("cluster_id")

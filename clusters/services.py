@@ -9,10 +9,12 @@ common.permissions.ActionNotAllowed (the actor may not manage clusters: clusters
 
 import contextlib
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TypeVar
 
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from cloud import aks
@@ -21,6 +23,7 @@ from clusters import mig
 from clusters.models import POOL_IN_PROGRESS, AksCluster, ClusterTeam, NodePool, PoolStatus
 from common.permissions import access_require
 from teams.audit import audit_record
+from teams.models import Team
 from workspaces import chains
 from workspaces.azure import azure_settings, azure_usage_changed
 from workspaces.chains import Next
@@ -33,6 +36,8 @@ TAINT = re.compile(r"^[A-Za-z0-9./_-]+(=[A-Za-z0-9._-]*)?:(NoSchedule|PreferNoSc
 LABEL_KEY = re.compile(r"^([a-z0-9.-]+/)?[A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?$")
 LABEL_VALUE = re.compile(r"^([A-Za-z0-9]([A-Za-z0-9._-]{0,61}[A-Za-z0-9])?)?$")
 
+T = TypeVar("T")
+
 
 class ClusterError(Exception):
     """What the platform admin asked cannot be done; the message says why, in words."""
@@ -42,7 +47,7 @@ def cluster_ref(cluster: AksCluster) -> aks.ClusterRef:
     return aks.ClusterRef(cluster.subscription_id, cluster.resource_group, cluster.name)
 
 
-def _azure(action: str, call: Callable):
+def _azure(action: str, call: Callable[[], T]) -> T:
     """Run a cloud call, turning Azure's refusal into a ClusterError that quotes it."""
     try:
         return call()
@@ -51,7 +56,7 @@ def _azure(action: str, call: Callable):
 
 
 def cluster_register(
-    *, actor, subscription_id: str, resource_group: str, name: str, now: datetime
+    *, actor: User, subscription_id: str, resource_group: str, name: str, now: datetime
 ) -> AksCluster:
     """Register an existing AKS cluster after Azure confirms it (one managedClusters GET);
     its location and Kubernetes version are Azure's. Raises ClusterError when Azure has no
@@ -91,7 +96,7 @@ def cluster_register(
 
 
 def cluster_team_set(
-    *, actor, cluster: AksCluster, team, namespace: str = "", now: datetime
+    *, actor: User, cluster: AksCluster, team: Team, namespace: str = "", now: datetime
 ) -> ClusterTeam:
     """Give ``team`` the cluster and the namespace its MIG slice pods run in (default
     ``team-<slug>``); its namespace workspaces' RoleBindings name the team's own Entra ID group
@@ -137,13 +142,22 @@ def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
     offering = SizeOffering.objects.filter(vm_size=ask.vm_size, region=cluster.location).first()
     if offering is None:
         return f"{ask.vm_size} has no Azure price in {cluster.location}, so it cannot be billed."
+    if offering.gpu_partition != 1:
+        # A namespace's quota and a pool's capacity count whole GPUs (nvidia.com/gpu).
+        return (
+            f"{ask.vm_size} ({offering.gpu_summary}) has a fractional GPU; pools need whole GPUs."
+        )
     if ask.gpu_instance_profile and not mig.supports_mig(
         offering.gpu_model, offering.gpu_memory_gib
     ):
         return f"{ask.vm_size} ({offering.gpu_summary}) has no MIG mode; only A100 and H100 do."
     if (ask.min_count is None) != (ask.max_count is None):
         return "Autoscaling needs both a minimum and a maximum node count."
-    if ask.min_count is not None and not ask.min_count <= ask.node_count <= ask.max_count:
+    if (
+        ask.min_count is not None
+        and ask.max_count is not None
+        and not ask.min_count <= ask.node_count <= ask.max_count
+    ):
         return "The node count must lie between the autoscaling minimum and maximum."
     bad = [t for t in ask.taints if not TAINT.match(t)]
     if bad:
@@ -154,7 +168,7 @@ def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
     return ""
 
 
-def pool_create(*, actor, cluster: AksCluster, ask: PoolRequest, now: datetime) -> NodePool:
+def pool_create(*, actor: User, cluster: AksCluster, ask: PoolRequest, now: datetime) -> NodePool:
     """Record a new node pool as creating and queue its creation in Azure (agentPools PUT).
     Raises ClusterError (see pool_problem, or the name is taken in the portal)."""
     access_require(user=actor, perm=MANAGE)
@@ -185,7 +199,9 @@ def pool_create(*, actor, cluster: AksCluster, ask: PoolRequest, now: datetime) 
     return pool
 
 
-def _insert_pool(cluster, ask: PoolRequest, offering, status: str, now) -> NodePool:
+def _insert_pool(
+    cluster: AksCluster, ask: PoolRequest, offering: SizeOffering, status: str, now: datetime
+) -> NodePool:
     return NodePool.objects.create(
         cluster=cluster,
         name=ask.name,
@@ -224,12 +240,14 @@ def pools_adoptable(*, cluster: AksCluster) -> list[aks.PoolState]:
         "list the node pools", lambda: aks.pools_list(azure_settings(), cluster_ref(cluster))
     )
     gpu_sizes = set(
-        SizeOffering.objects.filter(region=cluster.location).values_list("vm_size", flat=True)
+        SizeOffering.objects.filter(region=cluster.location, gpu_partition=1).values_list(
+            "vm_size", flat=True
+        )
     )
     return [p for p in pools if p.name not in known and p.vm_size in gpu_sizes]
 
 
-def pool_adopt(*, actor, cluster: AksCluster, name: str, now: datetime) -> NodePool:
+def pool_adopt(*, actor: User, cluster: AksCluster, name: str, now: datetime) -> NodePool:
     """Take an existing GPU agent pool into the portal as it is in Azure (ready at once).
     Raises ClusterError when Azure has no such GPU pool or the portal knows it already."""
     access_require(user=actor, perm=MANAGE)
@@ -263,7 +281,7 @@ def pool_adopt(*, actor, cluster: AksCluster, name: str, now: datetime) -> NodeP
     return pool
 
 
-def pool_delete(*, actor, pool: NodePool, now: datetime) -> None:
+def pool_delete(*, actor: User, pool: NodePool, now: datetime) -> None:
     """Delete the pool in Azure (queued). Refused while a workspace not deleted runs on it, or
     while an operation is in flight. Raises ClusterError."""
     access_require(user=actor, perm=MANAGE)
@@ -282,7 +300,9 @@ def pool_delete(*, actor, pool: NodePool, now: datetime) -> None:
     )
 
 
-def _pool_transition(pool: NodePool, expected, to: str, now: datetime, **fields) -> bool:
+def _pool_transition(
+    pool: NodePool, expected: Iterable[str], to: str, now: datetime, **fields: object
+) -> bool:
     """Compare-and-set the pool's status; queue its operation when it now owes one, handing
     the row to that new chain (workspaces.chains). A new status starts a new count of failed
     attempts."""
@@ -317,7 +337,7 @@ def pool_advance(*, pool_id: int, clock: Callable[[], datetime]) -> Next:
     if not progress.done:
         NodePool.objects.filter(pk=pool.pk, status=pool.status).update(updated_at=clock())
         return Next.POLL
-    done = {"operation_token": "", "error_code": "", "error_message": ""}
+    done: dict[str, object] = {"operation_token": "", "error_code": "", "error_message": ""}
     if progress.pool is not None:
         done["node_count"] = progress.pool.count
     _usage_changed(pool)

@@ -61,7 +61,7 @@ def cluster_list(request):
 
 
 def _sizes(cluster: AksCluster) -> list[tuple[str, str]]:
-    offerings = SizeOffering.objects.filter(region=cluster.location).order_by(
+    offerings = SizeOffering.objects.filter(region=cluster.location, gpu_partition=1).order_by(
         "gpu_model", "gpu_count", "vm_size"
     )
     return [

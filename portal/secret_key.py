@@ -1,7 +1,7 @@
 """Where the portal's SECRET_KEY comes from, and which keys it refuses to start with.
 
 SECRET_KEY signs sessions and is the HMAC key of the agents' tokens and JupyterLab's tokens
-(workspaces/telemetry.py, workspaces/aks_services.py): whoever knows it can forge them. So no key
+(workspaces/telemetry.py, clusters/backends/mig.py): whoever knows it can forge them. So no key
 that anyone can read is used: a deployment sets SECRET_KEY to 50 or more random characters, and
 only the embedded default (SQLite, kombu's filesystem broker, answering on loopback names only)
 may leave it unset; it then makes a random key once in ``var/secret_key`` (mode 0600), which

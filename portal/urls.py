@@ -6,6 +6,7 @@ from django.views.generic import RedirectView
 from portal import health
 from teams import entra_views
 from workspaces import api
+from workspaces.sizing import views as sizing_views
 
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
@@ -16,6 +17,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
     path("clusters/", include("clusters.urls")),
+    path("sizing/estimate", sizing_views.sizing_estimate, name="sizing-estimate"),
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("live.urls")),
     path("", include("teams.urls")),

@@ -1,5 +1,6 @@
 """Build data/retail_prices_snapshot.json, the offline price snapshot `sync_prices --offline`
-loads, from data/azure_gpu_vms.csv (see data/SOURCE.md).
+loads, from data/azure_gpu_vms.csv and data/azure_fractional_gpu_vms.csv (the fractional
+NVadsA10 v5 sizes; see data/SOURCE.md).
 
 The snapshot is a Retail Prices API page ({"BillingCurrency", "Items": [...]}) so the same
 parser (cloud/prices.py) reads it: one Consumption item per size and region at the CSV's
@@ -21,6 +22,7 @@ EFFECTIVE = "2025-01-01T00:00:00Z"
 # P10 LRS (128 GiB Premium SSD, every VM's OS disk) in East US: $19.71 per month, the
 # Retail Prices API's "P10 LRS Disk" meter. Other regions get their price from an online sync.
 DISKS = [("eastus", "19.71")]
+CATALOGS = ("azure_gpu_vms.csv", "azure_fractional_gpu_vms.csv")
 
 
 def _item(size: str, region: str, price: str, spot: bool) -> dict:
@@ -65,22 +67,29 @@ def _disk(region: str, price: str) -> dict:
 
 def items() -> list[dict]:
     out = []
-    with open(ROOT / "data" / "azure_gpu_vms.csv", newline="") as f:
-        for row in csv.DictReader(f):
-            if not row["Price"].strip():
-                continue
-            size, region, price = row["InstanceType"], row["Region"], row["Price"]
-            out.append(_item(size, region, price, spot=False))
-            spot = row["SpotPrice"].strip()
-            if spot and Decimal(spot) < Decimal(price):
-                out.append(_item(size, region, spot, spot=True))
+    for name in CATALOGS:
+        with open(ROOT / "data" / name, newline="") as f:
+            out += [item for row in csv.DictReader(f) for item in _row_items(row)]
     return out + [_disk(region, price) for region, price in DISKS]
+
+
+def _row_items(row: dict) -> list[dict]:
+    """The pay-as-you-go item of a CSV row with a price, and its Spot item where the row has a
+    real Spot price (below pay-as-you-go)."""
+    if not row["Price"].strip():
+        return []
+    size, region, price = row["InstanceType"], row["Region"], row["Price"]
+    out = [_item(size, region, price, spot=False)]
+    spot = row["SpotPrice"].strip()
+    if spot and Decimal(spot) < Decimal(price):
+        out.append(_item(size, region, spot, spot=True))
+    return out
 
 
 def main() -> None:
     page = {
-        "Source": "data/azure_gpu_vms.csv (SkyPilot catalog from the Azure Retail Prices API) "
-        "and the P10 LRS disk meter; see data/SOURCE.md",
+        "Source": "data/azure_gpu_vms.csv and data/azure_fractional_gpu_vms.csv (SkyPilot "
+        "catalogs from the Azure Retail Prices API) and the P10 LRS disk meter; see data/SOURCE.md",
         "BillingCurrency": "USD",
         "CustomerEntityId": "Default",
         "CustomerEntityType": "Retail",

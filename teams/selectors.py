@@ -1,13 +1,18 @@
 """Reads of teams, always scoped to the user asking."""
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db.models import BooleanField, Count, ExpressionWrapper, Q, QuerySet
+from django.http import QueryDict
 
-from common.listing import DEFAULT_PAGE_SIZE, keyset_page, sort_from
+from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, keyset_page, sort_from
+from common.permissions import Actor
+from teams.filters import AuditFilter
 from teams.models import (
     AuditEntry,
     BudgetAlert,
@@ -22,12 +27,12 @@ from teams.models import (
 from teams.rules import is_platform_admin, platform_admin_q
 
 
-def platform_admins() -> list:
+def platform_admins() -> list[User]:
     """Every platform admin (teams.rules.platform_admin_q). One query."""
     return list(get_user_model().objects.filter(platform_admin_q()))
 
 
-def team_visible_to(*, user) -> QuerySet[Team]:
+def team_visible_to(*, user: Actor) -> QuerySet[Team]:
     """Teams the user may see: all for a platform admin, else the user's own teams."""
     if not user.is_authenticated:
         return Team.objects.none()
@@ -36,14 +41,14 @@ def team_visible_to(*, user) -> QuerySet[Team]:
     return Team.objects.filter(memberships__user=user).distinct()
 
 
-def team_list_for_requests(*, user) -> QuerySet[Team]:
+def team_list_for_requests(*, user: Actor) -> QuerySet[Team]:
     """Teams in which the user may request workspaces: those the user is a member of."""
     if not user.is_authenticated:
         return Team.objects.none()
     return Team.objects.filter(memberships__user=user).distinct()
 
 
-def membership_role(*, user, team: Team) -> str | None:
+def membership_role(*, user: User, team: Team) -> str | None:
     """The user's role in the team ("researcher" | "team_admin"), or None if not a member."""
     return Membership.objects.filter(user=user, team=team).values_list("role", flat=True).first()
 
@@ -66,10 +71,10 @@ class NoticeArea:
     newest group first."""
 
     count: int = 0
-    groups: tuple = ()
+    groups: tuple[NoticeGroup, ...] = ()
 
 
-def notice_open(*, user, now: datetime):
+def notice_open(*, user: User, now: datetime) -> QuerySet[Notice]:
     """The user's notices still to show: neither dismissed, nor resolved, nor expired at
     ``now`` (a queryset, newest first)."""
     return Notice.objects.filter(user=user, read_at=None, resolved_at=None).filter(
@@ -77,24 +82,26 @@ def notice_open(*, user, now: datetime):
     )
 
 
-def notice_area(*, user, now: datetime) -> NoticeArea:
+def notice_area(*, user: Actor, now: datetime) -> NoticeArea:
     """The user's open notices grouped by kind and subject (Notice.about) for the compact
     area on every page: at most NOTICE_AREA_LIMIT newest are read. No query when logged
     out, one (two past the limit) otherwise."""
-    if not user.is_authenticated:
+    if not isinstance(user, User):  # anonymous
         return NoticeArea()
     notices = list(notice_open(user=user, now=now)[:NOTICE_AREA_LIMIT])
     count = len(notices)
     if count == NOTICE_AREA_LIMIT:
         count = notice_open(user=user, now=now).count()
-    groups: dict[tuple, list[Notice]] = {}
+    groups: dict[tuple[str, object], list[Notice]] = {}
     for notice in notices:
         key = (notice.kind, notice.about) if notice.about else ("", notice.pk)
         groups.setdefault(key, []).append(notice)
     return NoticeArea(count, tuple(NoticeGroup(g[0], len(g)) for g in groups.values()))
 
 
-def notice_resolved_recent(*, user, now: datetime, days: int = 7, limit: int = 20) -> list:
+def notice_resolved_recent(
+    *, user: User, now: datetime, days: int = 7, limit: int = 20
+) -> list[Notice]:
     """The user's notices resolved in the ``days`` before ``now``, newest first (at most
     ``limit``), with who resolved them: what the notices page lists as gone by itself."""
     since = now - timedelta(days=days)
@@ -102,7 +109,7 @@ def notice_resolved_recent(*, user, now: datetime, days: int = 7, limit: int = 2
     return list(notices.order_by("-resolved_at", "-id")[:limit])
 
 
-def team_get(*, user, slug: str) -> Team:
+def team_get(*, user: Actor, slug: str) -> Team:
     """The team with ``slug`` among those visible to the user; Team.DoesNotExist otherwise
     (a view turns it into 404, so a stranger cannot tell whether the team exists)."""
     return team_visible_to(user=user).get(slug=slug)
@@ -123,7 +130,7 @@ def team_members(*, team: Team) -> QuerySet[Membership]:
     )
 
 
-def team_member_count(*, team_ids) -> dict[int, int]:
+def team_member_count(*, team_ids: Collection[int]) -> dict[int, int]:
     """Members per team, the one definition every page shows ({team_id: int}, every team
     present). What counts: the team's memberships, researchers and team admins alike; a
     platform admin (staff) is a member only where a membership says so. The team page lists
@@ -146,7 +153,7 @@ def team_increases_pending(*, team: Team | None = None) -> list[TeamQuotaIncreas
     return list(qs.select_related("team", "requester").order_by("created_at"))
 
 
-def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
+def audit_visible_to(*, user: Actor) -> QuerySet[AuditEntry]:
     """Audit rows the user may read: all for a platform admin, else those of the teams the
     user is team admin of (none for a researcher)."""
     if not user.is_authenticated:
@@ -157,14 +164,14 @@ def audit_visible_to(*, user) -> QuerySet[AuditEntry]:
     return AuditEntry.objects.filter(team_id__in=admin_of)
 
 
-def audit_page(*, user, params, size: int = DEFAULT_PAGE_SIZE):
+def audit_page(
+    *, user: Actor, params: QueryDict, size: int = DEFAULT_PAGE_SIZE
+) -> tuple[AuditFilter, KeysetPage]:
     """(filters, page): the user's visible audit rows, newest first, with actor and team
     loaded, filtered by the query string ``params`` (teams.filters.AuditFilter: team slug,
     actor username, action prefix), oldest first with ``sort=at``, and paged by keyset after
     ``cursor``
     (common.listing.KeysetPage). One query for the rows however many there are."""
-    from teams.filters import AuditFilter
-
     filters = AuditFilter(
         params, queryset=audit_visible_to(user=user).select_related("actor", "team")
     )
@@ -172,7 +179,7 @@ def audit_page(*, user, params, size: int = DEFAULT_PAGE_SIZE):
     return filters, keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
 
 
-def audit_filter_choices(*, user) -> dict[str, list[str]]:
+def audit_filter_choices(*, user: Actor) -> dict[str, list[str]]:
     """Values offered by the audit page's filters: team slugs and actions (the actor is
     typed: an organisation's thousands of usernames would weigh the page down)."""
     qs = audit_visible_to(user=user)
@@ -183,14 +190,14 @@ def audit_filter_choices(*, user) -> dict[str, list[str]]:
     }
 
 
-def team_timezones(*, team_ids) -> dict[int, ZoneInfo]:
+def team_timezones(*, team_ids: Collection[int]) -> dict[int, ZoneInfo]:
     """Each team's time zone: its idle policy's, else UTC; the zone of its month and days
     (budgets, spend, alerts). One query."""
     zones = dict(IdlePolicy.objects.filter(team_id__in=team_ids).values_list("team_id", "timezone"))
     return {t: ZoneInfo(zones.get(t) or "UTC") for t in team_ids}
 
 
-def team_months(*, team_ids, now: datetime) -> dict[int, date]:
+def team_months(*, team_ids: Collection[int], now: datetime) -> dict[int, date]:
     """The 1st of each team's month at ``now``, in the team's time zone (team_timezones).
     One query."""
     zones = team_timezones(team_ids=list(team_ids))
@@ -209,9 +216,13 @@ def budget_alerts_of(*, months: dict[int, date]) -> dict[int, dict[int, BudgetAl
     return alerts
 
 
-def budget_alert_list(*, team: Team, month: date | None = None, now: datetime | None = None):
+def budget_alert_list(
+    *, team: Team, month: date | None = None, now: datetime | None = None
+) -> list[BudgetAlert]:
     """The team's budget alerts of the month starting ``month`` (or of its month at ``now``),
     lowest threshold first: what its team page and spend page show."""
     if month is None:
+        if now is None:
+            raise TypeError("budget_alert_list needs month or now")
         month = team_months(team_ids=[team.pk], now=now)[team.pk]
     return list(BudgetAlert.objects.filter(team=team, month=month).order_by("threshold"))

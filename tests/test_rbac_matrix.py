@@ -46,6 +46,7 @@ EXPECTED = {
     "workspaces:request": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
+    "workspaces:resize": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
     # Agents authenticate by token, never by session: every browser user gets 401 JSON.
     "workspaces:telemetry": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
@@ -96,6 +97,13 @@ EXPECTED = {
         "GET", (_, 403, 403, 403, 403, 200), data={"start": "2026-11-01", "end": "2026-11-30"}
     ),
     "audit": Row("GET", (_, 403, 403, 200, 200, 200)),
+    # The GPU memory estimate: any signed-in user, flags for their own team (a team they are
+    # not in is 404: tests/test_sizing_view.py).
+    "sizing-estimate": Row(
+        "GET",
+        (_, 200, 200, 200, 200, 200),
+        data={"parameters_b": "7", "precision": "fp16", "workload": "inference"},
+    ),
     "workspaces:request-mig": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:request-namespace": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:kubeconfig": Row("GET", (_, 404, 200, 404, 200, 200), pk="mig_workspace"),

@@ -381,7 +381,22 @@ def test_the_workspace_page_shows_what_was_measured_the_advice_and_the_saving(
     assert "35.0%" in page
     assert f"A smaller size: {T4}" in page
     assert '<strong data-testid="saving">$2,297.31</strong>' in page
-    assert "Resize to" not in page  # the button waits for the resize action (resize_url)
+    resize = reverse("workspaces:resize", kwargs={"pk": ws.pk})
+    assert f'<form method="post" action="{resize}">' in page
+    assert f'value="{T4}">' in page and f"Resize to {T4}</button>" in page
+    client.force_login(cast.teammate)  # sees the workspace, may not resize it
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert f"A smaller size: {T4}" in page and "Resize to" not in page
+
+
+def test_no_resize_button_for_advice_of_another_kind(client, cast, catalog):
+    _mig_pool(cast.team, "MIG1g")
+    ws = _workspace(cast)
+    _hours(ws, mem=6000)  # a MIG slice: another kind of workspace, not a resize of this VM
+    recommendations_refresh(now=NOW)
+    client.force_login(cast.researcher)
+    page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+    assert "A MIG slice: 1g.10gb" in page and "Resize to" not in page
 
 
 def test_the_workspace_page_says_when_advice_will_come(client, cast, catalog):

@@ -4,16 +4,20 @@ than in teams: they measure workspaces (team_gpus_in_use, team_budget); the requ
 themselves are teams.models'."""
 
 from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
 from fractions import Fraction
 
+from django.core.paginator import Page
 from django.db.models import QuerySet
+from django.http import QueryDict
 
 from common.listing import number_page, sort_from
 from teams.models import Decision, GpuQuota, QuotaRequest, TeamQuotaIncrease
 from teams.quota_requests import cost_estimate
 from teams.selectors import team_increases_pending
 from workspaces.filters import QueueFilter
-from workspaces.selectors import team_budget, team_gpus_in_use
+from workspaces.selectors import Budget, team_budget, team_gpus_in_use
 
 
 @dataclass(frozen=True)
@@ -23,11 +27,13 @@ class QueueRow:
     request: QuotaRequest
     gpus_used: Fraction  # of the requested GPU model, held by the team now
     gpus_quota: int
-    cost: dict  # USD: hour, day, month_end
-    budget: object  # workspaces.selectors.Budget: the team's month so far
+    cost: dict[str, Decimal]  # USD: hour, day, month_end
+    budget: Budget  # the team's month so far
 
 
-def quota_request_queue(*, now, requests=None) -> list[QueueRow]:
+def quota_request_queue(
+    *, now: datetime, requests: list[QuotaRequest] | None = None
+) -> list[QueueRow]:
     """Pending requests, oldest first (or ``requests``, a list of pending QuotaRequests with
     team, requester and workspace loaded: one page of them), with each team's usage, quota
     and budget. A constant number of queries whatever the number of requests (requests with
@@ -44,7 +50,7 @@ def quota_request_queue(*, now, requests=None) -> list[QueueRow]:
     return [
         QueueRow(
             request=r,
-            gpus_used=usage.get(r.team_id, {}).get(r.workspace.gpu_model, 0),
+            gpus_used=usage.get(r.team_id, {}).get(r.workspace.gpu_model, Fraction(0)),
             gpus_quota=quotas.get((r.team_id, r.workspace.gpu_model), 0),
             cost=cost_estimate(price_per_hour=r.price_per_hour, now=now),
             budget=budgets[r.team_id],
@@ -70,13 +76,15 @@ class QueuePage:
     """One page of the approval queue: ``filters`` (bound workspaces.filters.QueueFilter),
     ``page`` (Django's Page of requests), ``rows`` (its QueueRows), ``sort`` (its key)."""
 
-    filters: object
-    page: object
-    rows: list
+    filters: QueueFilter
+    page: Page[QuotaRequest]
+    rows: list[QueueRow]
     sort: str
 
 
-def quota_request_page(*, params, now, size: int = QUEUE_PAGE_SIZE) -> QueuePage:
+def quota_request_page(
+    *, params: QueryDict, now: datetime, size: int = QUEUE_PAGE_SIZE
+) -> QueuePage:
     """One page of quota_request_queue, filtered (workspaces.filters.QueueFilter: team, GPU model,
     region, kind, search) and sorted (QUEUE_SORTS; oldest first by default) as the query
     string ``params`` asks. A constant number of queries whatever the queue's length."""
@@ -93,7 +101,7 @@ class IncreaseRow:
 
     increase: TeamQuotaIncrease
     gpus_quota: int | None  # current quota of the asked model; None when no GPUs asked
-    gpus_used: int | None
+    gpus_used: Fraction | None  # GPUs, MIG slices as sevenths
 
 
 def team_increase_queue() -> list[IncreaseRow]:
@@ -109,6 +117,6 @@ def team_increase_queue() -> list[IncreaseRow]:
     for i in increases:
         asked = bool(i.gpu_model)
         quota = quotas.get((i.team_id, i.gpu_model), 0) if asked else None
-        used = usage.get(i.team_id, {}).get(i.gpu_model, 0) if asked else None
+        used = usage.get(i.team_id, {}).get(i.gpu_model, Fraction(0)) if asked else None
         rows.append(IncreaseRow(i, quota, used))
     return rows

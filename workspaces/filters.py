@@ -1,5 +1,5 @@
-"""The workspace list's and the approval queue's filters (django-filter), read from the query
-string.
+"""The workspace list's, the approval queue's and the request form's size filters
+(django-filter), read from the query string.
 
 A value a field refuses (an unknown status, a team the user cannot see, text with control
 characters) is a form error shown above the table, and that filter is left out; the rest
@@ -7,14 +7,18 @@ still apply. The queryset given is already limited to what the user may see
 (workspaces.selectors.workspace_visible_to), so a filter can only narrow it.
 """
 
+from typing import Any
+
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Q, QuerySet
+from django.http import QueryDict
 
 from common.listing import TextFilter
 from teams.models import Team
-from workspaces.models import Kind, SizeOffering
+from workspaces.models import Kind, SizeOffering, Workspace
 from workspaces.states import Status
+from workspaces.suitability import LABELS, Suits, accepts, size_suits
 
 
 def offered_choices(field: str) -> list[tuple[str, str]]:
@@ -48,7 +52,14 @@ class WorkspaceFilter(django_filters.FilterSet):
         label="Region", choices=lambda: offered_choices("region"), empty_label="Any region"
     )
 
-    def __init__(self, data=None, queryset=None, *, teams, **kwargs):
+    def __init__(
+        self,
+        data: QueryDict | None = None,
+        queryset: QuerySet[Workspace] | None = None,
+        *,
+        teams: QuerySet[Team],
+        **kwargs: Any,
+    ) -> None:
         super().__init__(data, queryset=queryset, **kwargs)
         # Before the form is built (lazily, from the filters): only teams the user sees.
         self.filters["team"].queryset = teams.order_by("name")
@@ -87,3 +98,24 @@ class QueueFilter(django_filters.FilterSet):
         return queryset.filter(
             Q(requester__username__icontains=value) | Q(workspace__name__icontains=value)
         )
+
+
+class OfferingFilter(django_filters.FilterSet):
+    """The request form's size table: ``suits`` ("training" also finds the sizes that suit
+    both; see workspaces.suitability, whose rule labels each size)."""
+
+    suits = django_filters.ChoiceFilter(
+        label="Suits",
+        choices=[(s.value, LABELS[s]) for s in (Suits.TRAINING, Suits.INFERENCE, Suits.BOTH)],
+        empty_label="Any use",
+        method="by_suits",
+    )
+
+    class Meta:
+        model = SizeOffering
+        fields: list[str] = []
+
+    def by_suits(self, queryset, name, value):
+        sizes = queryset.order_by().values_list("vm_size", "gpu_memory_gib").distinct()
+        keep = {size for size, memory in sizes if accepts(value, size_suits(size, memory))}
+        return queryset.filter(vm_size__in=keep)

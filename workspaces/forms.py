@@ -1,11 +1,13 @@
 """The workspace request form."""
 
 import re
+from decimal import Decimal
 
 from django import forms
 from django.urls import reverse
 
 from common.validation import TextField
+from workspaces import equivalents
 from workspaces.models import SizeOffering
 from workspaces.requests import spot_unavailable
 from workspaces.ssh_keys import NOT_ECHOED, validate_ssh_public_key
@@ -21,6 +23,36 @@ def clean_workspace_name(value: str) -> str:
             "Use 1–40 lower-case letters, digits and hyphens, not starting or ending with one."
         )
     return name
+
+
+class CeilingField(forms.DecimalField):
+    """The price ceiling (USD/hour) for equivalent sizes: blank for the default, the chosen
+    size's price x 1.5 (workspaces.equivalents)."""
+
+    def __init__(self, **kwargs):
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("label", "Price ceiling (USD/hour)")
+        kwargs.setdefault("help_text", "Blank: the chosen size's price × 1.5.")
+        super().__init__(
+            min_value=Decimal("0.01"),
+            max_value=equivalents.MAX_CEILING,
+            max_digits=10,
+            decimal_places=4,
+            **kwargs,
+        )
+
+
+class EquivalentsQueryForm(forms.Form):
+    """The GET parameters of the equivalent sizes panel: the chosen offering, the ceiling, and
+    whether it is a Spot request."""
+
+    offering = forms.ModelChoiceField(queryset=SizeOffering.objects.none())
+    max_price = CeilingField()
+    spot = forms.BooleanField(required=False)
+
+    def __init__(self, *args, offerings, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["offering"].queryset = offerings
 
 
 class WorkspaceRequestForm(forms.Form):
@@ -47,6 +79,17 @@ class WorkspaceRequestForm(forms.Form):
             "when Azure has room. Not for work that cannot be interrupted."
         ),
     )
+    accept_equivalents = forms.BooleanField(
+        required=False,
+        label="Accept equivalent sizes",
+        widget=forms.CheckboxInput(attrs={"aria-describedby": "equivalents-help"}),
+        help_text=(
+            "When Azure has no capacity or quota for the chosen size, take the next of the "
+            "equivalent sizes listed (as much GPU memory or more, per GPU and in total, up to "
+            "the price ceiling), cheapest first, rather than wait."
+        ),
+    )
+    max_price = CeilingField()
     ssh_public_key = forms.CharField(
         label="SSH public key",
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -75,7 +118,7 @@ class WorkspaceRequestForm(forms.Form):
                 "hx-target": "#size-table",
                 "hx-swap": "outerHTML",
                 "hx-trigger": "change",
-                "hx-include": "[name=region]",
+                "hx-include": "[name=region],[name=suits]",
             }
         )
         self.fields["region"].choices = [(r, r) for r in regions]
@@ -103,6 +146,12 @@ class WorkspaceRequestForm(forms.Form):
         elif offering and data.get("spot") and getattr(offering, "spot_hourly", None) is None:
             self.add_error("spot", spot_unavailable(offering))
         return data
+
+    def clean_max_price(self):
+        # A ceiling means something only to a request that accepts equivalent sizes.
+        if not self.data.get(self.add_prefix("accept_equivalents")):
+            return None
+        return self.cleaned_data["max_price"]
 
 
 class _AksRequestForm(forms.Form):
@@ -208,3 +257,19 @@ class NamespaceRequestForm(_AksRequestForm):
     def clean_pool(self):
         chosen = self.cleaned_data["pool"]
         return next(r.pool for r in self.pools if str(r.pool.pk) == chosen)
+
+
+class ResizeForm(forms.Form):
+    """The size to move a workspace to: one of ``choices`` (workspaces.resizes.resize_choices);
+    anything else is a form error."""
+
+    target = forms.ChoiceField(
+        choices=(),
+        label="New size",
+        widget=forms.RadioSelect,
+        error_messages={"invalid_choice": "That size is not one this workspace can move to."},
+    )
+
+    def __init__(self, *args, choices=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["target"].choices = [(c.key, c.label) for c in choices]

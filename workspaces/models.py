@@ -1,12 +1,15 @@
 """Workspaces, their history, and the catalog of GPU VM sizes the portal offers."""
 
 import uuid
+from fractions import Fraction
 
 from django.conf import settings
 from django.db import models
 
 from workspaces.backends import backend_for
+from workspaces.gpus import format_gpus
 from workspaces.states import STYLE, TRANSITIONS, Status, event_style
+from workspaces.suitability import Suits, size_suits
 
 
 class Kind(models.TextChoices):
@@ -18,15 +21,22 @@ class Kind(models.TextChoices):
 class SizeOffering(models.Model):
     """One Azure GPU VM size in one region, with its Linux pay-as-you-go price.
 
-    Facts come from data/azure_gpu_vms.csv (Azure Retail Prices API, via SkyPilot's catalog);
-    ``offered`` is the platform admin's choice of what researchers may request.
+    Facts come from data/azure_gpu_vms.csv and data/azure_fractional_gpu_vms.csv (Azure Retail
+    Prices API, via SkyPilot's catalog; see workspaces.catalog); ``offered`` is the platform
+    admin's choice of what researchers may request. A fractional (vGPU) size such as
+    Standard_NV6ads_A10_v5 has ``gpu_count`` 1 and ``gpu_partition`` 6: 1/6 of an A10, with
+    ``gpu_memory_gib`` 4, its partition's frame buffer.
     """
 
     vm_size = models.CharField(max_length=64)
     region = models.CharField(max_length=32)
     gpu_model = models.CharField(max_length=16)  # A100, H100, T4, A10
     gpu_count = models.PositiveSmallIntegerField()
-    gpu_memory_gib = models.PositiveIntegerField(help_text="Per GPU, GiB")
+    gpu_memory_gib = models.PositiveIntegerField(help_text="Per GPU (per partition for vGPU), GiB")
+    gpu_partition = models.PositiveSmallIntegerField(
+        default=1,
+        help_text="1: whole GPUs; n: each GPU is 1/n of one (6 for NV6ads_A10_v5)",
+    )
     vcpus = models.PositiveSmallIntegerField()
     memory_gib = models.DecimalField(max_digits=8, decimal_places=2)
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="USD/hour")
@@ -50,8 +60,30 @@ class SizeOffering(models.Model):
         return f"{self.vm_size} in {self.region}"
 
     @property
+    def gpu_share(self) -> Fraction:
+        """GPUs the size counts against a team's quota: gpu_count / gpu_partition."""
+        return Fraction(self.gpu_count, self.gpu_partition)
+
+    @property
+    def total_gpu_memory_gib(self) -> int:
+        """GPU memory across the VM, GiB (4 for NV6ads_A10_v5, 320 for NC96ads_A100_v4)."""
+        return self.gpu_count * self.gpu_memory_gib
+
+    @property
+    def gpu_label(self) -> str:
+        """'2 × A100' for whole GPUs, '1/6 A10' for a fractional size."""
+        if self.gpu_partition == 1:
+            return f"{self.gpu_count} × {self.gpu_model}"
+        return f"{format_gpus(self.gpu_share)} {self.gpu_model}"
+
+    @property
     def gpu_summary(self) -> str:
-        return f"{self.gpu_count} × {self.gpu_model} {self.gpu_memory_gib} GB"
+        return f"{self.gpu_label} {self.gpu_memory_gib} GB"
+
+    @property
+    def suits(self) -> Suits:
+        """Training, inference or both (workspaces.suitability, the one rule)."""
+        return size_suits(self.vm_size, self.gpu_memory_gib)
 
     @property
     def price_per_day(self):
@@ -82,6 +114,11 @@ class Workspace(models.Model):
     gpu_model = models.CharField(max_length=16, blank=True)
     gpu_count = models.PositiveSmallIntegerField(
         default=0, help_text="Whole GPUs: a VM's, or a namespace's GPU quota"
+    )
+    # A fractional (vGPU) VM's GPUs are 1/gpu_partition of one each (SizeOffering.gpu_partition):
+    # it holds gpu_count / gpu_partition GPUs of the quota.
+    gpu_partition = models.PositiveSmallIntegerField(
+        default=1, help_text="1: whole GPUs; n: a VM's GPUs are 1/n of one each (vGPU)"
     )
     mig_profile = models.CharField(max_length=16, blank=True, help_text="e.g. 1g.10gb")
     gpu_slices = models.PositiveSmallIntegerField(
@@ -115,6 +152,21 @@ class Workspace(models.Model):
     error_message = models.TextField(blank=True)
     # While failed: the operation Azure refused ("create" or "delete"), which Retry does again.
     failed_operation = models.CharField(max_length=16, blank=True)
+    # Equivalent sizes (workspaces.equivalents): the VM sizes the requester accepts when Azure
+    # has no capacity or quota for the chosen one, the chosen size first, then the others in
+    # price order ([] when only the chosen size will do); the price ceiling (USD/hour) they
+    # accepted; the region they asked for; and this round's creates Azure refused for lack of
+    # capacity ([{"vm_size", "region", "code"}], emptied when it runs or waits again).
+    accepted_sizes = models.JSONField(default=list, blank=True)
+    accepted_max_price = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="USD/hour"
+    )
+    requested_region = models.CharField(max_length=32, blank=True)
+    placement_tried = models.JSONField(default=list, blank=True)
+    # A resize asked for and not yet done (workspaces.resizes): the target vm_size of a VM, or
+    # MIG profile of a slice; and whether it is started again once resized (it was running).
+    resize_to = models.CharField(max_length=64, blank=True)
+    resize_restart = models.BooleanField(default=False)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)
@@ -152,6 +204,11 @@ class Workspace(models.Model):
     @property
     def can_delete(self) -> bool:
         return self._allows(Status.DELETING)
+
+    @property
+    def can_resize(self) -> bool:
+        """Running (it is stopped first: deallocated, or scaled to 0) or stopped."""
+        return self.status in (Status.RUNNING, Status.STOPPED)
 
     @property
     def can_retry(self) -> bool:

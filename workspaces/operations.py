@@ -74,6 +74,8 @@ FAILED_TO = {
     Status.PROVISIONING: Status.FAILED,
     Status.STOPPING: Status.RUNNING,
     Status.STARTING: Status.STOPPED,
+    # Retries of a resize exhausted: it keeps its size, deallocated (Start brings it back).
+    Status.RESIZING: Status.STOPPED,
     Status.DELETING: Status.FAILED,
 }
 
@@ -111,6 +113,9 @@ def workspace_operation_failed(
         error_message=error.message,
         # What Retry does again; a failed stop or start is redone by Stop or Start.
         failed_operation=operation if to == Status.FAILED else "",
+        # A resize waiting on a refused operation is given up with it: nothing half-made.
+        resize_to="",
+        resize_restart=False,
     )
 
 

@@ -19,10 +19,11 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
+from common.words import usd
 from teams.models import Decision, Team
 from teams.quota_requests import quota_request_open
 from teams.selectors import membership_role
-from workspaces import selectors, states
+from workspaces import equivalents, selectors, states
 from workspaces.models import (
     Kind,
     SizeOffering,
@@ -49,6 +50,8 @@ def workspace_request(
     now: datetime,
     justification: str = "",
     spot: bool = False,
+    accept_equivalents: bool = False,
+    max_price: Decimal | None = None,
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
@@ -63,6 +66,11 @@ def workspace_request(
     takes (see workspaces.ssh_keys; a private key among them), WorkspaceActionError when the
     user is not in the team, the size is not offered or has no Spot price there (for ``spot``),
     and JustificationNeeded when the request is above quota and says no reason.
+
+    With ``accept_equivalents``, the workspace stores the sizes equivalent to the chosen one
+    (workspaces.equivalents) that cost at most ``max_price`` (USD/hour; by default the chosen
+    price x 1.5), which the worker tries when Azure has no room for the chosen one. Raises
+    CeilingTooLow when ``max_price`` is below the chosen size's price.
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
@@ -83,19 +91,53 @@ def workspace_request(
         "spot": spot,
         "gpu_model": offering.gpu_model,
         "gpu_count": offering.gpu_count,
+        "gpu_partition": offering.gpu_partition,
         "ssh_user": settings.WORKSPACE_SSH_USER,
         "ssh_public_key": ssh_public_key,
     }
+    if accept_equivalents:
+        fields.update(_accepted(offering, price, spot, max_price, now))
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
+    if accept_equivalents:
+        others = fields["accepted_sizes"][1:]
+        reason += (
+            f", accepting equivalent sizes up to {usd(fields['accepted_max_price'], 2)}/hour "
+            f"({', '.join(others) or 'none offered now'})"
+        )
     ask = Ask(
         user,
         team,
         request_key,
         fields,
-        offering.gpu_count,
+        offering.gpu_share,
         reason + (" as a Spot VM" if spot else ""),
     )
     return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+class CeilingTooLow(WorkspaceActionError):
+    """The price ceiling for equivalent sizes is below the chosen size's own price."""
+
+
+def _accepted(
+    offering: SizeOffering, price: Decimal, spot: bool, max_price: Decimal | None, now: datetime
+) -> dict[str, Any]:
+    """The workspace fields of a request that accepts equivalent sizes: the chosen size, then
+    its equivalents within the ceiling, cheapest first; the ceiling (USD/hour); the region."""
+    ceiling = equivalents.default_max_price(price) if max_price is None else max_price
+    if ceiling < price:
+        raise CeilingTooLow(
+            f"The price ceiling {usd(ceiling, 2)}/hour is below {offering.vm_size}'s own "
+            f"{usd(price, 3)}/hour."
+        )
+    found = equivalents.offering_equivalents(
+        offering=offering, max_price=ceiling, now=now, spot=spot
+    )
+    return {
+        "accepted_sizes": [offering.vm_size, *(e.vm_size for e in found)],
+        "accepted_max_price": ceiling,
+        "requested_region": offering.region,
+    }
 
 
 def check_member(*, user: User, team: Team) -> None:

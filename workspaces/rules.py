@@ -28,3 +28,9 @@ def is_team_admin_of_its_team(user: Actor, workspace: Workspace | None) -> bool:
 rules.add_perm(
     "workspaces.act_on_workspace", is_owner_of | is_team_admin_of_its_team | is_platform_admin
 )
+
+# Resize it (another VM size, another MIG profile): whoever may act on it, as for Stop and Start;
+# the quota and budget are checked by the service (workspaces.resizes).
+rules.add_perm(
+    "workspaces.resize_workspace", is_owner_of | is_team_admin_of_its_team | is_platform_admin
+)

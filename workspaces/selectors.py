@@ -1,33 +1,46 @@
 """Reads of workspaces and the catalog. Every workspace query starts from workspace_visible_to."""
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING, TypedDict
+from uuid import UUID
 
+from django.contrib.auth.models import User
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
+from django.http import QueryDict
 
 from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, keyset_page, sort_from
 from common.months import month_bounds
+from common.permissions import Actor
 from common.words import counted, usd
-from teams.models import GpuQuota, IdlePolicy
+from teams.models import GpuQuota, Team
 from teams.selectors import team_visible_to
 from workspaces import chains, hooks
+from workspaces.filters import WorkspaceFilter
 from workspaces.gpus import format_gpus, gpu_share
 from workspaces.models import SizeOffering, Workspace, WorkspaceEvent
 from workspaces.ssh_keys import ssh_public_key_or_blank
 from workspaces.states import HELD, HOLDS_GPUS, IN_PROGRESS, Status
+from workspaces.telemetry_view import TelemetryView, workspace_telemetry
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+__all__ = ["TelemetryView", "workspace_telemetry"]  # their home: workspaces.telemetry_view
 
 # The prefilled SSH key is the newest good one among the user's newest workspaces.
 SSH_KEYS_LOOKED_AT = 20
 
 
-def workspace_visible_to(*, user) -> QuerySet[Workspace]:
+def workspace_visible_to(*, user: Actor) -> QuerySet[Workspace]:
     """Workspaces of the teams the user can see (all teams for a platform admin)."""
     return Workspace.objects.filter(team__in=team_visible_to(user=user))
 
 
-def workspace_list(*, user, include_deleted: bool = False) -> QuerySet[Workspace]:
+def workspace_list(*, user: Actor, include_deleted: bool = False) -> QuerySet[Workspace]:
     """The user's visible workspaces, newest first, with team and owner loaded."""
     qs = workspace_visible_to(user=user).select_related("team", "owner")
     if not include_deleted:
@@ -52,19 +65,19 @@ class WorkspacePage:
     """One page of the workspace list: ``filters`` (the bound WorkspaceFilter, whose form
     shows the choices and errors), ``page`` (common.listing.KeysetPage of Workspace rows)."""
 
-    filters: object
+    filters: WorkspaceFilter
     page: KeysetPage
 
 
-def workspace_page(*, user, params, size: int = DEFAULT_PAGE_SIZE) -> WorkspacePage:
+def workspace_page(
+    *, user: Actor, params: QueryDict, size: int = DEFAULT_PAGE_SIZE
+) -> WorkspacePage:
     """The page of the user's visible workspaces that the query string ``params`` (a
     QueryDict) asks for: filtered (workspaces.filters.WorkspaceFilter; a refused value is a
     form error and is left out), sorted by ``sort`` (a WORKSPACE_SORTS key, "-" for
     descending; newest first by default), after ``cursor``. Deleted ones only with
     ``deleted=1`` or when filtering by that status. One query for the rows, whatever their
     number, plus the filter form's choices."""
-    from workspaces.filters import WorkspaceFilter
-
     deleted = params.get("deleted") == "1" or params.get("status") == Status.DELETED
     filters = WorkspaceFilter(
         params,
@@ -81,7 +94,7 @@ def workspace_events(*, workspace: Workspace) -> QuerySet[WorkspaceEvent]:
     return workspace.events.select_related("actor")
 
 
-def workspace_stale_in_progress(*, stale_before) -> list:
+def workspace_stale_in_progress(*, stale_before: datetime) -> list[UUID]:
     """Ids of workspaces owed an Azure operation whose chain of tasks is lost (its next run was
     due before ``stale_before``, a datetime; see workspaces.chains.lost), e.g. with a broker
     that dropped it or a worker that died."""
@@ -92,7 +105,7 @@ def workspace_stale_in_progress(*, stale_before) -> list:
     )
 
 
-def workspace_running_begun_by(*, cutoffs: dict[int, datetime]) -> list[dict]:
+def workspace_running_begun_by(*, cutoffs: dict[int, datetime]) -> list[dict[str, object]]:
     """Running workspaces of the teams in ``cutoffs`` ({team_id: aware datetime}) whose
     current run began (their last move to provisioning or starting) at or before their
     team's cutoff, or whose history does not say: [{"pk", "team_id", "name"}]. One query."""
@@ -117,7 +130,9 @@ def workspace_running_begun_by(*, cutoffs: dict[int, datetime]) -> list[dict]:
     )
 
 
-def offering_list(*, region: str | None = None, now: datetime | None = None) -> QuerySet:
+def offering_list(
+    *, region: str | None = None, now: datetime | None = None
+) -> QuerySet[SizeOffering]:
     """Sizes the platform admin offers, optionally in one region, cheapest GPU first. With
     ``now``, each carries ``spot_hourly``: the Azure Spot price in effect then (USD/hour,
     Decimal; see _with_spot_price), None where there is none. One query."""
@@ -129,7 +144,13 @@ def offering_list(*, region: str | None = None, now: datetime | None = None) -> 
     return qs.order_by("region", "gpu_model", "price_per_hour")
 
 
-def _with_spot_price(qs: QuerySet, now: datetime) -> QuerySet:
+class _Spot(TypedDict):
+    spot_hourly: Decimal | None
+
+
+def _with_spot_price(
+    qs: QuerySet[SizeOffering], now: datetime
+) -> "QuerySet[WithAnnotations[SizeOffering, _Spot]]":
     """``qs`` annotated with ``spot_hourly``: the hourly Spot price of the offering's size and
     region in effect at ``now``, as billing answers it (hooks.spot_price: billing's Price rows,
     Azure Retail Prices API, synced by sync_prices). Azure sells no Spot VM of a size where it
@@ -153,7 +174,7 @@ def offering_regions() -> list[str]:
     )
 
 
-def user_ssh_key_last_used(*, user) -> str:
+def user_ssh_key_last_used(*, user: User) -> str:
     """The newest SSH public key of the user's workspaces that Azure takes (see
     workspaces.ssh_keys), in its normal form, to prefill the next request; "" if none. A key
     stored before the rules held (a private key, a junk blob) is never offered again."""
@@ -306,10 +327,12 @@ class QuotaCheck:
         return not self.over
 
 
-def team_gpus_in_use(*, team_ids) -> dict[int, dict[str, Fraction]]:
+def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction]]:
     """GPUs in use: what each team holds against its GPU quota now, the one definition every
     page, form and approval shows ({team_id: {"A100": Fraction(22, 7)}}; a MIG slice counts as
-    its sevenths, a namespace as its GPU quota). One query whatever the number of teams.
+    its sevenths, a fractional (vGPU) VM as gpu_count / gpu_partition, e.g. 1/6 of an A10, a
+    namespace as its GPU quota). One query whatever the number of teams; summed per partition
+    in SQL and added up as exact fractions here.
 
     What counts: workspaces in states.HOLDS_GPUS, requested (approved or within quota, waiting
     for Azure or a free slice), provisioning, running, stopping and starting. A workspace
@@ -317,13 +340,17 @@ def team_gpus_in_use(*, team_ids) -> dict[int, dict[str, Fraction]]:
     Pending approval, stopped (deallocated), failed and deleted workspaces hold none."""
     rows = (
         Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
-        .values("team_id", "gpu_model")
+        .values("team_id", "gpu_model", "gpu_partition")
         .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
+        .order_by()
     )
     usage: dict[int, dict[str, Fraction]] = {}
     for row in rows:
-        share = gpu_share(gpus=row["gpus"] or 0, slices=row["slices"] or 0)
-        usage.setdefault(row["team_id"], {})[row["gpu_model"]] = share
+        share = gpu_share(
+            gpus=row["gpus"] or 0, slices=row["slices"] or 0, partition=row["gpu_partition"]
+        )
+        models = usage.setdefault(row["team_id"], {})
+        models[row["gpu_model"]] = models.get(row["gpu_model"], Fraction(0)) + share
     return usage
 
 
@@ -332,36 +359,70 @@ team_gpu_usage = team_gpus_in_use
 
 
 def quota_check(
-    *, team, user, gpu_model: str, gpus: Fraction | int, price_per_hour: Decimal, now: datetime
+    *,
+    team: Team,
+    user: User,
+    gpu_model: str,
+    gpus: Fraction | int,
+    price_per_hour: Decimal,
+    now: datetime,
+    replacing: Workspace | None = None,
 ) -> QuotaCheck:
     """Measure a request for ``gpus`` GPUs of ``gpu_model`` at ``price_per_hour`` (USD)
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
-    budget (counting workspaces requested but not yet billing). Five queries."""
-    quota = (
-        GpuQuota.objects.filter(team=team, gpu_model=gpu_model)
-        .values_list("gpus", flat=True)
-        .first()
+    budget (counting workspaces requested but not yet billing). ``replacing``: a requested VM
+    workspace about to take another size (workspaces.equivalents) is measured as that size
+    instead of its own, so what it holds now is left out. Five queries."""
+    asks = [(gpu_model, gpus, price_per_hour)]
+    return quota_checks(team=team, user=user, asks=asks, now=now, replacing=replacing)[0]
+
+
+def quota_checks(
+    *,
+    team: Team,
+    user: User,
+    asks: Sequence[tuple[str, Fraction | int, Decimal]],
+    now: datetime,
+    replacing: Workspace | None = None,
+) -> list[QuotaCheck]:
+    """quota_check of each of ``asks`` ((gpu_model, gpus, USD/hour)), each measured alone
+    against what the team holds now (right-sizing compares sizes this way), less what
+    ``replacing`` holds (see quota_check). Five queries whatever their number."""
+    models_ = {gpu_model for gpu_model, _gpus, _price in asks}
+    quotas = dict(
+        GpuQuota.objects.filter(team=team, gpu_model__in=models_).values_list("gpu_model", "gpus")
     )
-    used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}).get(gpu_model, 0)
-    held = Workspace.objects.filter(team=team, owner=user, status__in=HELD).count()
+    used = dict(team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {}))
+    others = Workspace.objects.exclude(pk=replacing.pk) if replacing else Workspace.objects.all()
+    held = others.filter(team=team, owner=user, status__in=HELD).count()
+    if replacing and replacing.status in HOLDS_GPUS:
+        used[replacing.gpu_model] = used.get(replacing.gpu_model, Fraction(0)) - gpu_share(
+            gpus=replacing.gpu_count,
+            slices=replacing.gpu_slices,
+            partition=replacing.gpu_partition,
+        )
     # Requested but not yet billing: it will burn soon, so it counts like this request.
-    queued = Workspace.objects.filter(team=team, status=Status.REQUESTED).aggregate(
-        usd=Sum("price_per_hour")
-    )["usd"] or Decimal(0)
-    return QuotaCheck(
-        team_name=team.name,
-        gpu_model=gpu_model,
-        gpus_asked=Fraction(gpus),
-        gpus_quota=quota or 0,
-        gpus_used=used,
-        user_held=held,
-        user_cap=team.max_workspaces_per_user,
-        price_per_hour=price_per_hour + queued,
-        budget=team_budget(teams=[team], now=now)[team.pk],
-    )
+    queued = others.filter(team=team, status=Status.REQUESTED).aggregate(usd=Sum("price_per_hour"))[
+        "usd"
+    ] or Decimal(0)
+    budget = team_budget(teams=[team], now=now)[team.pk]
+    return [
+        QuotaCheck(
+            team_name=team.name,
+            gpu_model=gpu_model,
+            gpus_asked=Fraction(gpus),
+            gpus_quota=quotas.get(gpu_model) or 0,
+            gpus_used=used.get(gpu_model, Fraction(0)),
+            user_held=held,
+            user_cap=team.max_workspaces_per_user,
+            price_per_hour=price_per_hour + queued,
+            budget=budget,
+        )
+        for gpu_model, gpus, price_per_hour in asks
+    ]
 
 
-def team_budget(*, teams, now: datetime) -> dict[int, Budget]:
+def team_budget(*, teams: Iterable[Team], now: datetime) -> dict[int, Budget]:
     """Each team's budget against its month-to-date spend and burn rate, in one query."""
     spend = hooks.team_spend(team_ids=[t.pk for t in teams], now=now)
     return {
@@ -381,119 +442,21 @@ class QuotaLine:
         return max(Fraction(0), self.quota - self.used)
 
 
-def team_quota_overview(*, teams) -> list[tuple]:
+def team_quota_overview(*, teams: Iterable[Team]) -> list[tuple[Team, list[QuotaLine]]]:
     """[(team, [QuotaLine, ...]), ...]: each team's GPUs in use against its quota, per GPU
     model with a quota or in use. Three queries whatever the number of teams."""
-    teams = list(teams)
-    ids = [t.pk for t in teams]
+    team_list = list(teams)
+    ids = [t.pk for t in team_list]
     quotas: dict[int, dict[str, int]] = {}
     for q in GpuQuota.objects.filter(team_id__in=ids):
         quotas.setdefault(q.team_id, {})[q.gpu_model] = q.gpus
     usage = team_gpus_in_use(team_ids=ids)
     overview = []
-    for team in teams:
+    for team in team_list:
         team_quota, team_usage = quotas.get(team.pk, {}), usage.get(team.pk, {})
         models_ = sorted(set(team_quota) | set(team_usage))
-        lines = [QuotaLine(m, team_usage.get(m, 0), team_quota.get(m, 0)) for m in models_]
+        lines = [
+            QuotaLine(m, team_usage.get(m, Fraction(0)), team_quota.get(m, 0)) for m in models_
+        ]
         overview.append((team, lines))
     return overview
-
-
-@dataclass(frozen=True)
-class TelemetryView:
-    """What a running workspace's page shows of its telemetry: the agent's latest reading
-    (None before the first heartbeat), the idle verdict, the extensions, and a 24-hour
-    sparkline of the highest GPU utilisation per 15 minutes (percent, None where unseen)."""
-
-    agent: object  # WorkspaceAgent or None
-    verdict: object  # workspaces.idle.Verdict or None when not running
-    policy: object  # workspaces.idle.Policy
-    extensions: list
-    sparkline: list
-    extensions_left: int
-
-    now: datetime
-    extension_hours: int
-    unstored_at: datetime | None = None  # the portal last failed to store its telemetry
-
-    @property
-    def portal_failed_at(self) -> datetime | None:
-        """When the portal failed to store telemetry during this silence, if it did: the
-        silence counts from then (workspaces.idle.verdict)."""
-        v, at = self.verdict, self.unstored_at
-        silent = v is not None and v.state == "no_telemetry"
-        return at if silent and at is not None and at > v.since else None
-
-    @property
-    def extension_words(self) -> str:
-        """How long Keep running keeps it, in words, as long as the deadline it sets
-        (scaled by IDLE_TIME_SCALE in demos): "4 hours", "24 minutes"."""
-        from workspaces.telemetry import duration_words, extension_minutes
-
-        return duration_words(extension_minutes(self.extension_hours))
-
-    @property
-    def warned(self) -> bool:
-        return self.verdict is not None and self.verdict.should_warn(self.now)
-
-    @property
-    def top_util(self) -> int | None:
-        utils = [
-            g["util"] for g in (self.agent.gpus if self.agent else []) if g["util"] is not None
-        ]
-        return max(utils) if utils else None
-
-
-SPARK_BUCKET_MINUTES = 15
-
-
-def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView:
-    """The telemetry of one workspace for its page: five queries and, while it runs, a cache
-    read (when the portal last failed to store telemetry)."""
-
-    from workspaces import idle
-    from workspaces.heartbeats import telemetry_outage_last
-    from workspaces.models import TelemetrySample, WorkspaceAgent
-    from workspaces.telemetry import policy_from_row
-
-    agent = WorkspaceAgent.objects.filter(pk=workspace.pk).first()
-    row = IdlePolicy.objects.filter(team_id=workspace.team_id).first() or IdlePolicy()
-    policy = policy_from_row(row)
-    verdict = unstored_at = None
-    if agent is not None and workspace.status == Status.RUNNING:
-        outage = telemetry_outage_last(now=now)
-        unstored_at = max((t for t in (agent.store_failed_at, outage) if t), default=None)
-        verdict = idle.verdict(
-            idle.activity_of(vars(agent)),
-            policy,
-            now,
-            running_since=workspace.status_changed_at,
-            kept_until=agent.kept_until,
-            unstored_at=unstored_at,
-        )
-    day_ago = now - timedelta(hours=24)
-    extensions = list(workspace.extensions.select_related("user")[:10])
-    used_today = sum(1 for e in extensions if e.at > day_ago)
-    points = TelemetrySample.objects.filter(workspace=workspace, at__gte=day_ago).values_list(
-        "at", "gpu_util"
-    )
-    return TelemetryView(
-        agent=agent,
-        verdict=verdict,
-        policy=policy,
-        extensions=extensions,
-        sparkline=_sparkline(points, day_ago),
-        extensions_left=max(0, row.extensions_per_day - used_today),
-        now=now,
-        extension_hours=row.extension_hours,
-        unstored_at=unstored_at,
-    )
-
-
-def _sparkline(points, start: datetime) -> list:
-    buckets: list = [None] * (24 * 60 // SPARK_BUCKET_MINUTES)
-    for at, util in points:
-        i = min(len(buckets) - 1, int((at - start).total_seconds() // (SPARK_BUCKET_MINUTES * 60)))
-        if util is not None and i >= 0:
-            buckets[i] = max(util, buckets[i] or 0)
-    return buckets

@@ -32,6 +32,7 @@ class Status(models.TextChoices):
     STOPPING = "stopping", "Stopping"
     STOPPED = "stopped", "Stopped"
     STARTING = "starting", "Starting"
+    RESIZING = "resizing", "Resizing"
     DELETING = "deleting", "Deleting"
     DELETED = "deleted", "Deleted"
     FAILED = "failed", "Failed"
@@ -52,6 +53,7 @@ STYLE: dict[str, StatusStyle] = {
     Status.STOPPING: StatusStyle("Stopping", "primary"),
     Status.STOPPED: StatusStyle("Stopped", "secondary"),
     Status.STARTING: StatusStyle("Starting", "primary"),
+    Status.RESIZING: StatusStyle("Resizing", "primary"),
     Status.DELETING: StatusStyle("Deleting", "primary"),
     Status.DELETED: StatusStyle("Deleted", "secondary"),
     Status.FAILED: StatusStyle("Failed", "danger"),
@@ -85,22 +87,39 @@ ACTIVE = frozenset(
         Status.RUNNING,
         Status.STOPPING,
         Status.STARTING,
+        Status.RESIZING,
     }
 )
-# Holds its GPUs against the team's quota; a stopped (deallocated) VM holds none.
+# Holds its GPUs against the team's quota; a stopped (deallocated) VM holds none. A resizing one
+# holds its old size's until the new one is accepted (it is usually started again at once).
 HOLDS_GPUS = frozenset(
-    {Status.REQUESTED, Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STARTING}
+    {
+        Status.REQUESTED,
+        Status.PROVISIONING,
+        Status.RUNNING,
+        Status.STOPPING,
+        Status.STARTING,
+        Status.RESIZING,
+    }
 )
 # Counts against the per-user cap on workspaces held at once.
 HELD = frozenset(set(Status) - {Status.DELETED, Status.FAILED})
-# Compute is allocated, so the VM's hourly price accrues.
+# Compute is allocated, so the VM's hourly price accrues. A resizing VM is deallocated (the
+# deallocate runs as Stopping), so its meter closes and reopens at the new price on Starting.
 BILLABLE = frozenset({Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STARTING})
 # A MIG slice or namespace on AKS costs its share of the nodes only while its pod holds the slice
 # or its GPU quota is set: from running until stopped (a pod waiting for a slice costs nothing).
 BILLABLE_ON_AKS = frozenset({Status.RUNNING, Status.STOPPING})
 # A worker owes the workspace an Azure operation; see OPERATION.
 IN_PROGRESS = frozenset(
-    {Status.REQUESTED, Status.PROVISIONING, Status.STOPPING, Status.STARTING, Status.DELETING}
+    {
+        Status.REQUESTED,
+        Status.PROVISIONING,
+        Status.STOPPING,
+        Status.STARTING,
+        Status.RESIZING,
+        Status.DELETING,
+    }
 )
 # Nothing changes without a person: the page stops polling.
 STEADY = frozenset(set(Status) - IN_PROGRESS)
@@ -120,6 +139,9 @@ OPERATION = {
     Status.PROVISIONING: ("create", Status.RUNNING),
     Status.STOPPING: ("deallocate", Status.STOPPED),
     Status.STARTING: ("start", Status.RUNNING),
+    # Changing the size of a deallocated VM (or moving a stopped MIG slice to another profile);
+    # once done it is started again if it was running (Starting), else it stays Stopped.
+    Status.RESIZING: ("resize", Status.STOPPED),
     Status.DELETING: ("delete", Status.DELETED),
 }
 
@@ -127,13 +149,18 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     Status.PENDING_APPROVAL: frozenset({Status.REQUESTED, Status.DELETED}),
     # Failed straight from requested: Azure refused the pre-check itself (nothing was made).
     Status.REQUESTED: frozenset({Status.PROVISIONING, Status.DELETING, Status.FAILED}),
-    Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED}),
+    # Requested again from provisioning: Azure had no room for the size, and the workspace
+    # accepts equivalent sizes to try next (workspaces.backends.vm_placement).
+    Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED, Status.REQUESTED}),
     # Stopped straight from running: Azure deallocated a Spot VM itself (an eviction).
     Status.RUNNING: frozenset({Status.STOPPING, Status.STOPPED, Status.DELETING}),
-    # A failed deallocate leaves the VM running; a failed start leaves it deallocated.
-    Status.STOPPING: frozenset({Status.STOPPED, Status.RUNNING, Status.FAILED}),
-    Status.STOPPED: frozenset({Status.STARTING, Status.DELETING}),
+    # A failed deallocate leaves the VM running; a failed start leaves it deallocated. A
+    # deallocate for a resize goes on to Resizing; one whose size check failed back to Running.
+    Status.STOPPING: frozenset({Status.STOPPED, Status.RUNNING, Status.RESIZING, Status.FAILED}),
+    Status.STOPPED: frozenset({Status.STARTING, Status.RESIZING, Status.DELETING}),
     Status.STARTING: frozenset({Status.RUNNING, Status.STOPPED, Status.FAILED}),
+    # Resized (or refused, keeping its size): started again if it was running, else stopped.
+    Status.RESIZING: frozenset({Status.STARTING, Status.STOPPED, Status.FAILED}),
     Status.DELETING: frozenset({Status.DELETED, Status.FAILED}),
     Status.FAILED: frozenset({Status.REQUESTED, Status.DELETING}),
     Status.DELETED: frozenset(),

@@ -11,17 +11,21 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import HttpResponseStopPolling
+from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
+from common.permissions import access_require
 from teams.selectors import team_list_for_requests
-from workspaces import actions, hooks, requests, selectors
+from workspaces import actions, equivalents, hooks, requests, resizes, selectors
 from workspaces.backends import backend_for
-from workspaces.forms import WorkspaceRequestForm
+from workspaces.filters import OfferingFilter
+from workspaces.forms import EquivalentsQueryForm, ResizeForm, WorkspaceRequestForm
+from workspaces.sizing.forms import EstimateForm
 from workspaces.states import STEADY, Status
 
 
@@ -77,17 +81,60 @@ def workspace_request(request):
     else:
         form, region = _request_form(request)
     quota = _quota_lines(request.user)
+    sizes = OfferingFilter(
+        request.POST or request.GET,
+        queryset=selectors.offering_list(region=region, now=timezone.now()),
+    )
     context = {
         "form": form,
         "region": region,
-        "offerings": _with_runway(
-            request, quota, selectors.offering_list(region=region, now=timezone.now())
-        ),
+        "offerings": _with_runway(request, quota, sizes.qs),
+        "size_filter": sizes.form,
         "quota": quota,
+        "equivalents": _equivalents_panel(request.POST if request.method == "POST" else None),
+        # The GPU memory estimate's panel (workspaces.sizing.views answers it).
+        "estimate_form": EstimateForm(auto_id="est-%s"),
     }
     if request.htmx and request.method == "GET":
         return render(request, "workspaces/_size_table.html", context)
     return render(request, "workspaces/request.html", context)
+
+
+def _equivalents_panel(data) -> dict:
+    """What the equivalent sizes panel shows for ``data`` (the request form's fields or the
+    panel's GET): the chosen offering, the ceiling (USD/hour; the default when blank) and the
+    equivalent sizes within it, cheapest first; or ``errors`` for input that is not valid, or
+    nothing before a size is chosen."""
+    now = timezone.now()
+    form = EquivalentsQueryForm(data, offerings=selectors.offering_list(now=now))
+    if data is None or not data.get("offering"):
+        return {}
+    if not form.is_valid():
+        return {"errors": [e for errs in form.errors.values() for e in errs]}
+    offering, spot = form.cleaned_data["offering"], form.cleaned_data["spot"]
+    price = equivalents.offering_price(offering, spot=spot) or offering.price_per_hour
+    default = equivalents.default_max_price(price)
+    ceiling = form.cleaned_data["max_price"] or default
+    found = equivalents.offering_equivalents(
+        offering=offering, max_price=ceiling, now=now, spot=spot
+    )
+    return {
+        "offering": offering,
+        "price": price,
+        "ceiling": ceiling,
+        "default": default,
+        "sizes": found,
+        "below": ceiling < price,
+    }
+
+
+@login_required
+@require_GET
+def workspace_request_equivalents(request):
+    """The equivalent sizes panel of the request form (htmx partial): which sizes a request
+    for the chosen one would accept under the ceiling."""
+    context = {"equivalents": _equivalents_panel(request.GET)}
+    return render(request, "workspaces/_equivalents.html", context)
 
 
 def _with_runway(request, quota, offerings) -> list:
@@ -122,7 +169,11 @@ def _submit_request(request, form):
             justification=data["justification"],
             now=timezone.now(),
             spot=data["spot"],
+            accept_equivalents=data["accept_equivalents"],
+            max_price=data["max_price"],
         )
+    except requests.CeilingTooLow as exc:
+        form.add_error("max_price", str(exc))
     except requests.JustificationNeeded as exc:
         form.add_error("justification", str(exc))
     except requests.NameTaken as exc:
@@ -220,13 +271,28 @@ def workspace_detail(request, pk):
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
         context["cost"] = hooks.workspace_cost(workspace=workspace, now=timezone.now())
-        context["rightsizing"] = hooks.workspace_recommendation(workspace=workspace)
+        context["rightsizing"] = panel = hooks.workspace_recommendation(workspace=workspace)
+        context["resize_url"] = _advice_resize_url(request, workspace, panel)
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:
             response.status_code = HttpResponseStopPolling.status_code
         return response
     return render(request, "workspaces/detail.html", context)
+
+
+def _advice_resize_url(request, workspace, panel) -> str:
+    """Where the right-sizing panel's Resize button posts its target: the Resize action, when
+    the advice names a size of the workspace's own kind (a VM to a VM size, a MIG slice to a
+    profile) and the user may resize it now; "" hides the button."""
+    advice = getattr(panel, "recommendation", None)
+    if advice is None or not advice.target or advice.target_kind != workspace.kind:
+        return ""
+    if not (workspace.can_resize and workspace.backend.resizable):
+        return ""
+    if not request.user.has_perm("workspaces.resize_workspace", workspace):
+        return ""
+    return reverse("workspaces:resize", args=[workspace.pk])
 
 
 @login_required
@@ -270,3 +336,37 @@ def workspace_action(request, pk, action):
     except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)
+
+
+@login_required
+def workspace_resize(request, pk):
+    """The Resize form (htmx: the partial, else the page): the sizes the workspace can move to
+    with GPU memory and USD/hour, cheapest first; a POST resizes (workspaces.resizes) and
+    goes back to the workspace's page, or shows why not on the form. 404 for a workspace
+    the user may not see, 403 for one they may not resize."""
+    workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    access_require(
+        user=request.user,
+        perm="workspaces.resize_workspace",
+        obj=workspace,
+        message=resizes.NOT_YOURS,
+    )
+    choices = resizes.resize_choices(workspace=workspace, now=timezone.now())
+    form = ResizeForm(request.POST or None, choices=choices)
+    if request.method == "POST" and form.is_valid():
+        try:
+            resizes.workspace_resize(
+                user=request.user,
+                workspace=workspace,
+                target=form.cleaned_data["target"],
+                now=timezone.now(),
+            )
+        except requests.WorkspaceActionError as exc:
+            form.add_error(None, str(exc))
+        else:
+            page = reverse("workspaces:detail", args=[workspace.pk])
+            # htmx would swap a followed redirect's whole page into the form: it goes there.
+            return HttpResponseClientRedirect(page) if request.htmx else redirect(page)
+    context = {"workspace": workspace, "form": form, "choices": choices}
+    template = "workspaces/_resize_form.html" if request.htmx else "workspaces/resize.html"
+    return render(request, template, context, status=400 if form.errors else 200)

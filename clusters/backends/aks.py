@@ -21,7 +21,7 @@ from clusters.models import NodePool
 from clusters.services import cluster_ref
 from workspaces import states
 from workspaces.azure import azure_settings
-from workspaces.backends import Meters, Step
+from workspaces.backends import Meters, ResizeChoice, SizingOffer, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
@@ -75,6 +75,7 @@ class AksBackend:
     error_source = "Kubernetes or Azure"
     stop_label = "Stop"
     spot_capable = False  # its nodes are the pool's, never a Spot VM of its own
+    resizable = False
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}
 
@@ -98,6 +99,10 @@ class AksBackend:
     def share(self, workspace: Workspace) -> tuple[int, int]:
         """The fraction of one node's price it costs while billable, as (num, den)."""
         raise NotImplementedError
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """None by default: a namespace is a GPU quota on a pool, not a size to right-size."""
+        return []
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """One step of the Kubernetes work the workspace's status owes. Raises CloudError."""
@@ -124,8 +129,7 @@ class AksBackend:
                 waiting_reason=step.waiting, updated_at=clock()
             )
             return Next.PENDING if step.waiting else Next.POLL
-        self._finish(workspace, clock())
-        return Next.DONE
+        return self._finish(workspace, clock())
 
     def _act(self, api, workspace: Workspace, now: datetime) -> Step:
         """Send what the status owes once (remembered in ``operation``), then look."""
@@ -137,13 +141,19 @@ class AksBackend:
             )
         return self.look(api, workspace, operation)
 
-    def _finish(self, workspace: Workspace, now: datetime) -> None:
+    def _finish(self, workspace: Workspace, now: datetime) -> Next:
+        """Move to the status the operation leads to; stopped for a resize, on to Resizing
+        (its backend's advance carries it: the chain goes on)."""
         operation, done = states.OPERATION[workspace.status]
         if operation == "create":
             self.on_created(workspace, now)
         reason = self.finished[operation].format(
             profile=workspace.mig_profile, gpus=workspace.gpu_count
         )
+        then = Next.DONE
+        if operation == "deallocate" and workspace.resize_to:
+            done, then = Status.RESIZING, Next.POLL
+            reason += f"; moving it to {workspace.resize_to}"
         states.transition(
             workspace_id=workspace.pk,
             expected=workspace.status,
@@ -156,6 +166,7 @@ class AksBackend:
             error_code="",
             error_message="",
         )
+        return then
 
     def clean_up_failed_create(self, workspace: Workspace) -> None:
         """Remove what a refused create left in Kubernetes (nothing half-made stays)."""
@@ -188,3 +199,7 @@ class AksBackend:
 
     def access_refresh(self, workspace: Workspace) -> None:
         """Nothing by default."""
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """None by default: a namespace's GPU quota is changed by a new request."""
+        return []

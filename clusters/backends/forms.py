@@ -1,8 +1,9 @@
 """The request pages of the AKS kinds: which form, with which choices from the team's
 clusters, and which service the cleaned form goes to (see workspaces.backends.KindForm)."""
 
-from clusters import aks_services
 from clusters import selectors as cluster_selectors
+from clusters.backends.mig import workspace_request_mig
+from clusters.backends.namespace import workspace_request_namespace
 from workspaces.backends import KindForm
 from workspaces.forms import MigRequestForm, NamespaceRequestForm
 
@@ -13,7 +14,7 @@ def _mig_choices(team) -> dict:
 
 def _mig_request(*, data: dict, **common):
     gpu_model, profile = data["profile"].split("|", 1)
-    return aks_services.workspace_request_mig(
+    return workspace_request_mig(
         profile=profile, gpu_model=gpu_model, image=data["image"], **common
     )
 
@@ -23,7 +24,7 @@ def _namespace_choices(team) -> dict:
 
 
 def _namespace_request(*, data: dict, **common):
-    return aks_services.workspace_request_namespace(pool=data["pool"], gpus=data["gpus"], **common)
+    return workspace_request_namespace(pool=data["pool"], gpus=data["gpus"], **common)
 
 
 MIG = KindForm(

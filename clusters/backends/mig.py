@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hmac
 from datetime import datetime
+from decimal import Decimal
 from fractions import Fraction
 
 from django.conf import settings
@@ -19,12 +20,14 @@ from agent import cloud_init
 from cloud import kube
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
+from clusters.backends import mig_resize
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
 from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, Step, backend_for
+from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, backend_for
+from workspaces.chains import Next
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
@@ -46,6 +49,7 @@ class MigBackend(AksBackend):
     hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"
+    resizable = True
     finished = {
         "create": "Pod running on a {profile} MIG slice",
         "start": "Pod running on a {profile} MIG slice",
@@ -55,6 +59,16 @@ class MigBackend(AksBackend):
 
     def __init__(self, form: KindForm | None = None):
         self.form = form
+
+    def advance(self, workspace: Workspace, clock) -> Next:
+        """As every AKS kind's, and Resizing: a move to another profile (mig_resize)."""
+        if workspace.status == Status.RESIZING:
+            return mig_resize.resize_step(workspace, clock)
+        return super().advance(workspace, clock)
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """The other MIG profiles of its cluster's ready pools (mig_resize)."""
+        return mig_resize.mig_resize_choices(workspace)
 
     def what(self, workspace: Workspace) -> str:
         return f"the {workspace.mig_profile} pod {kube_name(workspace)}"
@@ -115,6 +129,30 @@ class MigBackend(AksBackend):
         (nothing for a slice gone or not yet made). Raises CloudError."""
         if workspace.status in ACCESS_STATUSES:
             kube.mig_access(kube_api(workspace.node_pool), slice_access(workspace))
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """The MIG profiles the team's ready pools serve (cluster_selectors.mig_choices: per
+        profile and GPU model, the pool a request would be placed on), in its cluster's
+        region, at the slice's share of the node price. Memory per instance is the profile's
+        (NVIDIA's MIG user guide names it: "1g.10gb" holds 10 GB). None without a team."""
+        if team is None:
+            return []
+        return [
+            SizingOffer(
+                kind=self.kind,
+                name=f"{c.gpu_model} {c.profile}",
+                vm_size=c.pool.vm_size,
+                mig_profile=c.profile,
+                region=c.pool.cluster.location,
+                gpu_model=c.gpu_model,
+                gpus=1,
+                gpu_memory_gib=Decimal(c.pool.mig.memory_gb),
+                gpu_share=c.gpu_share,
+                price_per_hour=c.price_per_hour,
+                suits=c.suits,
+            )
+            for c in cluster_selectors.mig_choices(team=team)
+        ]
 
 
 def kube_name(workspace: Workspace) -> str:

@@ -1,12 +1,21 @@
 """One backend per workspace kind, behind one interface (base.WorkspaceBackend), found through
 one registry (registry.backend_for)."""
 
-from workspaces.backends.base import KindForm, Meters, Step, WorkspaceBackend
+from workspaces.backends.base import (
+    KindForm,
+    Meters,
+    ResizeChoice,
+    SizingOffer,
+    Step,
+    WorkspaceBackend,
+)
 from workspaces.backends.registry import UnknownKind, backend_for, backends, register
 
 __all__ = [
     "KindForm",
     "Meters",
+    "ResizeChoice",
+    "SizingOffer",
     "Step",
     "UnknownKind",
     "WorkspaceBackend",

@@ -35,6 +35,23 @@ class Meters:
 
 
 @dataclass(frozen=True)
+class ResizeChoice:
+    """One size a workspace can move to (workspaces.resizes): ``key`` (the vm_size, or the MIG
+    profile), what it holds (``gpu_model``, ``gpus`` against the quota: whole GPUs or
+    sevenths, and ``gpu_memory_gib`` in total, GiB) and ``price_per_hour`` (USD/hour, Decimal,
+    what the workspace would be billed). Sources: the platform admin's SizeOffering catalog
+    (Azure Retail Prices; GPU memory from Microsoft's size documentation), or the cluster's
+    MIG pools and their node price."""
+
+    key: str
+    label: str
+    gpu_model: str
+    gpus: Fraction
+    gpu_memory_gib: int
+    price_per_hour: Decimal
+
+
+@dataclass(frozen=True)
 class Step:
     """The outcome of one look at an operation in flight: ``done`` (move on to the operation's
     status), else ``waiting`` (why it is not done yet, shown to the user; "" while simply in
@@ -61,6 +78,33 @@ class KindForm:
     request: Callable[..., Workspace]
 
 
+@dataclass(frozen=True)
+class SizingOffer:
+    """Something of a kind a team could request, as right-sizing compares them (see
+    workspaces.sizing.fits): ``name`` as requested (a VM size, or "A100 1g.10gb"),
+    ``vm_size`` (the VM's, or the MIG pool's node size), ``mig_profile`` ("" for a whole-GPU
+    size), ``region``, ``gpu_model``, ``gpus`` (GPU devices it sees), ``gpu_memory_gib`` (GiB
+    per device), ``gpu_share`` (GPUs it counts against the team's quota of ``gpu_model``) and
+    ``price_per_hour`` (USD, Linux pay-as-you-go), ``suits`` (workspaces.suitability.Suits)."""
+
+    kind: str
+    name: str
+    vm_size: str
+    mig_profile: str
+    region: str
+    gpu_model: str
+    gpus: int
+    gpu_memory_gib: Decimal
+    gpu_share: Fraction
+    price_per_hour: Decimal
+    suits: str = ""  # training, inference or both (workspaces.suitability)
+
+    @property
+    def total_gpu_memory_gib(self) -> Decimal:
+        """GiB of GPU memory across its devices."""
+        return self.gpus * self.gpu_memory_gib
+
+
 @runtime_checkable
 class WorkspaceBackend(Protocol):
     """One workspace kind. Errors: CloudError from the provider (transient ones are retried by
@@ -81,6 +125,7 @@ class WorkspaceBackend(Protocol):
     # with the leaver; "{leaver}" is their username.
     hand_over_note: str
     facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
+    resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
     connect_template: str  # how to reach it while running
     # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
     # only then (billing.rightsizing).
@@ -126,4 +171,13 @@ class WorkspaceBackend(Protocol):
     def access_refresh(self, workspace: Workspace) -> None:
         """Make the workspace's provider objects grant its owner's identity as it is now
         (nothing for one whose objects do not exist). Raises CloudError."""
+        ...
+
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """The sizes the workspace can move to (workspaces.resizes), not its own; [] for a
+        kind that cannot be resized. Its ``advance`` carries out Resizing."""
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """What of this kind ``team`` (or anyone, for None) could request now, for
+        right-sizing (workspaces.sizing.fits); [] for a kind it does not propose."""
         ...

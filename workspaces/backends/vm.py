@@ -11,7 +11,6 @@ Errors raised: CloudError.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
@@ -19,15 +18,16 @@ from fractions import Fraction
 from django.conf import settings
 
 from agent import cloud_init
-from cloud import azure_vm
+from cloud import azure_resize, azure_vm
 from cloud.azure_vm import Progress, VmSpec
-from cloud.protocols import VmCloud
+from cloud.errors import CloudError
+from cloud.protocols import VmCloud, VmResizer
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends.base import Meters
+from workspaces.backends import vm_placement, vm_resize
+from workspaces.backends.base import Meters, ResizeChoice, SizingOffer
 from workspaces.chains import Next
-from workspaces.live_topics import workspaces_changed
-from workspaces.models import Kind, SizeOffering, Workspace
+from workspaces.models import Kind, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
 
 
@@ -48,31 +48,55 @@ class VmBackend:
         "need and request your own, if they must not reach it."
     )
     facts_template = "workspaces/kinds/vm_facts.html"
+    resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
     spot_capable = True
 
-    def __init__(self, cloud: VmCloud = azure_vm):
+    def __init__(self, cloud: VmCloud = azure_vm, resizer: VmResizer = azure_resize):
         self.cloud = cloud
+        self.resizer = resizer
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """A requested VM is first checked against Azure (size offered and unrestricted in its
         region, family and regional vCPU quota, or the regional Spot quota for a Spot VM): if
         Azure cannot take it, it stays requested with a plain ``waiting_reason`` (or moves to
-        another region where its offering allows it) and no VM is sent. Raises CloudError."""
+        another region where its offering allows it) and no VM is sent. A resize
+        (workspaces.backends.vm_resize) checks the size before the deallocate and changes it
+        in Resizing. Raises CloudError."""
         if workspace.status == Status.REQUESTED:
             waiting = _provision_or_wait(self.cloud, workspace, clock)
             if waiting is not None:
                 return waiting
             workspace.refresh_from_db()
+        if workspace.status == Status.RESIZING:
+            return vm_resize.resize_step(self.cloud, self.resizer, workspace, clock)
+        if workspace.status == Status.STOPPING and workspace.resize_to and not workspace.operation:
+            why = vm_resize.region_refusal(self.cloud, workspace)
+            if why:
+                return vm_resize.refuse_before_deallocate(workspace, why, clock())
         if workspace.status not in OPERATION:
             return Next.DONE
         operation, done = OPERATION[workspace.status]
-        progress = _run_operation(self.cloud, workspace, operation, clock)
+        try:
+            progress = _run_operation(self.cloud, workspace, operation, clock)
+        except CloudError as exc:
+            # Azure has no room for the size there: with equivalent sizes accepted, clean up
+            # and try the next option rather than fail (vm_placement).
+            if operation != "create" or not workspace.accepted_sizes:
+                raise
+            if exc.transient or not vm_placement.refused_for_room(exc):
+                raise
+            self.clean_up_failed_create(workspace)
+            return vm_placement.vm_create_refused(workspace, exc, clock())
         if not progress.done:
             # A fresh updated_at tells the reconcile sweep that this workspace is looked after.
             Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
                 updated_at=clock()
             )
+            return Next.POLL
+        if operation == "deallocate" and workspace.resize_to:
+            # Deallocated for a resize: the chain goes on to change the size (Resizing).
+            _finish(workspace, operation, Status.RESIZING, progress.state, clock())
             return Next.POLL
         _finish(workspace, operation, done, progress.state, clock())
         return Next.DONE
@@ -83,7 +107,8 @@ class VmBackend:
         azure.azure_usage_changed(region=workspace.region)
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
-        return Fraction(workspace.gpu_count)
+        """Its GPUs, each 1/gpu_partition of one for a fractional (vGPU) size."""
+        return Fraction(workspace.gpu_count, workspace.gpu_partition)
 
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated
@@ -105,39 +130,43 @@ class VmBackend:
     def access_refresh(self, workspace: Workspace) -> None:
         """Nothing: its owner's ssh key is in the VM from its create."""
 
+    def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
+        """The other sizes offered in its region (workspaces.backends.vm_resize)."""
+        return vm_resize.vm_resize_choices(workspace, now)
+
+    def sizing_offers(self, *, team) -> list[SizingOffer]:
+        """Every offered size in every region (the catalog is the same for all teams), at
+        its Linux pay-as-you-go price; a fractional (vGPU) size with its partition's memory
+        and its share of a GPU. One query."""
+        return [
+            SizingOffer(
+                kind=self.kind,
+                name=o.vm_size,
+                vm_size=o.vm_size,
+                mig_profile="",
+                region=o.region,
+                gpu_model=o.gpu_model,
+                gpus=o.gpu_count,
+                gpu_memory_gib=Decimal(o.gpu_memory_gib),
+                gpu_share=o.gpu_share,
+                price_per_hour=o.price_per_hour,
+                suits=o.suits,
+            )
+            for o in selectors.offering_list()
+        ]
+
 
 def _provision_or_wait(
     cloud: VmCloud, workspace: Workspace, clock: Callable[[], datetime]
 ) -> Next | None:
-    """Pre-check a requested workspace and move it to provisioning (None: go on with the
-    create), or leave it requested with its waiting_reason (Next.WAIT), or Next.DONE when
-    another caller is already on it. Raises CloudError from the pre-check."""
+    """Pre-check a requested workspace and move it to provisioning as the first option Azure
+    and the team take (None: go on with the create; see vm_placement.vm_place), or leave it
+    requested with its waiting_reason (Next.WAIT), or Next.DONE when another caller is already
+    on it. Raises CloudError from the pre-check."""
     if not _claim_precheck(workspace, clock()):
         return Next.DONE
-    placement = _place(workspace, clock())
-    if placement.region is None:
-        Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
-            waiting_reason=placement.waiting, updated_at=clock()
-        )
-        workspaces_changed([workspace.pk])
-        return Next.WAIT
-    reason = f"Creating the NIC and VM {cloud.vm_names(workspace.pk).vm} in Azure"
-    fields: dict = {"waiting_reason": ""}
-    if placement.region != workspace.region:
-        reason = (
-            f"Moved from {workspace.region} to {placement.region}: {placement.problem} {reason}"
-        )
-        fields.update(region=placement.region, price_per_hour=placement.price_per_hour)
-        fields["detail"] = {"from_region": workspace.region, "to_region": placement.region}
-    moved = states.transition(
-        workspace_id=workspace.pk,
-        expected=Status.REQUESTED,
-        to=Status.PROVISIONING,
-        now=clock(),
-        reason=reason,
-        **fields,
-    )
-    return None if moved else Next.DONE
+    create = f"Creating the NIC and VM {cloud.vm_names(workspace.pk).vm} in Azure"
+    return vm_placement.vm_place(workspace, now=clock(), create=create)
 
 
 def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
@@ -156,58 +185,6 @@ def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
     return bool(claimed)
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where a requested workspace is created: region and price_per_hour (USD/hour, Decimal)
-    of the offering, or region None while it waits (``waiting`` says why). ``problem`` is why
-    its own region could not take it, "" when it could."""
-
-    region: str | None
-    price_per_hour: Decimal | None
-    problem: str = ""
-    waiting: str = ""
-
-
-def _place(workspace: Workspace, now: datetime) -> Placement:
-    """The workspace's own region if Azure takes it there; else, where its offering allows
-    region fallback, the first other offered region of the same size (cheapest, then by name;
-    for Spot, by Spot price among regions with one) that passes the pre-check.
-    Raises CloudError."""
-    here = azure.azure_precheck(
-        region=workspace.region, vm_size=workspace.vm_size, spot=workspace.spot
-    )
-    if here.fits:
-        return Placement(workspace.region, workspace.price_per_hour)
-    offering = SizeOffering.objects.filter(
-        vm_size=workspace.vm_size, region=workspace.region
-    ).first()
-    tried = []
-    if offering is not None and offering.allow_region_fallback:
-        for other, price in _fallbacks(workspace, now):
-            if azure.azure_precheck(
-                region=other.region, vm_size=other.vm_size, spot=workspace.spot
-            ).fits:
-                return Placement(other.region, price, here.problem)
-            tried.append(other.region)
-    also = f" The other allowed regions ({', '.join(tried)}) have no room either." if tried else ""
-    return Placement(None, None, here.problem, f"{here.problem}{also} {here.advice}")
-
-
-def _fallbacks(workspace: Workspace, now: datetime) -> list[tuple[SizeOffering, Decimal]]:
-    """Other offered regions of the workspace's size with the price it would pay there
-    (USD/hour; the Spot price for a Spot workspace, leaving out regions without one),
-    cheapest first, then by region name."""
-    others = selectors.offering_list(now=now).filter(vm_size=workspace.vm_size)
-    priced = [
-        (other, other.spot_hourly if workspace.spot else other.price_per_hour)
-        for other in others.exclude(region=workspace.region)
-    ]
-    priced = [
-        (other, price.quantize(Decimal("0.0001"))) for other, price in priced if price is not None
-    ]
-    return sorted(priced, key=lambda pair: (pair[1], pair[0].region))
-
-
 def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) -> Progress:
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
@@ -224,13 +201,19 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
 
 def _finish(workspace, operation, done, result, now) -> None:
     azure.azure_usage_changed(region=workspace.region)
-    fields = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    fields: dict = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    if operation == "create":
+        fields["placement_tried"] = []
     if result is not None and result.private_ip:
         fields["private_ip"] = result.private_ip
     reasons = {
         "create": "VM is running",
         "start": "VM is running",
         "deallocate": "VM deallocated; OS disk kept",
+        "resize": (
+            f"VM deallocated; OS disk kept; Azure's Resource SKUs allow {workspace.resize_to} in "
+            f"{workspace.region}; changing its size to {workspace.resize_to}"
+        ),
         "delete": "VM, NIC and OS disk deleted",
     }
     detail = {"power_state": result.power_state} if result is not None else {}
@@ -239,7 +222,7 @@ def _finish(workspace, operation, done, result, now) -> None:
         expected=workspace.status,
         to=done,
         now=now,
-        reason=reasons[operation],
+        reason=reasons["resize" if done == Status.RESIZING else operation],
         detail=detail,
         **fields,
     )

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from clusters.aks_services import slice_access_refresh_all
+from clusters.backends.mig import slice_access_refresh_all
 
 
 class Command(BaseCommand):

@@ -1,24 +1,25 @@
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from workspaces.catalog import CATALOG_CSV, read_catalog
+from workspaces.catalog import CATALOG_FILES, read_catalog
 from workspaces.models import SizeOffering
 
 
 class Command(BaseCommand):
     help = (
-        "Load the Azure GPU VM catalog (data/azure_gpu_vms.csv) into SizeOffering; keeps offered."
+        "Load the Azure GPU VM catalog (data/azure_gpu_vms.csv and the fractional sizes of "
+        "data/azure_fractional_gpu_vms.csv) into SizeOffering; keeps offered."
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--path", default=str(CATALOG_CSV))
+        parser.add_argument("--path", nargs="+", default=[str(p) for p in CATALOG_FILES])
 
     @transaction.atomic
     def handle(self, *args, path, **options):
-        rows = read_catalog(path)
+        rows = read_catalog(*path)
         for row in rows:
             facts = {k: v for k, v in row.__dict__.items() if k not in ("vm_size", "region")}
             SizeOffering.objects.update_or_create(
                 vm_size=row.vm_size, region=row.region, defaults=facts
             )
-        self.stdout.write(f"Catalog: {len(rows)} GPU VM sizes by region from {path}")
+        self.stdout.write(f"Catalog: {len(rows)} GPU VM sizes by region from {', '.join(path)}")

@@ -13,7 +13,7 @@ def _sum_as_max(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspaces", "0012_list_keyset_indexes"),
+        ("workspaces", "0015_workspace_resize"),
     ]
 
     operations = [

@@ -1,0 +1,244 @@
+"""Resizing a VM workspace in one click, through the services and the real Azure SDK against the
+emulator (workspaces.resizes, workspaces.backends.vm_resize): deallocate, change
+hardwareProfile.vmSize, start; quota and budget re-checked; Azure's refusals put it back."""
+
+import time
+import uuid
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from billing.models import Meter, UsageInterval
+from cloud import azure_resize
+from cloud.errors import CloudError
+from common.months import month_bounds
+from common.permissions import ActionNotAllowed
+from teams.models import GpuQuota, Team
+from tests.factories import SSH_KEY, OfferingFactory
+from workspaces import resizes, services
+from workspaces.azure import azure_settings
+from workspaces.models import Workspace
+from workspaces.requests import WorkspaceActionError
+from workspaces.states import Status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+TWO_A100 = "Standard_NC48ads_A100_v4"
+T4 = "Standard_NC4as_T4_v3"
+
+
+@pytest.fixture
+def offerings():
+    OfferingFactory()
+    OfferingFactory(
+        vm_size=TWO_A100, gpu_count=2, vcpus=48, memory_gib=Decimal(440),
+        price_per_hour=Decimal("7.3460"),
+    )  # fmt: skip
+    OfferingFactory(
+        vm_size=T4, gpu_model="T4", gpu_count=1, gpu_memory_gib=16, vcpus=4,
+        memory_gib=Decimal(28), price_per_hour=Decimal("0.5260"),
+    )  # fmt: skip
+
+
+def _running(cast):
+    ws = services.workspace_request(
+        user=cast.researcher,
+        team=cast.team,
+        name="llm-finetune",
+        offering=OfferingFactory(),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+    )
+    ws = Workspace.objects.get(pk=ws.pk)
+    assert ws.status == Status.RUNNING
+    return ws
+
+
+def _vm(sim, ws):
+    name = f"ws-{ws.short_id}"
+    return next(v for v in sim.state()["virtualMachines"] if v["name"] == name)
+
+
+def _history(ws):
+    return [(e.to_status, e.reason) for e in ws.events.order_by("at", "id")]
+
+
+def test_running_vm_is_deallocated_resized_and_started_again(cast, sim, offerings):
+    ws = _running(cast)
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+
+    ws.refresh_from_db()
+    assert ws.status == Status.RUNNING
+    assert (ws.vm_size, ws.gpu_count, ws.price_per_hour) == (TWO_A100, 2, Decimal("7.3460"))
+    assert not ws.resize_to
+    vm = _vm(sim, ws)
+    assert vm["vmSize"] == TWO_A100 and vm["powerState"] == "running"
+    steps = [status for status, _ in _history(ws)]
+    assert steps[-4:] == [Status.STOPPING, Status.RESIZING, Status.STARTING, Status.RUNNING]
+    reasons = dict(_history(ws)[-4:])
+    assert "Resize from Standard_NC24ads_A100_v4 to" in reasons[Status.STOPPING]
+    assert f"changing its size to {TWO_A100}" in reasons[Status.RESIZING]
+    assert f"Azure accepted size {TWO_A100}" in reasons[Status.STARTING]
+    # Billing follows: the old size's meter closed at the deallocate, the new one bills anew.
+    compute = UsageInterval.objects.filter(workspace_id=ws.pk, meter=Meter.COMPUTE)
+    old, new = compute.order_by("started_at", "id")
+    assert (old.sku, old.price_per_hour) == ("Standard_NC24ads_A100_v4", Decimal("3.6730"))
+    assert old.ended_at is not None
+    assert (new.sku, new.price_per_hour, new.ended_at) == (TWO_A100, Decimal("7.3460"), None)
+
+
+def test_transient_azure_answers_are_retried_and_the_resize_completes(cast, sim, offerings):
+    ws = _running(cast)
+    sim.inject("vm.sizes", "throttle")
+    sim.inject("vm.update", "server_error")
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.RUNNING, TWO_A100)
+    assert _vm(sim, ws)["vmSize"] == TWO_A100
+
+
+def test_stopped_vm_is_resized_and_stays_stopped(cast, sim, offerings):
+    ws = _running(cast)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    resizes.workspace_resize(user=cast.team_admin, workspace=ws, target=T4, now=timezone.now())
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size, ws.gpu_model) == (Status.STOPPED, T4, "T4")
+    assert _vm(sim, ws)["vmSize"] == T4 and _vm(sim, ws)["powerState"] == "deallocated"
+
+
+def test_resize_above_the_gpu_quota_is_refused_and_nothing_moves(cast, sim, offerings):
+    ws = _running(cast)
+    GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=1)
+    events = ws.events.count()
+    with pytest.raises(WorkspaceActionError, match="needs 1 A100 GPU"):
+        resizes.workspace_resize(
+            user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+        )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size, ws.events.count()) == (Status.RUNNING, ws.vm_size, events)
+    # Smaller always fits: only what grows is measured.
+    resizes.workspace_resize(user=cast.researcher, workspace=ws, target=T4, now=timezone.now())
+    assert Workspace.objects.get(pk=ws.pk).vm_size == T4
+
+
+def test_resize_that_would_exhaust_the_budget_is_refused(cast, sim, offerings):
+    ws = _running(cast)
+    now = timezone.now()
+    month_end = month_bounds(now)[1]
+    hours_left = Decimal((month_end - now).total_seconds() / 3600)
+    # Room for the running A100 to the month's end, not for twice its price.
+    budget = (Decimal("3.6730") * hours_left * Decimal("1.5")).quantize(Decimal(1)) + 10
+    Team.objects.filter(pk=cast.team.pk).update(monthly_budget=budget)
+    with pytest.raises(WorkspaceActionError, match="budget runs out on"):
+        resizes.workspace_resize(user=cast.researcher, workspace=ws, target=TWO_A100, now=now)
+    assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING
+    resizes.workspace_resize(user=cast.researcher, workspace=ws, target=T4, now=now)
+    assert Workspace.objects.get(pk=ws.pk).vm_size == T4
+
+
+def test_emulator_resizes_a_running_vm_within_its_hardware_cluster(cast, sim, offerings):
+    ws = _running(cast)
+    name = f"ws-{ws.short_id}"
+    token = azure_resize.begin_resize(azure_settings(), name=name, vm_size=TWO_A100)
+    deadline = time.monotonic() + 10
+    while not (progress := azure_resize.poll_resize(azure_settings(), name=name, token=token)).done:
+        assert time.monotonic() < deadline
+        time.sleep(0.02)
+    assert (progress.state.vm_size, progress.state.power_state) == (TWO_A100, "running")
+
+
+def test_size_restricted_in_the_region_is_refused_before_the_deallocate(cast, sim, offerings):
+    ws = _running(cast)
+    sim.restrict_sku("eastus", TWO_A100)
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size, ws.resize_to) == (Status.RUNNING, "Standard_NC24ads_A100_v4", "")
+    status, reason = _history(ws)[-1]
+    assert status == Status.RUNNING and "refused; nothing was changed" in reason
+    assert "NotAvailableForSubscription" in reason
+    vm = _vm(sim, ws)
+    assert vm["vmSize"] == "Standard_NC24ads_A100_v4" and vm["powerState"] == "running"
+
+
+def test_azure_refusing_the_update_puts_the_vm_back_running_at_its_size(cast, sim, offerings):
+    ws = _running(cast)
+    sim.inject("vm.update", "sku_not_available")
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size, ws.price_per_hour) == (
+        Status.RUNNING, "Standard_NC24ads_A100_v4", Decimal("3.6730"),
+    )  # fmt: skip
+    put_back = next(r for s, r in _history(ws) if s == Status.STARTING and "refused" in r)
+    assert "kept; starting it again at its old size: Azure refused it: SkuNotAvailable" in put_back
+    vm = _vm(sim, ws)
+    assert vm["vmSize"] == "Standard_NC24ads_A100_v4" and vm["powerState"] == "running"
+
+
+def test_azure_vcpu_quota_refusal_is_shown_and_the_vm_runs_on(cast, sim, offerings):
+    ws = _running(cast)
+    sim.set_quota("eastus", "standardNCADSA100v4Family", 24)  # the running VM's 24 vCPUs
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.RUNNING, "Standard_NC24ads_A100_v4")
+    event = ws.events.get(from_status=Status.RESIZING)
+    assert event.detail["code"] == "OperationNotAllowed"
+    assert "standardNCADSA100v4Family Cores quota" in event.detail["message"]
+    assert _vm(sim, ws)["powerState"] == "running"
+
+
+def test_emulator_refuses_a_running_resize_outside_the_hardware_cluster(cast, sim, offerings):
+    ws = _running(cast)
+    name = f"ws-{ws.short_id}"
+    running = azure_resize.available_sizes(azure_settings(), name=name)
+    assert TWO_A100 in running and T4 not in running  # the A100 v4 cluster only
+    with pytest.raises(CloudError) as refused:
+        azure_resize.begin_resize(azure_settings(), name=name, vm_size=T4)
+    assert refused.value.code == "OperationNotAllowed" and refused.value.status == 409
+    assert "is not available in the current hardware cluster" in refused.value.message
+    with pytest.raises(CloudError) as not_here:
+        azure_resize.begin_resize(azure_settings(), name=name, vm_size="Standard_NC24r")
+    assert not_here.value.code == "SkuNotAvailable"
+    assert _vm(sim, ws)["vmSize"] == "Standard_NC24ads_A100_v4"
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    assert T4 in azure_resize.available_sizes(azure_settings(), name=name)
+
+
+def test_resize_page_permissions(cast, sim, offerings, client):
+    ws = _running(cast)
+    url = reverse("workspaces:resize", args=[ws.pk])
+    client.force_login(cast.outsider)
+    assert client.get(url).status_code == 404
+    assert client.post(url, {"target": T4}).status_code == 404
+    client.force_login(cast.teammate)
+    assert client.get(url).status_code == 403
+    with pytest.raises(ActionNotAllowed):
+        resizes.workspace_resize(user=cast.teammate, workspace=ws, target=T4, now=timezone.now())
+    client.force_login(cast.researcher)
+    page = client.get(url, HTTP_HX_REQUEST="true")
+    assert page.status_code == 200 and TWO_A100 in page.content.decode()
+    assert "$7.3460" in page.content.decode() and "160 GiB" in page.content.decode()
+    full = client.get(url)
+    assert full.status_code == 200 and "<h1>Resize llm-finetune</h1>" in full.content.decode()
+    assert client.post(url, {"target": "Standard_X\x00"}).status_code == 400
+    assert client.post(url, {"target": "x" * 5000}).status_code == 400
+    done = client.post(url, {"target": T4}, HTTP_HX_REQUEST="true")
+    assert done.status_code == 200 and done["HX-Redirect"] == reverse(
+        "workspaces:detail", args=[ws.pk]
+    )
+    ws.refresh_from_db()
+    assert ws.vm_size == T4
+    assert client.post(url, {"target": TWO_A100}).status_code == 302

@@ -595,3 +595,27 @@ def test_nothing_is_proposed_without_gpu_memory_measured(cast, catalog):
     r = _advise(ws)
     assert (r.advice, r.target, r.saving_usd_month) == (Advice.FINE, "", Decimal("0.00"))
     assert "no GPU memory" in r.reason
+
+
+def test_a_fractional_a10_for_small_work_by_its_partitions_memory(cast, catalog):
+    # Standard_NV6ads_A10_v5: 1/6 of an A10, 4 GiB of GPU memory, $0.454/hour in eastus.
+    OfferingFactory(
+        vm_size="Standard_NV6ads_A10_v5",
+        gpu_model="A10",
+        gpu_memory_gib=4,
+        gpu_partition=6,
+        vcpus=6,
+        price_per_hour=Decimal("0.4540"),
+    )
+    small, bigger = _workspace(cast), _workspace(cast)
+    _hours(small, mem=3000)  # 3,600 MiB with the margin: fits 4 GiB
+    _hours(bigger, mem=3500)  # 4,200 MiB: does not, though 3,500 would
+    recommendations_refresh(now=NOW)
+    r = Recommendation.objects.get(workspace=small)
+    assert (r.advice, r.target_vm_size, r.target_memory_mib) == (
+        Advice.SMALLER,
+        "Standard_NV6ads_A10_v5",
+        4096,
+    )
+    assert r.saving_usd_month == Decimal("2349.87")  # (3.6730 - 0.4540) x 730
+    assert Recommendation.objects.get(workspace=bigger).target_vm_size == T4

@@ -57,6 +57,16 @@ def _beat_schedule(sender, **kwargs):
             "task": "billing.tasks.sync_actual_costs",
             "schedule": crontab(hour=settings.ACTUAL_COSTS_SYNC_HOUR, minute=20),  # UTC
         },
+        # Right-sizing reads 30 days of telemetry: once a day is fresh enough, after the hourly
+        # downsample; the digest goes to team admins on Monday morning (UTC).
+        "refresh-recommendations": {
+            "task": "billing.tasks.refresh_recommendations",
+            "schedule": crontab(hour=4, minute=40),  # UTC
+        },
+        "savings-digest": {
+            "task": "billing.tasks.send_savings_digest",
+            "schedule": crontab(day_of_week="mon", hour=7, minute=0),  # UTC
+        },
         "entra-sync": {
             "task": "teams.tasks.entra_sync",
             "schedule": settings.ENTRA_SYNC_SECONDS,

@@ -365,6 +365,9 @@ def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
         gpu_mem_used_mib=s.gpu_mem_used_mib,
         interactive=s.interactive,
         cpu_percent=s.cpu_percent,
+        gpu_mem_max_mib=s.gpu_mem_max_mib,
+        gpu_mem_total_mib=s.gpu_mem_total_mib,
+        gpus_in_use=s.gpus_in_use,
     )
 
 

@@ -50,6 +50,7 @@ class VmBackend:
     facts_template = "workspaces/kinds/vm_facts.html"
     resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
+    spot_capable = True
 
     def __init__(self, cloud: VmCloud = azure_vm, resizer: VmResizer = azure_resize):
         self.cloud = cloud

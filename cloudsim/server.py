@@ -11,7 +11,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import control_api, entra, errors, prices, router
+from . import control_api, entra, errors, prices, prometheus, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
@@ -43,6 +43,8 @@ class App:
             self.cloud.requests.append(entry)
         if req.path.startswith("/k8s/"):
             response = kube_api.handle(self.cloud, req)
+        elif prometheus.owns(req.path):
+            response = prometheus.handle(self.cloud, req)
         elif entra.owns(req.path):
             response = self._guard(lambda: entra.handle(self.cloud, req))
         else:

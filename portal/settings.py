@@ -333,6 +333,12 @@ AZURE_RETRY_BACKOFF = env.float("AZURE_RETRY_BACKOFF", default=0.8)
 AZURE_POLLING_INTERVAL = env.float(
     "AZURE_POLLING_INTERVAL", default=1.0 if AZURE_CREDENTIAL == "emulator" else 5.0
 )
+# The Prometheus HTTP API that scrapes the NVIDIA DCGM exporter on the AKS clusters (for example
+# Azure Monitor managed Prometheus's query endpoint, or http://prometheus:9090). Unset: namespace
+# workspaces are busy while a pod holding GPUs runs; set: while DCGM sees their GPUs used
+# (clusters/dcgm.py). The emulator serves one at <emulator>/prometheus.
+PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
+PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)  # Seconds per query.
 # Seconds between Azure quota and SKU re-checks of a requested workspace that waits for them.
 AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
 # Seconds between looks at a MIG pod waiting for a free slice (it starts by itself once bound).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any
 
 import requests
 
@@ -24,6 +25,7 @@ UTIL = "DCGM_FI_DEV_GPU_UTIL"  # Percent, 0-100, per GPU.
 ENGINE = "DCGM_FI_PROF_GR_ENGINE_ACTIVE"  # Ratio, 0-1, per GPU or per MIG instance.
 FB_USED = "DCGM_FI_DEV_FB_USED"  # MiB of frame buffer used.
 MAX_ANSWER = 8 * 1024 * 1024  # Bytes of a query answer worth reading.
+Labels = dict[str, str]
 
 
 @dataclass(frozen=True)
@@ -46,7 +48,7 @@ def dcgm_namespace_use(*, url: str, timeout: float = 5.0) -> dict[tuple[str, str
     device, from three instant queries. Raises CloudError ("PrometheusUnavailable", transient)
     when Prometheus does not answer, or ("PrometheusBadAnswer") when it answers something else
     than a success vector."""
-    seen: dict[tuple[str, str], dict] = {}
+    seen: dict[tuple[str, str], dict[str, Any]] = {}
     for metric in (UTIL, ENGINE, FB_USED):
         for labels, value in _query(url, f'{metric}{{namespace!=""}}', timeout):
             key = (labels.get("cluster", ""), _label(labels, "namespace"))
@@ -73,11 +75,11 @@ def dcgm_namespace_use(*, url: str, timeout: float = 5.0) -> dict[tuple[str, str
     }
 
 
-def _label(labels: dict, name: str) -> str:
+def _label(labels: Labels, name: str) -> str:
     return labels.get(f"exported_{name}") or labels.get(name, "")
 
 
-def _query(url: str, query: str, timeout: float) -> list[tuple[dict, float]]:
+def _query(url: str, query: str, timeout: float) -> list[tuple[Labels, float]]:
     try:
         response = requests.get(
             f"{url.rstrip('/')}/api/v1/query", params={"query": query}, timeout=timeout
@@ -95,7 +97,7 @@ def _query(url: str, query: str, timeout: float) -> list[tuple[dict, float]]:
     return _vector(body, query)
 
 
-def _vector(body: dict, query: str) -> list[tuple[dict, float]]:
+def _vector(body: dict[str, Any], query: str) -> list[tuple[Labels, float]]:
     data = body.get("data")
     if body.get("status") != "success" or not isinstance(data, dict):
         raise CloudError("PrometheusBadAnswer", f"{body.get('error', 'no data')} for {query}")

@@ -17,6 +17,7 @@ scheme beside ours. See docs/operations.md, "Logs".
 from __future__ import annotations
 
 import inspect
+from collections.abc import MutableMapping
 from typing import Any
 
 import structlog
@@ -28,7 +29,9 @@ REDACTED = "[redacted]"
 SECRET_KEYS = ("authorization", "token", "password", "secret", "cookie", "apikey", "api_key")
 
 
-def redact_secrets(_logger: Any, _name: str, event: dict[str, Any]) -> dict[str, Any]:
+def redact_secrets(
+    _logger: Any, _name: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
     """A structlog processor: the values of secret-named keys, at any depth of dicts, hidden."""
     return {key: _redact(key, value) for key, value in event.items()}
 
@@ -99,7 +102,7 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
 
 
 @signals.before_task_publish.connect
-def _carry_request_id(headers: dict | None = None, **_: Any) -> None:
+def _carry_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
     """A task queued while a request is served carries that request's id."""
     request_id = structlog.contextvars.get_contextvars().get("request_id")
     if headers is not None and request_id:
@@ -107,7 +110,9 @@ def _carry_request_id(headers: dict | None = None, **_: Any) -> None:
 
 
 @signals.task_prerun.connect
-def _bind_task(task_id: str = "", task: Any = None, args: Any = (), kwargs: Any = None, **_: Any):
+def _bind_task(
+    task_id: str = "", task: Any = None, args: Any = (), kwargs: Any = None, **_: Any
+) -> None:
     """Start each task with fresh context: its name and id, the request id it was queued under,
     and ``workspace_id`` when the task takes one (advance_workspace, refresh_slice_access)."""
     request = getattr(task, "request", None)
@@ -135,7 +140,7 @@ def _unbind_task(task: Any = None, **_: Any) -> None:
         structlog.contextvars.clear_contextvars()
 
 
-def _argument(task: Any, name: str, args: tuple, kwargs: dict) -> Any:
+def _argument(task: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     if name in kwargs:
         return kwargs[name]
     try:

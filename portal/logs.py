@@ -101,6 +101,13 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
 # --- Celery: the task, and the workspace it works on, on every line it writes -----------------
 
 
+@signals.setup_logging.connect
+def _keep_django_logging(**_: Any) -> None:
+    """Answering this signal keeps Celery's worker and beat from configuring logging: without
+    it they replace the root handler with their own plain-text one and set the level from
+    ``-l``. Django's LOGGING (above, with LOG_LEVEL) stays in force in every process."""
+
+
 @signals.before_task_publish.connect
 def _carry_request_id(headers: dict[str, Any] | None = None, **_: Any) -> None:
     """A task queued while a request is served carries that request's id."""

@@ -9,6 +9,7 @@ import json
 import logging
 import re
 import threading
+import time
 import uuid
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -112,6 +113,35 @@ def test_a_workspace_tasks_lines_carry_its_id_and_azure_correlation_ids(cast, si
     assert not any(x.get("workspace_id") for x in lines() if "task" not in x)
     text = json.dumps(lines())
     assert "Bearer" not in text and "emulator-token" not in text
+
+
+def test_a_worker_runs_a_task_with_the_request_id_it_was_queued_under(
+    cast,
+    sim,
+    celery_worker_thread,
+    lines,  # lines after the worker: its start reapplies LOGGING.
+):
+    structlog.contextvars.bind_contextvars(request_id="req-queued-1")  # As the middleware does.
+    ws = services.workspace_request(
+        user=cast.researcher,
+        team=cast.team,
+        name="llm-finetune",
+        offering=OfferingFactory(),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+    )
+    deadline = time.monotonic() + 30
+    while ws.status != Status.RUNNING:
+        assert time.monotonic() < deadline, ws.status
+        time.sleep(0.1)
+        ws.refresh_from_db()
+    structlog.contextvars.clear_contextvars()
+    time.sleep(0.3)  # The worker logs "succeeded" just after the task's commit.
+    worker = [x for x in lines() if x.get("task") == "workspaces.tasks.advance_workspace"]
+    assert worker and {(x["request_id"], x["workspace_id"]) for x in worker} == {
+        ("req-queued-1", str(ws.pk))
+    }
 
 
 def test_secret_named_values_are_redacted_at_any_depth(lines):

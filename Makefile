@@ -12,6 +12,10 @@ run: export AGENT_INTERVAL_SECONDS ?= 5
 run: export IDLE_SWEEP_SECONDS ?= 5
 run: export IDLE_TIME_SCALE ?= 0.1
 run: export CLOUDSIM_AGENT_PROFILE ?= idle
+# Readable log lines in the terminal; production keeps the default, one JSON object a line.
+run: export LOG_FORMAT ?= console
+# GPU use of AKS namespaces from the emulator's DCGM exporter, through its Prometheus query API.
+run: export PROMETHEUS_URL ?= http://127.0.0.1:$(CLOUDSIM_PORT)/prometheus
 # The demo's AKS cluster exists in the emulator from start-up; seed_demo registers it and asks
 # the worker to create its MIG and GPU node pools.
 run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-portal/research-aks

@@ -15,7 +15,8 @@ POST /_sim/aks/clusters           {"subscription", "resource_group", "name", "lo
                                   (an AKS cluster that already exists: Succeeded, with a System
                                   pool "nodepool1" of one Standard_D4ds_v5) -> the ManagedCluster
 GET  /_sim/state                  -> see Cloud.snapshot()
-GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
+GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status",
+                                      "correlation_id"}]}
 POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet;
                                   "vm" may name a pod's StatefulSet, e.g. "ws-<12 hex>")
 POST /_sim/agents/default         {"profile"}                          (VMs without their own)

@@ -15,9 +15,11 @@ from pathlib import Path
 
 import environ
 
+from portal.logs import logging_config
 from portal.password_login import password_login
 from portal.required_settings import require_production_settings
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
+from portal.sentry import sentry_init
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -49,6 +51,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every later middleware's and view's log lines carry the request id.
+    "common.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -166,13 +170,17 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = env.bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", default=True)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"azure": {"level": "WARNING"}},
-}
+# Structured logs (portal/logs.py): "json", one object a line with request_id, workspace_id and
+# azure_correlation_id where known, the default; "console", readable lines (`make run` sets it).
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO"))
+# Errors to Sentry when set (portal/sentry.py; no personal data is sent).
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+sentry_init(
+    dsn=SENTRY_DSN,
+    environment=env.str("SENTRY_ENVIRONMENT", default="production"),
+    traces_sample_rate=env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0),
+)
 
 PORTAL_PORT = env.int("PORTAL_PORT", default=8000)
 # The portal's own address, as workspaces' agents reach it.
@@ -333,6 +341,12 @@ AZURE_RETRY_BACKOFF = env.float("AZURE_RETRY_BACKOFF", default=0.8)
 AZURE_POLLING_INTERVAL = env.float(
     "AZURE_POLLING_INTERVAL", default=1.0 if AZURE_CREDENTIAL == "emulator" else 5.0
 )
+# The Prometheus HTTP API that scrapes the NVIDIA DCGM exporter on the AKS clusters (for example
+# Azure Monitor managed Prometheus's query endpoint, or http://prometheus:9090). Unset: namespace
+# workspaces are busy while a pod holding GPUs runs; set: while DCGM sees their GPUs used
+# (clusters/dcgm.py). The emulator serves one at <emulator>/prometheus.
+PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
+PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)  # Seconds per query.
 # Seconds between Azure quota and SKU re-checks of a requested workspace that waits for them.
 AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
 # Seconds between looks at a MIG pod waiting for a free slice (it starts by itself once bound).

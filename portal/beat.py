@@ -31,6 +31,8 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 log = logging.getLogger(__name__)
+# The workspaces modules are imported inside the methods: they import models, which only
+# works once __init__ has populated Django's apps (Celery imports this module before).
 
 
 def holder_name() -> str:
@@ -77,17 +79,17 @@ class LeaderScheduler(PersistentScheduler):
         from workspaces.beat_selectors import BEAT_LEASE
         from workspaces.leases import lease_renew, lease_take
 
-        lease = {"name": BEAT_LEASE, "holder": self.holder, "seconds": self.lease_seconds}
+        name, holder, seconds = BEAT_LEASE, self.holder, self.lease_seconds
         try:
             if self.lease_until is None:
-                until = lease_take(**lease, now=now)
+                until = lease_take(name=name, holder=holder, seconds=seconds, now=now)
                 if until is not None:
                     self._took(until, now)
                 elif not self._told_standby:
                     log.info("beat %s standing by: another beat leads", self.holder)
                     self._told_standby = True
             elif self._seconds_to_renewal(now) <= 0:
-                until = lease_renew(**lease, now=now)
+                until = lease_renew(name=name, holder=holder, seconds=seconds, now=now)
                 if until is None:
                     log.warning("beat %s lost the lease to another beat", self.holder)
                     self._step_down()

@@ -6,9 +6,13 @@ the idle sweep every second and a 2-second lease; what they send is read from th
 broker's folder, which no worker empties (tests/beat_processes.py).
 """
 
+import os
 import signal
+import subprocess
+import sys
 import time
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 import time_machine
@@ -151,3 +155,17 @@ def test_a_beat_that_takes_over_continues_each_job_from_the_last_leaders_send(tm
         other.close()
         scheduler.close()  # lets go: the lease is free for the next beat at once
         assert beat_leader(now=timezone.now()) is None
+
+
+def test_a_poll_longer_than_the_lease_is_refused_at_start():
+    env = {**os.environ, "BEAT_LEASE_SECONDS": "5", "BEAT_LEASE_POLL_SECONDS": "6"}
+    env.pop("DJANGO_SETTINGS_MODULE", None)
+    run = subprocess.run(
+        [sys.executable, "-c", "import portal.settings"],
+        cwd=Path(__file__).resolve().parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert run.returncode != 0
+    assert "BEAT_LEASE_POLL_SECONDS" in run.stderr

@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("workspaces", "0015_workspace_resize"),
+        ("workspaces", "0016_gpu_memory_telemetry"),
     ]
 
     operations = [

@@ -14,6 +14,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 from portal.logs import logging_config
 from portal.password_login import password_login
@@ -247,6 +248,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Any number of beats may run: the one holding a database lease sends (portal/beat.py). It
+# renews every third of BEAT_LEASE_SECONDS; a standby tries every BEAT_LEASE_POLL_SECONDS, so a
+# killed leader is replaced within lease + poll seconds (docs/operations.md, "Beat").
+CELERY_BEAT_SCHEDULER = "portal.beat:LeaderScheduler"
+BEAT_LEASE_SECONDS = env.float("BEAT_LEASE_SECONDS", default=30.0)
+BEAT_LEASE_POLL_SECONDS = env.float("BEAT_LEASE_POLL_SECONDS", default=BEAT_LEASE_SECONDS / 3)
+if not (0 < BEAT_LEASE_SECONDS <= 3600 and 0 < BEAT_LEASE_POLL_SECONDS <= BEAT_LEASE_SECONDS):
+    raise ImproperlyConfigured(
+        "BEAT_LEASE_SECONDS must be in (0, 3600] and BEAT_LEASE_POLL_SECONDS in (0, lease]"
+    )
 # Invites naming no account that one person may send within an hour before their invites are
 # paused (teams.memberships.membership_invite): a team admin cannot probe for accounts in bulk.
 TEAM_INVITE_MISSES_PER_HOUR = env.int("TEAM_INVITE_MISSES_PER_HOUR", default=10)

@@ -394,12 +394,26 @@ class WorkspaceExtension(models.Model):
 
 
 class Lease(models.Model):
-    """A named lease that one periodic job holds at a time (the idle sweep), taken by
-    compare-and-set on ``expires_at`` so it works on SQLite and PostgreSQL alike."""
+    """A named lease that one process holds at a time (the idle sweep, the leading Celery
+    beat), taken by compare-and-set on ``expires_at`` so it works on SQLite and PostgreSQL
+    alike; ``since``: when its holder took it (null for leases taken before it was kept)."""
 
     name = models.CharField(max_length=64, primary_key=True)
     holder = models.CharField(max_length=64, blank=True)
     expires_at = models.DateTimeField()
+    since = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return self.name
+
+
+class BeatRun(models.Model):
+    """When the leading Celery beat last sent each schedule entry (``job``: its name in
+    portal/celery.py), and which beat did: a beat that takes over continues from here."""
+
+    job = models.CharField(max_length=64, primary_key=True)
+    last_run_at = models.DateTimeField()
+    holder = models.CharField(max_length=64, blank=True)
+
+    def __str__(self):
+        return self.job

@@ -21,6 +21,8 @@ from azure.mgmt.containerservice import ContainerServiceClient
 from azure.mgmt.costmanagement import CostManagementClient
 from azure.mgmt.network import NetworkManagementClient
 
+from .metrics import ArmCallMetricsPolicy
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CREDENTIAL_MODES = ("default", "emulator")
 # Cost Management throttles per query-processing budget, entity and tenant, and says how long to
@@ -87,6 +89,8 @@ def _client_kwargs(settings: AzureSettings) -> dict[str, Any]:
         "retry_read": settings.retry_total,
         "retry_backoff_factor": settings.retry_backoff,
         "polling_interval": settings.polling_interval,
+        # After the retry policy, so each attempt is counted (a retried 429 shows as throttled).
+        "per_retry_policies": [ArmCallMetricsPolicy()],
     }
     if settings.credential == "default":
         kwargs["credential"] = _default_credential()

@@ -16,7 +16,7 @@ from pathlib import Path
 import environ
 
 from portal.password_login import password_login
-from portal.required_settings import require_production_settings
+from portal.required_settings import metrics_token_sha256, require_production_settings
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -49,6 +49,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that the latency it records (per view, /metrics) covers every other middleware.
+    "portal.middleware.RequestMetricsMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -386,4 +388,12 @@ PASSWORD_LOGIN = password_login(
     configured=env.bool("PASSWORD_LOGIN", default=True),
     entra_tenant_id=ENTRA_TENANT_ID,
     entra_client_id=ENTRA_CLIENT_ID,
+)
+
+# --- Metrics (portal/metrics.py, docs/operations.md "Metrics") ---------------------------------
+# /metrics wants "Authorization: Bearer <METRICS_TOKEN>"; without a token it answers 404. Only the
+# token's SHA-256 stays in settings (METRICS_TOKEN_SHA256 may be given instead of the token).
+METRICS_TOKEN_SHA256 = metrics_token_sha256(
+    token=env.str("METRICS_TOKEN", default=""),
+    sha256=env.str("METRICS_TOKEN_SHA256", default=""),
 )

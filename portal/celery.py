@@ -5,7 +5,7 @@ import time
 
 from celery import Celery
 from celery.schedules import crontab
-from celery.signals import before_task_publish, task_postrun
+from celery.signals import before_task_publish, task_postrun, worker_init
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -87,3 +87,23 @@ def _beat_job_ran(sender=None, **kwargs):
         from common.metrics import beat_job_record  # the app registry is ready in a worker
 
         beat_job_record(task=name)
+
+
+@worker_init.connect
+def _serve_worker_metrics(**kwargs):
+    """With METRICS_WORKER_PORT set, serve this worker's counters (idle actions, Azure and
+    Kubernetes calls) on that port for Prometheus, for a worker that shares no
+    PROMETHEUS_MULTIPROC_DIR with the web process (a pod of its own on AKS). That port has no
+    token: keep it inside the cluster's network (docs/operations.md, "Metrics")."""
+    port = os.environ.get("METRICS_WORKER_PORT", "").strip()
+    if not port:
+        return
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_http_server
+
+    registry = REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    start_http_server(
+        int(port), addr=os.environ.get("METRICS_WORKER_ADDR", "0.0.0.0"), registry=registry
+    )

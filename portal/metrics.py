@@ -17,6 +17,7 @@ import hashlib
 import hmac
 import os
 from collections.abc import Iterable
+from datetime import datetime
 
 from django.conf import settings
 from django.http import Http404, HttpRequest, HttpResponse
@@ -36,12 +37,12 @@ class _ProcessCollector(Collector):
         return REGISTRY.collect()
 
 
-def metrics_registry(*, now) -> CollectorRegistry:
+def metrics_registry(*, now: datetime) -> CollectorRegistry:
     """A registry for one scrape: the counters (all processes' when multiprocess) and the
     scrape-time gauges at ``now``."""
     registry = CollectorRegistry(auto_describe=False)
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     else:
         registry.register(_ProcessCollector())
     registry.register(PortalCollector(now=now))

@@ -133,7 +133,7 @@ def _queue(now: float) -> Iterator[Metric]:
 def _queue_state(queue: str) -> tuple[int, float | None]:
     """(messages waiting, Unix time the oldest was sent or None) of the broker's ``queue``."""
     if app.conf.broker_url.startswith("filesystem://"):
-        folder = Path(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"])
+        folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
         files = list(folder.glob(f"*.{queue}.msg"))
         times = [f.stat().st_mtime for f in files if f.exists()]
         return len(files), min(times, default=None)

@@ -219,3 +219,36 @@ def test_the_alert_rules_pass_promtool():
         ["promtool", "check", "rules", str(ALERTS)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_token_is_kept_hashed_and_a_weak_one_refuses_to_start():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from portal.required_settings import metrics_token_sha256
+
+    digest = hashlib.sha256(TOKEN.encode()).hexdigest()
+    assert metrics_token_sha256(token=TOKEN, sha256="") == digest
+    assert metrics_token_sha256(token="", sha256=digest.upper()) == digest
+    assert metrics_token_sha256(token="", sha256="") == ""
+    with pytest.raises(ImproperlyConfigured) as short:
+        metrics_token_sha256(token="short-secret", sha256="")
+    assert "short-secret" not in str(short.value)
+    with pytest.raises(ImproperlyConfigured):
+        metrics_token_sha256(token="", sha256="not-a-digest")
+
+
+def test_the_oldest_waiting_heartbeat_shows_until_it_is_stored(client, token, time_machine):
+    from workspaces.heartbeats import HeartbeatBuffer
+
+    buffer = HeartbeatBuffer(flush_thread=False)
+    taken = datetime(2026, 11, 24, 12, 0, tzinfo=UTC)
+    time_machine.move_to(taken, tick=False)
+    buffer.add(uuid.uuid4(), [])
+    families = scrape(client)
+    oldest = "portal_heartbeat_oldest_pending_timestamp_seconds"
+    assert value(families, oldest) == taken.timestamp()
+    assert value(families, "portal_heartbeat_buffer_pending") == 1
+    buffer.flush()
+    families = scrape(client)
+    assert value(families, oldest) == float("inf")
+    assert value(families, "portal_heartbeat_buffer_pending") == 0

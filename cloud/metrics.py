@@ -75,12 +75,11 @@ def kube_operation(method: str, url: str) -> str:
     """``METHOD resource[/subresource]`` from a Kubernetes API URL (core ``/api/v1/...`` or
     ``/apis/group/version/...``), without namespace or object names."""
     segments = [s for s in urlsplit(url).path.split("/") if s]
-    if segments[:1] == ["api"]:
-        rest = segments[2:]
-    elif segments[:1] == ["apis"]:
-        rest = segments[3:]
-    else:
+    # The server URL may carry a path prefix (a proxy's, the emulator's): skip to /api or /apis.
+    at = next((i for i, s in enumerate(segments) if s in ("api", "apis")), None)
+    if at is None:
         return f"{_method(method)} other"
+    rest = segments[at + (2 if segments[at] == "api" else 3) :]
     if len(rest) >= 3 and rest[0] == "namespaces":
         rest = rest[2:]  # /namespaces/{ns}/pods/... : the namespace is a scope, not a resource
     kind = "/".join(rest[:1] + rest[2:3]) or "discovery"

@@ -198,6 +198,7 @@ def test_kubernetes_operations_name_resources_never_namespaces():
     url = "https://aks/apis/rbac.authorization.k8s.io/v1/namespaces/ws-1/rolebindings"
     assert kube_operation("POST", url) == "POST rolebindings"
     assert kube_operation("GET", "https://aks/api/v1/namespaces/a/pods/p/log") == "GET pods/log"
+    assert kube_operation("GET", "http://127.0.0.1:8100/_k8s/c1/api/v1/nodes") == "GET nodes"
 
 
 def test_every_alert_and_panel_reads_families_the_portal_exports():

@@ -20,11 +20,12 @@ from typing import Any
 
 from celery.schedules import crontab, schedule
 from django.conf import settings
+from django.core.cache import cache
 from django.db.models import Count
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from billing.month_usage import team_month_usage
+from billing.month_usage import TeamUsage, team_month_usage
 from common.metrics import beat_jobs_last_run
 from portal.celery import app
 from teams.models import Team
@@ -35,6 +36,7 @@ from workspaces.states import Status
 # A running workspace counts as idle once its agent saw no use for this long (the default idle
 # policy's idle time: teams.models.IdlePolicy).
 IDLE_AFTER = timedelta(minutes=30)
+SPEND_CACHE_KEY = "metrics:team-month-usage"
 SENT_AT_HEADER = "portal_sent_at"  # set on every task message by portal/celery.py
 
 
@@ -97,8 +99,21 @@ def _gpus(teams: dict[int, Team], now: datetime) -> Iterator[Metric]:
     yield from (total, per_team, idle_family)
 
 
+def _usage(team_ids: list[int], now: datetime) -> dict[int, TeamUsage]:
+    """team_month_usage, kept METRICS_SPEND_CACHE_SECONDS in the cache (0: not kept): the
+    month's sums cost most of a scrape (about 1 s with 10,000 workspaces) and move slowly,
+    while Prometheus scrapes every 15-60 s, from every replica."""
+    seconds = settings.METRICS_SPEND_CACHE_SECONDS
+    usage: dict[int, TeamUsage] | None = cache.get(SPEND_CACHE_KEY) if seconds > 0 else None
+    if usage is None or not set(team_ids) <= usage.keys():
+        usage = team_month_usage(team_ids=team_ids, now=now)
+        if seconds > 0:
+            cache.set(SPEND_CACHE_KEY, usage, seconds)
+    return usage
+
+
 def _spend(teams: dict[int, Team], now: datetime) -> Iterator[Metric]:
-    usage = team_month_usage(team_ids=list(teams), now=now)
+    usage = _usage(list(teams), now)
     spent = _gauge("portal_team_month_spend_usd", "USD spent this month so far.", ["team"])
     hours = _gauge("portal_team_month_gpu_hours", "GPU-hours this month so far.", ["team"])
     budget = _gauge("portal_team_month_budget_usd", "The team's monthly budget, USD.", ["team"])

@@ -397,3 +397,6 @@ METRICS_TOKEN_SHA256 = metrics_token_sha256(
     token=env.str("METRICS_TOKEN", default=""),
     sha256=env.str("METRICS_TOKEN_SHA256", default=""),
 )
+# Seconds a scrape's month-to-date spend and GPU-hours per team are reused (0: computed at every
+# scrape); the spend pages themselves always compute them afresh.
+METRICS_SPEND_CACHE_SECONDS = env.int("METRICS_SPEND_CACHE_SECONDS", default=60)

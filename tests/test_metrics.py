@@ -56,6 +56,15 @@ FAMILIES = {
 }
 
 
+@pytest.fixture(autouse=True)
+def _spend_computed_afresh():
+    from django.core.cache import cache
+
+    from portal.metrics_collectors import SPEND_CACHE_KEY
+
+    cache.delete(SPEND_CACHE_KEY)
+
+
 @pytest.fixture
 def token(settings):
     settings.METRICS_TOKEN_SHA256 = hashlib.sha256(TOKEN.encode()).hexdigest()

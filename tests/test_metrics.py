@@ -262,3 +262,20 @@ def test_the_oldest_waiting_heartbeat_shows_until_it_is_stored(client, token, ti
     families = scrape(client)
     assert value(families, oldest) == float("inf")
     assert value(families, "portal_heartbeat_buffer_pending") == 0
+
+
+@pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # sent, not run
+def test_a_waiting_task_shows_in_the_queue_depth_and_age(client, token, settings):
+    from portal.celery import app as celery_app
+
+    queue = f"metrics-probe-{uuid.uuid4().hex[:8]}"
+    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+    celery_app.send_task("portal.no_such_task", queue=queue)  # no worker takes it here
+    try:
+        families = scrape(client)
+        assert value(families, "portal_task_queue_depth", queue=queue) == 1
+        age = value(families, "portal_task_queue_oldest_age_seconds", queue=queue)
+        assert 0 <= age < 60
+    finally:
+        with celery_app.connection_for_write() as conn:
+            conn.default_channel.queue_purge(queue)

@@ -279,3 +279,21 @@ def test_a_waiting_task_shows_in_the_queue_depth_and_age(client, token, settings
     finally:
         with celery_app.connection_for_write() as conn:
             conn.default_channel.queue_purge(queue)
+
+
+def test_idle_warnings_and_stops_are_counted(client, cast, token, sim):
+    from tests.test_sweep import _at, _report, _running
+    from workspaces.sweep import idle_sweep
+
+    def counted(families, action):
+        return value(families, "portal_idle_actions_total", action=action) or 0
+
+    before = scrape(client)
+    ws, agent_token = _running(cast)
+    _report(ws, agent_token, _at(0), 10, util=90)  # busy until 12:09:30
+    _report(ws, agent_token, _at(10), 30, util=0)  # idle since
+    assert idle_sweep(now=_at(30)).warned == [ws.pk]  # stops in 10 min
+    assert idle_sweep(now=_at(40)).stopped == [ws.pk]
+    after = scrape(client)
+    assert counted(after, "warned") - counted(before, "warned") == 1
+    assert counted(after, "stopped") - counted(before, "stopped") == 1

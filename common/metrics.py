@@ -54,6 +54,11 @@ HEARTBEAT_OLDEST = Gauge(
     multiprocess_mode="livemin",
 )
 HEARTBEAT_OLDEST.set(math.inf)
+# Every series from 0, so that rate() and increase() see the first event.
+for _action in ("warned", "stopped", "silence"):
+    IDLE_ACTIONS.labels(_action)
+for _outcome in ("taken", "refused", "busy"):
+    HEARTBEATS.labels(_outcome)
 
 BEAT_KEY = "metrics:beat-last-run:"
 

@@ -27,6 +27,9 @@ run: export CLOUDSIM_DEMO_QUOTA ?= 1
 run: export ENTRA_DEMO ?= 1
 # The demo's local accounts (alice, victor, pat...) sign in with passwords beside Microsoft.
 run: export PASSWORD_LOGIN ?= true
+# prometheus-client's multiprocess mode (/metrics, docs/operations.md "Metrics"): web, worker
+# and beat write their counters here; emptied at each start, as prometheus-client asks.
+run: export PROMETHEUS_MULTIPROC_DIR ?= $(abspath $(or $(PORTAL_VAR_DIR),var))/prometheus
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -50,6 +53,7 @@ chromium:
 
 run: venv
 	@mkdir -p $${PORTAL_VAR_DIR:-var}
+	rm -rf "$$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py seed_demo

@@ -22,6 +22,8 @@ from azure.mgmt.containerservice import ContainerServiceClient
 from azure.mgmt.costmanagement import CostManagementClient
 from azure.mgmt.network import NetworkManagementClient
 
+from .metrics import ArmCallMetricsPolicy
+
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CREDENTIAL_MODES = ("default", "emulator")
 # Cost Management throttles per query-processing budget, entity and tenant, and says how long to
@@ -120,6 +122,8 @@ def _client_kwargs(settings: AzureSettings) -> dict[str, Any]:
         "polling_interval": settings.polling_interval,
         # azure-core runs it per attempt, after the retry policy: the last answer's ids win.
         "custom_hook_policy": AzureIdsPolicy(),
+        # After the retry policy, so each attempt is counted (a retried 429 shows as throttled).
+        "per_retry_policies": [ArmCallMetricsPolicy()],
     }
     if settings.credential == "default":
         kwargs["credential"] = _default_credential()

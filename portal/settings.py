@@ -18,7 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from portal.logs import logging_config
 from portal.password_login import password_login
-from portal.required_settings import require_production_settings
+from portal.required_settings import metrics_token_sha256, require_production_settings
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 from portal.sentry import sentry_init
 
@@ -52,6 +52,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that the latency it records (per view, /metrics) covers every other middleware.
+    "portal.middleware.RequestMetricsMiddleware",
     # First: every later middleware's and view's log lines carry the request id.
     "common.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
@@ -412,3 +414,14 @@ PASSWORD_LOGIN = password_login(
     entra_tenant_id=ENTRA_TENANT_ID,
     entra_client_id=ENTRA_CLIENT_ID,
 )
+
+# --- Metrics (portal/metrics.py, docs/operations.md "Metrics") ---------------------------------
+# /metrics wants "Authorization: Bearer <METRICS_TOKEN>"; without a token it answers 404. Only the
+# token's SHA-256 stays in settings (METRICS_TOKEN_SHA256 may be given instead of the token).
+METRICS_TOKEN_SHA256 = metrics_token_sha256(
+    token=env.str("METRICS_TOKEN", default=""),
+    sha256=env.str("METRICS_TOKEN_SHA256", default=""),
+)
+# Seconds a scrape's month-to-date spend and GPU-hours per team are reused (0: computed at every
+# scrape); the spend pages themselves always compute them afresh.
+METRICS_SPEND_CACHE_SECONDS = env.int("METRICS_SPEND_CACHE_SECONDS", default=60)

@@ -83,6 +83,8 @@ def heartbeat_client(environ) -> str:
 # missing here fails `manage.py check` (workspaces/checks.py): whoever adds one decides whether
 # heartbeats need it (then route them through Django, or apply it in heartbeat_fast_path).
 FAST_PATH_SKIPS = {
+    "portal.middleware.RequestMetricsMiddleware": "heartbeats are counted by outcome in "
+    "portal_heartbeats_total (heartbeats.heartbeat_ingest), not timed per view",
     "django.middleware.security.SecurityMiddleware": "HSTS, nosniff and the https redirect "
     "are for browsers; an agent's token is sent by the time a redirect could answer",
     "whitenoise.middleware.WhiteNoiseMiddleware": "serves static files only",

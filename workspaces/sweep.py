@@ -19,6 +19,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
+from common import metrics
 from teams.models import IdlePolicy, NoticeKind
 from teams.notice_text import mark
 from teams.notices import Message, notice_resolve, notice_send_many
@@ -134,9 +135,21 @@ def idle_sweep(*, now: datetime) -> SweepResult:
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )
         result.told_silent = _tell_silent([j for j in judged if _silent_to_tell(j)], now)
+        _count(result)
         return result
     finally:
         _lease_release(holder, now)
+
+
+def _count(result: SweepResult) -> None:
+    """Add what this sweep did to /metrics' portal_idle_actions_total."""
+    for action, done in (
+        ("stopped", result.stopped),
+        ("warned", result.warned),
+        ("silence", result.told_silent),
+    ):
+        if done:
+            metrics.IDLE_ACTIONS.labels(action).inc(len(done))
 
 
 def _silent_to_tell(j: Judged) -> bool:

@@ -54,7 +54,7 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     # First, so that the latency it records (per view, /metrics) covers every other middleware.
     "portal.middleware.RequestMetricsMiddleware",
-    # First: every later middleware's and view's log lines carry the request id.
+    # Before the rest: every later middleware's and view's log lines carry the request id.
     "common.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",

@@ -131,7 +131,9 @@ def _spend(teams: dict[int, Team], now: datetime) -> Iterator[Metric]:
 
 
 def _queue(now: float) -> Iterator[Metric]:
-    queue = settings.CELERY_TASK_DEFAULT_QUEUE
+    # The queue the worker consumes and tasks are sent to: Celery's own setting, read from
+    # CELERY_TASK_DEFAULT_QUEUE when the app was configured.
+    queue = str(app.conf.task_default_queue)
     depth, oldest = _queue_state(queue)
     family = _gauge("portal_task_queue_depth", "Task messages waiting in the broker.", ["queue"])
     family.add_metric([queue], depth)

@@ -18,6 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from billing.month_spend import team_spend
 from cloud import azure_vm
 from cloud.metrics import arm_operation, kube_operation
+from portal.celery import app as celery_app
 from teams import tasks as team_tasks
 from tests.factories import WorkspaceFactory
 from tests.test_spend import price, run
@@ -109,6 +110,8 @@ def test_a_scrape_has_every_family_and_the_pages_figures(client, cast, token):
     run(cast, start=start, **a100)  # one A100 VM running since start
     WorkspaceFactory(team=cast.team, owner=cast.researcher, **a100)  # requested: holds one too
     client.get("/healthz")  # a request timed per view
+    with celery_app.connection_for_write() as conn:  # what earlier tests left unsent
+        conn.default_channel.queue_purge(celery_app.conf.task_default_queue)
 
     families = scrape(client)
 
@@ -265,11 +268,12 @@ def test_the_oldest_waiting_heartbeat_shows_until_it_is_stored(client, token, ti
 
 
 @pytest.mark.filterwarnings("ignore::celery.exceptions.AlwaysEagerIgnored")  # sent, not run
-def test_a_waiting_task_shows_in_the_queue_depth_and_age(client, token, settings):
-    from portal.celery import app as celery_app
-
-    queue = f"metrics-probe-{uuid.uuid4().hex[:8]}"
-    settings.CELERY_TASK_DEFAULT_QUEUE = queue
+def test_a_waiting_task_shows_in_the_queue_depth_and_age(client, token):
+    # The queue the worker consumes, emptied first of what earlier tests left unsent. Changing
+    # it for this test would stay in Celery's routing (app.amqp.queues) for later ones.
+    queue = celery_app.conf.task_default_queue
+    with celery_app.connection_for_write() as conn:
+        conn.default_channel.queue_purge(queue)
     celery_app.send_task("portal.no_such_task", queue=queue)  # no worker takes it here
     try:
         families = scrape(client)

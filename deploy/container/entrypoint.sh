@@ -21,11 +21,12 @@ mkdir -p "${PORTAL_VAR_DIR:-/app/var}"
 case "$role" in
     web)
         # --forwarded-allow-ips '': uvicorn trusts no X-Forwarded-*; the portal reads them
-        # itself, TRUSTED_PROXY_COUNT deep (portal/settings.py).
+        # itself, TRUSTED_PROXY_COUNT deep (portal/settings.py). --no-control-socket: gunicorn's
+        # control socket would go under $HOME (/app, read-only) and nothing here uses it.
         exec gunicorn portal.asgi:application -k uvicorn_worker.UvicornWorker \
             --bind "0.0.0.0:${PORTAL_PORT:-8000}" --workers "${WEB_CONCURRENCY:-2}" \
             --graceful-timeout "${GRACEFUL_TIMEOUT:-20}" --forwarded-allow-ips '' \
-            --access-logfile - "$@" ;;
+            --no-control-socket --access-logfile - "$@" ;;
     worker)
         exec celery -A portal worker --loglevel "${LOG_LEVEL:-INFO}" \
             --concurrency "${CELERY_CONCURRENCY:-2}" "$@" ;;

@@ -1,4 +1,4 @@
-"""The AKS Helm chart (deploy/helm/gpu-portal) and the image's entrypoint, as an operator meets them.
+"""The AKS Helm chart (deploy/helm/gpu-portal) and the image's entrypoint, as operators see them.
 
 The chart is linted and rendered by Helm's own Go SDK (helm-python-sdk: the helm lint and helm
 template code paths, v4), and the rendered core objects are round-tripped through the Kubernetes

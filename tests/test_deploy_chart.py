@@ -229,3 +229,17 @@ def test_the_containerfile_builds_a_non_root_image_that_checks_healthz():
     # The build-time key is never an ENV, so the image carries none.
     assert "ENV SECRET_KEY" not in text and "SECRET_KEY=" not in text.split("RUN SECRET_KEY")[0]
     assert os.access(ENTRYPOINT, os.X_OK)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        {"wrker": {"replicas": 3}},  # a misspelt key is refused, not ignored
+        {"beat": {"replicas": 3, "lock": {"enabled": True}}},
+        {"config": {"SECRET_KEY": "in plain values"}},  # secrets come from Key Vault
+        {"web": {"resources": {"requests": {"cpu": None}}}},  # null deletes the CPU request
+    ],
+)
+def test_values_outside_the_schema_are_refused(values):
+    with pytest.raises(Exception, match="(?i)schema|values"):
+        _render(values)

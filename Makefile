@@ -12,6 +12,10 @@ run: export AGENT_INTERVAL_SECONDS ?= 5
 run: export IDLE_SWEEP_SECONDS ?= 5
 run: export IDLE_TIME_SCALE ?= 0.1
 run: export CLOUDSIM_AGENT_PROFILE ?= idle
+# Readable log lines in the terminal; production keeps the default, one JSON object a line.
+run: export LOG_FORMAT ?= console
+# GPU use of AKS namespaces from the emulator's DCGM exporter, through its Prometheus query API.
+run: export PROMETHEUS_URL ?= http://127.0.0.1:$(CLOUDSIM_PORT)/prometheus
 # The demo's AKS cluster exists in the emulator from start-up; seed_demo registers it and asks
 # the worker to create its MIG and GPU node pools.
 run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-portal/research-aks
@@ -23,6 +27,9 @@ run: export CLOUDSIM_DEMO_QUOTA ?= 1
 run: export ENTRA_DEMO ?= 1
 # The demo's local accounts (alice, victor, pat...) sign in with passwords beside Microsoft.
 run: export PASSWORD_LOGIN ?= true
+# prometheus-client's multiprocess mode (/metrics, docs/operations.md "Metrics"): web, worker
+# and beat write their counters here; emptied at each start, as prometheus-client asks.
+run: export PROMETHEUS_MULTIPROC_DIR ?= $(abspath $(or $(PORTAL_VAR_DIR),var))/prometheus
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
@@ -46,6 +53,7 @@ chromium:
 
 run: venv
 	@mkdir -p $${PORTAL_VAR_DIR:-var}
+	rm -rf "$$PROMETHEUS_MULTIPROC_DIR" && mkdir -p "$$PROMETHEUS_MULTIPROC_DIR"
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py seed_demo

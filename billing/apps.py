@@ -12,6 +12,7 @@ class BillingConfig(AppConfig):
         from billing import team_selectors
         from billing.meters import usage_meter
         from billing.month_spend import team_spend
+        from billing.savings import workspace_rightsizing
         from billing.workspace_cost import offering_spot_price, workspace_cost
         from teams import hooks as team_hooks
         from workspaces import hooks
@@ -21,6 +22,8 @@ class BillingConfig(AppConfig):
         team_hooks.provide_team_overview(
             page=team_selectors.team_overview_page, one=team_selectors.team_overview_one
         )
+        # The workspace page's right-sizing panel (billing.savings).
+        hooks.provide_recommendation(workspace_rightsizing)
         hooks.provide_spend(
             team_spend=team_spend, spot_price=offering_spot_price, workspace_cost=workspace_cost
         )

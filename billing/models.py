@@ -269,3 +269,76 @@ class EstimatedCost(models.Model):
 
     def __str__(self):
         return f"{self.workspace_id} {self.day}: {self.cost} USD estimated"
+
+
+class Advice(models.TextChoices):
+    """What right-sizing proposes for a workspace (billing.rightsizing)."""
+
+    FINE = "fine", "Fine as is"
+    SMALLER = "smaller", "A smaller size"
+    MIG = "mig", "A MIG slice"
+    FEWER_GPUS = "fewer_gpus", "Fewer GPUs"
+    SPOT = "spot", "Spot"
+    LARGER = "larger", "A larger size"
+
+
+class Recommendation(models.Model):
+    """The latest right-sizing advice for one workspace, rewritten by the beat task
+    (billing.recommendations.recommendations_refresh) from its last RIGHTSIZING_WINDOW_DAYS of
+    telemetry. Memory in MiB per GPU (or MIG device); money USD, Decimal; ``saving_usd_month``
+    is negative when the advice costs more (a larger size)."""
+
+    workspace = models.OneToOneField(
+        "workspaces.Workspace",
+        on_delete=models.CASCADE,
+        primary_key=True,
+        related_name="recommendation",
+    )
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    advice = models.CharField(max_length=16, choices=Advice.choices)
+    target_kind = models.CharField(max_length=8, blank=True, help_text='"vm" or "mig"')
+    target_vm_size = models.CharField(max_length=64, blank=True)
+    target_mig_profile = models.CharField(max_length=16, blank=True)
+    target_memory_mib = models.PositiveIntegerField(null=True, help_text="Per GPU")
+    target_price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, null=True)
+    price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="Now")
+    saving_usd_month = models.DecimalField(max_digits=12, decimal_places=2)
+    reason = models.TextField()
+    hours = models.PositiveIntegerField(help_text="Hours with telemetry in the window")
+    peak_mib = models.PositiveIntegerField()
+    p95_mib = models.PositiveIntegerField()
+    memory_mib = models.PositiveIntegerField(null=True, help_text="Its memory per GPU")
+    gpus_in_use = models.PositiveSmallIntegerField()
+    util_mean = models.DecimalField(max_digits=4, decimal_places=1, null=True)
+    idle_hours = models.PositiveIntegerField()
+    computed_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [models.Index(fields=["team", "-saving_usd_month"], name="rec_team_saving")]
+
+    def __str__(self):
+        return f"{self.workspace_id}: {self.advice}"
+
+    @property
+    def target(self) -> str:
+        """The size or MIG profile it proposes, "" when none."""
+        return self.target_vm_size or self.target_mig_profile
+
+    @property
+    def gib(self) -> dict[str, Decimal | None]:
+        """The memory figures in GiB to 0.1, for pages: peak, p95, memory, target."""
+        figures = {
+            "peak": self.peak_mib,
+            "p95": self.p95_mib,
+            "memory": self.memory_mib,
+            "target": self.target_memory_mib,
+        }
+        return {
+            k: None if v is None else (Decimal(v) / 1024).quantize(Decimal("0.1"))
+            for k, v in figures.items()
+        }
+
+    @property
+    def extra_cost(self) -> Decimal:
+        """USD a month more it costs (a larger size): the saving's opposite, else 0."""
+        return max(-self.saving_usd_month, Decimal(0))

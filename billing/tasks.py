@@ -6,7 +6,9 @@ from django.utils import timezone
 
 from billing.actual_costs import actual_costs_sync
 from billing.budget_alerts import budget_alerts_check
+from billing.recommendations import recommendations_refresh
 from billing.rollups import rollup_rebuild
+from billing.savings_digest import savings_digest_send
 from cloud.errors import CloudError
 
 
@@ -41,3 +43,16 @@ def check_budget_alerts() -> dict:
         "sent": len(result.sent),
         "stopped": len(result.stopped),
     }
+
+
+@shared_task(ignore_result=True)
+def refresh_recommendations() -> dict:
+    """Beat, daily: recompute every workspace's right-sizing advice from its telemetry."""
+    result = recommendations_refresh(now=timezone.now())
+    return {"advised": result.advised, "removed": result.removed}
+
+
+@shared_task(ignore_result=True)
+def send_savings_digest() -> int:
+    """Beat, weekly: tell team admins what right-sizing would save; returns teams told."""
+    return len(savings_digest_send(now=timezone.now()))

@@ -4,7 +4,7 @@ view."""
 
 from django.urls import path
 
-from billing import views
+from billing import savings_views, views
 
 urlpatterns = [
     path("teams/<slug:slug>/spend/", views.team_spend, name="team-spend"),
@@ -15,6 +15,8 @@ urlpatterns = [
         name="team-spend-reconciliation",
     ),
     path("teams/<slug:slug>/spend.csv", views.team_spend_csv, name="team-spend-csv"),
+    path("teams/<slug:slug>/savings/", savings_views.team_savings, name="team-savings"),
+    path("savings/", savings_views.platform_savings, name="platform-savings"),
     path("spend/", views.platform_spend, name="platform-spend"),
     path(
         "spend/reconciliation/",

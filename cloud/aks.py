@@ -29,6 +29,7 @@ from azure.mgmt.containerservice import ContainerServiceClient
 from .azure_vm import _PollOnce, _SendOnly, _text
 from .clients import AzureSettings, container_client
 from .errors import CloudError, azure_errors
+from .locations import normalise_location
 
 OPERATIONS = ("create", "delete")
 MIG_PROFILES = ("MIG1g", "MIG2g", "MIG3g", "MIG4g", "MIG7g")
@@ -199,7 +200,7 @@ def cluster_get(settings: AzureSettings, cluster: ClusterRef) -> ClusterState | 
     power = props.power_state if props else None
     return ClusterState(
         name=_text(found.name),
-        location=_text(found.location),
+        location=normalise_location(found.location),
         kubernetes_version=_text(
             (props.current_kubernetes_version or props.kubernetes_version) if props else None
         ),

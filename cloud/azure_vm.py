@@ -28,6 +28,7 @@ from azure.mgmt.core.polling.arm_polling import ARMPolling
 
 from .clients import AzureSettings, compute_client, network_client
 from .errors import CloudError, azure_errors, from_azure
+from .locations import normalise_location
 
 OPERATIONS = ("create", "start", "deallocate", "delete")
 POWER_STATES = frozenset(
@@ -40,6 +41,16 @@ class VmNames:
     vm: str
     nic: str
     os_disk: str
+
+
+# Ubuntu 22.04 LTS from Canonical per Hyper-V generation (Azure Marketplace image SKUs; see
+# learn.microsoft.com/azure/virtual-machines/generation-2): a size boots only the generations
+# its resource SKU lists in HyperVGenerations.
+IMAGE_BY_GENERATION = {
+    "V2": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts-gen2:latest",
+    "V1": "Canonical:0001-com-ubuntu-server-jammy:22_04-lts:latest",
+}
+PREMIUM_SSD, STANDARD_SSD = "Premium_LRS", "StandardSSD_LRS"  # OS disk storageAccountType
 
 
 @dataclass(frozen=True)
@@ -55,9 +66,10 @@ class VmSpec:
     ssh_public_key: str
     custom_data: str
     tags: dict[str, str]
-    image: str = "microsoft-dsvm:ubuntu-hpc:2204:latest"  # publisher:offer:sku:version
+    image: str = IMAGE_BY_GENERATION["V2"]  # publisher:offer:sku:version; see image_for()
     os_disk_gb: int = 128
     spot: bool = False
+    os_disk_sku: str = PREMIUM_SSD  # storageAccountType; see SkuInfo.os_disk_sku
 
 
 @dataclass(frozen=True)
@@ -102,6 +114,20 @@ class SkuInfo:
     vcpus: int
     offered: bool
     reason: str | None
+    # From the capabilities HyperVGenerations ("V1,V2") and PremiumIO ("True"); Azure leaves
+    # them out for sizes that boot Gen1 only and take no Premium SSD.
+    hyper_v_generations: tuple[str, ...] = ("V1",)
+    premium_io: bool = False
+
+    @property
+    def image(self) -> str:
+        """The Gen2 image when the size boots Gen2, else the Gen1 one (IMAGE_BY_GENERATION)."""
+        return IMAGE_BY_GENERATION["V2" if "V2" in self.hyper_v_generations else "V1"]
+
+    @property
+    def os_disk_sku(self) -> str:
+        """Premium_LRS where the size takes Premium SSD (PremiumIO True), else StandardSSD_LRS."""
+        return PREMIUM_SSD if self.premium_io else STANDARD_SSD
 
 
 class _SendOnly(ARMPolling):
@@ -198,17 +224,39 @@ def poll(settings: AzureSettings, operation: str, *, name: str, token: str) -> P
     delete_leftovers()).
     """
     _check_operation(operation)
-    with azure_errors():
-        poller = _resumed(settings, operation, name, token, _PollOnce(settings.polling_interval))
-        poller.result()
-        if not poller.polling_method().finished():
-            return Progress(done=False)
+    try:
+        with azure_errors():
+            polling = _PollOnce(settings.polling_interval)
+            poller = _resumed(settings, operation, name, token, polling)
+            poller.result()
+            if not poller.polling_method().finished():
+                return Progress(done=False)
+    except CloudError as exc:
+        if operation == "create" and exc.status is None and exc.code == "HttpResponseError":
+            raise _provisioning_error(settings, name) or exc from exc
+        raise
     if operation == "delete":
         _delete_all(settings, _names(name), include_vm=False)
         return Progress(done=True)
     if operation == "create":
         _tag_os_disk(settings, _names(name))
     return Progress(done=True, state=get(settings, name=name))
+
+
+def _provisioning_error(settings: AzureSettings, name: str) -> CloudError | None:
+    """Azure's code and message for a VM whose create ended Failed, from its instance view
+    (status "ProvisioningState/failed/<code>", e.g. AllocationFailed). A create Azure answered
+    without Azure-AsyncOperation is polled on the VM itself, and then the SDK reports only
+    "Operation returned an invalid status 'OK'"; None when the view names no code."""
+    with azure_errors():
+        view = compute_client(settings).virtual_machines.instance_view(
+            settings.resource_group, name
+        )
+    for status in view.statuses or []:
+        parts = _text(status.code).split("/", 2)
+        if len(parts) == 3 and parts[0].lower() == "provisioningstate" and parts[2]:
+            return CloudError(parts[2], _text(status.message) or _text(status.display_status))
+    return None
 
 
 def _tag_os_disk(settings: AzureSettings, names: VmNames) -> None:
@@ -314,20 +362,24 @@ def sku_info(settings: AzureSettings, *, location: str, vm_size: str) -> SkuInfo
         )
     if sku is None:
         return SkuInfo(name=vm_size, family="", vcpus=0, offered=False, reason="NotOffered")
-    reason = _restriction(sku, _norm(location))
+    reason = _restriction(sku, normalise_location(location))
+    capabilities = {_norm(c.name): _text(c.value) for c in sku.capabilities or []}
+    generations = capabilities.get("hypervgenerations", "V1").split(",")
     return SkuInfo(
         name=_text(sku.name),
         family=_text(sku.family),
         vcpus=_vcpus(sku),
         offered=reason is None,
         reason=reason,
+        hyper_v_generations=tuple(g.strip().upper() for g in generations if g.strip()) or ("V1",),
+        premium_io=capabilities.get("premiumio", "").lower() == "true",
     )
 
 
 def _restriction(sku: Any, location: str) -> str | None:
     """Azure's reasonCode of a location restriction on the SKU, or None when unrestricted."""
     for restriction in sku.restrictions or []:
-        values = [_norm(v) for v in restriction.values_property or []]
+        values = [normalise_location(v) for v in restriction.values_property or []]
         if _norm(restriction.type) == "location" and (not values or location in values):
             return _text(restriction.reason_code) or "Restricted"
     return None
@@ -404,7 +456,7 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
         "deleteOption": "Detach",
         "caching": "ReadWrite",
         "diskSizeGB": spec.os_disk_gb,
-        "managedDisk": {"storageAccountType": "Premium_LRS"},
+        "managedDisk": {"storageAccountType": spec.os_disk_sku},
     }
     nic_ref = {"id": nic_id, "properties": {"primary": True, "deleteOption": "Detach"}}
     properties = {
@@ -512,7 +564,7 @@ def _vm_state(vm: Any, private_ip: str | None) -> VmState:
     return VmState(
         name=vm.name,
         vm_id=props.vm_id if props else None,
-        location=_text(vm.location),
+        location=normalise_location(vm.location),
         vm_size=_text(hardware.vm_size if hardware else None),
         provisioning_state=_text(props.provisioning_state if props else None) or "Unknown",
         power_state=_power_state(props.instance_view if props else None),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+import structlog
 from azure.core.credentials import AccessToken
 from azure.core.pipeline.policies import RetryPolicy, SansIOHTTPPolicy
 from azure.core.rest import HttpRequest, HttpResponse
@@ -20,6 +21,8 @@ from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.containerservice import ContainerServiceClient
 from azure.mgmt.costmanagement import CostManagementClient
 from azure.mgmt.network import NetworkManagementClient
+
+from .metrics import ArmCallMetricsPolicy
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 CREDENTIAL_MODES = ("default", "emulator")
@@ -65,6 +68,36 @@ class _EmulatorAuthPolicy(SansIOHTTPPolicy[HttpRequest, HttpResponse]):
         request.http_request.headers["Authorization"] = "Bearer emulator"
 
 
+class AzureIdsPolicy(SansIOHTTPPolicy[HttpRequest, HttpResponse]):
+    """Binds the ids of the last ARM response (x-ms-correlation-request-id and x-ms-request-id,
+    which Microsoft support asks for) into the log context (structlog contextvars), so every
+    later log line of the same request or task names the Azure call it followed; and logs
+    each response at DEBUG with its method, path and status. Never logs headers or bodies."""
+
+    def on_response(self, request: Any, response: Any) -> None:
+        headers = response.http_response.headers
+        ids = {
+            key: headers[header]
+            for key, header in (
+                ("azure_correlation_id", "x-ms-correlation-request-id"),
+                ("azure_request_id", "x-ms-request-id"),
+            )
+            if headers.get(header)
+        }
+        if ids:
+            structlog.contextvars.bind_contextvars(**ids)
+        http = request.http_request
+        _log.debug(
+            "azure response",
+            method=http.method,
+            path=urlsplit(http.url).path,
+            status=response.http_response.status_code,
+        )
+
+
+_log = structlog.get_logger("cloud.azure")
+
+
 @functools.cache
 def _default_credential() -> DefaultAzureCredential:
     """One DefaultAzureCredential per process, so both clients share its token cache."""
@@ -87,6 +120,10 @@ def _client_kwargs(settings: AzureSettings) -> dict[str, Any]:
         "retry_read": settings.retry_total,
         "retry_backoff_factor": settings.retry_backoff,
         "polling_interval": settings.polling_interval,
+        # azure-core runs it per attempt, after the retry policy: the last answer's ids win.
+        "custom_hook_policy": AzureIdsPolicy(),
+        # After the retry policy, so each attempt is counted (a retried 429 shows as throttled).
+        "per_retry_policies": [ArmCallMetricsPolicy()],
     }
     if settings.credential == "default":
         kwargs["credential"] = _default_credential()

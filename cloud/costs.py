@@ -13,8 +13,9 @@ specification/cost-management/.../examples/ResourceGroupQueryGrouping.json) is a
                     "rows": [[12.5, 20261102, "workspace", "<tag value>", "USD"], ...]}}
 
 Columns are found by name (Azure does not promise their order). UsageDate is the UTC day as the
-number yyyymmdd. A resource without the tag comes back with an empty (or null) TagKey and
-TagValue: it is reported as untagged, workspace_tag "". A page's nextLink is followed by POSTing
+number yyyymmdd. Cost of resources without the tag comes back, by design, with a null TagValue
+(TagKey the tag asked for, or empty/null): it is reported as untagged, workspace_tag "", and the
+caller counts it as unattributed cost. A page's nextLink is followed by POSTing
 the same query again with the link's $skiptoken (the SDK has no pager for this operation).
 
 Money: the SDK deserialises rows as Python floats, which cannot hold every cost Azure writes
@@ -118,13 +119,17 @@ def _cost(value: Any, where: str) -> Decimal:
 
 
 def _tag(key: Any, value: Any, tag: str, where: str) -> str:
-    if key in (None, "") and value in (None, ""):
-        return UNTAGGED
-    if not isinstance(key, str) or key.lower() != tag.lower():
+    if value in (None, "") and (key in (None, "") or _is_tag(key, tag)):
+        return UNTAGGED  # Azure's row for the cost of resources without the tag.
+    if not _is_tag(key, tag):
         raise CostFormatError(f"{where}: TagKey {key!r} is not the tag asked for, {tag!r}")
     if not isinstance(value, str) or not value:
         raise CostFormatError(f"{where}: TagValue {value!r} is not a tag value")
     return value
+
+
+def _is_tag(key: Any, tag: str) -> bool:
+    return isinstance(key, str) and key.lower() == tag.lower()  # Tag names ignore case.
 
 
 def parse_page(page: Any, *, tag: str = TAG, where: str = "page") -> tuple[list[ActualCost], str]:

@@ -30,6 +30,7 @@ from kubernetes.client import ApiClient, ApiException
 
 from .clients import LOOPBACK_HOSTS, AzureSettings, _default_credential
 from .errors import CloudError, from_azure
+from .metrics import kube_recorded
 
 AKS_SERVER_SCOPE = "6dae42f8-4368-4678-94ff-3960e28e3630/.default"  # Entra ID AKS server app
 MANAGED_BY = "gpu-workspace-portal"  # label app.kubernetes.io/managed-by
@@ -117,7 +118,15 @@ def kube_api(settings: AzureSettings, server: str, ca_data: str | None) -> ApiCl
         respect_retry_after_header=True,
         raise_on_status=False,  # The last answer reaches the caller as an ApiException.
     )
-    return ApiClient(config)
+    return _CountedApiClient(config)
+
+
+class _CountedApiClient(ApiClient):
+    """An ApiClient whose every request is counted by cloud.metrics (operation, outcome)."""
+
+    def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        parent = super().request
+        return kube_recorded(method, url, lambda: parent(method, url, *args, **kwargs))
 
 
 def from_kube(exc: ApiException) -> CloudError:

@@ -34,6 +34,8 @@ from azure.core.exceptions import AzureError
 from azure.core.pipeline.policies import HeadersPolicy, RetryPolicy, UserAgentPolicy
 from azure.core.rest import HttpRequest, HttpResponse
 
+from .locations import normalise_location
+
 Client = PipelineClient[HttpRequest, HttpResponse]
 
 DEFAULT_ENDPOINT = "https://prices.azure.com"
@@ -185,7 +187,7 @@ def _to_price(f: dict[str, Any], kind: str, where: str) -> RetailPrice:
     return RetailPrice(
         kind=kind,
         arm_sku_name=sku,
-        region=f["armRegionName"],
+        region=normalise_location(f["armRegionName"]),
         spot=kind == "vm" and (f["skuName"].endswith(" Spot") or f["meterName"].endswith(" Spot")),
         unit_price=f["retailPrice"],
         unit=f["unitOfMeasure"],

@@ -16,7 +16,7 @@ import re
 import uuid
 from dataclasses import dataclass, field
 
-from . import aks_kubeconfig, errors, faults
+from . import aks_kubeconfig, errors, faults, quirks
 from .cloud import ASYNC_KINDS, Cloud
 from .errors import ArmError
 from .kube import PoolShape, server_path
@@ -306,7 +306,7 @@ def cluster_body(cloud: Cloud, cluster: ManagedCluster) -> dict:
         aad = {"managed": True, "enableAzureRBAC": True, "tenantID": aks_kubeconfig.EMULATOR_TENANT}
         props["aadProfile"] = aad
     body = {"id": cluster.id, "name": cluster.name, "type": CLUSTER_TYPE}
-    body.update(location=cluster.location, tags=dict(cluster.tags))
+    body.update(location=quirks.shown_location(cloud, cluster.location), tags=dict(cluster.tags))
     body.update(sku={"name": "Base", "tier": "Free"}, properties=props)
     return body
 
@@ -411,7 +411,7 @@ def _create_pool(cloud: Cloud, req: Request, cluster: ManagedCluster, spec: Pool
     pool, error = add_pool(cloud, cluster, req.params["child"], spec)
     finish = lambda op: _finish_pool(cloud, cluster, pool, op.error)  # noqa: E731
     op = _start_op(cloud, pool, cluster, "PUT", finish, error=error)
-    headers = lro_headers(req, op, cloud.retry_after, location=False)
+    headers = quirks.create_headers(cloud, req, op, "aks.pool.create")
     return Response(201, pool_body(pool), headers)
 
 

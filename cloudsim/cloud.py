@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import deque
 
-from . import errors, ledger
+from . import errors, ledger, quirks
 from .agents import AgentBook
 from .entra.directory import Directory
 from .kube import KubeClusters
@@ -124,6 +124,7 @@ class Cloud:
             self.agents.reset()
             self.kube = KubeClusters()  # Kubernetes API state of each managed cluster.
             self.entra = Directory()  # Entra ID tenant and Graph directory (cloudsim.entra).
+            self.quirks = quirks.Quirks()  # Azure answers off by default (quirks.py).
 
     # --- operations -------------------------------------------------------------------------
 

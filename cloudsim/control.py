@@ -52,10 +52,28 @@ class SimControl:
         throttle, conflict, server_error, unavailable (retry_after = Retry-After seconds),
         authorization_failed (403, any op), sku_not_available, quota,
         allocation_failed, zonal_allocation_failed (the last four: vm.create/vm.update/vm.start
-        and aks.pool.create, whose allocation failure ends the pool's operation Failed).
+        and aks.pool.create, whose allocation failure ends the pool's operation Failed),
+        no_async_header (vm.create, nic.create, aks.pool.create: the 201 comes without
+        Azure-AsyncOperation, so the SDK polls the resource's provisioningState; quirks.py).
         """
         body = {"op": op, "kind": kind, "count": count, "retry_after": retry_after}
         return self._call("POST", "/_sim/faults", body)
+
+    def quirks(
+        self,
+        *,
+        display_locations: bool | None = None,
+        no_async_header_rate: float | None = None,
+        seed: int | None = None,
+    ) -> dict:
+        """Azure answers the emulator gives only when asked (cloudsim/quirks.py): locations as
+        display names ("West US 2"), creates without Azure-AsyncOperation at a seeded rate."""
+        body = {
+            "display_locations": display_locations,
+            "no_async_header_rate": no_async_header_rate,
+        }
+        body = {k: v for k, v in body.items() if v is not None}
+        return self._call("POST", "/_sim/quirks", body | ({} if seed is None else {"seed": seed}))
 
     def set_capacity(self, location: str, vm_size: str, available: int) -> dict:
         """Allow exactly `available` more allocations of the size in the location from now on."""

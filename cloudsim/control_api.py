@@ -6,13 +6,17 @@ POST /_sim/capacity               {"location", "vm_size", "available"}  (free sl
 POST /_sim/quota                  {"location", "family", "limit"}      ("cores" = regional,
                                   "lowPriorityCores" = the regional Spot quota, default 350)
 POST /_sim/skus/restrict          {"location", "vm_size", "restricted"=true}
+POST /_sim/quirks                 {"display_locations"?, "no_async_header_rate"?, "seed"?}
+                                  (Azure answers the emulator gives only when asked: quirks.py)
+GET  /_sim/quirks                 -> those settings
 POST /_sim/latency                {"seconds"?, "retry_after"?}
 POST /_sim/vms/evict              {"vm", "resource_group"?}            (evict a running Spot VM)
 POST /_sim/aks/clusters           {"subscription", "resource_group", "name", "location"="eastus"}
                                   (an AKS cluster that already exists: Succeeded, with a System
                                   pool "nodepool1" of one Standard_D4ds_v5) -> the ManagedCluster
 GET  /_sim/state                  -> see Cloud.snapshot()
-GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status"}]}
+GET  /_sim/requests               -> {"requests": [{"t", "method", "path", "status",
+                                      "correlation_id"}]}
 POST /_sim/agents/profile         {"vm", "profile", "spike_every"?}   (VM created or not yet;
                                   "vm" may name a pod's StatefulSet, e.g. "ws-<12 hex>")
 POST /_sim/agents/default         {"profile"}                          (VMs without their own)
@@ -48,7 +52,7 @@ of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbe
 import time
 from decimal import Decimal, InvalidOperation
 
-from . import aks, costs, prices, spot
+from . import aks, costs, prices, quirks, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .entra import control as entra_control
@@ -91,8 +95,11 @@ def _faults(cloud: Cloud, body: dict) -> Response:
     retry_after = _field(body, "retry_after", int, default=0)
     if op not in FAULT_OPS:
         raise _bad(f"Unknown op '{op}'. Known: {', '.join(sorted(FAULT_OPS))}.")
-    if kind not in SYNC_KINDS | ASYNC_KINDS:
-        raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(SYNC_KINDS | ASYNC_KINDS))}.")
+    known = SYNC_KINDS | ASYNC_KINDS | quirks.FAULT_KINDS
+    if kind not in known:
+        raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(known))}.")
+    if kind in quirks.FAULT_KINDS and op not in quirks.CREATE_OPS:
+        raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(quirks.CREATE_OPS))}.")
     if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
     for module in (prices, costs, entra_control):
@@ -310,6 +317,7 @@ def _entra(action):
 
 
 ROUTES |= {key: _entra(action) for key, action in entra_control.ROUTES.items()}
+ROUTES |= quirks.ROUTES
 
 
 def handle(cloud: Cloud, req: Request) -> Response:

@@ -14,13 +14,14 @@ The answer is a table of the days from..to (UTC), clipped to now:
      "eTag": null, "properties": {"nextLink": null | "<this URL>&$skiptoken=...",
      "columns": [{<cost name>, Number}, {UsageDate, Number}, {TagKey, String},
                  {TagValue, String}, {Currency, String}],
-     "rows": [[cost, yyyymmdd, "workspace" | "", "<value>" | "", "USD"], ...]}}
+     "rows": [[cost, yyyymmdd, "workspace", "<value>" | null, "USD"], ...]}}
 Each row is what the ledger's usages (ledger.py) cost that UTC day under one tag value: VM
 compute at the book's hourly Linux price for its size and region (its Spot price when the VM's
 priority is Spot), managed disks at their tier's monthly price / 730 per hour, each at the
 price in effect at each moment (the Retail Prices book, prices.py). Resources without the tag
-are one untagged row a day (TagKey and TagValue ""). Rows are at most Cloud.cost_page_size a
-page; nextLink repeats the query with a $skiptoken (POST the same body again).
+are one untagged row a day: TagKey the tag asked for and TagValue null, as Azure answers
+(the null is by design). Rows are at most Cloud.cost_page_size a page; nextLink repeats the
+query with a $skiptoken (POST the same body again).
 
 Knobs (control_api.py): per tag value, a multiplier and an extra charge per day with usage,
 so tests can make Azure disagree with the portal. Faults for op "cost.query": throttle (429 with
@@ -280,7 +281,7 @@ def _rows(costs: dict, cost_name: str, tag: str | None) -> tuple[list, list]:
     for (day, value), cost in sorted(costs.items()):
         row = [float(cost.quantize(WIRE_PLACES)), int(day.strftime("%Y%m%d"))]
         if tag is not None:
-            row += [tag if value else "", value]
+            row += [tag, value or None]  # Azure sends null for cost without the tag.
         rows.append([*row, "USD"])
     return columns, rows
 

@@ -95,6 +95,28 @@ def invalid_parameter(message: str, target: str) -> ArmError:
     return ArmError(400, "InvalidParameter", message, target=target)
 
 
+def generation_mismatch(size: str, generation: str) -> ArmError:
+    """400 BadRequest: the image's Hyper-V generation is not one the size boots (Azure's
+    wording for a Gen2 image on a Gen1-only size, and the reverse)."""
+    number = generation.removeprefix("V")
+    message = (
+        f"The selected VM size '{size}' cannot boot Hypervisor Generation '{number}'. If this "
+        "was a Create operation please check that the Hypervisor Generation of the Image "
+        "matches the Hypervisor Generation of the selected VM Size."
+    )
+    return ArmError(400, "BadRequest", message)
+
+
+def premium_storage_unsupported(size: str, disk: str) -> ArmError:
+    """400 BadRequest: a Premium_LRS disk on a size whose resource SKU says PremiumIO False."""
+    message = (
+        "Requested operation cannot be performed because the VM size "
+        f"{size} does not support the storage account type Premium_LRS of disk '{disk}'. "
+        "Consider updating the VM to a size that supports Premium storage."
+    )
+    return ArmError(400, "BadRequest", message)
+
+
 def sku_not_available(size: str, location: str) -> ArmError:
     """409 SkuNotAvailable, worded exactly as Azure words it."""
     message = (

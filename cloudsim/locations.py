@@ -2,7 +2,7 @@
 
 import re
 
-from . import faults, views
+from . import faults, quirks, views
 from .cloud import SPOT_QUOTA, Cloud
 from .errors import ArmError
 from .models import Operation
@@ -63,25 +63,29 @@ def _number(value: float) -> str:
 
 def _sku(cloud: Cloud, location: str, info: SizeInfo) -> dict:
     restrictions = []
+    shown = quirks.shown_location(cloud, location)
     if (location, info.name.lower()) in cloud.restricted:
         restrictions.append(
             {
                 "type": "Location",
-                "values": [location],
-                "restrictionInfo": {"locations": [location]},
+                "values": [shown],
+                "restrictionInfo": {"locations": [shown]},
                 "reasonCode": "NotAvailableForSubscription",
             }
         )
     capabilities = [("vCPUs", str(info.vcpus)), ("MemoryGB", _number(info.memory_gb))]
     capabilities += [("GPUs", str(info.gpus)), ("LowPriorityCapable", "True")]
+    # As Azure lists them: "V1,V2" and "True"/"False" strings.
+    capabilities += [("HyperVGenerations", ",".join(info.generations))]
+    capabilities += [("PremiumIO", str(info.premium_io))]
     return {
         "resourceType": "virtualMachines",
         "name": info.name,
         "tier": "Standard",
         "size": info.name.removeprefix("Standard_"),
         "family": info.family,
-        "locations": [location],
-        "locationInfo": [{"location": location, "zones": ["1", "2", "3"], "zoneDetails": []}],
+        "locations": [shown],
+        "locationInfo": [{"location": shown, "zones": ["1", "2", "3"], "zoneDetails": []}],
         "capabilities": [{"name": n, "value": v} for n, v in capabilities],
         "restrictions": restrictions,
     }

@@ -7,7 +7,7 @@ import copy
 import ipaddress
 import uuid
 
-from . import errors, faults, views
+from . import errors, faults, quirks, views
 from .cloud import Cloud
 from .errors import ArmError
 from .models import NETWORK, Nic, key_of, resource_id
@@ -86,7 +86,10 @@ def put_nic(cloud: Cloud, req: Request) -> Response:
     op = cloud.start_operation(
         "PUT", NETWORK, nic.location, req.params["sub"], nic.id, lambda op: None, duration=0
     )
-    headers = lro_headers(req, op, cloud.retry_after, location=False)
+    if created:
+        headers = quirks.create_headers(cloud, req, op, "nic.create")
+    else:
+        headers = lro_headers(req, op, cloud.retry_after, location=False)
     return Response(201 if created else 200, views.nic_body(nic), headers)
 
 

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import control_api, entra, errors, prices, router
+from . import control_api, entra, errors, prices, prometheus, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
@@ -22,6 +22,17 @@ from .skus import load_catalog
 log = logging.getLogger("cloudsim")
 
 MAX_BODY = 16 * 1024 * 1024  # Bytes; ARM itself refuses far smaller requests.
+
+
+def azure_ids(req: Request | None) -> dict[str, str]:
+    """The ids ARM puts on every response: x-ms-request-id, new each time, and
+    x-ms-correlation-request-id, the client's own when it sent one (ARM keeps it), else new.
+    /_sim/requests lists each request's correlation id."""
+    sent = req.headers.get("x-ms-correlation-request-id", "") if req else ""
+    return {
+        "x-ms-request-id": str(uuid.uuid4()),
+        "x-ms-correlation-request-id": sent[:128] or str(uuid.uuid4()),
+    }
 
 
 class App:
@@ -43,12 +54,18 @@ class App:
             self.cloud.requests.append(entry)
         if req.path.startswith("/k8s/"):
             response = kube_api.handle(self.cloud, req)
+        elif prometheus.owns(req.path):
+            response = prometheus.handle(self.cloud, req)
         elif entra.owns(req.path):
             response = self._guard(lambda: entra.handle(self.cloud, req))
         else:
             response = self._guard(lambda: self._arm(req))
+        ids = azure_ids(req)
+        for name, value in ids.items():
+            response.headers.setdefault(name, value)
         with self.cloud.lock:
             entry["status"] = response.status
+            entry["correlation_id"] = response.headers["x-ms-correlation-request-id"]
         return response
 
     def _arm(self, req: Request) -> Response:
@@ -171,8 +188,9 @@ class _Handler(BaseHTTPRequestHandler):
             self.send_header("Content-Type", "application/json; charset=utf-8")
         if response.status != 204:
             self.send_header("Content-Length", str(len(payload)))
-        self.send_header("x-ms-request-id", str(uuid.uuid4()))
-        self.send_header("x-ms-correlation-request-id", str(uuid.uuid4()))
+        for name, value in azure_ids(None).items():  # /_sim answers: App.handle set none.
+            if name not in response.headers:
+                self.send_header(name, value)
         for name, value in response.headers.items():
             self.send_header(name, value)
         self.end_headers()

@@ -2,7 +2,11 @@
 (vGPU) NVadsA10 v5 sizes of data/azure_fractional_gpu_vms.csv.
 
 A size exists in a location iff the CSV has a row for (InstanceType, Region). Each size belongs to
-a quota family, named exactly as Azure names it in the usages API.
+a quota family, named exactly as Azure names it in the usages API. Its Hyper-V generations come
+from the CSV's Generation column ("V1", "V2" or "V1,V2"); whether it takes Premium SSD
+(PremiumIO) from Microsoft's VM size naming conventions: an "s" among the additive features
+after the vCPU count (NC24ads_A100_v4, NC6s_v3, ND40rs_v2) means premium storage capable
+(learn.microsoft.com/azure/virtual-machines/vm-naming-conventions).
 """
 
 import csv
@@ -45,6 +49,31 @@ class SizeInfo:
     gpus: int
     family: str
     gpu_model: str = ""
+    generations: tuple[str, ...] = (
+        "V1",
+        "V2",
+    )  # Hyper-V generations it boots, as Azure spells them
+    premium_io: bool = True  # Premium SSD (Premium_LRS) disks may be attached
+
+
+def premium_io_for(size: str) -> bool:
+    """Whether Azure lists PremiumIO True for the size: an "s" among its additive features
+    ("Standard_NC24ads_A100_v4" -> True, "Standard_NC6" and "Standard_NC24r" -> False)."""
+    match = re.match(r"Standard_[A-Z]+\d+([a-z]*)", size)
+    return bool(match and "s" in match.group(1))
+
+
+def image_generation(image: dict) -> str | None:
+    """The Hyper-V generation of a marketplace imageReference, "V1" or "V2", as far as the
+    emulator knows it: Microsoft names Gen2 image SKUs with "gen2" (Canonical
+    "22_04-lts-gen2"), and Canonical's "0001-com-ubuntu-server-*" SKUs without it are Gen1.
+    None for anything else (no check)."""
+    sku = str(image.get("sku") or "").lower()
+    if "gen2" in sku:
+        return "V2"
+    if "gen1" in sku or str(image.get("offer") or "").lower().startswith("0001-com-ubuntu"):
+        return "V1"
+    return None
 
 
 def family_for(size: str) -> str | None:
@@ -110,7 +139,14 @@ def _size_from_row(row: dict[str, str]) -> SizeInfo | None:
         gpus=gpus,
         family=family,
         gpu_model=(row.get("AcceleratorName") or "").strip(),
+        generations=_generations(row.get("Generation")),
+        premium_io=premium_io_for(name),
     )
+
+
+def _generations(value: str | None) -> tuple[str, ...]:
+    found = tuple(g.strip().upper() for g in (value or "").split(",") if g.strip())
+    return found or ("V1",)  # Azure: a size without HyperVGenerations boots Gen1 only.
 
 
 def load_catalog(path: str | Path | None = None) -> Catalog:

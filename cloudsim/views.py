@@ -2,6 +2,7 @@
 
 import copy
 
+from . import quirks
 from .cloud import Cloud
 from .models import VM, Disk, Nic, Operation, iso
 
@@ -55,7 +56,8 @@ def vm_body(cloud: Cloud, vm: VM, expand: bool = False) -> dict:
     props["timeCreated"] = iso(vm.created)
     if expand:
         props["instanceView"] = instance_view(cloud, vm)
-    body = {"id": vm.id, "name": vm.name, "type": VM_TYPE, "location": vm.location}
+    location = quirks.shown_location(cloud, vm.location)
+    body = {"id": vm.id, "name": vm.name, "type": VM_TYPE, "location": location}
     body.update({"tags": dict(vm.tags), "properties": props})
     if vm.zones:
         body["zones"] = list(vm.zones)

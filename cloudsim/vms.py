@@ -10,12 +10,12 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from . import disks, errors, faults, spot, views, vm_resize
+from . import disks, errors, faults, quirks, spot, views, vm_resize
 from .cloud import Cloud
 from .errors import ArmError
 from .models import COMPUTE, SPOT_PRIORITIES, VM, key_of, resource_id
 from .protocol import Request, Response, dig, lro_headers
-from .skus import SizeInfo, normalize_location
+from .skus import SizeInfo, image_generation, normalize_location
 
 
 @dataclass
@@ -205,8 +205,21 @@ def _new_vm(req: Request, spec: VmSpec, size: SizeInfo) -> VM:
     )
 
 
+def _check_boot(spec: VmSpec, size: SizeInfo, disk_name: str) -> None:
+    """Validation step 3b: the image's Hyper-V generation is one the size boots and a
+    Premium_LRS OS disk goes only on a size with PremiumIO (its resource SKU's capabilities)."""
+    image = dig(spec.properties, "storageProfile", "imageReference") or {}
+    generation = image_generation(image)
+    if generation is not None and generation not in size.generations:
+        raise errors.generation_mismatch(size.name, generation)
+    disk_sku = dig(spec.properties, "storageProfile", "osDisk", "managedDisk", "storageAccountType")
+    if str(disk_sku or "").lower() == "premium_lrs" and not size.premium_io:
+        raise errors.premium_storage_unsupported(size.name, disk_name)
+
+
 def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     size = _offered_size(cloud, spec)
+    _check_boot(spec, size, disks.os_disk_name(spec.properties, req.params["name"]))
     spot = spec.properties.get("priority") in SPOT_PRIORITIES
     cloud.check_quota(req.params["sub"], spec.location, size, spot=spot)  # Validation step 4.
     vm = _new_vm(req, spec, size)
@@ -217,7 +230,7 @@ def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     _bind_nics(cloud, vm, spec.nic_refs)
     disks.create_os_disk(cloud, vm)
     op = _start_op(cloud, vm, "PUT", error, lambda op: _finish_boot(vm, op))
-    headers = lro_headers(req, op, cloud.retry_after, location=False)
+    headers = quirks.create_headers(cloud, req, op, "vm.create")
     return Response(201, views.vm_body(cloud, vm), headers)
 
 

@@ -1,9 +1,11 @@
-"""The Celery app and the one beat schedule."""
+"""The Celery app, the one beat schedule, and the signals /metrics reads."""
 
 import os
+import time
 
 from celery import Celery
 from celery.schedules import crontab
+from celery.signals import before_task_publish, task_postrun, worker_init
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -57,6 +59,16 @@ def _beat_schedule(sender, **kwargs):
             "task": "billing.tasks.sync_actual_costs",
             "schedule": crontab(hour=settings.ACTUAL_COSTS_SYNC_HOUR, minute=20),  # UTC
         },
+        # Right-sizing reads 30 days of telemetry: once a day is fresh enough, after the hourly
+        # downsample; the digest goes to team admins on Monday morning (UTC).
+        "refresh-recommendations": {
+            "task": "billing.tasks.refresh_recommendations",
+            "schedule": crontab(hour=4, minute=40),  # UTC
+        },
+        "savings-digest": {
+            "task": "billing.tasks.send_savings_digest",
+            "schedule": crontab(day_of_week="mon", hour=7, minute=0),  # UTC
+        },
         "entra-sync": {
             "task": "teams.tasks.entra_sync",
             "schedule": settings.ENTRA_SYNC_SECONDS,
@@ -66,3 +78,42 @@ def _beat_schedule(sender, **kwargs):
             "schedule": 600.0,
         },
     }
+
+
+@before_task_publish.connect
+def _stamp_sent_at(headers=None, **kwargs):
+    """Stamp each task message with its send time (Unix seconds), from which /metrics tells
+    the age of the oldest waiting task (portal/metrics_collectors.py)."""
+    if headers is not None:
+        headers.setdefault("portal_sent_at", time.time())
+
+
+@task_postrun.connect
+def _beat_job_ran(sender=None, **kwargs):
+    """Mark when a beat job last ran (common.metrics.beat_job_record), for /metrics' time
+    since each beat job ran: in the cache, shared by every worker."""
+    name = getattr(sender, "name", None)
+    if name and name in {entry["task"] for entry in app.conf.beat_schedule.values()}:
+        from common.metrics import beat_job_record  # the app registry is ready in a worker
+
+        beat_job_record(task=name)
+
+
+@worker_init.connect
+def _serve_worker_metrics(**kwargs):
+    """With METRICS_WORKER_PORT set, serve this worker's counters (idle actions, Azure and
+    Kubernetes calls) on that port for Prometheus, for a worker that shares no
+    PROMETHEUS_MULTIPROC_DIR with the web process (a pod of its own on AKS). That port has no
+    token: keep it inside the cluster's network (docs/operations.md, "Metrics")."""
+    port = os.environ.get("METRICS_WORKER_PORT", "").strip()
+    if not port:
+        return
+    from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_http_server
+
+    registry = REGISTRY
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)
+    start_http_server(
+        int(port), addr=os.environ.get("METRICS_WORKER_ADDR", "0.0.0.0"), registry=registry
+    )

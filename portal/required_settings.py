@@ -10,6 +10,8 @@ test suite on PostgreSQL, the benchmarks, `make run` with DATABASE_URL) keep the
 SECRET_KEY is checked apart, for every deployment but the embedded default (secret_key.py).
 """
 
+import hashlib
+import re
 from collections.abc import Mapping
 
 from django.core.exceptions import ImproperlyConfigured
@@ -39,3 +41,18 @@ def require_production_settings(
             f"{', '.join(missing)} must be set in production (docs/operations.md, 'Configuration "
             f"(production)'). Without them {reasons}."
         )
+
+
+def metrics_token_sha256(*, token: str, sha256: str) -> str:
+    """The SHA-256 (hex) of /metrics' bearer token: of ``token`` (METRICS_TOKEN), else
+    ``sha256`` (METRICS_TOKEN_SHA256) as given; "" when neither is set (metrics off). Raises
+    ImproperlyConfigured for a token under 16 characters or a digest that is not 64 hex digits;
+    the error never repeats the value."""
+    token, sha256 = token.strip(), sha256.strip().lower()
+    if token:
+        if len(token) < 16:
+            raise ImproperlyConfigured("METRICS_TOKEN must be at least 16 characters long.")
+        return hashlib.sha256(token.encode()).hexdigest()
+    if sha256 and not re.fullmatch(r"[0-9a-f]{64}", sha256):
+        raise ImproperlyConfigured("METRICS_TOKEN_SHA256 must be 64 hexadecimal digits.")
+    return sha256

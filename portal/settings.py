@@ -14,10 +14,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
+from portal.logs import logging_config
 from portal.password_login import password_login
-from portal.required_settings import require_production_settings
+from portal.required_settings import metrics_token_sha256, require_production_settings
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
+from portal.sentry import sentry_init
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -49,6 +52,10 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First, so that the latency it records (per view, /metrics) covers every other middleware.
+    "portal.middleware.RequestMetricsMiddleware",
+    # First: every later middleware's and view's log lines carry the request id.
+    "common.request_id.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -168,13 +175,17 @@ X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_AGE = env.int("SESSION_COOKIE_AGE", default=12 * 3600)
 SESSION_EXPIRE_AT_BROWSER_CLOSE = env.bool("SESSION_EXPIRE_AT_BROWSER_CLOSE", default=True)
 
-LOGGING = {
-    "version": 1,
-    "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
-    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
-    "loggers": {"azure": {"level": "WARNING"}},
-}
+# Structured logs (portal/logs.py): "json", one object a line with request_id, workspace_id and
+# azure_correlation_id where known, the default; "console", readable lines (`make run` sets it).
+LOG_FORMAT = env.str("LOG_FORMAT", default="json")
+LOGGING = logging_config(log_format=LOG_FORMAT, level=env.str("LOG_LEVEL", default="INFO"))
+# Errors to Sentry when set (portal/sentry.py; no personal data is sent).
+SENTRY_DSN = env.str("SENTRY_DSN", default="")
+sentry_init(
+    dsn=SENTRY_DSN,
+    environment=env.str("SENTRY_ENVIRONMENT", default="production"),
+    traces_sample_rate=env.float("SENTRY_TRACES_SAMPLE_RATE", default=0.0),
+)
 
 PORTAL_PORT = env.int("PORTAL_PORT", default=8000)
 # The portal's own address, as workspaces' agents reach it.
@@ -241,6 +252,16 @@ CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Any number of beats may run: the one holding a database lease sends (portal/beat.py). It
+# renews every third of BEAT_LEASE_SECONDS; a standby tries every BEAT_LEASE_POLL_SECONDS, so a
+# killed leader is replaced within lease + poll seconds (docs/operations.md, "Beat").
+CELERY_BEAT_SCHEDULER = "portal.beat:LeaderScheduler"
+BEAT_LEASE_SECONDS = env.float("BEAT_LEASE_SECONDS", default=30.0)
+BEAT_LEASE_POLL_SECONDS = env.float("BEAT_LEASE_POLL_SECONDS", default=BEAT_LEASE_SECONDS / 3)
+if not (0 < BEAT_LEASE_SECONDS <= 3600 and 0 < BEAT_LEASE_POLL_SECONDS <= BEAT_LEASE_SECONDS):
+    raise ImproperlyConfigured(
+        "BEAT_LEASE_SECONDS must be in (0, 3600] and BEAT_LEASE_POLL_SECONDS in (0, lease]"
+    )
 # Invites naming no account that one person may send within an hour before their invites are
 # paused (teams.memberships.membership_invite): a team admin cannot probe for accounts in bulk.
 TEAM_INVITE_MISSES_PER_HOUR = env.int("TEAM_INVITE_MISSES_PER_HOUR", default=10)
@@ -335,6 +356,12 @@ AZURE_RETRY_BACKOFF = env.float("AZURE_RETRY_BACKOFF", default=0.8)
 AZURE_POLLING_INTERVAL = env.float(
     "AZURE_POLLING_INTERVAL", default=1.0 if AZURE_CREDENTIAL == "emulator" else 5.0
 )
+# The Prometheus HTTP API that scrapes the NVIDIA DCGM exporter on the AKS clusters (for example
+# Azure Monitor managed Prometheus's query endpoint, or http://prometheus:9090). Unset: namespace
+# workspaces are busy while a pod holding GPUs runs; set: while DCGM sees their GPUs used
+# (clusters/dcgm.py). The emulator serves one at <emulator>/prometheus.
+PROMETHEUS_URL = env.str("PROMETHEUS_URL", default="")
+PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)  # Seconds per query.
 # Seconds between Azure quota and SKU re-checks of a requested workspace that waits for them.
 AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
 # Seconds between looks at a MIG pod waiting for a free slice (it starts by itself once bound).
@@ -389,3 +416,14 @@ PASSWORD_LOGIN = password_login(
     entra_tenant_id=ENTRA_TENANT_ID,
     entra_client_id=ENTRA_CLIENT_ID,
 )
+
+# --- Metrics (portal/metrics.py, docs/operations.md "Metrics") ---------------------------------
+# /metrics wants "Authorization: Bearer <METRICS_TOKEN>"; without a token it answers 404. Only the
+# token's SHA-256 stays in settings (METRICS_TOKEN_SHA256 may be given instead of the token).
+METRICS_TOKEN_SHA256 = metrics_token_sha256(
+    token=env.str("METRICS_TOKEN", default=""),
+    sha256=env.str("METRICS_TOKEN_SHA256", default=""),
+)
+# Seconds a scrape's month-to-date spend and GPU-hours per team are reused (0: computed at every
+# scrape); the spend pages themselves always compute them afresh.
+METRICS_SPEND_CACHE_SECONDS = env.int("METRICS_SPEND_CACHE_SECONDS", default=60)

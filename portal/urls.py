@@ -3,7 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
-from portal import health
+from portal import health, metrics
 from teams import entra_views
 from workspaces import api
 from workspaces.sizing import views as sizing_views
@@ -11,6 +11,7 @@ from workspaces.sizing import views as sizing_views
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
     path("healthz", health.healthz, name="healthz"),
+    path("metrics", metrics.metrics, name="metrics"),
     path("accounts/login/", entra_views.LoginView.as_view(), name="login"),
     path("accounts/entra/login/", entra_views.entra_login, name="entra-login"),
     path("accounts/entra/callback/", entra_views.entra_callback, name="entra-callback"),

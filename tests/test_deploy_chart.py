@@ -29,6 +29,7 @@ MODELS = {
     "ServiceAccount": "V1ServiceAccount",
     "PodDisruptionBudget": "V1PodDisruptionBudget",
     "HorizontalPodAutoscaler": "V2HorizontalPodAutoscaler",
+    "NetworkPolicy": "V1NetworkPolicy",
 }
 
 
@@ -161,15 +162,19 @@ def test_service_monitor_scrapes_metrics_with_the_bearer_token_from_the_secret()
     assert monitor["spec"]["selector"]["matchLabels"].items() <= service["spec"]["selector"].items()
 
 
-def test_two_beats_are_refused_without_the_lock_and_allowed_with_it():
-    with pytest.raises(Exception, match="beat.lock.enabled"):
-        _render({"beat": {"replicas": 2}})
-    assert _one(_render(), "Deployment", "-beat")["spec"]["strategy"]["type"] == "Recreate"
-    beat = _one(
-        _render({"beat": {"replicas": 2, "lock": {"enabled": True}}}), "Deployment", "-beat"
-    )
-    assert beat["spec"]["replicas"] == 2
-    assert beat["spec"]["strategy"]["type"] == "RollingUpdate"
+def test_beat_runs_one_by_default_and_two_for_fail_over():
+    assert _one(_render(), "Deployment", "-beat")["spec"]["replicas"] == 1
+    assert _one(_render({"beat": {"replicas": 2}}), "Deployment", "-beat")["spec"]["replicas"] == 2
+
+
+def test_worker_metrics_are_scraped_and_reachable_only_from_prometheus():
+    docs = _render()
+    worker = _one(docs, "Deployment", "-worker")["spec"]["template"]["spec"]["containers"][0]
+    assert worker["ports"] == [{"name": "metrics", "containerPort": 9808}]
+    assert {"name": "METRICS_WORKER_PORT", "value": "9808"} in worker["env"]
+    assert _one(docs, "PodMonitor")["spec"]["podMetricsEndpoints"][0]["port"] == "metrics"
+    policy = _one(docs, "NetworkPolicy")["spec"]
+    assert policy["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"]
 
 
 def test_an_existing_secret_replaces_key_vault():
@@ -195,7 +200,7 @@ def fake_bin(tmp_path):
     [
         (
             "web",
-            "gunicorn portal.asgi:application -k uvicorn_worker.UvicornWorker --bind 0.0.0.0:9000",
+            "gunicorn -c portal/gunicorn_conf.py portal.asgi:application",
         ),
         ("worker", "celery -A portal worker"),
         ("beat", "celery -A portal beat"),
@@ -215,6 +220,8 @@ def test_the_entrypoint_starts_the_process_its_argument_names(fake_bin, tmp_path
         ["sh", str(ENTRYPOINT), role], env=env, capture_output=True, text=True, check=True
     )
     assert result.stdout.startswith(expected)
+    if role == "web":  # on every address, at the port the chart's probes and Service use
+        assert "--bind 0.0.0.0:9000" in result.stdout
     # A previous run's multiprocess files are gone, so they are not counted twice.
     assert not list((tmp_path / "prom").iterdir())
 
@@ -235,7 +242,7 @@ def test_the_containerfile_builds_a_non_root_image_that_checks_healthz():
     "values",
     [
         {"wrker": {"replicas": 3}},  # a misspelt key is refused, not ignored
-        {"beat": {"replicas": 3, "lock": {"enabled": True}}},
+        {"beat": {"replicas": 3}},
         {"config": {"SECRET_KEY": "in plain values"}},  # secrets come from Key Vault
         {"web": {"resources": {"requests": {"cpu": None}}}},  # null deletes the CPU request
     ],

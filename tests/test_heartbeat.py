@@ -177,9 +177,12 @@ def test_old_samples_are_folded_into_hours_and_raw_ones_kept_48_hours(cast):
     )
     assert telemetry.telemetry_downsample(now=now) == 6
     assert telemetry.telemetry_downsample(now=now) == 0  # idempotent
-    hour = ws.telemetryhour_set.get()
+    hour = ws.telemetryhour_set.get(hour=two_days_ago_10h)
     assert (hour.samples, hour.gpu_util_max, hour.gpu_util_avg) == (6, 50, 25)
     assert list(TelemetrySample.objects.values_list("gpu_util", flat=True)) == [99]
+    # The last complete hour is folded early for right-sizing, its sample kept.
+    early = ws.telemetryhour_set.get(hour=now - timedelta(hours=1))
+    assert (early.samples, early.gpu_util_max) == (1, 99)
 
 
 def _gpu(**over):

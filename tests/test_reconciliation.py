@@ -546,3 +546,26 @@ def test_a_team_lists_its_top_workspaces_the_flagged_first_and_counts_the_rest(c
     assert top(3) == (["small-off", "tiny-off", "big-ok"], 1, 0)
     assert top(1) == (["small-off"], 3, 1)
     assert top(None) == (["small-off", "tiny-off", "big-ok", "mid-ok"], 0, 0)
+
+
+@time_machine.travel(NOW, tick=False)
+def test_untagged_cost_azure_sends_with_a_null_tag_value_shows_as_not_attributed(
+    cast, sim_server, sim, client
+):
+    # Cost Management answers untagged cost as [cost, day, "workspace", null, "USD"]; one such
+    # row used to fail the whole sync. It is stored and shown as not attributed.
+    bill(
+        sim_server,
+        {"team": "vision"},
+        datetime(2026, 11, 3, tzinfo=UTC),
+        datetime(2026, 11, 3, 1, tzinfo=UTC),
+    )
+
+    result = actual_costs_sync(now=NOW)
+
+    # 1 h of the A100 at the emulator's book price, $3.673, all of it untagged.
+    assert (result.total, result.unattributed) == (Decimal("3.673"), Decimal("3.673"))
+    client.force_login(cast.platform_admin)
+    page = client.get(reverse("platform-spend-reconciliation"), headers={"HX-Request": "true"})
+    assert page.status_code == 200
+    assert 'data-testid="unattributed">$3.67<' in page.content.decode()

@@ -24,6 +24,8 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from common.client_address import client_address
+from common.request_id import HEADER as REQUEST_ID_HEADER
+from common.request_id import request_id_bind
 from workspaces import heartbeats, telemetry
 
 
@@ -81,6 +83,8 @@ def heartbeat_client(environ) -> str:
 # missing here fails `manage.py check` (workspaces/checks.py): whoever adds one decides whether
 # heartbeats need it (then route them through Django, or apply it in heartbeat_fast_path).
 FAST_PATH_SKIPS = {
+    "portal.middleware.RequestMetricsMiddleware": "heartbeats are counted by outcome in "
+    "portal_heartbeats_total (heartbeats.heartbeat_ingest), not timed per view",
     "django.middleware.security.SecurityMiddleware": "HSTS, nosniff and the https redirect "
     "are for browsers; an agent's token is sent by the time a redirect could answer",
     "whitenoise.middleware.WhiteNoiseMiddleware": "serves static files only",
@@ -96,6 +100,8 @@ FAST_PATH_SKIPS = {
     "django_htmx.middleware.HtmxMiddleware": "agents are not htmx",
     "portal.middleware.UserTimezoneMiddleware": "no user, no page times",
     "axes.middleware.AxesMiddleware": "guards the login form only",
+    "common.request_id.RequestIdMiddleware": "applied in heartbeat_fast_path itself "
+    "(request_id_bind): a refused heartbeat's log line carries its request id too",
 }
 
 
@@ -121,6 +127,7 @@ def heartbeat_fast_path(django_app):
         except ValueError:
             return django_app(environ, start_response)
         length = environ.get("CONTENT_LENGTH") or "0"
+        request_id = request_id_bind(environ.get("HTTP_X_REQUEST_ID"))
         # Django's request signals: close_old_connections listens, as for any request.
         signals.request_started.send(sender=heartbeat_fast_path, environ=environ)
         try:
@@ -141,6 +148,7 @@ def heartbeat_fast_path(django_app):
                 ("Content-Type", "application/json"),
                 ("Content-Length", str(len(body))),
                 *headers.items(),
+                (REQUEST_ID_HEADER, request_id),
             ],
         )
         return [body]

@@ -54,6 +54,7 @@ from django.db import (
 )
 from django.utils import timezone
 
+from common import metrics
 from teams.models import IdlePolicy
 from workspaces import idle, ratelimit
 from workspaces.live_topics import telemetry_changed
@@ -89,7 +90,19 @@ def heartbeat_ingest(
     those stored as new when storing in the request, else all of the heartbeat's in its time
     window and interval (duplicates are dropped when stored). Raises HeartbeatRefused: 401
     wrong token, 410 revoked or deleted, 400 bad payload, 429 too many requests (with
-    retry_after, seconds), 503 buffer full or the database failing."""
+    retry_after, seconds), 503 buffer full or the database failing. Counted in
+    common.metrics (portal_heartbeats_total, portal_heartbeat_samples_total)."""
+    try:
+        taken = _ingest(workspace_id, token, body, now, client)
+    except HeartbeatRefused as refused:
+        metrics.HEARTBEATS.labels("busy" if refused.status == 503 else "refused").inc()
+        raise
+    metrics.HEARTBEATS.labels("taken").inc()
+    metrics.HEARTBEAT_SAMPLES.inc(taken)
+    return taken
+
+
+def _ingest(workspace_id, token: str, body: bytes, now: datetime, client: str) -> int:
     heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now, client=client)
     interval = settings.AGENT_INTERVAL_SECONDS
     _throttle(workspace_id, now, interval)
@@ -365,6 +378,9 @@ def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
         gpu_mem_used_mib=s.gpu_mem_used_mib,
         interactive=s.interactive,
         cpu_percent=s.cpu_percent,
+        gpu_mem_max_mib=s.gpu_mem_max_mib,
+        gpu_mem_total_mib=s.gpu_mem_total_mib,
+        gpus_in_use=s.gpus_in_use,
     )
 
 
@@ -383,6 +399,7 @@ class HeartbeatBuffer:
         self._items: list[tuple] = []
         self._pending: Counter = Counter()  # workspace id -> its heartbeats in _items
         self._thread_pid = None if flush_thread else "never"
+        self._since: float | None = None  # Unix time the oldest queued heartbeat was taken
 
     def add(self, workspace_id, samples) -> str:
         """Queue a heartbeat; QUEUED (empty), FULL when HEARTBEAT_BUFFER_MAX heartbeats wait,
@@ -395,6 +412,9 @@ class HeartbeatBuffer:
                 return SHARE_FULL
             self._items.append((workspace_id, samples))
             self._pending[workspace_id] += 1
+            if self._since is None:
+                self._since = time.time()
+            self._publish()
             if self._thread_pid not in (os.getpid(), "never"):
                 self._thread_pid = os.getpid()
                 threading.Thread(target=self._run, name="heartbeat-flush", daemon=True).start()
@@ -409,14 +429,25 @@ class HeartbeatBuffer:
             with self._lock:
                 items, self._items = self._items, []
                 self._pending.clear()
+                since, self._since = self._since, None
+            unstored: list[tuple] = []
             if items:
                 _, unstored = heartbeats_store_isolated(batch=items, now=timezone.now())
-                self._queue_again(unstored)
+            self._queue_again(unstored, since)
         return len(items)
 
-    def _queue_again(self, items: list[tuple]) -> None:
-        """Put ``items`` back in front of what came meanwhile, as far as there is room."""
+    def _publish(self) -> None:
+        """Tell /metrics how many wait here and since when (called holding the lock)."""
+        metrics.heartbeat_buffer_state(pending=len(self._items), oldest=self._since)
+
+    def _queue_again(self, items: list[tuple], since: float | None) -> None:
+        """Put ``items`` (the oldest taken at ``since``) back in front of what came meanwhile,
+        as far as there is room."""
         with self._lock:
+            if items and since is not None:
+                self._since = min(since, self._since or since)
+            elif not self._items:
+                self._since = None
             room = max(settings.HEARTBEAT_BUFFER_MAX - len(self._items), 0)
             kept = items[len(items) - room :] if room < len(items) else items
             if len(kept) < len(items):
@@ -425,6 +456,7 @@ class HeartbeatBuffer:
                 )
             self._items[:0] = kept
             self._pending.update(workspace_id for workspace_id, _ in kept)
+            self._publish()
 
     def _run(self) -> None:
         while True:

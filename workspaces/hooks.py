@@ -76,3 +76,20 @@ def _provided(name: str) -> Callable:
         raise ImproperlyConfigured(
             f"No app provides {name} (billing registers it in BillingConfig.ready())."
         ) from None
+
+
+# What a workspace's page shows of right-sizing (billing.recommendations): billing provides it
+# in its AppConfig.ready(); without billing the page shows no panel.
+_recommendation: list[Callable] = []
+
+
+def provide_recommendation(callback: Callable) -> None:
+    """Register billing's ``callback(workspace=)`` -> the workspace's right-sizing panel (an
+    object, or None when it has none yet)."""
+    _recommendation[:] = [callback]
+
+
+def workspace_recommendation(*, workspace):
+    """The workspace's right-sizing panel as provide_recommendation says; None when no app
+    provides one."""
+    return _recommendation[0](workspace=workspace) if _recommendation else None

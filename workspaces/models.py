@@ -302,7 +302,10 @@ class WorkspaceAgent(models.Model):
 
 class TelemetrySample(models.Model):
     """One heartbeat sample, kept raw for TELEMETRY_RAW_HOURS (48) then folded into
-    TelemetryHour. Percent and MiB; ``gpu_util`` is the highest over the GPUs."""
+    TelemetryHour. Percent and MiB; ``gpu_util`` is the highest over the GPUs,
+    ``gpu_mem_used_mib`` the sum over them, ``gpu_mem_max_mib`` the fullest one's use and
+    ``gpu_mem_total_mib`` the largest one's memory (per GPU or MIG device, as NVML reports it),
+    ``gpus_in_use`` those holding at least 1 GiB (workspaces.telemetry.GPU_IN_USE_MIB)."""
 
     id = models.BigAutoField(primary_key=True)
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, db_index=False)
@@ -311,6 +314,9 @@ class TelemetrySample(models.Model):
     gpu_mem_used_mib = models.PositiveIntegerField(default=0)
     interactive = models.PositiveSmallIntegerField(default=0)
     cpu_percent = models.PositiveSmallIntegerField(null=True)
+    gpu_mem_max_mib = models.PositiveIntegerField(default=0)
+    gpu_mem_total_mib = models.PositiveIntegerField(default=0)
+    gpus_in_use = models.PositiveSmallIntegerField(default=0)
 
     class Meta:
         indexes = [models.Index(fields=["workspace", "at"])]
@@ -320,7 +326,9 @@ class TelemetrySample(models.Model):
 
 
 class TelemetryHour(models.Model):
-    """Samples older than TELEMETRY_RAW_HOURS, one row per workspace and hour (UTC)."""
+    """Samples older than TELEMETRY_RAW_HOURS, one row per workspace and hour (UTC): the
+    hour's highest of each sample's figure (TelemetrySample), MiB; None for hours folded
+    before GPU memory was kept. Right-sizing (billing.recommendations) reads them."""
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE)
     hour = models.DateTimeField()
@@ -328,10 +336,33 @@ class TelemetryHour(models.Model):
     gpu_util_avg = models.PositiveSmallIntegerField(null=True)
     gpu_util_max = models.PositiveSmallIntegerField(null=True)
     interactive_max = models.PositiveSmallIntegerField(default=0)
+    gpu_mem_max_mib = models.PositiveIntegerField(null=True, help_text="Fullest GPU, MiB")
+    gpu_mem_sum_mib = models.PositiveIntegerField(null=True, help_text="All GPUs, MiB")
+    gpu_mem_total_mib = models.PositiveIntegerField(null=True, help_text="Memory per GPU, MiB")
+    gpus_in_use_max = models.PositiveSmallIntegerField(null=True)
 
     class Meta:
         constraints = [
             models.UniqueConstraint(fields=["workspace", "hour"], name="one_row_per_hour")
+        ]
+        indexes = [
+            # Carries every figure (PostgreSQL's INCLUDE; databases without covering indexes
+            # skip it), so right-sizing reads each workspace's 30 days of hours by an
+            # index-only scan, no heap page read (billing.usage).
+            models.Index(
+                fields=["workspace", "hour"],
+                name="telemetryhour_figures",
+                include=[
+                    "samples",
+                    "gpu_util_avg",
+                    "gpu_util_max",
+                    "interactive_max",
+                    "gpu_mem_max_mib",
+                    "gpu_mem_sum_mib",
+                    "gpu_mem_total_mib",
+                    "gpus_in_use_max",
+                ],
+            )
         ]
 
     def __str__(self):
@@ -363,12 +394,26 @@ class WorkspaceExtension(models.Model):
 
 
 class Lease(models.Model):
-    """A named lease that one periodic job holds at a time (the idle sweep), taken by
-    compare-and-set on ``expires_at`` so it works on SQLite and PostgreSQL alike."""
+    """A named lease that one process holds at a time (the idle sweep, the leading Celery
+    beat), taken by compare-and-set on ``expires_at`` so it works on SQLite and PostgreSQL
+    alike; ``since``: when its holder took it (null for leases taken before it was kept)."""
 
     name = models.CharField(max_length=64, primary_key=True)
     holder = models.CharField(max_length=64, blank=True)
     expires_at = models.DateTimeField()
+    since = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return self.name
+
+
+class BeatRun(models.Model):
+    """When the leading Celery beat last sent each schedule entry (``job``: its name in
+    portal/celery.py), and which beat did: a beat that takes over continues from here."""
+
+    job = models.CharField(max_length=64, primary_key=True)
+    last_run_at = models.DateTimeField()
+    holder = models.CharField(max_length=64, blank=True)
+
+    def __str__(self):
+        return self.job

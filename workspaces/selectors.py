@@ -358,6 +358,28 @@ def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction
 team_gpu_usage = team_gpus_in_use
 
 
+def team_gpus_idle(*, quiet_since: datetime) -> dict[int, dict[str, Fraction]]:
+    """GPUs running but idle, per team and model ({team_id: {"A100": Fraction(1, 7)}}),
+    counted as team_gpus_in_use counts them: running workspaces whose agent saw no GPU or
+    interactive use since ``quiet_since`` (WorkspaceAgent.active_at; never active counts as
+    idle). What /metrics' portal_team_gpus_idle shows; one query."""
+    quiet = Q(agent__active_at__lt=quiet_since) | Q(agent__active_at__isnull=True)
+    rows = (
+        Workspace.objects.filter(quiet, status=Status.RUNNING)
+        .values("team_id", "gpu_model", "gpu_partition")
+        .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
+        .order_by()
+    )
+    idle: dict[int, dict[str, Fraction]] = {}
+    for row in rows:
+        share = gpu_share(
+            gpus=row["gpus"] or 0, slices=row["slices"] or 0, partition=row["gpu_partition"]
+        )
+        models = idle.setdefault(row["team_id"], {})
+        models[row["gpu_model"]] = models.get(row["gpu_model"], Fraction(0)) + share
+    return idle
+
+
 def quota_check(
     *,
     team: Team,

@@ -16,16 +16,18 @@ from datetime import datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.urls import reverse
 
+from common import metrics
 from teams.models import IdlePolicy, NoticeKind
 from teams.notice_text import mark
 from teams.notices import Message, notice_resolve, notice_send_many
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
+from workspaces.leases import lease_release, lease_take
 from workspaces.live_topics import telemetry_changed
-from workspaces.models import Lease, WorkspaceAgent
+from workspaces.models import WorkspaceAgent
 from workspaces.states import Status
 from workspaces.telemetry import policy_from_row
 
@@ -60,22 +62,12 @@ class Judged:
 
 def _lease_take(now: datetime) -> str | None:
     holder = uuid.uuid4().hex
-    until = now + timedelta(seconds=LEASE_SECONDS)
-    taken = Lease.objects.filter(name=LEASE, expires_at__lte=now).update(
-        holder=holder, expires_at=until
-    )
-    if taken:
-        return holder
-    try:
-        with transaction.atomic():
-            Lease.objects.create(name=LEASE, holder=holder, expires_at=until)
-    except IntegrityError:
-        return None  # another sweep holds it
-    return holder
+    taken = lease_take(name=LEASE, holder=holder, seconds=LEASE_SECONDS, now=now)
+    return holder if taken else None  # None: another sweep holds it
 
 
 def _lease_release(holder: str, now: datetime) -> None:
-    Lease.objects.filter(name=LEASE, holder=holder).update(expires_at=now)
+    lease_release(name=LEASE, holder=holder, now=now)
 
 
 COLUMNS = (
@@ -143,9 +135,21 @@ def idle_sweep(*, now: datetime) -> SweepResult:
             [j for j in judged if j.verdict.should_warn(now) and _unwarned(j)], now
         )
         result.told_silent = _tell_silent([j for j in judged if _silent_to_tell(j)], now)
+        _count(result)
         return result
     finally:
         _lease_release(holder, now)
+
+
+def _count(result: SweepResult) -> None:
+    """Add what this sweep did to /metrics' portal_idle_actions_total."""
+    for action, done in (
+        ("stopped", result.stopped),
+        ("warned", result.warned),
+        ("silence", result.told_silent),
+    ):
+        if done:
+            metrics.IDLE_ACTIONS.labels(action).inc(len(done))
 
 
 def _silent_to_tell(j: Judged) -> bool:

@@ -29,6 +29,8 @@ MAX_BODY_BYTES = 256 * 1024
 MAX_SAMPLES = 120
 MAX_GPUS = 64
 MAX_GPU_NAME = 64  # characters of a GPU's name or MIG profile
+# A GPU holding less than this is not in use: a CUDA context alone takes a few hundred MiB.
+GPU_IN_USE_MIB = 1024
 # Sample times outside these are no clock's reading; times inside but too old or too far ahead
 # for the idle policy are dropped by workspaces.heartbeats, not refused.
 EARLIEST = datetime(2000, 1, 1, tzinfo=UTC)
@@ -111,7 +113,11 @@ def agent_activity_reset(*, workspace_id) -> None:
 
 @dataclass(frozen=True)
 class ParsedSample:
-    """One validated sample: percent, MiB; ``gpus`` as shown on the workspace page."""
+    """One validated sample: percent, MiB; ``gpus`` as shown on the workspace page.
+    ``gpu_mem_used_mib`` is summed over the GPUs (or MIG devices); ``gpu_mem_max_mib`` is the
+    fullest single GPU's use and ``gpu_mem_total_mib`` the largest GPU's memory, what
+    right-sizing compares a size's memory per GPU with; ``gpus_in_use`` counts the GPUs
+    holding at least GPU_IN_USE_MIB."""
 
     at: datetime
     nvml: str
@@ -120,6 +126,9 @@ class ParsedSample:
     gpu_mem_used_mib: int
     interactive: int
     cpu_percent: int | None
+    gpu_mem_max_mib: int = 0
+    gpu_mem_total_mib: int = 0
+    gpus_in_use: int = 0
 
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
@@ -189,6 +198,9 @@ def _sample(index: int, raw) -> ParsedSample:
         gpu_mem_used_mib=sum(g["mem_used"] for g in shown),
         interactive=min(ssh + kernels, 32_767),
         cpu_percent=None if cpu is None else round(cpu),
+        gpu_mem_max_mib=max((g["mem_used"] for g in shown), default=0),
+        gpu_mem_total_mib=max((g["mem_total"] for g in shown), default=0),
+        gpus_in_use=sum(1 for g in shown if g["mem_used"] >= GPU_IN_USE_MIB),
     )
 
 
@@ -270,23 +282,43 @@ def policy_from_row(row) -> idle.Policy:
     )
 
 
+# Hourly, the complete hours this far back are folded early too (their samples kept), so
+# TelemetryHour is current to the last hour for right-sizing (billing.usage), which then reads
+# no raw sample; 2 hours covers one missed run. Samples arriving later for an hour folded early
+# (an agent's backlog) count once the hour is folded again at TELEMETRY_RAW_HOURS.
+EARLY_FOLD_HOURS = 2
+
+
 def telemetry_downsample(*, now: datetime) -> int:
     """Fold raw samples older than TELEMETRY_RAW_HOURS (whole hours, UTC) into one
     TelemetryHour per workspace and hour, then delete them; returns how many were folded.
-    Idempotent: an hour folded twice is replaced, not doubled."""
-    from django.db.models import Avg, Count, Max
+    The complete hours of the last EARLY_FOLD_HOURS are folded too, their samples kept.
+    Idempotent: an hour folded twice is replaced, not doubled. One pass over the samples."""
+    from django.db.models import Avg, Count, Max, Q
     from django.db.models.functions import TruncHour
 
     from workspaces.models import TelemetryHour
 
+    this_hour = now.replace(minute=0, second=0, microsecond=0)
     cutoff = (now - timedelta(hours=settings.TELEMETRY_RAW_HOURS)).replace(
         minute=0, second=0, microsecond=0
     )
+    early = Q(at__gte=this_hour - timedelta(hours=EARLY_FOLD_HOURS), at__lt=this_hour)
     old = TelemetrySample.objects.filter(at__lt=cutoff)
     rows = (
-        old.annotate(hour=TruncHour("at"))
+        TelemetrySample.objects.filter(Q(at__lt=cutoff) | early)
+        .annotate(hour=TruncHour("at"))
         .values("workspace_id", "hour")
-        .annotate(n=Count("id"), avg=Avg("gpu_util"), top=Max("gpu_util"), inter=Max("interactive"))
+        .annotate(
+            n=Count("id"),
+            avg=Avg("gpu_util"),
+            top=Max("gpu_util"),
+            inter=Max("interactive"),
+            mem_max=Max("gpu_mem_max_mib"),
+            mem_sum=Max("gpu_mem_used_mib"),
+            mem_total=Max("gpu_mem_total_mib"),
+            in_use=Max("gpus_in_use"),
+        )
     )
     hours = [
         TelemetryHour(
@@ -296,6 +328,10 @@ def telemetry_downsample(*, now: datetime) -> int:
             gpu_util_avg=None if r["avg"] is None else round(r["avg"]),
             gpu_util_max=r["top"],
             interactive_max=r["inter"] or 0,
+            gpu_mem_max_mib=r["mem_max"],
+            gpu_mem_sum_mib=r["mem_sum"],
+            gpu_mem_total_mib=r["mem_total"],
+            gpus_in_use_max=r["in_use"],
         )
         for r in rows
     ]
@@ -304,7 +340,16 @@ def telemetry_downsample(*, now: datetime) -> int:
             hours,
             update_conflicts=True,
             unique_fields=["workspace", "hour"],
-            update_fields=["samples", "gpu_util_avg", "gpu_util_max", "interactive_max"],
+            update_fields=[
+                "samples",
+                "gpu_util_avg",
+                "gpu_util_max",
+                "interactive_max",
+                "gpu_mem_max_mib",
+                "gpu_mem_sum_mib",
+                "gpu_mem_total_mib",
+                "gpus_in_use_max",
+            ],
         )
         folded, _ = old.delete()
     return folded

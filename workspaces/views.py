@@ -271,12 +271,28 @@ def workspace_detail(request, pk):
     if not request.htmx:
         context.update(_telemetry_context(request, workspace))
         context["cost"] = hooks.workspace_cost(workspace=workspace, now=timezone.now())
+        context["rightsizing"] = panel = hooks.workspace_recommendation(workspace=workspace)
+        context["resize_url"] = _advice_resize_url(request, workspace, panel)
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:
             response.status_code = HttpResponseStopPolling.status_code
         return response
     return render(request, "workspaces/detail.html", context)
+
+
+def _advice_resize_url(request, workspace, panel) -> str:
+    """Where the right-sizing panel's Resize button posts its target: the Resize action, when
+    the advice names a size of the workspace's own kind (a VM to a VM size, a MIG slice to a
+    profile) and the user may resize it now; "" hides the button."""
+    advice = getattr(panel, "recommendation", None)
+    if advice is None or not advice.target or advice.target_kind != workspace.kind:
+        return ""
+    if not (workspace.can_resize and workspace.backend.resizable):
+        return ""
+    if not request.user.has_perm("workspaces.resize_workspace", workspace):
+        return ""
+    return reverse("workspaces:resize", args=[workspace.pk])
 
 
 @login_required

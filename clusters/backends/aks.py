@@ -74,6 +74,7 @@ class AksBackend:
     where = "the cluster"
     error_source = "Kubernetes or Azure"
     stop_label = "Stop"
+    spot_capable = False  # its nodes are the pool's, never a Spot VM of its own
     resizable = False
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}

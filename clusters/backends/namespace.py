@@ -2,7 +2,8 @@
 RoleBinding of ``edit`` for the team's Entra ID group and a NetworkPolicy.
 
 It counts its GPU quota (whole GPUs) against the team's quota and costs quota / GPUs per node
-of the node price while running. Kubernetes is its agent: the idle evidence is how many pods
+of the node price while running. Kubernetes is its agent: the idle evidence is the GPU use the
+DCGM exporter reports through Prometheus when PROMETHEUS_URL is set, else how many pods
 requesting GPUs run in it (idle_evidence). Errors raised: CloudError.
 """
 
@@ -13,7 +14,9 @@ from datetime import datetime
 
 from cloud import kube
 from cloud.errors import CloudError
+from cloud.prometheus import NamespaceGpuUse
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from teams.models import Team
 from workspaces import telemetry
@@ -79,14 +82,22 @@ class NamespaceBackend(AksBackend):
         return workspace.gpu_count, workspace.node_pool.gpus_per_node
 
     def idle_evidence(self, now: datetime) -> list[tuple[object, list[ParsedSample]]]:
-        """One sample per running namespace: GPU utilisation 100 % while a pod in it that
+        """One sample per running namespace. With PROMETHEUS_URL (clusters.dcgm): the GPU
+        utilisation and memory DCGM sees in it, so a pod that holds GPUs without using them
+        is idle. Otherwise, or for a namespace DCGM does not see: 100 % while a pod in it that
         requests GPUs runs, else 0 % (one Kubernetes list per namespace). A cluster that does
         not answer is logged and skipped: its namespaces get no sample, as a silent agent."""
         running = Workspace.objects.filter(kind=self.kind, status=Status.RUNNING).select_related(
             "node_pool__cluster"
         )
+        use = dcgm_use_read()
         batch = []
         for workspace in running:
+            cluster = workspace.node_pool.cluster.name
+            seen = dcgm_use_of(use, cluster=cluster, namespace=workspace.namespace) if use else None
+            if seen is not None:
+                batch.append((workspace.pk, [_dcgm_sample(seen, now)]))
+                continue
             try:
                 api = kube_api(workspace.node_pool)
                 pods = kube.namespace_gpu_pods(api, name=workspace.namespace)
@@ -95,6 +106,18 @@ class NamespaceBackend(AksBackend):
                 continue
             batch.append((workspace.pk, [_sample(pods, now)]))
         return batch
+
+
+def _dcgm_sample(seen: NamespaceGpuUse, now: datetime) -> ParsedSample:
+    return ParsedSample(
+        at=now,
+        nvml=f"DCGM: {seen.devices} GPU device{'s' if seen.devices != 1 else ''} in use by pods",
+        gpus=[],
+        gpu_util=seen.gpu_util,
+        gpu_mem_used_mib=seen.fb_used_mib,
+        interactive=0,
+        cpu_percent=None,
+    )
 
 
 def _sample(pods: int, now: datetime) -> ParsedSample:

@@ -23,7 +23,8 @@ case "$role" in
         # --forwarded-allow-ips '': uvicorn trusts no X-Forwarded-*; the portal reads them
         # itself, TRUSTED_PROXY_COUNT deep (portal/settings.py). --no-control-socket: gunicorn's
         # control socket would go under $HOME (/app, read-only) and nothing here uses it.
-        exec gunicorn portal.asgi:application -k uvicorn_worker.UvicornWorker \
+        # -c: drops a dead worker's live gauges from the metrics files (portal/gunicorn_conf.py).
+        exec gunicorn -c portal/gunicorn_conf.py portal.asgi:application -k uvicorn_worker.UvicornWorker \
             --bind "0.0.0.0:${PORTAL_PORT:-8000}" --workers "${WEB_CONCURRENCY:-2}" \
             --graceful-timeout "${GRACEFUL_TIMEOUT:-20}" --forwarded-allow-ips '' \
             --no-control-socket --access-logfile - "$@" ;;

@@ -72,7 +72,11 @@ def test_create_sends_tags_cloud_init_and_ssh_key_and_no_public_ip(azure, contro
     )
     assert os_disk.managed_disk.storage_account_type == "Premium_LRS"
     image = props.storage_profile.image_reference
-    assert (image.publisher, image.offer, image.sku) == ("microsoft-dsvm", "ubuntu-hpc", "2204")
+    assert (image.publisher, image.offer, image.sku) == (
+        "Canonical",
+        "0001-com-ubuntu-server-jammy",
+        "22_04-lts-gen2",
+    )
 
     # No public IP anywhere: none created, none on the NIC, no inline NIC configuration.
     assert arm_requests(control, contains="publicIPAddresses") == []

@@ -112,6 +112,17 @@ def test_resources_without_the_tag_come_back_as_untagged_and_refunds_as_negative
     ]
 
 
+def test_a_null_tag_value_under_the_tag_key_is_untagged_cost_not_a_malformed_page():
+    # Azure groups the cost of resources without the tag under TagKey "workspace" with a null
+    # TagValue, by design; one such row used to fail the whole nightly query.
+    costs, _ = parse_page(_page(GOOD, (Decimal("0.43"), 20251102, "workspace", None, "USD")))
+
+    assert [(c.workspace_tag, c.cost) for c in costs] == [
+        ("ws-1", Decimal("12.5")),
+        (UNTAGGED, Decimal("0.43")),
+    ]
+
+
 def test_columns_are_found_by_name_whatever_their_order_or_case():
     page = _page(
         ("USD", "ws-1", "WORKSPACE", 20251102, Decimal("1.25")),
@@ -132,7 +143,7 @@ def test_columns_are_found_by_name_whatever_their_order_or_case():
         ((Decimal("NaN"), 20251102, "workspace", "ws-2", "USD"), "not finite"),
         ((Decimal("1"), 20251102, "workspace", "ws-2", None), "Currency None"),
         ((Decimal("1"), 20251102, "team", "vision", "USD"), "TagKey 'team' is not the tag"),
-        ((Decimal("1"), 20251102, "workspace", "", "USD"), "TagValue '' is not a tag value"),
+        ((Decimal("1"), 20251102, "workspace", 7, "USD"), "TagValue 7 is not a tag value"),
         ("not a row", "row 1: not a list"),
     ],
 )

@@ -639,3 +639,15 @@ def test_a_pod_refused_by_the_team_quota_is_absent_with_failed_create(api):
         "team", spec.namespace, {"spec": {"hard": {"requests.nvidia.com/mig-1g.10gb": "1"}}}
     )
     assert running(api).phase == "Running"
+
+
+def test_kubernetes_calls_are_counted_by_resource_and_outcome(api):
+    from prometheus_client import REGISTRY
+
+    def calls(operation):
+        labels = {"api": "kubernetes", "operation": operation, "outcome": "ok"}
+        return REGISTRY.get_sample_value("portal_cloud_calls_total", labels) or 0
+
+    nodes, pods = calls("GET nodes"), calls("GET pods")
+    kube.pool_capacity(api)  # one list of nodes, one of pods
+    assert (calls("GET nodes"), calls("GET pods")) == (nodes + 1, pods + 1)

@@ -117,9 +117,9 @@ def test_daily_costs_are_worked_out_from_what_ran_when(lifetimes, arm):
     # 3 Nov: w1 00:00-02:00 and 10:00-12:00, 4 h x $3.00; w2 1 h at the Spot $0.90.
     # Untagged: w1's disk 00:00-18:00 (18 h) + w2's disk 05:00-24:00 (19 h) = 37 h x $0.027.
     assert reply.body["properties"]["rows"] == [
-        [0.108, 20251102, "", "", "USD"],
+        [0.108, 20251102, "workspace", None, "USD"],
         [12.0, 20251102, "workspace", "w1", "USD"],
-        [0.999, 20251103, "", "", "USD"],
+        [0.999, 20251103, "workspace", None, "USD"],
         [12.0, 20251103, "workspace", "w1", "USD"],
         [0.9, 20251103, "workspace", "w2", "USD"],
     ]
@@ -147,7 +147,7 @@ def test_the_period_clips_days_and_now_clips_open_usage(lifetimes, arm):
     today = post(arm, query(days=("2025-11-04", "2025-11-30"))).body["properties"]["rows"]
 
     assert [row[1] for row in only_third] == [20251103] * 3
-    assert today == [[0.162, 20251104, "", "", "USD"]]  # 6 h x $0.027, nothing after now
+    assert today == [[0.162, 20251104, "workspace", None, "USD"]]  # 6 h x $0.027, nothing after now
 
 
 def test_other_resource_groups_count_only_at_subscription_scope(lifetimes, arm):

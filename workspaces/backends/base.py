@@ -127,6 +127,9 @@ class WorkspaceBackend(Protocol):
     facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
     resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
     connect_template: str  # how to reach it while running
+    # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
+    # only then (billing.rightsizing).
+    spot_capable: bool
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """Begin the operation the workspace's status owes (create, deallocate, start,

@@ -50,6 +50,7 @@ class VmBackend:
     facts_template = "workspaces/kinds/vm_facts.html"
     resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
+    spot_capable = True
 
     def __init__(self, cloud: VmCloud = azure_vm, resizer: VmResizer = azure_resize):
         self.cloud = cloud
@@ -188,7 +189,7 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
-        spec = _vm_spec(workspace, clock()) if operation == "create" else None
+        spec = _vm_spec(cloud, workspace, clock()) if operation == "create" else None
         token = cloud.begin(azure_settings(), operation, name=name, spec=spec)
         azure.azure_usage_changed(region=workspace.region)
         # Saved before polling: the worker that takes over after a crash resumes from it.
@@ -227,8 +228,14 @@ def _finish(workspace, operation, done, result, now) -> None:
     )
 
 
-def _vm_spec(workspace: Workspace, now: datetime) -> VmSpec:
+def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
+    """What to create: the image generation and OS disk SKU follow the size's resource SKU in
+    the region (HyperVGenerations, PremiumIO), since a Gen1-only size cannot boot a Gen2
+    image and a size without premium storage refuses a Premium_LRS disk."""
+    sku = cloud.sku_info(azure_settings(), location=workspace.region, vm_size=workspace.vm_size)
     return VmSpec(
+        image=sku.image,
+        os_disk_sku=sku.os_disk_sku,
         workspace_id=str(workspace.pk),
         location=workspace.region,
         vm_size=workspace.vm_size,

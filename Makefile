@@ -33,7 +33,7 @@ run: export PROMETHEUS_MULTIPROC_DIR ?= $(abspath $(or $(PORTAL_VAR_DIR),var))/p
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: venv run test lint test-postgres test-sqlite chromium bench clean
+.PHONY: venv run test lint test-postgres test-sqlite chromium bench clean image
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -95,6 +95,11 @@ bench: venv
 	$(BIN)/python benchmarks/heartbeat_rate.py
 	$(BIN)/python benchmarks/live_tabs.py
 	$(BIN)/python benchmarks/org_scale.py
+
+# The container image (Containerfile; docs/operations.md, "Container image"). PODMAN_ARGS for
+# the host's needs, e.g. --build-arg BASE_IMAGE=... where Docker Hub is unreachable.
+image:
+	podman build --format docker -f Containerfile -t gpu-portal:dev $(PODMAN_ARGS) .
 
 clean:
 	rm -rf var .pytest_cache .ruff_cache

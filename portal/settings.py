@@ -140,7 +140,9 @@ TIME_ZONE = "UTC"
 PORTAL_DISPLAY_TIME_ZONE = env.str("PORTAL_DISPLAY_TIME_ZONE", default="UTC")
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "staticfiles"
+# The container image collects static files at build into a read-only folder outside
+# PORTAL_VAR_DIR (Containerfile), so the writable var/ can be an empty volume.
+STATIC_ROOT = Path(env.str("STATIC_ROOT", default=str(VAR_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

@@ -36,6 +36,9 @@ EXPECTED = {
     #                                anon outsider researcher other-admin team-admin platform
     "home": Row("GET", (302, 302, 302, 302, 302, 302)),
     "healthz": Row("GET", (200, 200, 200, 200, 200, 200)),
+    # Prometheus authenticates by bearer token, never by session; with no METRICS_TOKEN set the
+    # endpoint does not exist (tests/test_metrics.py covers it with a token).
+    "metrics": Row("GET", (404, 404, 404, 404, 404, 404)),
     "login": Row("GET", (200, 200, 200, 200, 200, 200)),
     "logout": Row("POST", (302, 302, 302, 302, 302, 302)),
     # Entra ID sign-in is off unless ENTRA_TENANT_ID and ENTRA_CLIENT_ID are set: 404 here;
@@ -44,6 +47,8 @@ EXPECTED = {
     "entra-callback": Row("GET", (404, 404, 404, 404, 404, 404)),
     "workspaces:list": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:request": Row("GET", (_, 200, 200, 200, 200, 200)),
+    # The equivalent sizes panel of the request form: the catalog, the same for every member.
+    "workspaces:request-equivalents": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "workspaces:resize": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
@@ -86,6 +91,10 @@ EXPECTED = {
     "team-leaver-policy": Row("POST", (_, 404, 403, 404, 302, 302), data={"leaver_policy": "keep"}),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
     "team-spend": Row("GET", (_, 404, 200, 404, 200, 200)),
+    # Right-sizing savings: the team's admins (a researcher sees their own advice on the
+    # workspace page), and every team's for platform admins.
+    "team-savings": Row("GET", (_, 404, 403, 404, 200, 200)),
+    "platform-savings": Row("GET", (_, 403, 403, 403, 403, 200)),
     "team-spend-data": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-spend-reconciliation": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-spend-csv": Row(

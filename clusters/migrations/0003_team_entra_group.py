@@ -33,10 +33,11 @@ def copy_group_ids(apps, schema_editor):
 
 
 def copy_back(apps, schema_editor):
+    # Reads the two columns it needs: on the way back, teams' later migrations may already be
+    # undone, so the historical Team can name columns the table no longer has.
     ClusterTeam = apps.get_model("clusters", "ClusterTeam")
-    for link in ClusterTeam.objects.select_related("team"):
-        link.group_object_id = link.team.entra_group_id or NIL_GROUP
-        link.save(update_fields=["group_object_id"])
+    for pk, group in ClusterTeam.objects.values_list("pk", "team__entra_group_id"):
+        ClusterTeam.objects.filter(pk=pk).update(group_object_id=group or NIL_GROUP)
 
 
 class Migration(migrations.Migration):

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "billing",
     "clusters",
     "live",
+    "api",
 ]
 
 MIDDLEWARE = [

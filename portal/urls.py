@@ -3,6 +3,7 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from api.main import api as api_v1
 from portal import health, metrics
 from teams import entra_views
 from workspaces import api
@@ -19,6 +20,7 @@ urlpatterns = [
     path("workspaces/", include("workspaces.urls")),
     path("clusters/", include("clusters.urls")),
     path("sizing/estimate", sizing_views.sizing_estimate, name="sizing-estimate"),
+    path("api/v1/", api_v1.urls),
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("live.urls")),
     path("", include("teams.urls")),

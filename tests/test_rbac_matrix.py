@@ -139,6 +139,12 @@ EXPECTED = {
     "clusters:pools-adoptable": Row("GET", (_, 403, 403, 403, 403, 200), pk="cluster"),
     "clusters:pool-adopt": Row("POST", (_, 403, 403, 403, 403, 302), pk="cluster"),
     "clusters:pool-delete": Row("POST", (_, 403, 403, 403, 403, 302), pk="cluster"),
+    # The JSON API (api/): no login redirect, a 401 problem without a token or session; its
+    # schema and docs page are public, like any published API's. Outsiders get 404 as above.
+    "api-v1:api-root": Row("GET", (404, 404, 404, 404, 404, 404)),
+    "api-v1:openapi-json": Row("GET", (200, 200, 200, 200, 200, 200)),
+    "api-v1:openapi-view": Row("GET", (200, 200, 200, 200, 200, 200)),
+    "api-v1:me": Row("GET", (401, 200, 200, 200, 200, 200)),
 }
 # Parameters other than ``pk``, by name: the cast's team, a decision and an action that
 # change nothing in Azure.

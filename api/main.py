@@ -1,0 +1,72 @@
+"""The API's one NinjaAPI instance, version 1, mounted at /api/v1/ (portal/urls.py).
+
+- OpenAPI 3 schema: /api/v1/openapi.json; docs page: /api/v1/docs.
+- Errors: problem details (api/problems.py) for every exception the routes can raise.
+"""
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest, HttpResponse
+from ninja import NinjaAPI
+from ninja.errors import AuthenticationError, HttpError, ValidationError
+
+from api.auth import api_auth
+from api.problems import problem
+
+api = NinjaAPI(
+    title="GPU workspace portal API",
+    version="1",
+    description="Request, watch and stop GPU workspaces; see quota, spend and approvals.",
+    urls_namespace="api-v1",
+    openapi_url="/openapi.json",
+    docs_url="/docs",
+    auth=api_auth,
+)
+
+
+def _errors(exc: ValidationError) -> list[dict[str, Any]]:
+    return [
+        {"loc": [str(part) for part in error.get("loc", ())], "msg": str(error.get("msg", ""))}
+        for error in exc.errors
+    ]
+
+
+@api.exception_handler(ValidationError)
+def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    return problem(request, 400, "The request is not valid.", errors=_errors(exc))
+
+
+@api.exception_handler(AuthenticationError)
+def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return problem(
+        request,
+        401,
+        "Send a personal access token: Authorization: Bearer <token>.",
+        headers={"WWW-Authenticate": 'Bearer realm="api"'},
+    )
+
+
+@api.exception_handler(HttpError)
+def _http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return problem(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(Http404)
+def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return problem(request, 404, "Not found.")
+
+
+@api.exception_handler(PermissionDenied)
+def _denied(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
+    return problem(request, 403, str(exc) or "You may not do this.")
+
+
+@api.get("/me", tags=["account"], summary="Who the token or session belongs to")
+def me(request: HttpRequest) -> dict[str, Any]:
+    user = request.auth  # type: ignore[attr-defined]
+    return {
+        "username": user.username,
+        "display_name": user.get_full_name() or user.username,
+        "scope": getattr(request, "api_scope", "read"),
+    }

@@ -1,0 +1,1 @@
+"""One router per area (workspaces, teams, offerings, approvals...), each added in api/main.py."""

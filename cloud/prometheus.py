@@ -43,36 +43,90 @@ class NamespaceGpuUse:
     pods: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class PodGpuUse:
+    """GPU use of one pod at query time (a MIG slice's pod: one MIG instance). gpu_util and
+    fb_used_mib as NamespaceGpuUse's; mig_profile: its GPU_I_PROFILE ("1g.10gb"), "" for
+    whole GPUs."""
+
+    cluster: str
+    namespace: str
+    pod: str
+    gpu_util: int
+    fb_used_mib: int
+    mig_profile: str
+
+
+@dataclass(frozen=True)
+class DcgmUse:
+    """One reading of DCGM: by (cluster, namespace) and by (cluster, namespace, pod)."""
+
+    namespaces: dict[tuple[str, str], NamespaceGpuUse]
+    pods: dict[tuple[str, str, str], PodGpuUse]
+
+
 def dcgm_namespace_use(*, url: str, timeout: float = 5.0) -> dict[tuple[str, str], NamespaceGpuUse]:
     """GPU use by (cluster, namespace) for every namespace with a pod holding a GPU or a MIG
-    device, from three instant queries. Raises CloudError ("PrometheusUnavailable", transient)
-    when Prometheus does not answer, or ("PrometheusBadAnswer") when it answers something else
-    than a success vector."""
-    seen: dict[tuple[str, str], dict[str, Any]] = {}
+    device (dcgm_use's namespaces). Raises CloudError as dcgm_use."""
+    return dcgm_use(url=url, timeout=timeout).namespaces
+
+
+def dcgm_use(*, url: str, timeout: float = 5.0) -> DcgmUse:
+    """GPU use by namespace and by pod, from three instant queries. Raises CloudError
+    ("PrometheusUnavailable", transient) when Prometheus does not answer, or
+    ("PrometheusBadAnswer") when it answers something else than a success vector."""
+    namespaces: dict[tuple[str, str], dict[str, Any]] = {}
+    pods: dict[tuple[str, str, str], dict[str, Any]] = {}
     for metric in (UTIL, ENGINE, FB_USED):
         for labels, value in _query(url, f'{metric}{{namespace!=""}}', timeout):
-            key = (labels.get("cluster", ""), _label(labels, "namespace"))
-            entry = seen.setdefault(key, {"util": 0.0, "fb": 0.0, "devices": set(), "pods": set()})
-            if metric == FB_USED:
-                entry["fb"] += value
-            elif metric == ENGINE:
-                entry["util"] = max(entry["util"], value * 100)
-            elif not labels.get("GPU_I_PROFILE"):  # DCGM does not count it per MIG instance.
-                entry["util"] = max(entry["util"], value)
-            device = (labels.get("Hostname"), labels.get("UUID"), labels.get("GPU_I_ID"))
-            entry["devices"].add(device)
-            entry["pods"].add(_label(labels, "pod"))
-    return {
-        key: NamespaceGpuUse(
-            cluster=key[0],
-            namespace=key[1],
-            gpu_util=min(100, round(e["util"])),
-            fb_used_mib=round(e["fb"]),
-            devices=len(e["devices"]),
-            pods=tuple(sorted(p for p in e["pods"] if p)),
-        )
-        for key, e in seen.items()
-    }
+            cluster, pod = labels.get("cluster", ""), _label(labels, "pod")
+            key = (cluster, _label(labels, "namespace"))
+            _add(namespaces.setdefault(key, _empty()), metric, labels, value)
+            if pod:
+                _add(pods.setdefault((*key, pod), _empty()), metric, labels, value)
+    return DcgmUse(
+        namespaces={
+            key: NamespaceGpuUse(
+                cluster=key[0],
+                namespace=key[1],
+                gpu_util=min(100, round(e["util"])),
+                fb_used_mib=round(e["fb"]),
+                devices=len(e["devices"]),
+                pods=tuple(sorted(p for p in e["pods"] if p)),
+            )
+            for key, e in namespaces.items()
+        },
+        pods={
+            key: PodGpuUse(
+                cluster=key[0],
+                namespace=key[1],
+                pod=key[2],
+                gpu_util=min(100, round(e["util"])),
+                fb_used_mib=round(e["fb"]),
+                mig_profile=min(e["profiles"], default=""),
+            )
+            for key, e in pods.items()
+        },
+    )
+
+
+def _empty() -> dict[str, Any]:
+    return {"util": 0.0, "fb": 0.0, "devices": set(), "pods": set(), "profiles": set()}
+
+
+def _add(entry: dict[str, Any], metric: str, labels: Labels, value: float) -> None:
+    """Count one series into a namespace's or a pod's entry."""
+    profile = labels.get("GPU_I_PROFILE", "")
+    if metric == FB_USED:
+        entry["fb"] += value
+    elif metric == ENGINE:
+        entry["util"] = max(entry["util"], value * 100)
+    elif not profile:  # DCGM does not count it per MIG instance.
+        entry["util"] = max(entry["util"], value)
+    entry["devices"].add((labels.get("Hostname"), labels.get("UUID"), labels.get("GPU_I_ID")))
+    entry["pods"].add(_label(labels, "pod"))
+    if profile:
+        entry["profiles"].add(profile)
 
 
 def _label(labels: Labels, name: str) -> str:

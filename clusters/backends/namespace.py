@@ -90,7 +90,7 @@ class NamespaceBackend(AksBackend):
         running = Workspace.objects.filter(kind=self.kind, status=Status.RUNNING).select_related(
             "node_pool__cluster"
         )
-        use = dcgm_use_read()
+        use = dcgm_use_read(now=now)
         batch = []
         for workspace in running:
             cluster = workspace.node_pool.cluster.name

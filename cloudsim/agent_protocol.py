@@ -14,7 +14,7 @@ from functools import lru_cache
 
 CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
 AGENT_VERSION = "1.0"
-PROFILES = ("busy", "idle", "spiky", "silent")
+PROFILES = ("busy", "batch", "idle", "spiky", "silent")
 DEFAULT_SPIKE_EVERY = 10  # Samples: a spiky VM shows one 100 % sample in this many.
 MAX_GPUS = 64  # The protocol's limit on `gpus` entries.
 NVML_MISSING = "unavailable: NVML Shared Library Not Found"
@@ -128,14 +128,15 @@ def make_sample(
 ) -> dict:
     """One sample for a profile other than "silent"; seq numbers the VM's samples from 1.
 
-    busy: 80-98 % on every GPU, 1 ssh session, cpu 40-70 %; idle: 0 %, ~0.5 GiB used, cpu 0-3 %;
-    spiky: idle, but every spike_every-th sample has every GPU at 100 %.
+    busy: 80-98 % on every GPU, 1 ssh session, cpu 40-70 %; batch: as busy, but nobody logged
+    in (a job left running); idle: 0 %, ~0.5 GiB used, cpu 0-3 %; spiky: idle, but every
+    spike_every-th sample has every GPU at 100 %.
     mig_profile ("1g.10gb"): the agent of a MIG pod, which sees one MIG device of `gpu` and
     no utilisation (NVML has no counter per MIG device), and whose user works in Jupyter (a
     busy kernel, not an ssh session)."""
     spike = profile == "spiky" and seq % spike_every == 0
-    level = "busy" if profile == "busy" else ("spike" if spike else "idle")
-    busy = level == "busy"
+    level = "busy" if profile in ("busy", "batch") else ("spike" if spike else "idle")
+    busy = profile == "busy"  # Someone at work; a batch job runs with nobody logged in.
     if mig_profile is not None:
         gpus = [_mig_entry(gpu, mig_profile, level, rng)]
     else:

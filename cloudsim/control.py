@@ -172,8 +172,8 @@ class SimControl:
         """GPU-use profile of one VM's emulated agent, also for a VM not created yet; a
         pod's agent is named by its StatefulSet ("ws-<12 hex>").
 
-        Profiles: busy, idle, spiky (idle but 100 % every `spike_every` samples, default 10),
-        silent (posts nothing)."""
+        Profiles: busy, batch (GPUs busy, nobody logged in), idle, spiky (idle but 100 % every
+        `spike_every` samples, default 10), silent (posts nothing)."""
         body: dict = {"vm": vm_name, "profile": profile}
         if spike_every is not None:
             body["spike_every"] = spike_every

@@ -8,7 +8,7 @@ plus cluster, as Azure Monitor's managed Prometheus adds it. The values follow t
 profiles the emulator plays heartbeats with (cloudsim.agents; /_sim/agents/profile), looked up
 by the pod's name, its owner's name, then its namespace's, else the default profile:
 
-- busy: DCGM_FI_DEV_GPU_UTIL 80-98 (%; whole GPUs only, DCGM does not count it per MIG
+- busy and batch: DCGM_FI_DEV_GPU_UTIL 80-98 (%; whole GPUs only, DCGM does not count it per MIG
   instance), DCGM_FI_PROF_GR_ENGINE_ACTIVE 0.80-0.98 (ratio),
   DCGM_FI_DEV_FB_USED 60-90 % of the device's memory (MiB);
 - idle: 0, 0.0 and ~0.5 GiB (the CUDA context);
@@ -111,7 +111,8 @@ def _container_series(cloud, cluster, pod, container, index, metric, now):
     node_labels = (node or {}).get("metadata", {}).get("labels") or {}
     model = gpu_model(node_labels.get("node.kubernetes.io/instance-type", ""))
     memory = mig_memory_mib(mig) if mig else model.memory_mib
-    busy = profile == "busy" or (profile == "spiky" and int(now // 60) % DEFAULT_SPIKE_EVERY == 0)
+    spike = profile == "spiky" and int(now // 60) % DEFAULT_SPIKE_EVERY == 0
+    busy = profile in ("busy", "batch") or spike
     rng = random.Random(f"{meta.get('uid', meta['name'])}:{metric}:{int(now)}")
     base = {
         "modelName": model.name or "",

@@ -271,8 +271,8 @@ def make_server(
     """Bind (port 0 = any free port) without serving yet; latency in seconds per LRO.
 
     agents: play each running VM's telemetry agent once serving; agent_profile: their default
-    GPU-use profile ("busy", "idle", "spiky" or "silent"). The Retail Prices API's book starts as
-    the portal's price snapshot (cloudsim.prices.book_from_snapshot)."""
+    GPU-use profile ("busy", "batch", "idle", "spiky" or "silent"). The Retail Prices API's
+    book starts as the portal's price snapshot (cloudsim.prices.book_from_snapshot)."""
     cloud = Cloud(
         load_catalog(catalog),
         latency=latency,

@@ -57,6 +57,7 @@ from django.utils import timezone
 from common import metrics
 from teams.models import IdlePolicy
 from workspaces import idle, ratelimit
+from workspaces.gpu_evidence import gpu_readings_merge
 from workspaces.live_topics import telemetry_changed
 from workspaces.models import TelemetrySample, WorkspaceAgent
 from workspaces.telemetry import (
@@ -211,11 +212,13 @@ def heartbeat_forget_token(*, workspace_id) -> None:
 
 def heartbeats_store(*, batch: list[tuple], now: datetime) -> Counter:
     """Store heartbeats, ``[(workspace_id, [ParsedSample, ...]), ...]`` in arrival order, and
-    fold them into their agents' activity; returns new samples per workspace id. Samples
+    fold them into their agents' activity, with the GPU readings the portal took itself
+    merged in (workspaces.gpu_evidence); returns new samples per workspace id. Samples
     not newer than the agent's last one, over CLOCK_SKEW_SECONDS ahead of ``now``, or for a
     revoked or deleted workspace are dropped. Three queries whatever the batch size: lock the
     agents, insert the samples, update the agents."""
     stored: Counter = Counter({workspace_id: 0 for workspace_id, _ in batch})
+    batch = gpu_readings_merge(batch=batch)  # DCGM's GPU use of MIG slices (gpu_evidence)
     with transaction.atomic():
         agents = _locked_agents({workspace_id for workspace_id, _ in batch})
         rows, changed = [], {}

@@ -1,10 +1,11 @@
 """Idle evidence the portal collects itself, for kinds whose agent does not report on its own.
 
 Every AGENT_INTERVAL_SECONDS (Celery beat) each backend's idle_evidence (workspaces.backends;
-today only AKS namespaces, where Kubernetes is their agent) gives one telemetry sample per
-running workspace, stored as an agent's would be, so the idle policy and sweep judge them
+AKS namespaces, where Kubernetes is their agent) gives one telemetry sample per running
+workspace, stored as an agent's would be, so the idle policy and sweep judge them
 exactly as they judge VMs and MIG slices: no GPU use for the policy's idle time means warned,
-then stopped.
+then stopped. MIG slices give no samples here but DCGM readings, merged into their agents'
+samples as those are stored (workspaces.gpu_evidence).
 """
 
 from datetime import datetime

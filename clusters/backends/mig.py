@@ -4,7 +4,8 @@ The pod requests one ``nvidia.com/mig-<profile>``, is pinned to its node pool, w
 /home and a Service. Its owner alone may port-forward to it, as the Entra ID identity of their
 teams.models.Profile; the team's group has no rights in that namespace, which holds every
 member's tokens. It counts slices/7 of a GPU against the team's quota and costs that share of
-the node price. Errors raised: CloudError.
+the node price. Its idle evidence is its agent's heartbeats, with DCGM's use of its MIG
+instance merged in when PROMETHEUS_URL is set (idle_evidence). Errors raised: CloudError.
 """
 
 from __future__ import annotations
@@ -22,12 +23,14 @@ from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.backends import mig_resize
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
 from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, backend_for
 from workspaces.chains import Next
+from workspaces.gpu_evidence import GpuReading, gpu_readings_record
 from workspaces.gpus import SLICES_PER_GPU
 from workspaces.models import Kind, Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
@@ -129,6 +132,30 @@ class MigBackend(AksBackend):
         (nothing for a slice gone or not yet made). Raises CloudError."""
         if workspace.status in ACCESS_STATUSES:
             kube.mig_access(kube_api(workspace.node_pool), slice_access(workspace))
+
+    def idle_evidence(self, now: datetime) -> list:
+        """No samples of its own: the agent in the pod reports. With PROMETHEUS_URL
+        (clusters.dcgm), what DCGM sees of each running slice's MIG instance at ``now``
+        (DCGM_FI_PROF_GR_ENGINE_ACTIVE as percent, DCGM_FI_DEV_FB_USED in MiB) is recorded
+        for merging into its agent's samples (workspaces.gpu_evidence): NVML has no
+        utilisation counter per MIG device. Without it, or with Prometheus failing, the
+        agent's samples count alone. Returns []."""
+        use = dcgm_use_read(now=now)
+        if use is None:
+            return []
+        readings = {}
+        running = Workspace.objects.filter(kind=self.kind, status=Status.RUNNING)
+        for workspace in running.select_related("node_pool__cluster"):
+            seen = dcgm_pod_use_of(
+                use,
+                cluster=workspace.node_pool.cluster.name,
+                namespace=workspace.namespace,
+                pod=f"{kube_name(workspace)}-0",  # A StatefulSet's one pod.
+            )
+            if seen is not None:
+                readings[workspace.pk] = GpuReading(now, seen.gpu_util, seen.fb_used_mib)
+        gpu_readings_record(readings=readings)
+        return []
 
     def sizing_offers(self, *, team) -> list[SizingOffer]:
         """The MIG profiles the team's ready pools serve (cluster_selectors.mig_choices: per

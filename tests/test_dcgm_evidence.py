@@ -237,3 +237,16 @@ def test_the_emulator_serves_mig_instance_series_as_dcgm_exporter_labels_them(
     use = prometheus.dcgm_use(url=f"{sim_server.url}/prometheus")
     seen = use.pods[("research-aks", mig_ws.namespace, pod)]
     assert seen.mig_profile == "1g.10gb" and 80 <= seen.gpu_util <= 98
+
+
+def test_a_reading_is_merged_only_into_samples_taken_near_it(mig_ws, sim, sim_server, settings):
+    """An agent's backlog, sent after an outage, is not credited with today's GPU use."""
+    settings.PROMETHEUS_URL = f"{sim_server.url}/prometheus"
+    sim.set_agent_profile(f"ws-{mig_ws.short_id}", "batch")
+    now = timezone.now()
+    namespace_activity_scan(now=now)
+    agent_heartbeat(mig_ws, "batch", now - timedelta(minutes=10))  # Beyond two intervals.
+    agent_heartbeat(mig_ws, "batch", now + timedelta(seconds=59))  # Within them.
+    utils = TelemetrySample.objects.filter(workspace=mig_ws).order_by("at")
+    old, near = utils.values_list("gpu_util", flat=True)
+    assert old is None and 80 <= near <= 98

@@ -30,8 +30,8 @@ Batch = list[tuple[Any, list[ParsedSample]]]  # [(workspace id, [sample])], as h
 
 logger = logging.getLogger(__name__)
 
-KEY = "gpu-reading:{}"
-READING_TTL_SECONDS = 600  # Longer than any scan interval; staleness is judged by ``at``.
+KEY = "gpu-readings"  # One key for all: one cache read per batch of heartbeats, not one each.
+READINGS_TTL_SECONDS = 600  # Longer than any scan interval; staleness is judged by ``at``.
 
 
 @dataclass(frozen=True)
@@ -45,15 +45,14 @@ class GpuReading:
 
 
 def gpu_readings_record(*, readings: dict[Any, GpuReading]) -> None:
-    """Keep ``readings`` ({workspace id: GpuReading}) for gpu_readings_merge. Never raises:
-    a cache that fails is logged, and the agents' samples then count alone."""
-    if not readings:
-        return
-    values = {KEY.format(pk): (r.at, r.gpu_util, r.fb_used_mib) for pk, r in readings.items()}
+    """Keep ``readings`` ({workspace id: GpuReading}, every workspace the scan read) for
+    gpu_readings_merge, in place of the previous scan's. Never raises: a cache that fails is
+    logged, and the agents' samples then count alone."""
+    value = {str(pk): (r.at, r.gpu_util, r.fb_used_mib) for pk, r in readings.items()}
     try:
-        cache.set_many(values, READING_TTL_SECONDS)
+        cache.set(KEY, value, READINGS_TTL_SECONDS)
     except Exception:
-        logger.exception("Keeping %d GPU readings in the cache failed.", len(values))
+        logger.exception("Keeping %d GPU readings in the cache failed.", len(value))
 
 
 def gpu_readings_merge(*, batch: Batch) -> Batch:
@@ -65,16 +64,16 @@ def gpu_readings_merge(*, batch: Batch) -> Batch:
     if not settings.PROMETHEUS_URL or not batch:
         return batch
     try:
-        found = cache.get_many([KEY.format(pk) for pk, _ in batch])
+        found = cache.get(KEY)
     except Exception:
         logger.exception("Reading GPU readings from the cache failed; agents' samples alone.")
         return batch
-    if not found:
+    if not isinstance(found, dict) or not found:
         return batch
     window = timedelta(seconds=2 * settings.AGENT_INTERVAL_SECONDS)
     merged = []
     for pk, samples in batch:
-        reading = _reading(found.get(KEY.format(pk)))
+        reading = _reading(found.get(str(pk)))
         if reading is not None:
             samples = [_merged(s, reading) if abs(s.at - reading.at) <= window else s
                        for s in samples]  # fmt: skip
@@ -83,7 +82,7 @@ def gpu_readings_merge(*, batch: Batch) -> Batch:
 
 
 def _reading(value: object) -> GpuReading | None:
-    """The cached value as a GpuReading; None for anything else (an older shape)."""
+    """The cached value as a GpuReading; None for anything else (none, an older shape)."""
     if not isinstance(value, tuple) or len(value) != 3:
         return None
     at, util, fb = value

@@ -125,15 +125,34 @@ def list_workspaces(
     status: Status = None,
     kind: Annotated[str | None, typer.Option(help="vm, mig or namespace.")] = None,
     team: Annotated[str | None, typer.Option(help="A team's slug.")] = None,
-    search: Annotated[str | None, typer.Option("--search", "-q", help="Text in the name.")] = None,
-    sort: Annotated[str | None, typer.Option(help="A sort key the portal's list offers.")] = None,
+    search: Annotated[
+        str | None, typer.Option("--search", "-q", help="Text in the name or owner.")
+    ] = None,
+    owner: Annotated[str | None, typer.Option(help="Only this user's (a username).")] = None,
+    gpu_model: Annotated[str | None, typer.Option(help="Only this GPU model, e.g. A100.")] = None,
+    region: Annotated[str | None, typer.Option(help="Only this Azure region.")] = None,
+    deleted: Annotated[bool, typer.Option("--deleted", help="Include deleted ones.")] = False,
+    sort: Annotated[
+        str | None,
+        typer.Option(help="name, status, team, owner, region, price or created; -x descending."),
+    ] = None,
     limit: Annotated[
         int | None, typer.Option(min=1, help="At most this many (default: every page).")
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """List the workspaces you may see, with the portal list's filters."""
-    filters = {"status": status, "kind": kind, "team": team, "q": search, "sort": sort}
+    filters = {
+        "status": status,
+        "kind": kind,
+        "team": team,
+        "owner": owner,
+        "gpu_model": gpu_model,
+        "region": region,
+        "q": search,
+        "sort": sort,
+        "deleted": "1" if deleted else None,
+    }
     params: dict[str, Any] = {k: v for k, v in filters.items() if v}
     params["page_size"] = min(limit or 200, 200)
     client = signed_in()
@@ -191,18 +210,9 @@ def retry(workspace_id: IdArg, as_json: JsonOpt = False) -> None:
 
 @app.command()
 @handled
-def keep(
-    workspace_id: IdArg,
-    hours: Annotated[
-        int | None,
-        typer.Option(
-            min=1, help="Keep it running this many hours (the portal's default otherwise)."
-        ),
-    ] = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Keep a workspace running: the idle stop leaves it alone for a while."""
-    _act(workspace_id, "keep", as_json, {"hours": hours} if hours else {})
+def keep(workspace_id: IdArg, as_json: JsonOpt = False) -> None:
+    """Keep a workspace running: the idle stop leaves it alone for the team's extension hours."""
+    _act(workspace_id, "keep", as_json)
 
 
 @app.command("rm")
@@ -274,4 +284,3 @@ app.command("approve")(admin.approve)
 def main() -> None:
     """The console script's entry point."""
     app(prog_name="gpuportal")
-

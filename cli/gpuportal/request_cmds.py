@@ -67,6 +67,12 @@ def vm(
     ssh_key: Annotated[
         str | None, typer.Option(help="An SSH public key or a .pub file (default: your last key).")
     ] = None,
+    accept_equivalents: Annotated[
+        bool, typer.Option(help="Take an equivalent size or region when this one has none.")
+    ] = False,
+    max_price: Annotated[
+        str | None, typer.Option(help="With --accept-equivalents: at most this USD/hour.")
+    ] = None,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -80,7 +86,10 @@ def vm(
         "vm_size": vm_size,
         "region": region,
         "spot": spot,
+        "accept_equivalents": accept_equivalents,
     }
+    if max_price:
+        body["max_price"] = max_price
     key = _ssh_key(ssh_key)
     if key:
         body["ssh_public_key"] = key
@@ -93,6 +102,9 @@ def mig(
     team: Team,
     name: Name,
     profile: Annotated[str, typer.Option(help="MIG profile, e.g. 1g.10gb (of the team's pools).")],
+    gpu_model: Annotated[
+        str | None, typer.Option(help="GPU model, e.g. A100 (when several serve the profile).")
+    ] = None,
     image: Annotated[
         str, typer.Option(help="Container image (default: JupyterLab with PyTorch).")
     ] = "",
@@ -101,7 +113,7 @@ def mig(
     as_json: JsonOpt = False,
 ) -> None:
     """Request a MIG slice of a GPU on the team's AKS cluster."""
-    body = {
+    body: dict[str, Any] = {
         "kind": "mig",
         "team": team,
         "name": name,
@@ -109,6 +121,8 @@ def mig(
         "mig_profile": profile,
         "image": image,
     }
+    if gpu_model:
+        body["gpu_model"] = gpu_model
     _send(body, as_json, wait)
 
 
@@ -119,12 +133,15 @@ def namespace(
     name: Name,
     gpus: Annotated[int, typer.Option(min=1, max=64, help="The namespace's GPU quota.")],
     gpu_model: Annotated[str, typer.Option(help="GPU model of the pool, e.g. A100.")],
+    pool: Annotated[
+        str | None, typer.Option(help="The node pool (when the team has several of the model).")
+    ] = None,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Request a Kubernetes namespace with a GPU quota on the team's AKS cluster."""
-    body = {
+    body: dict[str, Any] = {
         "kind": "namespace",
         "team": team,
         "name": name,
@@ -132,4 +149,6 @@ def namespace(
         "gpus": gpus,
         "gpu_model": gpu_model,
     }
+    if pool:
+        body["pool"] = pool
     _send(body, as_json, wait)

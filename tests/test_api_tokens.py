@@ -3,12 +3,13 @@ revoked or unknown, scoped, rate-limited per token, audited; and the /account/to
 
 import hashlib
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
 from django.core.cache import cache
 from django.db import connection
+from django.urls import reverse
 from django.utils import timezone
 
 from teams.models import ApiToken, AuditEntry
@@ -222,3 +223,94 @@ def test_live_tokens_per_user_are_capped(cast, monkeypatch):
     with pytest.raises(TokenError, match="revoke one"):
         _token(cast.researcher, name="c")
     _token(cast.outsider, name="c")  # Per user.
+
+
+# --- the page: /account/tokens/ --------------------------------------------------------------
+
+
+def _create_on_page(client, **data):
+    form = {"name": "laptop", "scope": "write", "expires_in_days": "30"} | data
+    return client.post(reverse("account-tokens"), form)
+
+
+def test_page_creates_a_token_and_shows_it_once(client, cast):
+    client.force_login(cast.researcher)
+
+    response = _create_on_page(client)
+
+    assert response.status_code == 200
+    assert "no-store" in response["Cache-Control"]
+    page = response.content.decode()
+    text = TOKEN_RE.search(page).group(0)
+    assert "shown only this once" in page and "Never" in page  # Listed, not used yet.
+    assert _me(client, text).json()["scope"] == "write"
+    again = client.get(reverse("account-tokens")).content.decode()
+    assert text not in again and text[4:12] in again  # Listed by its prefix only.
+    assert "laptop" in again and "Read and write" in again
+
+
+def test_page_lists_times_in_the_users_time_zone(client, cast):
+    created = datetime(2026, 11, 24, 17, 0, tzinfo=UTC)
+    _token(cast.researcher, now=created)
+    client.force_login(cast.researcher)
+    client.cookies["tz"] = "Europe/Berlin"
+
+    page = client.get(reverse("account-tokens")).content.decode()
+
+    assert "24 Nov 2026 18:00" in page  # 17:00 UTC in Berlin.
+    assert "24 Dec 2026 18:00" in page  # Expires 30 days later.
+
+
+def test_page_revokes_a_token(client, cast):
+    token, text = _token(cast.researcher)
+    client.force_login(cast.researcher)
+
+    response = client.post(reverse("account-token-revoke", kwargs={"pk": token.pk}))
+
+    assert response.status_code == 302
+    assert _me(client, text).status_code == 401
+    assert f"token-{token.pk}" not in client.get(reverse("account-tokens")).content.decode()
+
+
+def test_page_another_users_token_is_404(client, cast):
+    token, text = _token(cast.researcher)
+    client.force_login(cast.outsider)
+
+    response = client.post(reverse("account-token-revoke", kwargs={"pk": token.pk}))
+
+    assert response.status_code == 404
+    assert f"token-{token.pk}" not in client.get(reverse("account-tokens")).content.decode()
+    assert api_token_authenticate(token=text, now=timezone.now()) is not None
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        {"name": ""},
+        {"name": "x" * 65},
+        {"name": "bad\x00name"},
+        {"name": "bad\x1b[2Jname"},
+        {"name": "rtl\u202eexe"},
+        {"scope": "admin"},
+        {"expires_in_days": "0"},
+        {"expires_in_days": "366"},
+        {"expires_in_days": "1e9"},
+        {"expires_in_days": "9" * 400},
+    ],
+)
+def test_page_refuses_hostile_input_with_a_form_error(client, cast, data):
+    client.force_login(cast.researcher)
+
+    response = _create_on_page(client, **data)
+
+    assert response.status_code == 400
+    assert 'class="invalid-feedback' in response.content.decode()
+    assert not ApiToken.objects.exists()
+
+
+def test_navbar_links_to_the_tokens_page(client, cast):
+    client.force_login(cast.researcher)
+
+    page = client.get(reverse("account")).content.decode()
+
+    assert f'href="{reverse("account-tokens")}"' in page

@@ -9,7 +9,7 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
 from api.auth import api_auth
 from api.problems import problem
@@ -23,6 +23,9 @@ api = NinjaAPI(
     docs_url="/docs",
     auth=api_auth,
 )
+
+
+NO_CREDENTIALS = "Send a personal access token: Authorization: Bearer <token>."
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -39,12 +42,16 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
 
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    return problem(
-        request,
-        401,
-        "Send a personal access token: Authorization: Bearer <token>.",
-        headers={"WWW-Authenticate": 'Bearer realm="api"'},
-    )
+    # ninja's own (no credentials at all) says "Unauthorized"; ours say why a token was refused.
+    detail = str(exc) if str(exc) != "Unauthorized" else NO_CREDENTIALS
+    return problem(request, 401, detail, headers={"WWW-Authenticate": 'Bearer realm="api"'})
+
+
+@api.exception_handler(Throttled)
+def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    wait = str(getattr(exc, "wait", None) or 60)
+    detail = f"This token made too many requests: wait {wait} seconds."
+    return problem(request, 429, detail, headers={"Retry-After": wait})
 
 
 @api.exception_handler(HttpError)

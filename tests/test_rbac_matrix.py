@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from clusters.models import AksCluster, NodePool, PoolStatus
 from teams.models import Membership, Notice, QuotaRequest, TeamQuotaIncrease
+from teams.tokens import api_token_create
 from tests.factories import OfferingFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Kind
 from workspaces.states import Status
@@ -67,6 +68,9 @@ EXPECTED = {
     "live-poll": Row("GET", (403, 400, 400, 400, 400, 400)),
     # Everyone's own Entra ID identity, nobody else's.
     "account": Row("GET", (_, 200, 200, 200, 200, 200)),
+    # Each user's own tokens; the token revoked is the researcher's: anyone else's is a 404.
+    "account-tokens": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "account-token-revoke": Row("POST", (_, 404, 302, 404, 404, 404), pk="api_token"),
     "team-list": Row("GET", (_, 200, 200, 200, 200, 200)),
     "team-detail": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-invite": Row(
@@ -218,6 +222,9 @@ def objects(cast, sim):
             created_at=now,
         ),
         "notice": Notice.objects.create(user=cast.researcher, text="hello", created_at=now),
+        "api_token": api_token_create(
+            user=cast.researcher, name="ci", scope="read", expires_in_days=30, now=now
+        )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }

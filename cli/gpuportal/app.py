@@ -139,6 +139,7 @@ def list_workspaces(
     limit: Annotated[
         int | None, typer.Option(min=1, help="At most this many (default: every page).")
     ] = None,
+    page_size: Annotated[int, typer.Option(min=1, max=200, help="Workspaces per request.")] = 200,
     as_json: JsonOpt = False,
 ) -> None:
     """List the workspaces you may see, with the portal list's filters."""
@@ -154,7 +155,7 @@ def list_workspaces(
         "deleted": "1" if deleted else None,
     }
     params: dict[str, Any] = {k: v for k, v in filters.items() if v}
-    params["page_size"] = min(limit or 200, 200)
+    params["page_size"] = min(limit or page_size, page_size)
     client = signed_in()
     page = client.get("/workspaces", params)
     items: list[dict[str, Any]] = list(page["items"])

@@ -12,9 +12,9 @@ import uuid
 
 import pytest
 from django.utils import timezone
+from gpuportal.app import app
 from typer.testing import CliRunner
 
-from gpuportal.app import app
 from teams.tokens import api_token_create
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces.models import Workspace

@@ -268,3 +268,71 @@ def test_the_cli_imports_nothing_of_the_portal():
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
 
     assert out.stdout.strip() == "[]", out.stderr
+
+
+class _DroppingProxy:
+    """An HTTP proxy to the live server that forwards the first ``drops`` workspace POSTs and
+    then hangs up without answering: the network failing after the portal acted."""
+
+    def __init__(self, upstream, drops):
+        import http.server
+        import threading
+
+        import requests
+
+        proxy = self
+        self.keys, self.drops = [], drops
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def _forward(self):
+                length = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(length) if length else None
+                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                answer = requests.request(
+                    self.command, upstream + self.path, headers=headers, data=body, timeout=30
+                )
+                if self.command == "POST" and self.path == "/api/v1/workspaces":
+                    proxy.keys.append(self.headers.get("Idempotency-Key"))
+                    if proxy.drops:
+                        proxy.drops -= 1
+                        self.close_connection = True
+                        return  # the portal made the workspace; the caller hears nothing
+                self.send_response(answer.status_code)
+                for name in ("Content-Type", "ETag"):
+                    if name in answer.headers:
+                        self.send_header(name, answer.headers[name])
+                self.send_header("Content-Length", str(len(answer.content)))
+                self.end_headers()
+                self.wfile.write(answer.content)
+
+            do_GET = do_POST = do_DELETE = _forward
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+
+def test_request_resends_the_same_idempotency_key_after_a_network_error(
+    signed_in, live_server, cast, sim
+):
+    OfferingFactory()
+    proxy = _DroppingProxy(live_server.url, drops=1)
+    env = {"GPUPORTAL_URL": proxy.url, "GPUPORTAL_TOKEN": signed_in}
+    try:
+        result = _cli(
+            "request", "vm", "--team", "vision", "--name", "flaky-net",
+            "--size", "Standard_NC24ads_A100_v4", "--region", "eastus", "--ssh-key", SSH_KEY,
+            "--json", env=env,
+        )  # fmt: skip
+    finally:
+        proxy.server.shutdown()
+
+    assert result.exit_code == 0, result.output
+    assert len(proxy.keys) == 2 and proxy.keys[0] == proxy.keys[1]
+    uuid.UUID(proxy.keys[0])
+    assert list(Workspace.objects.values_list("pk", flat=True)) == [
+        uuid.UUID(json.loads(result.output)["id"])
+    ]

@@ -4,7 +4,8 @@ For the chosen stack, starts the emulator in a thread, a fresh database with the
 real Celery worker process and the portal's HTTP server (manage.py runserver), makes alice a
 write token, then N times runs the two commands as separate processes (`python -m gpuportal`,
 so each includes the CLI's own start-up) and times them: the request command alone, and from
-the request's start until `wait` exits with the workspace Running. Prints median and p95.
+the request's start until `wait` exits with the workspace Running; and the CLI's start-up alone
+(`gpuportal --version`). Prints median and p95.
 
     python benchmarks/cli_request_wait.py                   # embedded stack, 10 runs
     python benchmarks/cli_request_wait.py --stack redis -n 20 --interval 0.5
@@ -84,6 +85,13 @@ def _gpuportal(env: dict, *args: str) -> str:
     return done.stdout
 
 
+def _start_up(env: dict) -> float:
+    """Seconds `gpuportal --version` takes: the interpreter, Typer, rich and requests."""
+    t0 = time.monotonic()
+    _gpuportal(env, "--version")
+    return time.monotonic() - t0
+
+
 def _one_run(env: dict, interval: float) -> tuple[float, float]:
     """(seconds the request command took, seconds from its start until wait saw Running)."""
     t0 = time.monotonic()
@@ -155,11 +163,13 @@ def child(stack: str, n: int, latency: float, interval: float) -> None:
         _wait_for_http(url)
         _one_run(cli_env, interval)  # warm-up: the worker's imports, first connections
         runs = [_one_run(cli_env, interval) for _ in range(n)]
+        start_ups = [_start_up(cli_env) for _ in range(n)]
     finally:
         for proc in procs:
             proc.terminate()
             proc.wait(30)
         sim_server.shutdown()
+    _report(stack, "CLI start-up (--version)", start_ups)
     _report(stack, "request (command)", [r[0] for r in runs])
     _report(stack, "request -> wait -> Running", [r[1] for r in runs])
 

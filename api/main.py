@@ -11,8 +11,10 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
+from api import errors
 from api.auth import api_auth
 from api.problems import problem
+from api.routers import approvals, catalog, teams, workspace_requests, workspaces
 
 api = NinjaAPI(
     title="GPU workspace portal API",
@@ -77,3 +79,12 @@ def me(request: HttpRequest) -> dict[str, Any]:
         "display_name": user.get_full_name() or user.username,
         "scope": getattr(request, "api_scope", "read"),
     }
+
+
+errors.register(api)
+# workspace_requests adds POST /workspaces to the workspaces router; imported for that.
+assert workspace_requests.router is workspaces.router
+api.add_router("/workspaces", workspaces.router)
+api.add_router("/teams", teams.router)
+api.add_router("/approvals", approvals.router)
+api.add_router("/", catalog.router)

@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import uuid
+from decimal import Decimal
 
 import pytest
 from django.utils import timezone
@@ -336,3 +337,39 @@ def test_request_resends_the_same_idempotency_key_after_a_network_error(
     assert list(Workspace.objects.values_list("pk", flat=True)) == [
         uuid.UUID(json.loads(result.output)["id"])
     ]
+
+
+def test_spend_shows_the_teams_month_and_quota(signed_in, cast):
+    WorkspaceFactory(
+        team=cast.team, owner=cast.researcher, status=Status.RUNNING, gpu_model="A100", gpu_count=1
+    )
+
+    human = _cli("spend", "--team", "vision")
+    every = json.loads(_cli("spend", "--json").output)
+
+    assert human.exit_code == 0, human.output
+    lines = human.output.splitlines()
+    assert lines[0] == "Vision Lab (vision)"
+    assert any(line.split()[:3] == ["spend", "this", "month"] for line in lines)
+    assert "  A100 GPUs         1 of 4 in use" in lines
+    assert [team["slug"] for team in every["items"]] == ["vision"]
+
+
+def test_above_quota_request_is_approved_by_a_platform_admin(live_server, signed_in, cast, sim):
+    OfferingFactory(vm_size="Standard_ND96asr_v4", gpu_count=8, price_per_hour=Decimal("27.20"))
+    requested = _cli(
+        "request", "vm", "--team", "vision", "--name", "big-one", "--size", "Standard_ND96asr_v4",
+        "--region", "eastus", "--ssh-key", SSH_KEY, "--justification", "A 70B model.", "--json",
+    )  # fmt: skip
+    assert requested.exit_code == 0, requested.output
+    assert json.loads(requested.output)["status"] == "pending_approval"
+    assert _cli("approvals").exit_code == 1  # alice is no platform admin: 403
+    admin = {"GPUPORTAL_URL": live_server.url, "GPUPORTAL_TOKEN": _token(cast.platform_admin)}
+
+    listed = json.loads(_cli("approvals", "--json", env=admin).output)["items"]
+    assert [a["requester"] for a in listed] == ["alice"]
+    decided = _cli("approve", listed[0]["id"], "--reason", "Go ahead.", env=admin)
+
+    assert decided.exit_code == 0, decided.output
+    assert decided.output.strip() == f"Approval {listed[0]['id']}: approved."
+    assert Workspace.objects.get(name="big-one").status != Status.PENDING_APPROVAL

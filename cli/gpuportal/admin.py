@@ -22,7 +22,9 @@ def _spend_lines(team: dict[str, Any]) -> None:
     typer.echo(f"  forecast          {forecast + ' USD' if forecast else '-'}")
     typer.echo(f"  budget            {budget + ' USD' if budget else 'none'}")
     for row in team.get("quota") or []:
-        typer.echo(f"  {row['gpu_model']} GPUs      {row['in_use']} of {row['gpus']} in use")
+        # A row without a model is the team's quota over all models.
+        what = f"{row.get('gpu_model') or 'all'} GPUs"
+        typer.echo(f"  {what:<16}  {float(row['in_use']):g} of {row['gpus']} in use")
 
 
 @handled

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import uuid
 from decimal import Decimal
+from pathlib import Path
 
 import pytest
 from django.utils import timezone
@@ -265,7 +266,7 @@ def test_the_cli_imports_nothing_of_the_portal():
         "print(sorted({m.split('.')[0] for m in sys.modules} & {'django', 'portal', 'api', "
         "'teams', 'workspaces', 'billing', 'clusters', 'common', 'cloud', 'cloudsim'}))"
     )
-    env = {**os.environ, "PYTHONPATH": "cli"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1] / "cli")}
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True)
 
     assert out.stdout.strip() == "[]", out.stderr

@@ -20,6 +20,8 @@ from ninja.errors import AuthenticationError, HttpError
 from ninja.security import HttpBearer, SessionAuth
 
 from api.ratelimit import rate_limit_check
+from teams import entra_access
+from teams.entra_oidc import EntraUnavailable
 from teams.tokens import TOKEN_PREFIX, api_token_authenticate
 
 READ = "read"
@@ -56,8 +58,25 @@ class PersonalToken(HttpBearer):
         return _caller(request, found.user, found.scope)
 
 
+class EntraToken(HttpBearer):
+    """``Authorization: Bearer <JWT>``: an Entra ID access token for the portal's API
+    (teams.entra_access), e.g. a pipeline's managed identity. Off without Entra ID."""
+
+    def authenticate(self, request: HttpRequest, token: str) -> User | None:
+        if token.startswith(TOKEN_PREFIX) or not entra_access.enabled():
+            return None
+        try:
+            caller = entra_access.entra_caller(token=token)
+        except entra_access.AccessTokenRefused as err:
+            raise AuthenticationError(message=str(err)) from None
+        except EntraUnavailable as err:
+            raise HttpError(503, str(err)) from None
+        rate_limit_check(key=f"entra:{caller.oid}")
+        return _caller(request, caller.user, caller.scope)
+
+
 # The authenticators in the order ninja tries them.
-api_auth: list[Any] = [PersonalToken(), Session()]
+api_auth: list[Any] = [PersonalToken(), EntraToken(), Session()]
 
 
 def require_write(request: HttpRequest) -> None:

@@ -124,6 +124,11 @@ class Profile(models.Model):
     # user (teams.entra_sync): the next successful sign-in reactivates it. An account a portal
     # admin deactivated has no such mark and stays refused.
     entra_disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # A service account (manage.py api_service_account): signin_object_id is then the object id
+    # of a service principal or managed identity, which calls the API with Entra ID tokens
+    # (teams.entra_access) and never signs in. The Graph sync leaves it alone (Graph has no
+    # *user* of that id) and team admins manage its memberships as a local account's.
+    service_account = models.BooleanField(default=False, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):

@@ -2,7 +2,10 @@
 revoked or unknown, scoped, rate-limited per token, audited; and the /account/tokens/ page."""
 
 import hashlib
+import os
 import re
+import subprocess
+import sys
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -314,3 +317,32 @@ def test_navbar_links_to_the_tokens_page(client, cast):
     page = client.get(reverse("account")).content.decode()
 
     assert f'href="{reverse("account-tokens")}"' in page
+
+
+def test_the_count_is_shared_between_worker_processes(client, cast, settings, tmp_path):
+    # The embedded default's file cache; another process (a second gunicorn worker) spends
+    # the token's minute, and this one refuses the next request.
+    settings.CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+            "LOCATION": str(tmp_path),
+        }
+    }
+    settings.API_RATE_PER_MINUTE = 2
+    token, text = _token(cast.researcher)
+    now = timezone.now().replace(second=5, microsecond=0) + timedelta(minutes=1)
+    script = (
+        "import django; django.setup()\n"
+        "from api.ratelimit import rate_limit_check\n"
+        f"key, now = 'pat:{token.token_hash[:32]}', {now.timestamp()}\n"
+        "for _ in range(2): rate_limit_check(key=key, now=now)\n"
+    )
+    env = os.environ | {"CACHE_URL": f"filecache://{tmp_path}", "API_RATE_PER_MINUTE": "2"}
+    env["DJANGO_SETTINGS_MODULE"] = "tests.settings"
+    subprocess.run([sys.executable, "-c", script], env=env, check=True, timeout=60)
+
+    with time_machine.travel(now + timedelta(seconds=1), tick=False):
+        response = _me(client, text)
+
+    assert response.status_code == 429
+    assert response["Retry-After"] == "54"

@@ -75,6 +75,16 @@ def test_login_checks_the_token_and_stores_it_0600_whatever_the_umask(live_serve
     assert _cli("whoami").output.strip() == "alice (write token)"
 
 
+def test_login_asks_for_what_it_was_not_given(live_server, cast, tmp_path):
+    token = _token(cast.researcher)
+
+    result = _cli("login", input=f"{live_server.url}\n{token}\n")
+
+    assert result.exit_code == 0, result.output
+    assert "Portal URL:" in result.output and token not in result.output  # hidden input
+    assert json.loads(_config_file(tmp_path).read_text())["token"] == token
+
+
 def test_login_replaces_a_loose_old_file_with_a_0600_one(live_server, cast, tmp_path):
     path = _config_file(tmp_path)
     path.parent.mkdir(parents=True)
@@ -232,7 +242,7 @@ def test_rm_asks_first(signed_in, cast):
     assert Workspace.objects.get(pk=ws.pk).status == Status.STOPPED
 
 
-def test_request_vm_wait_running_ssh_then_stop(signed_in, cast, sim, celery_worker_thread):
+def test_request_vm_wait_running_ssh_keep_stop_rm(signed_in, cast, sim, celery_worker_thread):
     OfferingFactory()
 
     requested = _cli(
@@ -252,12 +262,20 @@ def test_request_vm_wait_running_ssh_then_stop(signed_in, cast, sim, celery_work
     printed = _cli("ssh", ws["id"], "--print")
     assert printed.output.strip() == f"ssh researcher@{running.private_ip}"
 
+    kept = _cli("keep", ws["id"])
+    assert kept.exit_code == 0, kept.output
+
     assert _cli("stop", ws["id"]).exit_code == 0
     stopped = _cli("wait", ws["id"], "--timeout", 60, "--interval", 0.2, "--json")
     assert stopped.exit_code == 0, stopped.output
     assert json.loads(stopped.output)["status"] == "stopped"
     vm = next(v for v in sim.state()["virtualMachines"] if v["tags"]["workspace"] == ws["id"])
     assert vm["powerState"] == "deallocated"
+
+    assert _cli("rm", ws["id"], "--yes").exit_code == 0
+    deleted = _cli("wait", ws["id"], "--timeout", 60, "--interval", 0.2)
+    assert deleted.exit_code == 0, deleted.output
+    assert Workspace.objects.get(pk=ws["id"]).status == Status.DELETED
 
 
 def test_the_cli_imports_nothing_of_the_portal():

@@ -301,7 +301,7 @@ class _DroppingProxy:
         import requests
 
         proxy = self
-        self.keys, self.drops = [], drops
+        self.keys, self.drops, self.answers = [], drops, []
 
         class Handler(http.server.BaseHTTPRequestHandler):
             def _forward(self):
@@ -311,6 +311,7 @@ class _DroppingProxy:
                 answer = requests.request(
                     self.command, upstream + self.path, headers=headers, data=body, timeout=30
                 )
+                proxy.answers.append((self.command, answer.status_code))
                 if self.command == "POST" and self.path == "/api/v1/workspaces":
                     proxy.keys.append(self.headers.get("Idempotency-Key"))
                     if proxy.drops:
@@ -392,3 +393,19 @@ def test_above_quota_request_is_approved_by_a_platform_admin(live_server, signed
     assert decided.exit_code == 0, decided.output
     assert decided.output.strip() == f"Approval {listed[0]['id']}: approved."
     assert Workspace.objects.get(name="big-one").status != Status.PENDING_APPROVAL
+
+
+def test_wait_polls_with_if_none_match_so_an_unchanged_workspace_is_a_304(
+    signed_in, live_server, cast
+):
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.PROVISIONING)
+    proxy = _DroppingProxy(live_server.url, drops=0)
+    env = {"GPUPORTAL_URL": proxy.url, "GPUPORTAL_TOKEN": signed_in}
+    try:
+        result = _cli("wait", ws.pk, "--timeout", 1, "--interval", 0.2, env=env)
+    finally:
+        proxy.server.shutdown()
+
+    assert result.exit_code == 6
+    assert proxy.answers[0] == ("GET", 200)
+    assert len(proxy.answers) >= 3 and set(proxy.answers[1:]) == {("GET", 304)}

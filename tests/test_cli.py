@@ -19,6 +19,7 @@ from typer.testing import CliRunner
 
 from teams.tokens import api_token_create
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
+from tests.http_proxy import DroppingProxy
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -290,57 +291,11 @@ def test_the_cli_imports_nothing_of_the_portal():
     assert out.stdout.strip() == "[]", out.stderr
 
 
-class _DroppingProxy:
-    """An HTTP proxy to the live server that forwards the first ``drops`` workspace POSTs and
-    then hangs up without answering: the network failing after the portal acted."""
-
-    def __init__(self, upstream, drops):
-        import http.server
-        import threading
-
-        import requests
-
-        proxy = self
-        self.keys, self.drops, self.answers = [], drops, []
-
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def _forward(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                body = self.rfile.read(length) if length else None
-                headers = {k: v for k, v in self.headers.items() if k.lower() != "host"}
-                answer = requests.request(
-                    self.command, upstream + self.path, headers=headers, data=body, timeout=30
-                )
-                proxy.answers.append((self.command, answer.status_code))
-                if self.command == "POST" and self.path == "/api/v1/workspaces":
-                    proxy.keys.append(self.headers.get("Idempotency-Key"))
-                    if proxy.drops:
-                        proxy.drops -= 1
-                        self.close_connection = True
-                        return  # the portal made the workspace; the caller hears nothing
-                self.send_response(answer.status_code)
-                for name in ("Content-Type", "ETag"):
-                    if name in answer.headers:
-                        self.send_header(name, answer.headers[name])
-                self.send_header("Content-Length", str(len(answer.content)))
-                self.end_headers()
-                self.wfile.write(answer.content)
-
-            do_GET = do_POST = do_DELETE = _forward
-
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-
 def test_request_resends_the_same_idempotency_key_after_a_network_error(
     signed_in, live_server, cast, sim
 ):
     OfferingFactory()
-    proxy = _DroppingProxy(live_server.url, drops=1)
+    proxy = DroppingProxy(live_server.url, drops=1)
     env = {"GPUPORTAL_URL": proxy.url, "GPUPORTAL_TOKEN": signed_in}
     try:
         result = _cli(
@@ -399,7 +354,7 @@ def test_wait_polls_with_if_none_match_so_an_unchanged_workspace_is_a_304(
     signed_in, live_server, cast
 ):
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.PROVISIONING)
-    proxy = _DroppingProxy(live_server.url, drops=0)
+    proxy = DroppingProxy(live_server.url, drops=0)
     env = {"GPUPORTAL_URL": proxy.url, "GPUPORTAL_TOKEN": signed_in}
     try:
         result = _cli("wait", ws.pk, "--timeout", 1, "--interval", 0.2, env=env)

@@ -39,8 +39,12 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(VENV)/.installed: requirements.txt requirements-dev.txt | $(BIN)/python
+# The `gpuportal` CLI (cli/, docs/cli.md) installed editable: the console script runs the
+# checkout's code, so a change to cli/ needs no reinstall, and lint-imports and the tests import
+# the same files. Users install it alone, not editable: pip install ./cli
+$(VENV)/.installed: requirements.txt requirements-dev.txt cli/pyproject.toml | $(BIN)/python
 	$(BIN)/pip install -q -r requirements-dev.txt
+	$(BIN)/pip install -q -e ./cli
 	touch $@
 
 venv: $(VENV)/.installed

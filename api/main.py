@@ -9,10 +9,12 @@ from typing import Any
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
-from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
+from api import errors
 from api.auth import api_auth
 from api.problems import problem
+from api.routers import approvals, catalog, teams, workspace_requests, workspaces
 
 api = NinjaAPI(
     title="GPU workspace portal API",
@@ -23,6 +25,9 @@ api = NinjaAPI(
     docs_url="/docs",
     auth=api_auth,
 )
+
+
+NO_CREDENTIALS = "Send a personal access token: Authorization: Bearer <token>."
 
 
 def _errors(exc: ValidationError) -> list[dict[str, Any]]:
@@ -39,12 +44,16 @@ def _invalid(request: HttpRequest, exc: ValidationError) -> HttpResponse:
 
 @api.exception_handler(AuthenticationError)
 def _unauthenticated(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-    return problem(
-        request,
-        401,
-        "Send a personal access token: Authorization: Bearer <token>.",
-        headers={"WWW-Authenticate": 'Bearer realm="api"'},
-    )
+    # ninja's own (no credentials at all) says "Unauthorized"; ours say why a token was refused.
+    detail = str(exc) if str(exc) != "Unauthorized" else NO_CREDENTIALS
+    return problem(request, 401, detail, headers={"WWW-Authenticate": 'Bearer realm="api"'})
+
+
+@api.exception_handler(Throttled)
+def _throttled(request: HttpRequest, exc: Throttled) -> HttpResponse:
+    wait = str(getattr(exc, "wait", None) or 60)
+    detail = f"This token made too many requests: wait {wait} seconds."
+    return problem(request, 429, detail, headers={"Retry-After": wait})
 
 
 @api.exception_handler(HttpError)
@@ -70,3 +79,12 @@ def me(request: HttpRequest) -> dict[str, Any]:
         "display_name": user.get_full_name() or user.username,
         "scope": getattr(request, "api_scope", "read"),
     }
+
+
+errors.register(api)
+# workspace_requests adds POST /workspaces to the workspaces router; imported for that.
+assert workspace_requests.router is workspaces.router
+api.add_router("/workspaces", workspaces.router)
+api.add_router("/teams", teams.router)
+api.add_router("/approvals", approvals.router)
+api.add_router("/", catalog.router)

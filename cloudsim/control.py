@@ -226,6 +226,13 @@ class SimControl:
             "POST", "/_sim/entra/directory", {"users": list(users), "groups": list(groups)}
         )
 
+    def entra_add_app(self, display_name: str, roles: list[str] = (), **given: str) -> dict:
+        """Register an app (a pipeline's service principal or managed identity) whose principal
+        holds app ``roles`` on the portal's app; ``given`` may fix client_id, client_secret,
+        object_id. Returns {"client_id", "client_secret", "object_id", "roles"}."""
+        body = {"display_name": display_name, "roles": list(roles), **given}
+        return self._call("POST", "/_sim/entra/apps", body)
+
     def entra_disable_user(self, user: str, enabled: bool = False) -> dict:
         """Set accountEnabled of a user (id or UPN) to `enabled` (default: disable)."""
         return self._call("POST", "/_sim/entra/users/disable", {"user": user, "enabled": enabled})

@@ -418,6 +418,12 @@ PASSWORD_LOGIN = password_login(
     entra_client_id=ENTRA_CLIENT_ID,
 )
 
+# --- The API (/api/v1/, api/; docs/api-tokens.md) ----------------------------------------------
+# Requests per minute each personal access token (or Entra ID identity) may make; over it the
+# API answers 429 with Retry-After. Counted in the cache (CACHE_URL), shared by all workers.
+# 0 turns the limit off.
+API_RATE_PER_MINUTE = env.int("API_RATE_PER_MINUTE", default=120)
+
 # --- Metrics (portal/metrics.py, docs/operations.md "Metrics") ---------------------------------
 # /metrics wants "Authorization: Bearer <METRICS_TOKEN>"; without a token it answers 404. Only the
 # token's SHA-256 stays in settings (METRICS_TOKEN_SHA256 may be given instead of the token).

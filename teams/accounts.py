@@ -7,7 +7,9 @@ from typing import Any
 from uuid import UUID
 
 from axes.models import AccessAttempt
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from common.permissions import access_require
@@ -42,6 +44,49 @@ def entra_identity_set(*, user: User, object_id: UUID | None, upn: str, now: dat
             )
             transaction.on_commit(lambda: hooks.identity_changed(user=user))
     return profile
+
+
+class ServiceAccountError(Exception):
+    """A service account that cannot be made (name or object id taken); str() says why."""
+
+
+def service_account_create(
+    *, username: str, object_id: UUID, display_name: str, now: datetime
+) -> User:
+    """A portal user for a managed identity or service principal whose Entra ID access
+    tokens call the API (teams.entra_access): ``object_id`` is its oid, stored as
+    Profile.signin_object_id with service_account set; no password, no sign-in. Audited
+    ("api.service_account.create", no actor: an operator's command). Team admins then add it
+    to teams by username. Raises ServiceAccountError when the username or oid is taken."""
+    users = get_user_model().objects
+    try:
+        User._meta.get_field("username").run_validators(username)  # Django's length and letters.
+    except ValidationError as err:
+        raise ServiceAccountError(" ".join(err.messages)) from None
+    if not username or not display_name.isprintable():
+        raise ServiceAccountError("Give a username and a printable display name.")
+    with transaction.atomic():
+        if users.filter(username__iexact=username).exists():
+            raise ServiceAccountError(f"The username {username} is taken.")
+        if Profile.objects.filter(signin_object_id=object_id).exists():
+            raise ServiceAccountError(f"The object id {object_id} is already a portal user's.")
+        user = users.create_user(username=username, first_name=display_name[:150])
+        user.set_unusable_password()
+        user.save(update_fields=["password"])
+        Profile.objects.update_or_create(
+            user=user, defaults={"signin_object_id": object_id, "service_account": True}
+        )
+        after = {"user": username, "object_id": str(object_id), "by": "manage.py"}
+        audit_record(
+            actor=None,
+            team=None,
+            action="api.service_account.create",
+            obj=user,
+            before={},
+            after=after,
+            now=now,
+        )
+    return user
 
 
 def _identity(profile: Profile) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from teams.models import (
 
 def audit_record(
     *,
-    actor: User,
+    actor: User | None,
     team: Team | None,
     action: str,
     obj: Model,

@@ -96,11 +96,12 @@ def _fetch_jwks(uri: str) -> dict[str, jwt.PyJWK]:
     return found
 
 
-def signing_key(kid: str) -> jwt.PyJWK:
-    """The tenant's key `kid`; an unknown kid refetches the JWKS once (key rotation)."""
+def signing_key(kid: str, *, refetch: bool = True) -> jwt.PyJWK:
+    """The tenant's key `kid`; an unknown kid refetches the JWKS once (key rotation), unless
+    `refetch` is False."""
     uri = discovery()["jwks_uri"]
     key = _jwks.get(uri, {}).get(kid)
-    if key is None:
+    if key is None and (refetch or uri not in _jwks):
         key = _fetch_jwks(uri).get(kid)
     if key is None:
         raise SignInError("The sign-in token was signed with a key Entra ID does not list.")

@@ -5,7 +5,8 @@ what Entra ID changed between sign-ins reaches the portal without the user signi
   GET /v1.0/groups/{id}/members?$select=id,accountEnabled&$top=999, all pages (teams.graph).
 - A portal member of a linked team who signed in through Entra ID (Profile.signin_object_id)
   and is in none of the team's groups loses the membership (as at sign-in: entra.membership_end).
-  Accounts without signin_object_id (invited local accounts) are never touched.
+  Accounts without signin_object_id (invited local accounts) and service accounts (a managed
+  identity's, Profile.service_account) are never touched.
 - An active Entra ID account seen with accountEnabled false, or missing (404 on GET
   /v1.0/users/{id}?$select=id,accountEnabled, asked only for accounts in no group read), is
   deactivated: is_active false (Django refuses its session at the next request), its session
@@ -71,9 +72,10 @@ def _read_groups(graph: GraphClient, groups: set[str], result: SyncResult):
 
 
 def _entra_accounts() -> dict[str, object]:
-    """Object id (lower case) -> active user, for accounts made by Entra ID sign-in."""
+    """Object id (lower case) -> active user, for accounts made by Entra ID sign-in (not the
+    service accounts of managed identities: Graph knows no user by their id)."""
     profiles = Profile.objects.select_related("user").filter(
-        signin_object_id__isnull=False, user__is_active=True
+        signin_object_id__isnull=False, user__is_active=True, service_account=False
     )
     return {str(p.signin_object_id).lower(): p.user for p in profiles}
 
@@ -133,7 +135,9 @@ def _remove_leavers(linked: dict, members: dict, result: SyncResult, now) -> Non
         if groups <= members.keys():  # else a group unread: nobody leaves on its account
             held[team_id] = set().union(*(members[g] for g in groups))
     memberships = Membership.objects.filter(
-        team_id__in=held, user__profile__signin_object_id__isnull=False
+        team_id__in=held,
+        user__profile__signin_object_id__isnull=False,
+        user__profile__service_account=False,
     ).select_related("team", "user", "user__profile")
     for membership in memberships:
         if str(membership.user.profile.signin_object_id).lower() in held[membership.team_id]:

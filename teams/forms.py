@@ -13,7 +13,7 @@ from django.core.validators import (
 )
 
 from common.validation import TextField, validate_printable
-from teams.models import IDLE_FIELDS, GpuModel, IdleBounds, IdlePolicy, LeaverPolicy, Role
+from teams.models import IDLE_FIELDS, ApiScope, GpuModel, IdleBounds, IdlePolicy, LeaverPolicy, Role
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
 MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
@@ -107,6 +107,26 @@ class EntraIdentityForm(forms.Form):
 
 class RoleForm(forms.Form):
     role = forms.ChoiceField(choices=Role.choices)
+
+
+class ApiTokenForm(forms.Form):
+    """A new personal access token (teams.tokens.api_token_create checks the same bounds)."""
+
+    name = TextField(
+        max_length=64, help_text="What uses it, e.g. my laptop or the nightly pipeline."
+    )
+    scope = forms.ChoiceField(
+        choices=ApiScope.choices,
+        initial=ApiScope.READ,
+        help_text="Read and write may request, stop and delete workspaces.",
+    )
+    expires_in_days = forms.IntegerField(
+        label="Expires in (days)",
+        min_value=1,
+        max_value=365,
+        initial=30,
+        help_text="From 1 to 365 days.",
+    )
 
 
 def _budget_field(label: str, required: bool = False) -> forms.DecimalField:

@@ -73,7 +73,11 @@ def _refuse_entra_managed(team: Team, user: User, what: str) -> None:
     them back, or takes them out, at every sign-in): a change here would be silently undone."""
     if team.entra_group_id is None:
         return
-    if Profile.objects.filter(user=user, signin_object_id__isnull=False).exists():
+    # A service account (Profile.service_account) never signs in: its memberships are managed here.
+    entra_managed = Profile.objects.filter(
+        user=user, signin_object_id__isnull=False, service_account=False
+    )
+    if entra_managed.exists():
         group = team.entra_group_name or team.entra_group_id
         raise MembershipError(
             f"{user.username} signs in with Entra ID and {team.name} is linked to the group "

@@ -124,6 +124,11 @@ class Profile(models.Model):
     # user (teams.entra_sync): the next successful sign-in reactivates it. An account a portal
     # admin deactivated has no such mark and stays refused.
     entra_disabled_at = models.DateTimeField(null=True, blank=True, editable=False)
+    # A service account (manage.py api_service_account): signin_object_id is then the object id
+    # of a service principal or managed identity, which calls the API with Entra ID tokens
+    # (teams.entra_access) and never signs in. The Graph sync leaves it alone (Graph has no
+    # *user* of that id) and team admins manage its memberships as a local account's.
+    service_account = models.BooleanField(default=False, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):
@@ -432,3 +437,38 @@ class BudgetAlert(models.Model):
 
     def __str__(self):
         return f"{self.team}: {self.threshold}% of {self.month:%B %Y} budget"
+
+
+class ApiScope(models.TextChoices):
+    """What a personal access token lets its holder do through /api/v1/."""
+
+    READ = "read", "Read"
+    WRITE = "write", "Read and write"
+
+
+class ApiToken(models.Model):
+    """A personal access token for /api/v1/ (teams.tokens): ``gpp_`` + 43 url-safe characters,
+    shown once at creation. Only its SHA-256 (hex) is kept: the token is 256 random bits, so
+    nobody can guess one from its hash however fast the hash is, and a fast hash lets every
+    API request be checked with one indexed lookup (a slow password hash would add its cost to
+    each call). ``prefix`` (the first characters after ``gpp_``) tells the user's tokens apart
+    on the page and cannot be used to sign in."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens"
+    )
+    name = models.CharField(max_length=64, help_text="The user's label, e.g. the laptop or CI job")
+    scope = models.CharField(max_length=8, choices=ApiScope.choices)
+    token_hash = models.CharField(max_length=64, unique=True, editable=False)
+    prefix = models.CharField(max_length=8, editable=False)
+    created_at = models.DateTimeField()
+    expires_at = models.DateTimeField()
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["user", "created_at"])]
+
+    def __str__(self):
+        return f"API token {self.prefix}… ({self.name}) of {self.user}"

@@ -119,8 +119,10 @@ def team_members(*, team: Team) -> QuerySet[Membership]:
     """The team's memberships with their users: team admins first, then by username. Each has
     ``from_entra``: True when the team is linked to a group and the user signs in with Entra
     ID, so the membership follows the group (teams.memberships refuses to change it)."""
-    from_entra = Q(user__profile__signin_object_id__isnull=False) & Q(
-        team__entra_group_id__isnull=False
+    from_entra = (
+        Q(user__profile__signin_object_id__isnull=False)
+        & Q(user__profile__service_account=False)
+        & Q(team__entra_group_id__isnull=False)
     )
     return (
         Membership.objects.filter(team=team)

@@ -3,6 +3,8 @@ as the EXPECTED table says. A new URL without a row fails here, so no view ships
 rule. Anonymous users are sent to log in ("login"); strangers to a team's objects get 404;
 members without the right 403; permitted GETs 200 and permitted POSTs redirect (302)."""
 
+import json
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
@@ -13,7 +15,8 @@ from django.utils import timezone
 
 from clusters.models import AksCluster, NodePool, PoolStatus
 from teams.models import Membership, Notice, QuotaRequest, TeamQuotaIncrease
-from tests.factories import OfferingFactory, UserFactory, WorkspaceFactory
+from teams.tokens import api_token_create
+from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Kind
 from workspaces.states import Status
 
@@ -29,6 +32,20 @@ class Row:
     statuses: tuple  # one per ROLES entry: an HTTP status, or LOGIN
     pk: str = ""  # which object of the ``objects`` fixture fills a ``pk`` parameter
     data: dict = field(default_factory=dict)
+    query: str = ""  # appended to the URL
+
+
+# The API's request body (JSON) for a VM in the cast's team.
+API_REQUEST = {
+    "kind": "vm",
+    "team": "vision",
+    "name": "from-the-api",
+    "vm_size": "Standard_NC24ads_A100_v4",
+    "region": "eastus",
+    "ssh_public_key": SSH_KEY,
+    # The researcher holds the team's per-member cap of workspaces already: it waits.
+    "justification": "a paper deadline",
+}
 
 
 _ = LOGIN  # short alias, to keep the table readable
@@ -67,6 +84,9 @@ EXPECTED = {
     "live-poll": Row("GET", (403, 400, 400, 400, 400, 400)),
     # Everyone's own Entra ID identity, nobody else's.
     "account": Row("GET", (_, 200, 200, 200, 200, 200)),
+    # Each user's own tokens; the token revoked is the researcher's: anyone else's is a 404.
+    "account-tokens": Row("GET", (_, 200, 200, 200, 200, 200)),
+    "account-token-revoke": Row("POST", (_, 404, 302, 404, 404, 404), pk="api_token"),
     "team-list": Row("GET", (_, 200, 200, 200, 200, 200)),
     "team-detail": Row("GET", (_, 404, 200, 404, 200, 200)),
     "team-invite": Row(
@@ -145,6 +165,34 @@ EXPECTED = {
     "api-v1:openapi-json": Row("GET", (200, 200, 200, 200, 200, 200)),
     "api-v1:openapi-view": Row("GET", (200, 200, 200, 200, 200, 200)),
     "api-v1:me": Row("GET", (401, 200, 200, 200, 200, 200)),
+    # /api/v1/: anonymous 401 (never a login redirect), strangers 404, as the pages' rules.
+    "api-v1:workspace_list": Row("GET", (401, 200, 200, 200, 200, 200)),
+    # Requests in the cast's team: its members make one (201); anyone else is refused the team
+    # by the form's choices (400), as on the request page.
+    "api-v1:workspace_create": Row("POST", (401, 400, 201, 400, 201, 400), data=API_REQUEST),
+    "api-v1:workspace_get": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:workspace_delete": Row("DELETE", (401, 404, 202, 404, 202, 202)),
+    "api-v1:workspace_stop": Row("POST", (401, 404, 202, 404, 202, 202)),
+    # A running workspace cannot be started or retried: a permitted caller gets the conflict.
+    "api-v1:workspace_start": Row("POST", (401, 404, 409, 404, 409, 409)),
+    "api-v1:workspace_retry": Row("POST", (401, 404, 409, 404, 409, 409)),
+    "api-v1:workspace_keep": Row("POST", (401, 404, 202, 404, 202, 202)),
+    "api-v1:workspace_events": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:workspace_telemetry": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:workspace_connect": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:team_list": Row("GET", (401, 200, 200, 200, 200, 200)),
+    "api-v1:team_detail": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:offering_list": Row("GET", (401, 200, 200, 200, 200, 200)),
+    "api-v1:sizing_estimate": Row(
+        "POST",
+        (401, 200, 200, 200, 200, 200),
+        data={"parameters_b": "7", "precision": "bf16", "workload": "inference"},
+    ),
+    # The savings page's rule: the team's admins and platform admins.
+    "api-v1:recommendation_list": Row("GET", (401, 404, 403, 404, 200, 200), query="?team=vision"),
+    "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
+    "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
 }
 # Parameters other than ``pk``, by name: the cast's team, a decision and an action that
 # change nothing in Azure.
@@ -153,6 +201,9 @@ PARAMS = {
     "decision": "reject",
     "action": "retry",
     "pool_pk": lambda objects: objects["pool"].pk,
+    # The API's path parameters.
+    "workspace_id": lambda objects: objects["workspace"].pk,
+    "approval_id": lambda objects: objects["quota_request"].pk,
 }
 
 
@@ -218,6 +269,9 @@ def objects(cast, sim):
             created_at=now,
         ),
         "notice": Notice.objects.create(user=cast.researcher, text="hello", created_at=now),
+        "api_token": api_token_create(
+            user=cast.researcher, name="ci", scope="read", expires_in_days=30, now=now
+        )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }
@@ -279,15 +333,29 @@ def _answer(client, user, name, role, objects, expected_row=None):
     url = _url(name, URLS[name], row, objects)
     if user is not None:
         client.force_login(user)
-    send = client.post if row.method == "POST" else client.get
+    url += row.query
     data = row_data(row, objects)
-    response = send(url, data) if data else send(url)
+    if name.startswith("api-v1:"):
+        response = _api_answer(client, row, url, data)
+    else:
+        send = client.post if row.method == "POST" else client.get
+        response = send(url, data) if data else send(url)
     expected = (expected_row or row).statuses[ROLES.index(role)]
     if expected == LOGIN:
         assert response.status_code == 302, f"{row.method} {url} as {role}"
         assert response["Location"].startswith(reverse("login")), f"{url} as {role}"
     else:
         assert response.status_code == expected, f"{row.method} {url} as {role}"
+
+
+def _api_answer(client, row, url, data):
+    """The API takes JSON bodies, and an Idempotency-Key on POST creates."""
+    send = {"GET": client.get, "POST": client.post, "DELETE": client.delete}[row.method]
+    if row.method == "GET":
+        return send(url)
+    body = json.dumps(data) if data else ""
+    key = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())}
+    return send(url, body, content_type="application/json", **key)
 
 
 @pytest.mark.django_db

@@ -190,8 +190,18 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
                 workspace = _insert_pending(ask, check, justification, now)
     except IntegrityError:
         # The same request_key won a race with this one: the double click made one workspace.
-        return Workspace.objects.get(request_key=ask.request_key, owner=ask.user)
+        twin = Workspace.objects.filter(request_key=ask.request_key, owner=ask.user).first()
+        if twin is None:
+            raise RequestKeyTaken(REQUEST_KEY_TAKEN) from None
+        return twin
     return workspace
+
+
+class RequestKeyTaken(WorkspaceActionError):
+    """The request key (an API caller's Idempotency-Key) is another user's request's."""
+
+
+REQUEST_KEY_TAKEN = "That request key was used for another request; send a new one."
 
 
 def _request_price(offering: SizeOffering, spot: bool, now: datetime) -> Decimal:

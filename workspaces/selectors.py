@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.db.models import OuterRef, Q, QuerySet, Subquery, Sum
 from django.http import QueryDict
 
-from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, keyset_page, sort_from
+from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, Sort, keyset_page, sort_from
 from common.months import month_bounds
 from common.permissions import Actor
 from common.words import counted, usd
@@ -78,15 +78,23 @@ def workspace_page(
     descending; newest first by default), after ``cursor``. Deleted ones only with
     ``deleted=1`` or when filtering by that status. One query for the rows, whatever their
     number, plus the filter form's choices."""
+    filters, sort = workspace_filters(user=user, params=params)
+    page = keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
+    return WorkspacePage(filters=filters, page=page)
+
+
+def workspace_filters(*, user: Actor, params: QueryDict) -> tuple[WorkspaceFilter, Sort]:
+    """The list's filters bound to ``params`` over the user's visible workspaces (deleted ones
+    only with ``deleted=1`` or when filtering by that status), and the sort ``params`` asks
+    for (WORKSPACE_SORTS; newest first by default). The list page and the API share them:
+    the page leaves a refused value out, the API answers 400 (``filters.errors``)."""
     deleted = params.get("deleted") == "1" or params.get("status") == Status.DELETED
     filters = WorkspaceFilter(
         params,
         queryset=workspace_list(user=user, include_deleted=deleted),
         teams=team_visible_to(user=user),
     )
-    sort = sort_from(params.get("sort"), allowed=WORKSPACE_SORTS, default="-created")
-    page = keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
-    return WorkspacePage(filters=filters, page=page)
+    return filters, sort_from(params.get("sort"), allowed=WORKSPACE_SORTS, default="-created")
 
 
 def workspace_events(*, workspace: Workspace) -> QuerySet[WorkspaceEvent]:

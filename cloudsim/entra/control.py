@@ -5,13 +5,18 @@ POST /_sim/entra/directory  {"users": [{"name", "display_name"?, "id"?, "enabled
                             id | UPN | name], "security_enabled"=true}]}   (bulk add; members
                             may name users added in the same call) -> {"users": [{"id",
                             "userPrincipalName"}], "groups": [{"id", "displayName"}]}
+POST /_sim/entra/apps       {"display_name", "client_id"?, "client_secret"?, "object_id"?,
+                            "roles"=[]}: register an app (a pipeline's service principal or
+                            managed identity) holding ``roles`` on the portal's app -> 201
+                            {"client_id", "client_secret", "object_id", "roles"}
 POST /_sim/entra/users/disable   {"user": id | UPN, "enabled"=false}
 POST /_sim/entra/members/remove  {"group": id, "user": id | UPN}
 POST /_sim/entra/keys/rotate     {"drop_old"=false}  -> {"kid", "kids"}
 POST /_sim/entra/keys/drop       {"kid"}             -> {"kids"}
 POST /_sim/entra/settings        {"group_limit"?}   (groups in an ID token before the overage)
 GET  /_sim/entra                 -> {"tenant", "client_id", "group_limit", "kids", "users",
-                                     "groups": [{"id", "displayName", "members"}]}
+                                     "groups": [{"id", "displayName", "members"}],
+                                     "apps": [{"client_id", "object_id", "displayName", "roles"}]}
 Faults: POST /_sim/faults with op entra.token or graph.* (graph.FAULT_OPS), kind throttle,
 server_error or unavailable.
 """
@@ -70,6 +75,22 @@ def add_directory(d: Directory, body: dict) -> Response:
     return Response(201, {"users": users, "groups": groups})
 
 
+def add_app(d: Directory, body: dict) -> Response:
+    roles = body.get("roles", [])
+    if not isinstance(roles, list) or not all(isinstance(r, str) for r in roles):
+        raise _bad("'roles' must be a list of app role values.")
+    given = {k: body.get(k) for k in ("display_name", "client_id", "client_secret", "object_id")}
+    if not all(v is None or isinstance(v, str) for v in given.values()):
+        raise _bad("'display_name', 'client_id', 'client_secret' and 'object_id' are strings.")
+    if given["client_id"] in d.clients:
+        raise ArmError(409, "Conflict", f"App '{given['client_id']}' exists.")
+    app = d.add_app(
+        given["display_name"], given["client_id"], given["client_secret"], roles, given["object_id"]
+    )
+    answer = {"client_id": app.client_id, "client_secret": d.clients[app.client_id]}
+    return Response(201, answer | {"object_id": app.object_id, "roles": app.roles})
+
+
 def disable_user(d: Directory, body: dict) -> Response:
     user = d.users[_user(d, body.get("user"))]
     user.enabled = bool(body.get("enabled", False))
@@ -111,12 +132,19 @@ def state(d: Directory, body: dict) -> Response:
         for g in d.groups.values()
     ]
     users = [u.graph() | {"roles": u.roles} for u in d.users.values()]
+    apps = [
+        {"client_id": a.client_id, "object_id": a.object_id, "displayName": a.display_name}
+        | {"roles": a.roles}
+        for a in d.apps.values()
+    ]
     answer = {"tenant": d.tenant, "client_id": next(iter(d.clients)), "group_limit": d.group_limit}
-    return Response(200, answer | {"kids": list(d.keys.keys), "users": users, "groups": groups})
+    answer |= {"kids": list(d.keys.keys), "users": users, "groups": groups, "apps": apps}
+    return Response(200, answer)
 
 
 ROUTES = {
     ("POST", "/_sim/entra/directory"): add_directory,
+    ("POST", "/_sim/entra/apps"): add_app,
     ("POST", "/_sim/entra/users/disable"): disable_user,
     ("POST", "/_sim/entra/members/remove"): remove_member,
     ("POST", "/_sim/entra/keys/rotate"): rotate_keys,

@@ -6,6 +6,7 @@ AKS RoleBindings already name (DEMO_GROUPS there), pat with the app role Platfor
 a disabled user eve. UPNs are <name>@example.org, as seed_demo's emails.
 """
 
+import secrets
 import uuid
 from dataclasses import dataclass, field
 
@@ -15,6 +16,7 @@ TENANT_ID = "11111111-1111-1111-1111-111111111111"
 DOMAIN = "example.org"
 DEMO_CLIENT_ID = "22222222-2222-2222-2222-222222222222"
 DEMO_CLIENT_SECRET = "demo-client-secret"
+DEMO_APP_NAME = "GPU workspace portal"
 GROUP_LIMIT = 200  # Groups in a JWT before Entra sends the overage form instead.
 VISION_LAB = "0f6d3b2a-8c4e-4f1a-9b7d-2e5c6a7b8c01"
 NLP_GROUP = "1a7e4c3b-9d5f-4a2b-8c6e-3f4d5b6c7d02"
@@ -80,6 +82,24 @@ class Group:
 
 
 @dataclass
+class App:
+    """An app registration and its service principal in the tenant (a managed identity is a
+    service principal too): its client id (appId), the principal's object id (the ``oid`` of
+    its app-only tokens) and the app roles assigned to the principal on the portal's app
+    (the demo client), which its tokens for the portal's API carry in ``roles``."""
+
+    client_id: str
+    object_id: str
+    display_name: str
+    roles: list[str] = field(default_factory=list)
+
+
+def sp_oid(client_id: str) -> str:
+    """A stable service principal object id per client id (the same on every start)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"sp:{client_id}"))
+
+
+@dataclass
 class Grant:
     """A code issued by /authorize, redeemable once at /token."""
 
@@ -102,6 +122,7 @@ class Directory:
         self.by_upn: dict[str, str] = {}  # Lower-case UPN -> user id.
         self.groups: dict[str, Group] = {}
         self.clients = {DEMO_CLIENT_ID: DEMO_CLIENT_SECRET}  # client_id -> secret.
+        self.apps = {DEMO_CLIENT_ID: App(DEMO_CLIENT_ID, sp_oid(DEMO_CLIENT_ID), DEMO_APP_NAME)}
         self.codes: dict[str, Grant] = {}
         self.group_limit = GROUP_LIMIT
         self.add_group(VISION_LAB, "Vision Lab")
@@ -117,6 +138,15 @@ class Directory:
         self.users[user.id] = user
         self.by_upn[upn.lower()] = user.id
         return user
+
+    def add_app(self, display, client_id=None, secret=None, roles=(), object_id=None) -> App:
+        """Register an app (client credentials: ``secret``) whose principal holds ``roles`` on
+        the portal's app."""
+        client_id = client_id or str(uuid.uuid4())
+        app = App(client_id, object_id or sp_oid(client_id), display or client_id, list(roles))
+        self.clients[client_id] = secret or secrets.token_urlsafe(30)
+        self.apps[client_id] = app
+        return app
 
     def add_group(self, gid: str | None, display: str, security_enabled: bool = True) -> Group:
         group = Group(gid or str(uuid.uuid4()), display, security_enabled=security_enabled)

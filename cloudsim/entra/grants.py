@@ -2,7 +2,12 @@
 
 Refusals carry Entra's AADSTS codes: 70008 (unknown or expired code), 54005 (code already
 redeemed), 500112 (redirect_uri differs), 501481 (code_verifier does not match), 50057
-(disabled user), 1002012 (client_credentials without a /.default scope).
+(disabled user), 1002012 (client_credentials without a /.default scope), 500011 (a /.default
+scope naming no app of the tenant).
+
+client_credentials scopes: https://graph.microsoft.com/.default (a Graph app token, v1.0), or
+api://{client id}/.default or {client id}/.default (a v2.0 app token for that app's API,
+tokens.api_app_token: how a pipeline's managed identity or service principal calls the portal).
 """
 
 import base64
@@ -114,11 +119,33 @@ def code_grant(d: Directory, base: str, params: dict) -> Response:
     return Response(200, body, {"Cache-Control": "no-store", "Pragma": "no-cache"})
 
 
+def _api_resource(d: Directory, scope: str) -> str | None:
+    """The client id of the app whose API ``scope`` (api://{id}/.default or {id}/.default)
+    names; None when it names no API. Raises 500011 for an app the tenant does not have."""
+    if not scope.endswith("/.default"):
+        return None
+    resource = scope.removesuffix("/.default")
+    client_id = resource.removeprefix("api://")
+    if client_id in d.clients:
+        return client_id
+    text = (
+        f"The resource principal named {resource} was not found in the tenant named "
+        f"{d.tenant}. This can happen if the application has not been installed by the "
+        "administrator of the tenant or consented to by any user in the tenant. You might "
+        "have sent your authentication request to the wrong tenant."
+    )
+    raise token_error(400, "invalid_resource", 500011, text)
+
+
 def client_grant(d: Directory, base: str, params: dict) -> Response:
     client_id = known_client(d, params)
     check_secret(d, client_id, params, required=True)
     scope = params.get("scope", "")
-    if scope.rstrip("/") not in ("https://graph.microsoft.com/.default", f"{base}/.default"):
+    if scope.rstrip("/") in ("https://graph.microsoft.com/.default", f"{base}/.default"):
+        access = tokens.app_token(d, base, client_id)
+    elif (resource := _api_resource(d, scope.strip())) is not None:
+        access = tokens.api_app_token(d, base, d.apps[client_id], resource)
+    else:
         text = (
             f"The provided value for scope {scope} is not valid. Client credential flows "
             "must have a scope value with /.default suffixed to the resource identifier "
@@ -129,6 +156,6 @@ def client_grant(d: Directory, base: str, params: dict) -> Response:
         "token_type": "Bearer",
         "expires_in": tokens.LIFETIME,
         "ext_expires_in": tokens.LIFETIME,
-        "access_token": tokens.app_token(d, base, client_id),
+        "access_token": access,
     }
     return Response(200, body, {"Cache-Control": "no-store", "Pragma": "no-cache"})

@@ -10,13 +10,20 @@ getMemberObjects, which is what the emulator's endpoint points at).
 
 App token (client_credentials for https://graph.microsoft.com/.default; v1.0 as Graph's are):
 aud "https://graph.microsoft.com", iss "{base}/{tid}/", appid, idtyp "app", oid, roles, tid.
+
+App token for an app's own API (client_credentials for api://{client id}/.default; v2.0, as an
+app registration whose manifest asks for v2 tokens, requestedAccessTokenVersion 2; Microsoft's
+"Access token claims reference"): aud the API's client id (v2 tokens always name the client
+id, never the App ID URI), iss "{base}/{tid}/v2.0", iat, nbf, exp, azp (the caller's client
+id), azpacr "1" (a client secret), idtyp "app", oid and sub (the caller's service principal),
+roles (its app roles on the API; absent when it holds none), tid, uti, ver "2.0".
 """
 
 import hashlib
 import time
 import uuid
 
-from .directory import Directory, User
+from .directory import App, Directory, User
 
 LIFETIME = 3600  # Seconds; Entra's default is 60-90 minutes.
 GRAPH_AUDIENCE = "https://graph.microsoft.com"
@@ -102,4 +109,24 @@ def app_token(d: Directory, base: str, client_id: str) -> str:
         "tid": d.tenant,
         "ver": "1.0",
     }
+    return d.keys.sign(claims)
+
+
+def api_app_token(d: Directory, base: str, caller: App, resource: str) -> str:
+    """An app-only v2.0 token of ``caller`` for the API of the app ``resource`` (a client id)."""
+    claims = {
+        "aud": resource,
+        "iss": issuer(base, d.tenant),
+        **_times(time.time()),
+        "azp": caller.client_id,
+        "azpacr": "1",
+        "idtyp": "app",
+        "oid": caller.object_id,
+        "sub": caller.object_id,
+        "tid": d.tenant,
+        "uti": uuid.uuid4().hex[:22],
+        "ver": "2.0",
+    }
+    if caller.roles:
+        claims["roles"] = list(caller.roles)
     return d.keys.sign(claims)

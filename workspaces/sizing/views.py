@@ -57,11 +57,11 @@ def sizing_estimate(request: HttpRequest) -> HttpResponse:
     if answer == PAGE and not request.GET:
         form = EstimateForm(auto_id="est-%s")
         return render(request, "workspaces/estimate.html", {"form": form})
-    estimate = _estimate(form) if form.is_valid() else None
+    estimate = estimate_of_form(form) if form.is_valid() else None
     if estimate is None:
         return _invalid(request, form, answer)
     try:
-        team = _team(request, form.cleaned_data["team"])
+        team = estimate_team(user=request.user, asked=form.cleaned_data["team"])
     except Team.DoesNotExist:
         if answer == JSON:
             return JsonResponse({"error": "No such team among yours."}, status=404)
@@ -86,7 +86,7 @@ def sizing_estimate(request: HttpRequest) -> HttpResponse:
     return render(request, template, context)
 
 
-def _estimate(form: EstimateForm) -> Estimate | None:
+def estimate_of_form(form: EstimateForm) -> Estimate | None:
     """The estimate of a valid form; None (with a form error) when it cannot be made."""
     data = form.cleaned_data
     try:
@@ -113,11 +113,11 @@ def _invalid(request: HttpRequest, form: EstimateForm, answer: str) -> HttpRespo
     return render(request, template, {"form": form}, status=200 if answer == PARTIAL else 400)
 
 
-def _team(request: HttpRequest, asked: str) -> Team | None:
+def estimate_team(*, user: Any, asked: str) -> Team | None:
     """The team the quota and budget flags are for: ``asked`` (id or slug) among the user's
     teams (Team.DoesNotExist when it is not one of them), else the user's first team (None
-    without one)."""
-    teams = team_list_for_requests(user=request.user)
+    without one). The API's estimate uses it too."""
+    teams = team_list_for_requests(user=user)
     if not asked:
         return teams.first()
     if asked.isdigit():

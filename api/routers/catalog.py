@@ -1,0 +1,160 @@
+"""/api/v1/offerings, /sizing/estimate and /recommendations: the sizes offered with their
+prices, the GPU memory estimate of the request page, and a team's right-sizing advice (the
+savings page's), each from the selector or form its page uses."""
+
+from decimal import Decimal
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from django.utils import timezone
+from ninja import Field, Query, Router, Schema
+
+from api.errors import FieldErrors, form_errors
+from api.schemas import Printable, caller, money, utc
+from billing.savings import team_savings_list
+from common.permissions import access_require
+from teams.models import Team
+from teams.selectors import team_get
+from workspaces import selectors
+from workspaces.sizing import fits
+from workspaces.sizing.forms import EstimateForm
+from workspaces.sizing.views import estimate_document, estimate_of_form, estimate_team
+
+router = Router(tags=["catalog"])
+
+
+class OfferingsQuery(Schema):
+    region: Printable = Field("", max_length=32)
+    gpu_model: Printable = Field("", max_length=16)
+
+
+class OfferingOut(Schema):
+    vm_size: str
+    region: str
+    gpu_model: str
+    gpu_count: int
+    gpu_memory_gib: int
+    vcpus: int
+    memory_gib: float
+    price_per_hour: str
+    spot_price_per_hour: str | None
+
+
+class OfferingsOut(Schema):
+    items: list[OfferingOut]
+
+
+@router.get("/offerings", response=OfferingsOut, summary="Sizes offered, with USD/hour")
+def offering_list(request: HttpRequest, filters: Query[OfferingsQuery]) -> Any:
+    """The request page's catalog (selectors.offering_list with the Spot price now), cheapest
+    GPU first per region. One query."""
+    rows = selectors.offering_list(region=filters.region or None, now=timezone.now())
+    if filters.gpu_model:
+        rows = rows.filter(gpu_model=filters.gpu_model)
+    items = [
+        {
+            "vm_size": o.vm_size,
+            "region": o.region,
+            "gpu_model": o.gpu_model,
+            "gpu_count": o.gpu_count,
+            "gpu_memory_gib": o.gpu_memory_gib,
+            "vcpus": o.vcpus,
+            "memory_gib": float(o.memory_gib),
+            "price_per_hour": money(o.price_per_hour),
+            "spot_price_per_hour": money(getattr(o, "spot_hourly", None)),
+        }
+        for o in rows
+    ]
+    return {"items": items}
+
+
+class EstimateIn(Schema):
+    """The estimate page's fields (workspaces.sizing.forms.EstimateForm checks them)."""
+
+    preset: Printable = Field("", max_length=64)
+    parameters_b: Decimal | None = Field(default=None, ge=0, le=100_000)
+    precision: Printable = Field("", max_length=16)
+    workload: Printable = Field("", max_length=16)
+    context_length: int | None = Field(default=None, ge=1, le=10_000_000)
+    batch: int | None = Field(default=None, ge=1, le=1_000_000)
+    layers: int | None = Field(default=None, ge=1, le=100_000)
+    hidden_size: int | None = Field(default=None, ge=1, le=10_000_000)
+    attention_heads: int | None = Field(default=None, ge=1, le=100_000)
+    kv_heads: int | None = Field(default=None, ge=1, le=100_000)
+    trainable_percent: Decimal | None = Field(default=None, ge=0, le=100)
+    checkpointing: bool = False
+    team: Printable = Field("", max_length=50)
+    region: Printable = Field("", max_length=32)
+    per_region: int | None = Field(default=None, ge=1, le=20)
+
+
+@router.post("/sizing/estimate", summary="GPU memory estimate and the sizes that hold it")
+def sizing_estimate(request: HttpRequest, body: EstimateIn) -> dict[str, Any]:
+    """The estimate page's JSON answer (workspaces.sizing.views.estimate_document): 400 with
+    the form's errors; 404 for a team the caller is not a member of."""
+    data = {
+        k: ("on" if v is True else v) for k, v in body.dict().items() if v not in (None, "", False)
+    }
+    form = EstimateForm(data)
+    estimate = estimate_of_form(form) if form.is_valid() else None
+    if estimate is None:
+        raise form_errors(form)
+    try:
+        team = estimate_team(user=request.user, asked=form.cleaned_data["team"])
+    except Team.DoesNotExist:
+        raise Http404("No such team among yours.") from None
+    fit_list = fits.sizing_fit_list(
+        need_gib=estimate.total_gib,
+        team=team,
+        user=caller(request),
+        now=timezone.now(),
+        region=form.cleaned_data["region"],
+        per_region=form.cleaned_data["per_region"],
+    )
+    return estimate_document(estimate, fit_list, team)
+
+
+class RecommendationsQuery(Schema):
+    team: Printable = Field("", max_length=50)
+
+
+@router.get("/recommendations", summary="A team's right-sizing advice (its admins)")
+def recommendation_list(
+    request: HttpRequest,
+    filters: Query[RecommendationsQuery],
+) -> dict[str, Any]:
+    """The savings page's list (billing.savings.team_savings_list), largest saving first:
+    404 for a team the caller does not see, 403 unless they are its admin or a platform
+    admin, 400 without ``team``."""
+    team = filters.team
+    if not team:
+        raise FieldErrors([{"loc": ["query", "team"], "msg": "Name the team (its slug)."}])
+    try:
+        found = team_get(user=request.user, slug=team)
+    except Team.DoesNotExist:
+        raise Http404("No such team.") from None
+    access_require(
+        user=request.user,
+        perm="billing.view_team_savings",
+        obj=found,
+        message="Only the team's admins see its savings.",
+    )
+    items = [
+        {
+            "workspace": str(r.workspace_id),
+            "workspace_name": r.workspace.name,
+            "owner": r.workspace.owner.username,
+            "advice": r.advice,
+            "target": r.target,
+            "target_kind": r.target_kind,
+            "price_per_hour": money(r.price_per_hour),
+            "target_price_per_hour": money(r.target_price_per_hour),
+            "saving_usd_month": money(r.saving_usd_month, "0.01"),
+            "reason": r.reason,
+            "peak_mib": r.peak_mib,
+            "p95_mib": r.p95_mib,
+            "computed_at": utc(r.computed_at),
+        }
+        for r in team_savings_list(team=found)[:200]
+    ]
+    return {"items": items}

@@ -1,0 +1,83 @@
+"""/api/v1/teams: the caller's teams with their role; one team's GPU quota and use, budget,
+month spend and forecast, from the selectors the teams and spend pages use."""
+
+from datetime import date
+from typing import Any
+
+from django.http import Http404, HttpRequest
+from django.utils import timezone
+from ninja import Router, Schema
+
+from api.schemas import caller, money
+from billing.month_spend import spend_month
+from billing.team_selectors import team_overview_one
+from teams.models import Membership, Team
+from teams.selectors import team_get, team_visible_to
+
+router = Router(tags=["teams"])
+
+
+class TeamItem(Schema):
+    slug: str
+    name: str
+    role: str | None
+
+
+class TeamsOut(Schema):
+    items: list[TeamItem]
+
+
+@router.get("", response=TeamsOut, summary="The teams the caller sees, with their role")
+def team_list(request: HttpRequest) -> Any:
+    """All teams for a platform admin (role null where not a member), else the caller's."""
+    roles = dict(Membership.objects.filter(user=caller(request)).values_list("team_id", "role"))
+    teams = team_visible_to(user=request.user).order_by("name")
+    return {"items": [{"slug": t.slug, "name": t.name, "role": roles.get(t.pk)} for t in teams]}
+
+
+class QuotaLineOut(Schema):
+    gpu_model: str
+    gpus: int
+    in_use: float
+
+
+class TeamOut(Schema):
+    slug: str
+    name: str
+    quota: list[QuotaLineOut]
+    budget_usd: str | None
+    month_spend_usd: str
+    forecast_usd: str | None
+
+
+def _team(request: HttpRequest, slug: str) -> Team:
+    """The team among those the caller sees and may view (the spend page's rule); 404."""
+    try:
+        team = team_get(user=request.user, slug=slug)
+    except Team.DoesNotExist:
+        raise Http404("No such team.") from None
+    if not request.user.has_perm("teams.view_team", team):
+        raise Http404("No such team.")
+    return team
+
+
+@router.get("/{slug}", response=TeamOut, summary="Quota, use, budget, month spend, forecast")
+def team_detail(request: HttpRequest, slug: str) -> Any:
+    """GPUs in use against quota per model (team_overview_one, the teams page's), and this
+    month's spend and forecast (spend_month, the spend page's)."""
+    team = _team(request, slug)
+    now = timezone.now()
+    row = team_overview_one(user=request.user, team=team, now=now)
+    local = timezone.localtime(now)  # The month the spend page shows by default.
+    spend = spend_month(team=team, month=date(local.year, local.month, 1), now=now)
+    return {
+        "slug": team.slug,
+        "name": team.name,
+        "quota": [
+            {"gpu_model": q.gpu_model, "gpus": q.quota, "in_use": round(float(q.used), 3)}
+            for q in row.lines
+        ],
+        "budget_usd": money(team.monthly_budget, "0.01"),
+        "month_spend_usd": money(spend.total, "0.01"),
+        "forecast_usd": money(spend.forecast, "0.01"),
+    }

@@ -1,0 +1,154 @@
+"""`gpuportal request vm|mig|namespace`: POST /api/v1/workspaces with a fresh Idempotency-Key.
+
+The options mirror the API's body (docs/api.md); the portal checks every value, and its
+refusal comes back as problem details (exit 1)."""
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from gpuportal import waiting
+from gpuportal.common import JsonOpt, echo_or_json, handled, signed_in
+from gpuportal.render import workspace_line
+
+app = typer.Typer(
+    help="Request a workspace: a VM, a MIG slice or a Kubernetes namespace.", no_args_is_help=True
+)
+
+Team = Annotated[str, typer.Option(help="The team's slug (see `gpuportal teams`).")]
+Name = Annotated[
+    str, typer.Option(help="Lower-case letters, digits and hyphens, e.g. llm-finetune.")
+]
+Justification = Annotated[
+    str, typer.Option(help="Why you need it, for the platform admin, when above the team's quota.")
+]
+Wait = Annotated[bool, typer.Option("--wait", help="Then wait until it is settled (as `wait`).")]
+
+
+def _send(body: dict[str, Any], as_json: bool, wait: bool) -> None:
+    ws = signed_in().create("/workspaces", body)
+    if wait:
+        if not as_json:
+            typer.echo(workspace_line(ws))
+        waiting.wait(ws["id"], as_json=as_json)
+        return
+    echo_or_json(ws, as_json, _requested)
+
+
+def _requested(ws: dict[str, Any]) -> None:
+    typer.echo(workspace_line(ws))
+    typer.echo(f"Follow it with: gpuportal wait {ws['id']}")
+
+
+def _ssh_key(value: str | None) -> str | None:
+    """The key's text: a path to a .pub file is read, anything else is sent as it is."""
+    if not value:
+        return None
+    path = Path(value).expanduser()
+    if not value.startswith(("ssh-", "ecdsa-", "sk-")) and path.is_file():
+        try:
+            return path.read_text(encoding="utf-8").strip()
+        except (OSError, UnicodeDecodeError) as exc:
+            raise typer.BadParameter(f"cannot read {path}: {exc}", param_hint="--ssh-key") from exc
+    return value
+
+
+@app.command()
+@handled
+def vm(
+    team: Team,
+    name: Name,
+    vm_size: Annotated[
+        str, typer.Option("--size", help="Azure VM size, e.g. Standard_NC24ads_A100_v4.")
+    ],
+    region: Annotated[str, typer.Option(help="Azure region, e.g. eastus.")],
+    spot: Annotated[bool, typer.Option(help="A spot VM: cheaper, may be evicted.")] = False,
+    ssh_key: Annotated[
+        str | None, typer.Option(help="An SSH public key or a .pub file (default: your last key).")
+    ] = None,
+    accept_equivalents: Annotated[
+        bool, typer.Option(help="Take an equivalent size or region when this one has none.")
+    ] = False,
+    max_price: Annotated[
+        str | None, typer.Option(help="With --accept-equivalents: at most this USD/hour.")
+    ] = None,
+    justification: Justification = "",
+    wait: Wait = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Request a GPU VM."""
+    body: dict[str, Any] = {
+        "kind": "vm",
+        "team": team,
+        "name": name,
+        "justification": justification,
+        "vm_size": vm_size,
+        "region": region,
+        "spot": spot,
+        "accept_equivalents": accept_equivalents,
+    }
+    if max_price:
+        body["max_price"] = max_price
+    key = _ssh_key(ssh_key)
+    if key:
+        body["ssh_public_key"] = key
+    _send(body, as_json, wait)
+
+
+@app.command()
+@handled
+def mig(
+    team: Team,
+    name: Name,
+    profile: Annotated[str, typer.Option(help="MIG profile, e.g. 1g.10gb (of the team's pools).")],
+    gpu_model: Annotated[
+        str | None, typer.Option(help="GPU model, e.g. A100 (when several serve the profile).")
+    ] = None,
+    image: Annotated[
+        str, typer.Option(help="Container image (default: JupyterLab with PyTorch).")
+    ] = "",
+    justification: Justification = "",
+    wait: Wait = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Request a MIG slice of a GPU on the team's AKS cluster."""
+    body: dict[str, Any] = {
+        "kind": "mig",
+        "team": team,
+        "name": name,
+        "justification": justification,
+        "mig_profile": profile,
+        "image": image,
+    }
+    if gpu_model:
+        body["gpu_model"] = gpu_model
+    _send(body, as_json, wait)
+
+
+@app.command()
+@handled
+def namespace(
+    team: Team,
+    name: Name,
+    gpus: Annotated[int, typer.Option(min=1, max=64, help="The namespace's GPU quota.")],
+    gpu_model: Annotated[str, typer.Option(help="GPU model of the pool, e.g. A100.")],
+    pool: Annotated[
+        str | None, typer.Option(help="The node pool (when the team has several of the model).")
+    ] = None,
+    justification: Justification = "",
+    wait: Wait = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Request a Kubernetes namespace with a GPU quota on the team's AKS cluster."""
+    body: dict[str, Any] = {
+        "kind": "namespace",
+        "team": team,
+        "name": name,
+        "justification": justification,
+        "gpus": gpus,
+        "gpu_model": gpu_model,
+    }
+    if pool:
+        body["pool"] = pool
+    _send(body, as_json, wait)

@@ -432,3 +432,15 @@ class BudgetAlert(models.Model):
 
     def __str__(self):
         return f"{self.team}: {self.threshold}% of {self.month:%B %Y} budget"
+
+
+# The webhook models live in their own module (this one is long); importing them here
+# registers them with the teams app.
+from teams.webhook_models import (  # noqa: E402, F401
+    DeliveryState,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEvent,
+    WebhookKind,
+)

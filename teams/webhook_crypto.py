@@ -5,9 +5,10 @@ post to the channel, so it is stored like the generic hook's signing secret: enc
 Fernet (AES-128-CBC with HMAC-SHA256, from the ``cryptography`` package) under MultiFernet.
 
 Keys: ``WEBHOOK_ENCRYPTION_KEYS`` (a list of Fernet keys, newest first; the first encrypts,
-all decrypt), else one key derived from ``SECRET_KEY`` with HKDF-SHA256. Rotation: put a new
-key first, keep the old ones after it, run ``manage.py webhook_rotate_keys`` (re-encrypts
-every row with the first key), then drop the old keys. See docs/notifications.md.
+all decrypt), then one key derived from ``SECRET_KEY`` with HKDF-SHA256 (it encrypts when no
+key is configured). Rotation: put a new key first, keep the old ones after it, run
+``manage.py webhook_rotate_keys`` (re-encrypts every row with the first key), then drop the
+old keys. See docs/notifications.md.
 """
 
 import base64
@@ -29,10 +30,12 @@ def _derived_key(secret: str) -> bytes:
 
 
 def _fernet() -> MultiFernet:
+    """The configured keys, newest first, then the key derived from SECRET_KEY: it encrypts
+    only when no key is configured, and still decrypts what it encrypted, so moving to
+    configured keys is one rotation."""
     keys: list[str] = list(getattr(settings, "WEBHOOK_ENCRYPTION_KEYS", []) or [])
-    if not keys:
-        return MultiFernet([Fernet(_derived_key(settings.SECRET_KEY))])
-    return MultiFernet([Fernet(k.encode()) for k in keys])
+    derived = Fernet(_derived_key(settings.SECRET_KEY))
+    return MultiFernet([*(Fernet(k.encode()) for k in keys), derived])
 
 
 def encrypt(plain: str) -> str:

@@ -62,8 +62,12 @@ def webhook_deliver(*, delivery_id: str, now: datetime) -> float | None:
     if delivery is None:
         return None
     hook = delivery.webhook
-    url = webhook_crypto.decrypt(hook.url_encrypted)
-    secret = webhook_crypto.decrypt(hook.secret_encrypted) if hook.secret_encrypted else ""
+    try:
+        url = webhook_crypto.decrypt(hook.url_encrypted)
+        secret = webhook_crypto.decrypt(hook.secret_encrypted) if hook.secret_encrypted else ""
+    except webhook_crypto.InvalidToken:  # a key dropped before rotation: logged, counted
+        why = "The stored URL opens with none of WEBHOOK_ENCRYPTION_KEYS"
+        return _record(delivery, Sent(None, Outcome.ERROR, 0, why), now)
     request = build(
         kind=hook.kind,
         facts=Facts.from_json(delivery.payload),

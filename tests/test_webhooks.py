@@ -312,3 +312,16 @@ def test_rotating_the_key_keeps_every_hook_readable(cast, receiver, settings, em
     assert webhook_crypto.decrypt(hook.secret_encrypted) == secret
     emit(cast)
     assert len(receiver.at("/rotated")) == 1
+
+
+def test_a_url_no_key_opens_is_logged_and_retried_never_sent(cast, receiver, settings, emit):
+    from cryptography.fernet import Fernet
+
+    settings.WEBHOOK_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]
+    _hook(cast, receiver, path="/lost-key")
+    settings.WEBHOOK_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]  # dropped too early
+    emit(cast)
+    attempt = WebhookAttempt.objects.get()
+    assert attempt.outcome == "error" and "none of WEBHOOK_ENCRYPTION_KEYS" in attempt.error
+    assert WebhookDelivery.objects.get().next_attempt_at == T0 + timedelta(seconds=30)
+    assert receiver.received == []

@@ -30,10 +30,12 @@ def _hook(request: HttpRequest, slug: str, pk: int) -> Webhook:
 def _page(
     request: HttpRequest, team: Team, form: WebhookAddForm, status: int = 200
 ) -> HttpResponse:
+    bootstrap_form(form)  # type: ignore[no-untyped-call]
+    form.fields["events"].widget.attrs["class"] = "form-check-input"  # boxes, not text fields
     context = {
         "team": team,
         "hooks": webhooks_of_team(team=team),
-        "form": bootstrap_form(form),  # type: ignore[no-untyped-call]
+        "form": form,
         "event_choices": EVENT_CHOICES,
     }
     return render(request, "teams/webhooks.html", context, status=status)

@@ -17,9 +17,18 @@ from django.urls import reverse
 from billing.month_spend import team_spend
 from common.months import month_bounds
 from common.words import usd
-from teams.models import ALERT_THRESHOLDS, BudgetAlert, Membership, NoticeKind, Role, Team
+from teams.models import (
+    ALERT_THRESHOLDS,
+    BudgetAlert,
+    Membership,
+    NoticeKind,
+    Role,
+    Team,
+    WebhookEvent,
+)
 from teams.notices import notice_about, notice_send
 from teams.selectors import budget_alerts_of, platform_admins, team_months, team_timezones
+from teams.webhooks import webhook_event_emit
 from workspaces.actions import workspace_stop_automatically
 from workspaces.selectors import workspace_running_begun_by
 
@@ -161,6 +170,17 @@ def _alert_tell(alert: BudgetAlertSend, users: list, text: str, now: datetime) -
         # About this month's spend: no longer true once the team's month is over.
         expires_at=month_bounds(month_start, zone)[1],
     )
+    budget = alert.team.monthly_budget
+    data = {
+        "month": alert.month.isoformat(),
+        "thresholds": list(alert.thresholds),
+        "spent_usd": str(alert.spent),
+        "budget_usd": str(budget) if budget is not None else None,
+    }
+    webhook_event_emit(
+        team_id=alert.team.pk, event=WebhookEvent.BUDGET, title=subject, text=text, link=link,
+        data=data, now=now,
+    )  # fmt: skip
 
 
 def _budget_stop(team, alert, workspaces: list[dict], spent: Decimal, now: datetime) -> list:

@@ -6,6 +6,7 @@ teams' notices (in-app and email, as budget alerts are), with times in the team'
 from __future__ import annotations
 
 from datetime import datetime, timedelta
+from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth.models import User
@@ -14,12 +15,14 @@ from django.urls import reverse
 from billing.models import Recommendation
 from billing.savings import Savings, savings_of_teams, team_savings_list
 from common.words import usd
-from teams.models import Membership, Role, Team
+from teams.models import Membership, Role, Team, WebhookEvent
 from teams.notice_text import mark
 from teams.notices import notice_send
 from teams.selectors import team_timezones
+from teams.webhooks import webhook_event_emit
 
 TOP = 5  # savings named in the digest
+CENT = Decimal("0.01")
 
 
 def savings_digest_send(*, now: datetime) -> list[int]:
@@ -41,15 +44,26 @@ def savings_digest_send(*, now: datetime) -> list[int]:
         admins[m.team_id].append(m.user)
     told = []
     for team in Team.objects.filter(pk__in=[t for t in team_ids if admins[t]]).order_by("pk"):
+        subject = f"{team.name} could save {usd(totals[team.pk].usd_month)} a month"
+        text = digest_text(team, totals[team.pk], now, zones[team.pk])
+        link = reverse("team-savings", kwargs={"slug": team.slug})
         notice_send(
             users=admins[team.pk],
-            subject=f"{team.name} could save {usd(totals[team.pk].usd_month)} a month",
-            text=digest_text(team, totals[team.pk], now, zones[team.pk]),
-            link=reverse("team-savings", kwargs={"slug": team.slug}),
+            subject=subject,
+            text=text,
+            link=link,
             now=now,
             expires_at=now + timedelta(days=7),  # the next digest replaces it
             zone=zones[team.pk].key,
         )
+        data = {
+            "saving_usd_month": str(totals[team.pk].usd_month.quantize(CENT)),
+            "workspaces": totals[team.pk].workspaces,
+        }
+        webhook_event_emit(
+            team_id=team.pk, event=WebhookEvent.RECOMMENDATION, title=subject, text=text,
+            link=link, data=data, now=now,
+        )  # fmt: skip
         told.append(team.pk)
     return told
 

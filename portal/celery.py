@@ -55,6 +55,10 @@ def _beat_schedule(sender, **kwargs):
             "task": "teams.tasks.check_budget_alerts",
             "schedule": settings.SPEND_ALERT_SECONDS,
         },
+        "retry-webhook-deliveries": {
+            "task": "teams.tasks.retry_webhook_deliveries",
+            "schedule": 60.0,
+        },
         "sync-actual-costs": {
             "task": "billing.tasks.sync_actual_costs",
             "schedule": crontab(hour=settings.ACTUAL_COSTS_SYNC_HOUR, minute=20),  # UTC

@@ -268,6 +268,17 @@ if not (0 < BEAT_LEASE_SECONDS <= 3600 and 0 < BEAT_LEASE_POLL_SECONDS <= BEAT_L
 TEAM_INVITE_MISSES_PER_HOUR = env.int("TEAM_INVITE_MISSES_PER_HOUR", default=10)
 # Days a request above quota waits for a platform admin before it expires.
 QUOTA_REQUEST_EXPIRY_DAYS = env.int("QUOTA_REQUEST_EXPIRY_DAYS", default=7)
+
+# Team webhooks (teams/webhook_delivery.py, docs/notifications.md): each POST waits at most
+# WEBHOOK_TIMEOUT_SECONDS; a delivery is tried WEBHOOK_MAX_ATTEMPTS times, waiting
+# WEBHOOK_BACKOFF_SECONDS doubled after each failure; WEBHOOK_DISABLE_AFTER failed deliveries
+# in a row disable the hook. WEBHOOK_ENCRYPTION_KEYS: Fernet keys, newest first (comma
+# separated), that encrypt the hooks' URLs and secrets; empty derives one from SECRET_KEY.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+WEBHOOK_MAX_ATTEMPTS = env.int("WEBHOOK_MAX_ATTEMPTS", default=5)
+WEBHOOK_BACKOFF_SECONDS = env.float("WEBHOOK_BACKOFF_SECONDS", default=30.0)
+WEBHOOK_DISABLE_AFTER = env.int("WEBHOOK_DISABLE_AFTER", default=10)
+WEBHOOK_ENCRYPTION_KEYS = env.list("WEBHOOK_ENCRYPTION_KEYS", default=[])
 # Seconds between sweeps that re-queue workspaces whose task was lost.
 PORTAL_RECONCILE_INTERVAL = env.float("PORTAL_RECONCILE_INTERVAL", default=60.0)
 

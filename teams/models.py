@@ -472,3 +472,15 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"API token {self.prefix}… ({self.name}) of {self.user}"
+
+
+# The webhook models live in their own module (this one is long); importing them here
+# registers them with the teams app.
+from teams.webhook_models import (  # noqa: E402, F401
+    DeliveryState,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEvent,
+    WebhookKind,
+)

@@ -21,9 +21,11 @@ from teams.models import (
     Decision,
     NoticeKind,
     QuotaRequest,
+    WebhookEvent,
 )
 from teams.notices import Message, notice_about, notice_send, notice_send_many
 from teams.selectors import platform_admins
+from teams.webhooks import webhook_event_emit
 
 
 class DecisionError(Exception):
@@ -80,6 +82,29 @@ def _tell_opened(request: QuotaRequest, now: datetime) -> None:
         for admin in platform_admins()
     ]
     notice_send_many(messages=[waits, *asks], now=now)
+    webhook_event_emit(
+        team_id=request.team_id,
+        event=WebhookEvent.APPROVAL_NEEDED,
+        title=f"Approval needed: {request.summary}",
+        text=f"{request.requester.username} asks for {request.summary}: {request.justification}",
+        link=reverse("approvals"),
+        data=_request_data(request),
+        now=now,
+    )
+
+
+def _request_data(request: QuotaRequest) -> dict[str, Any]:
+    """A request's figures for the generic webhook (JSON-safe; USD as strings)."""
+    return {
+        "quota_request_id": request.pk,
+        "workspace_id": str(request.workspace_id),
+        "workspace_name": request.workspace.name,
+        "requester": request.requester.username,
+        "summary": request.summary,
+        "over_quota": list(request.over_quota),
+        "price_per_hour_usd": str(request.price_per_hour),
+        "decision": request.decision,
+    }
 
 
 def _decide(
@@ -159,11 +184,23 @@ def _decide_workspace(
 def _tell_decided(request: QuotaRequest, now: datetime) -> None:
     verb = request.get_decision_display().lower()
     why = f" Comment: {request.comment}" if request.comment else ""
+    subject = f"{request.workspace.name} was {verb}"
     notice_send(
         users=[request.requester],
-        subject=f"{request.workspace.name} was {verb}",
+        subject=subject,
         text=f"Your request for {request.summary} was {verb}.{why}",
         link=_detail_link(request.workspace),
+        now=now,
+    )
+    # The team's channel: the same sentence, naming the requester and who decided.
+    webhook_event_emit(
+        team_id=request.team_id,
+        event=WebhookEvent.APPROVAL_DECIDED,
+        title=subject,
+        text=f"{request.requester.username}'s request for {request.summary} was {verb} by "
+        f"{request.decided_by.username if request.decided_by else 'the portal'}.{why}",
+        link=_detail_link(request.workspace),
+        data=_request_data(request),
         now=now,
     )
 

@@ -63,6 +63,8 @@ rules.add_perm("teams.list_teams", rules.is_authenticated)
 rules.add_perm("teams.view_team", is_member_of | is_platform_admin)
 # Invite, change roles, remove members, link an Entra ID group, set the idle and leaver policies.
 rules.add_perm("teams.manage_team", is_team_admin_of | is_platform_admin)
+# Add, change, test and delete the team's chat and JSON webhooks, and read their log.
+rules.add_perm("teams.manage_webhooks", is_team_admin_of | is_platform_admin)
 # Ask a platform admin for a permanent quota or budget increase.
 rules.add_perm("teams.request_increase", is_team_admin_of)
 # Set GPU quotas, the monthly budget and the per-member cap directly.

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from teams import token_views, views
+from teams import token_views, views, webhook_views
 
 urlpatterns = [
     path("notices/", views.notice_list, name="notice-list"),
@@ -28,5 +28,26 @@ urlpatterns = [
     path("teams/<slug:slug>/quota/", views.team_quota, name="team-quota"),
     path("teams/<slug:slug>/idle-policy/", views.team_idle_policy, name="team-idle-policy"),
     path("teams/<slug:slug>/leaver-policy/", views.team_leaver_policy, name="team-leaver-policy"),
+    path("teams/<slug:slug>/webhooks/", webhook_views.team_webhooks, name="team-webhooks"),
+    path(
+        "teams/<slug:slug>/webhooks/<int:pk>/",
+        webhook_views.team_webhook_change,
+        name="team-webhook-change",
+    ),
+    path(
+        "teams/<slug:slug>/webhooks/<int:pk>/test/",
+        webhook_views.team_webhook_test,
+        name="team-webhook-test",
+    ),
+    path(
+        "teams/<slug:slug>/webhooks/<int:pk>/delete/",
+        webhook_views.team_webhook_delete,
+        name="team-webhook-delete",
+    ),
+    path(
+        "teams/<slug:slug>/webhooks/<int:pk>/log/",
+        webhook_views.team_webhook_log,
+        name="team-webhook-log",
+    ),
     path("audit/", views.audit_log, name="audit"),
 ]

@@ -16,6 +16,7 @@ from django.utils import timezone
 from clusters.models import AksCluster, NodePool, PoolStatus
 from teams.models import Membership, Notice, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
+from teams.webhooks import webhook_create
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from workspaces.models import Kind
 from workspaces.states import Status
@@ -110,6 +111,14 @@ EXPECTED = {
     "team-idle-policy": Row("GET", (_, 404, 403, 404, 200, 200)),
     "team-leaver-policy": Row("POST", (_, 404, 403, 404, 302, 302), data={"leaver_policy": "keep"}),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
+    # The team's chat and JSON webhooks: its admins and platform admins.
+    "team-webhooks": Row("GET", (_, 404, 403, 404, 200, 200)),
+    "team-webhook-change": Row(
+        "POST", (_, 404, 403, 404, 302, 302), pk="webhook", data={"events": "budget"}
+    ),
+    "team-webhook-test": Row("POST", (_, 404, 403, 404, 302, 302), pk="webhook"),
+    "team-webhook-delete": Row("POST", (_, 404, 403, 404, 302, 302), pk="webhook"),
+    "team-webhook-log": Row("GET", (_, 404, 403, 404, 200, 200), pk="webhook"),
     "team-spend": Row("GET", (_, 404, 200, 404, 200, 200)),
     # Right-sizing savings: the team's admins (a researcher sees their own advice on the
     # workspace page), and every team's for platform admins.
@@ -271,6 +280,15 @@ def objects(cast, sim):
         "notice": Notice.objects.create(user=cast.researcher, text="hello", created_at=now),
         "api_token": api_token_create(
             user=cast.researcher, name="ci", scope="read", expires_in_days=30, now=now
+        )[0],
+        "webhook": webhook_create(
+            actor=cast.team_admin,
+            team=cast.team,
+            kind="slack",
+            name="lab",
+            url="https://hooks.example.org/services/x",
+            events=["budget"],
+            now=now,
         )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),

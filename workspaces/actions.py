@@ -17,9 +17,10 @@ from django.db import transaction
 from django.urls import reverse
 
 from common.permissions import access_require
-from teams.models import IdlePolicy, NoticeKind, Team
+from teams.models import IdlePolicy, NoticeKind, Team, WebhookEvent
 from teams.notice_text import mark
 from teams.notices import notice_about, notice_resolve, notice_send
+from teams.webhooks import webhook_event_emit
 from workspaces import selectors, states, telemetry
 from workspaces.backends import backend_for
 from workspaces.models import (
@@ -100,30 +101,49 @@ def workspace_stop_automatically(
 
 
 def workspace_stopped_tell(
-    *, workspace_id: UUID | str, why: str, now: datetime, what: str = "was stopped automatically"
+    *,
+    workspace_id: UUID | str,
+    why: str,
+    now: datetime,
+    what: str = "was stopped automatically",
+    event: str = WebhookEvent.IDLE_STOP,
 ) -> None:
     """Tell the owner in-app and by email, in the same words, that the workspace was stopped
     automatically at ``now`` (in the reader's time zone on a page, the team's in the email, as
     the idle warnings) and
     ``why`` (one or more sentences); the email's subject is the name and ``what``. The
     notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
-    once the caller's transaction commits."""
+    once the caller's transaction commits. The team's webhooks that chose ``event``
+    (idle_stop, or eviction) get the same words (teams.webhooks)."""
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
     policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
     why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
+    subject = f"{workspace.name} {what}"
+    text = (
+        f"{workspace.name} was stopped automatically at {mark(now)}. {why} "
+        "Start it again when you need it."
+    )
+    link = reverse("workspaces:detail", args=[workspace.pk])
     notice_send(
         users=[workspace.owner],
-        subject=f"{workspace.name} {what}",
-        text=(
-            f"{workspace.name} was stopped automatically at {mark(now)}. {why} "
-            "Start it again when you need it."
-        ),
-        link=reverse("workspaces:detail", args=[workspace.pk]),
+        subject=subject,
+        text=text,
+        link=link,
         now=now,
         kind=NoticeKind.AUTO_STOP,
         about=notice_about(workspace),
         zone=policies.values_list("timezone", flat=True).first() or "UTC",
     )
+    data = {
+        "workspace_id": str(workspace.pk),
+        "workspace_name": workspace.name,
+        "owner": workspace.owner.username,
+        "stopped_at": now.isoformat(),
+    }
+    webhook_event_emit(
+        team_id=workspace.team_id, event=event, title=subject, text=text, link=link, data=data,
+        now=now,
+    )  # fmt: skip
 
 
 class ExtensionRefused(WorkspaceActionError):

@@ -28,6 +28,7 @@ from datetime import datetime
 from django.db import transaction
 
 from cloud import azure_vm
+from teams.models import WebhookEvent
 from workspaces import states
 from workspaces.actions import workspace_stopped_tell
 from workspaces.azure import azure_settings
@@ -88,6 +89,10 @@ def _record_eviction(workspace: Workspace, now: datetime) -> bool:
         )
         if moved:
             workspace_stopped_tell(
-                workspace_id=workspace.pk, why=EVICTION_WHY, now=now, what="was evicted by Azure"
+                workspace_id=workspace.pk,
+                why=EVICTION_WHY,
+                now=now,
+                what="was evicted by Azure",
+                event=WebhookEvent.EVICTION,
             )
     return moved

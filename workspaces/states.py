@@ -16,8 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import User
 from django.db import models, transaction
+from django.urls import reverse
 
+from teams.models import WebhookEvent
 from teams.notices import notice_resolve
+from teams.webhooks import webhook_event_emit
 from workspaces import hooks
 
 if TYPE_CHECKING:  # workspaces.models imports this module
@@ -222,7 +225,33 @@ def transition(
         )
         hooks.transition_happened(workspace_id=workspace_id, expected=expected, to=to, now=now)
         _resolve_notices(workspace_id, expected, to, now, actor, reason)
+        if to == Status.FAILED:
+            _tell_failed(workspace_id, reason, now)
     return True
+
+
+def _tell_failed(workspace_id: uuid.UUID | str, reason: str, now: datetime) -> None:
+    """The team's webhooks that chose failures hear of it with the history's reason (the
+    workspace's page shows the same words)."""
+    from workspaces.models import Workspace
+
+    workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
+    webhook_event_emit(
+        team_id=workspace.team_id,
+        event=WebhookEvent.FAILURE,
+        title=f"{workspace.name} failed",
+        text=f"{workspace.name} of {workspace.owner.username} failed: {reason or 'no reason'}.",
+        link=reverse("workspaces:detail", args=[workspace.pk]),
+        data={
+            "workspace_id": str(workspace.pk),
+            "workspace_name": workspace.name,
+            "owner": workspace.owner.username,
+            "error_code": workspace.error_code,
+            "error_message": workspace.error_message,
+            "failed_operation": workspace.failed_operation,
+        },
+        now=now,
+    )
 
 
 def _resolve_notices(

@@ -20,9 +20,10 @@ from django.db import transaction
 from django.urls import reverse
 
 from common import metrics
-from teams.models import IdlePolicy, NoticeKind
+from teams.models import IdlePolicy, NoticeKind, WebhookEvent
 from teams.notice_text import mark
 from teams.notices import Message, notice_resolve, notice_send_many
+from teams.webhooks import TeamEvent, webhook_events_emit
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.leases import lease_release, lease_take
@@ -239,8 +240,30 @@ def _warn(judged: list[Judged], now: datetime) -> list:
     if not judged:
         return []
     owners = _owners(judged)
-    notice_send_many(messages=[_warning(j, owners, now) for j in judged], now=now)
+    warnings = [_warning(j, owners, now) for j in judged]
+    notice_send_many(messages=warnings, now=now)
+    webhook_events_emit(
+        events=[_warning_event(j, w) for j, w in zip(judged, warnings, strict=True)], now=now
+    )
     return [j.agent["workspace_id"] for j in judged]
+
+
+def _warning_event(j: Judged, warning: Message) -> TeamEvent:
+    """The team's webhooks get the owner's warning in the same words."""
+    return TeamEvent(
+        team_id=j.agent["workspace__team_id"],
+        event=WebhookEvent.IDLE_WARNING,
+        title=warning.subject,
+        text=warning.text,
+        link=warning.link,
+        data={
+            "workspace_id": str(j.agent["workspace_id"]),
+            "workspace_name": j.agent["workspace__name"],
+            "owner": warning.user.username,
+            "stop_at": j.verdict.stop_at.isoformat(),
+            "reason": j.verdict.stop_reason.value,
+        },
+    )
 
 
 def _warning(j: Judged, owners: dict, now: datetime) -> Message:

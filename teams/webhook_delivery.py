@@ -1,0 +1,230 @@
+"""Delivering a webhook event: one HTTP attempt per task run, logged; back-off and a bound on
+retries; a hook that keeps failing, or that its service says is gone (410), is disabled and
+the team's admins are told.
+
+Each attempt first claims its delivery (moves ``next_attempt_at`` past its own timeout in a
+short transaction), so the retry the task queued and the beat's safety net
+(webhook_deliveries_due) never post the same attempt twice. The POST runs outside any
+transaction: a slow service holds no lock.
+"""
+
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from urllib.parse import urlsplit
+
+import requests
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F
+from django.urls import reverse
+
+from teams import webhook_crypto
+from teams.models import (
+    DeliveryState,
+    Membership,
+    Role,
+    Webhook,
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEvent,
+)
+from teams.notices import notice_about, notice_send
+from teams.webhook_payloads import Facts, build
+
+Outcome = WebhookAttempt.Outcome
+ERROR_MAX = 300
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What one POST came to: the HTTP status (None without an answer), the outcome, how
+    long it took (ms) and a short error text with the URL scrubbed out."""
+
+    status: int | None
+    outcome: str
+    duration_ms: int
+    error: str = ""
+
+
+def backoff_seconds(attempt: int) -> float:
+    """The wait after failed attempt ``attempt`` (1-based): WEBHOOK_BACKOFF_SECONDS doubled
+    each time (30, 60, 120, 240 s by default), at most an hour."""
+    base = float(settings.WEBHOOK_BACKOFF_SECONDS)
+    return float(min(base * 2 ** (attempt - 1), 3600.0))
+
+
+def webhook_deliver(*, delivery_id: str, now: datetime) -> float | None:
+    """Make the delivery's next attempt if it is due. Returns the seconds until the next
+    attempt when this one failed and another is allowed, else None (delivered, given up,
+    not due, or already being tried elsewhere). Never raises for the service's answer."""
+    delivery = _claim(delivery_id, now)
+    if delivery is None:
+        return None
+    hook = delivery.webhook
+    try:
+        url = webhook_crypto.decrypt(hook.url_encrypted)
+        secret = webhook_crypto.decrypt(hook.secret_encrypted) if hook.secret_encrypted else ""
+    except webhook_crypto.InvalidToken:  # a key dropped before rotation: logged, counted
+        why = "The stored URL opens with none of WEBHOOK_ENCRYPTION_KEYS"
+        return _record(delivery, Sent(None, Outcome.ERROR, 0, why), now)
+    request = build(
+        kind=hook.kind,
+        facts=Facts.from_json(delivery.payload),
+        event=delivery.event,
+        delivery_id=str(delivery.pk),
+        occurred_at=delivery.created_at,
+        secret=secret,
+        now=now,
+    )
+    sent = _post(url, request.body, request.headers)
+    return _record(delivery, sent, now)
+
+
+def _claim(delivery_id: str, now: datetime) -> WebhookDelivery | None:
+    """Lock the delivery; None unless it is pending and due and its hook may be used (a
+    disabled hook's deliveries are abandoned, a test message excepted)."""
+    lease = timedelta(seconds=float(settings.WEBHOOK_TIMEOUT_SECONDS) + 30)
+    with transaction.atomic():
+        delivery = (
+            WebhookDelivery.objects.select_for_update()
+            .select_related("webhook__team")
+            .filter(pk=delivery_id, state=DeliveryState.PENDING)
+            .first()
+        )
+        if delivery is None or (delivery.next_attempt_at or now) > now:
+            return None
+        if not delivery.webhook.enabled and delivery.event != WebhookEvent.TEST:
+            delivery.state = DeliveryState.ABANDONED
+            delivery.save(update_fields=["state"])
+            return None
+        delivery.attempts += 1
+        delivery.next_attempt_at = now + lease
+        delivery.save(update_fields=["attempts", "next_attempt_at"])
+    return delivery
+
+
+def _scrub(text: str, url: str) -> str:
+    """``text`` without the URL or its path (an error of requests may quote both)."""
+    path = urlsplit(url).path
+    for secret_part in (url, path) if len(path) > 1 else (url,):
+        text = text.replace(secret_part, "…")
+    return text[:ERROR_MAX]
+
+
+def _post(url: str, body: bytes, headers: dict[str, str]) -> Sent:
+    started = time.monotonic()
+    try:
+        answer = requests.post(
+            url,
+            data=body,
+            headers=headers,
+            timeout=float(settings.WEBHOOK_TIMEOUT_SECONDS),
+            allow_redirects=False,  # a redirect could lead the body somewhere else
+        )
+    except requests.Timeout:
+        return Sent(None, Outcome.TIMEOUT, _ms(started), "No answer within the timeout")
+    except requests.RequestException as error:
+        return Sent(
+            None,
+            Outcome.ERROR,
+            _ms(started),
+            _scrub(f"No connection ({type(error).__name__})", url),
+        )
+    ms = _ms(started)
+    if 200 <= answer.status_code < 300:
+        return Sent(answer.status_code, Outcome.OK, ms)
+    outcome = Outcome.GONE if answer.status_code == 410 else Outcome.HTTP_ERROR
+    said = " ".join(answer.text[:200].split())
+    return Sent(answer.status_code, outcome, ms, _scrub(f"HTTP {answer.status_code}: {said}", url))
+
+
+def _ms(started: float) -> int:
+    return max(0, round((time.monotonic() - started) * 1000))
+
+
+def _permanent(sent: Sent) -> bool:
+    """A refusal that no retry changes: a 4xx other than 408 (timeout) and 429 (slow down)."""
+    code = sent.status or 0
+    return 400 <= code < 500 and code not in (408, 429)
+
+
+def _record(delivery: WebhookDelivery, sent: Sent, now: datetime) -> float | None:
+    hook = delivery.webhook
+    with transaction.atomic():
+        WebhookAttempt.objects.create(
+            webhook=hook,
+            delivery=delivery,
+            event=delivery.event,
+            at=now,
+            attempt=delivery.attempts,
+            status_code=sent.status,
+            outcome=sent.outcome,
+            duration_ms=sent.duration_ms,
+            error=sent.error,
+        )
+        if sent.outcome == Outcome.OK:
+            _finish(delivery, DeliveryState.DELIVERED)
+            Webhook.objects.filter(pk=hook.pk).update(consecutive_failures=0)
+            return None
+        if sent.outcome == Outcome.GONE:
+            _finish(delivery, DeliveryState.FAILED)
+            _disable(hook, "The service answered 410 Gone: the webhook was removed there.", now)
+            return None
+        if _permanent(sent) or delivery.attempts >= settings.WEBHOOK_MAX_ATTEMPTS:
+            _finish(delivery, DeliveryState.FAILED)
+            _count_failure(hook, sent, now)
+            return None
+        delay = backoff_seconds(delivery.attempts)
+        delivery.next_attempt_at = now + timedelta(seconds=delay)
+        delivery.save(update_fields=["next_attempt_at"])
+    return delay
+
+
+def _finish(delivery: WebhookDelivery, state: str) -> None:
+    delivery.state, delivery.next_attempt_at = state, None
+    delivery.save(update_fields=["state", "next_attempt_at"])
+
+
+def _count_failure(hook: Webhook, sent: Sent, now: datetime) -> None:
+    """One more delivery failed in a row; WEBHOOK_DISABLE_AFTER of them disable the hook."""
+    counted = Webhook.objects.filter(pk=hook.pk, enabled=True).update(
+        consecutive_failures=F("consecutive_failures") + 1
+    )
+    if not counted:
+        return
+    failures = Webhook.objects.values_list("consecutive_failures", flat=True).get(pk=hook.pk)
+    if failures >= settings.WEBHOOK_DISABLE_AFTER:
+        last = sent.error or sent.outcome
+        _disable(hook, f"{failures} deliveries failed in a row (the last: {last}).", now)
+
+
+def _disable(hook: Webhook, reason: str, now: datetime) -> None:
+    """Switch the hook off (once) and tell the team's admins in-app and by email."""
+    if not Webhook.objects.filter(pk=hook.pk, enabled=True).update(
+        enabled=False, disabled_at=now, disabled_reason=reason[:300]
+    ):
+        return
+    admins = [
+        m.user
+        for m in Membership.objects.filter(
+            team_id=hook.team_id, role=Role.TEAM_ADMIN, user__is_active=True
+        ).select_related("user")
+    ]
+    notice_send(
+        users=admins,
+        subject=f"Webhook {hook.name} of {hook.team.name} was disabled",
+        text=f"The webhook {hook.name} ({hook.url_redacted}) was disabled: {reason} "
+        "Check it and switch it on again on the team's Webhooks page.",
+        link=reverse("team-webhooks", kwargs={"slug": hook.team.slug}),
+        now=now,
+        about=notice_about(hook),
+    )
+
+
+def webhook_deliveries_due(*, now: datetime, limit: int = 500) -> list[str]:
+    """Beat's safety net: the ids of pending deliveries whose next attempt is due (a retry
+    whose queued task was lost, or a first attempt queued before a broker outage), oldest
+    first, at most ``limit``."""
+    due = WebhookDelivery.objects.filter(state=DeliveryState.PENDING, next_attempt_at__lte=now)
+    return [str(pk) for pk in due.order_by("next_attempt_at").values_list("pk", flat=True)[:limit]]

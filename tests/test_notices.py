@@ -60,7 +60,11 @@ def _pending(cast, name="big-train"):
 
 @pytest.mark.django_db
 @pytest.mark.parametrize("decide,done", [("approve", "approved"), ("reject", "rejected")])
-def test_approval_notices_resolve_once_the_request_is_decided(client, cast, decide, done):
+def test_approval_notices_resolve_once_the_request_is_decided(
+    client, cast, decide, done, time_machine
+):
+    # The notices page shows what was resolved in the week before the request's clock.
+    time_machine.move_to(T0, tick=False)
     ws = _pending(cast)
     assert "big-train waits for a platform admin" in _shown(client, cast.researcher)
     assert "alice asks for" in _shown(client, cast.platform_admin)
@@ -70,6 +74,7 @@ def test_approval_notices_resolve_once_the_request_is_decided(client, cast, deci
         quota_request_id=ws.quota_request.pk, actor=cast.platform_admin, comment="", now=_at(1)
     )
 
+    time_machine.move_to(_at(2), tick=False)
     assert "waits for a platform admin" not in _shown(client, cast.researcher)
     assert "asks for" not in _shown(client, cast.platform_admin)
     gone = html.unescape(client.get(reverse("notice-list")).content.decode())

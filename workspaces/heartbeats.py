@@ -274,7 +274,10 @@ def _store_failed(workspace_id, now: datetime) -> None:
 
 
 OUTAGE_KEY = "heartbeats:store-failed-at"
-_OUTAGE_TTL = 7 * 24 * 3600  # seconds; longer than any policy's minutes without telemetry
+# Longer than any policy's minutes without telemetry. Measured from the caller's ``now`` when
+# read, not by the cache's expiry: that runs on the cache's own clock, and an outage noted at a
+# ``now`` other than the cache's (a replayed backlog, a test) would expire early or late.
+_OUTAGE_WINDOW = timedelta(days=7)
 _outage_noted: list = [None]  # when this process last wrote OUTAGE_KEY
 
 
@@ -288,7 +291,7 @@ def telemetry_outage_record(*, now: datetime) -> None:
         return
     _outage_noted[0] = now
     try:
-        cache.set(OUTAGE_KEY, now, _OUTAGE_TTL)
+        cache.set(OUTAGE_KEY, now, None)  # one key, overwritten; its age is checked on read
     except Exception:
         logger.exception("Noting that storing telemetry failed in the cache failed.")
 
@@ -298,10 +301,11 @@ def telemetry_outage_last(*, now: datetime) -> datetime | None:
     None if not within the last week. ``now`` when the cache cannot be read: nobody can tell
     then, so the sweep holds off silent stops rather than blame the agents."""
     try:
-        return cache.get(OUTAGE_KEY)
+        at: datetime | None = cache.get(OUTAGE_KEY)
     except Exception:
         logger.exception("Reading when storing telemetry last failed failed; assuming now.")
         return now
+    return at if at is not None and now - at < _OUTAGE_WINDOW else None
 
 
 def heartbeat_limits_reset() -> None:

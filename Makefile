@@ -33,7 +33,7 @@ run: export PROMETHEUS_MULTIPROC_DIR ?= $(abspath $(or $(PORTAL_VAR_DIR),var))/p
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: venv run test lint test-postgres test-sqlite chromium bench clean image
+.PHONY: venv run test lint test-postgres test-sqlite test-clock chromium bench clean image
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -88,6 +88,13 @@ test-sqlite: venv
 	PORTAL_VAR_DIR=$(CURDIR)/var/test-sqlite REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q
 
 test: venv chromium lint test-postgres test-sqlite
+
+# The suite with the real clock moved (tests/clock.py): TEST_CLOCK is an offset (400d, -36h) or
+# an instant (2027-10-31T01:30:00Z). E.g. make test-clock TEST_CLOCK=2028-02-29T12:00:00Z
+TEST_CLOCK ?= 400d
+test-clock: venv
+	PORTAL_VAR_DIR=$(CURDIR)/var/test-clock REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q \
+	  $(if $(findstring T,$(TEST_CLOCK)),--clock-at,--clock-offset)=$(TEST_CLOCK) $(PYTEST_ARGS)
 
 bench: venv
 	@command -v wrk >/dev/null 2>&1 || { \

@@ -134,7 +134,10 @@ def _queue(now: float) -> Iterator[Metric]:
     # The queue the worker consumes and tasks are sent to: Celery's own setting, read from
     # CELERY_TASK_DEFAULT_QUEUE when the app was configured.
     queue = str(app.conf.task_default_queue)
-    depth, oldest = _queue_state(queue)
+    state = _queue_state(queue)
+    if state is None:
+        return  # a broker we cannot look into: no figure rather than a broken scrape
+    depth, oldest = state
     family = _gauge("portal_task_queue_depth", "Task messages waiting in the broker.", ["queue"])
     family.add_metric([queue], depth)
     yield family
@@ -147,19 +150,40 @@ def _queue(now: float) -> Iterator[Metric]:
     yield age
 
 
-def _queue_state(queue: str) -> tuple[int, float | None]:
-    """(messages waiting, Unix time the oldest was sent or None) of the broker's ``queue``."""
-    if app.conf.broker_url.startswith("filesystem://"):
-        folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
-        files = list(folder.glob(f"*.{queue}.msg"))
-        times = [f.stat().st_mtime for f in files if f.exists()]
-        return len(files), min(times, default=None)
+def _queue_state(queue: str) -> tuple[int, float | None] | None:
+    """(messages waiting, Unix time the oldest was sent or None) of the broker's ``queue``;
+    None for a broker other than the filesystem one or Redis (memory://, amqp://...)."""
+    url = str(app.conf.broker_url)
+    if url.startswith("filesystem://"):
+        return _folder_state(queue)
+    if not url.startswith(("redis://", "rediss://", "sentinel://")):
+        return None
     with app.connection_for_read() as conn:
         client: Any = conn.default_channel.client
         # kombu's Redis transport LPUSHes and the worker takes from the right: the oldest
         # message is the list's last element.
         depth, last = client.llen(queue), client.lindex(queue, -1)
     return int(depth), _sent_at(last)
+
+
+def _folder_state(queue: str) -> tuple[int, float | None]:
+    # The oldest file by mtime is the oldest message; its age comes from the sent-at header
+    # portal/celery.py wrote, on the sender's clock like the Redis path, not the file system's.
+    folder = Path(str(settings.CELERY_BROKER_TRANSPORT_OPTIONS["data_folder_in"]))
+    files = []
+    for path in folder.glob(f"*.{queue}.msg"):
+        try:
+            files.append((path.stat().st_mtime, path))
+        except FileNotFoundError:
+            continue  # taken by a worker meanwhile
+    if not files:
+        return 0, None
+    mtime, oldest = min(files)
+    try:
+        sent = _sent_at(oldest.read_bytes())
+    except FileNotFoundError:
+        sent = None
+    return len(files), mtime if sent is None else sent
 
 
 def _sent_at(raw: bytes | None) -> float | None:

@@ -288,6 +288,19 @@ def test_a_waiting_task_shows_in_the_queue_depth_and_age(client, token):
             conn.default_channel.queue_purge(queue)
 
 
+def test_a_broker_the_portal_cannot_look_into_leaves_the_queue_figures_out(
+    client, token, monkeypatch
+):
+    monkeypatch.setattr(celery_app.conf, "broker_url", "memory://")
+    monkeypatch.setattr(celery_app.conf, "broker_read_url", "memory://")
+
+    families = scrape(client)  # answers 200, with every other family
+
+    assert "portal_task_queue_depth" not in families
+    assert "portal_task_queue_oldest_age_seconds" not in families
+    assert "portal_beat_job_interval_seconds" in families
+
+
 def test_idle_warnings_and_stops_are_counted(client, cast, token, sim):
     from tests.test_sweep import _at, _report, _running
     from workspaces.sweep import idle_sweep

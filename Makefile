@@ -76,6 +76,7 @@ lint: venv
 	$(BIN)/lint-imports
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py check
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py makemigrations --check --dry-run
+	$(BIN)/python scripts/mypy_strict_checked.py
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/mypy
 
 # The suite on PostgreSQL + Redis where they answer (as production runs), then on SQLite.

@@ -33,7 +33,7 @@ run: export PROMETHEUS_MULTIPROC_DIR ?= $(abspath $(or $(PORTAL_VAR_DIR),var))/p
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: venv run test lint test-postgres test-sqlite test-clock chromium bench clean image
+.PHONY: venv run test lint test-postgres test-sqlite test-clock test-fast chromium bench clean image
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -79,23 +79,46 @@ lint: venv
 	$(BIN)/python scripts/mypy_strict_checked.py
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/mypy
 
-# The suite on PostgreSQL + Redis where they answer (as production runs), then on SQLite.
+# The suite (README, "Tests"; tests/suite_plan.py says which test runs where):
+# - every test on PostgreSQL + Redis where they answer (as production runs), with the clock
+#   moved by TEST_CLOCK (tests/clock.py), so a test that reads today's date fails today;
+# - on SQLite, at the real clock, the tests whose behaviour can differ by database
+#   (-m every_database). Where PostgreSQL does not answer, every test runs on SQLite instead.
+# Both on two pytest-xdist workers (PYTEST_XDIST), each with its own database and var folder.
+TEST_CLOCK ?= 400d
+CLOCK_OPTION = $(if $(findstring T,$(TEST_CLOCK)),--clock-at,--clock-offset)=$(TEST_CLOCK)
+PYTEST_XDIST ?= -n 2 --dist loadgroup
 test-postgres: venv
 	@if $(BIN)/python scripts/services_up.py "$(PG_URL)" "$(REDIS_URL)"; then \
-	  DATABASE_URL="$(PG_URL)" REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q; \
-	else echo "PostgreSQL or Redis does not answer: skipping the production-stack pass"; fi
+	  DATABASE_URL="$(PG_URL)" REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q $(PYTEST_XDIST) \
+	    $(CLOCK_OPTION) $(PYTEST_ARGS); \
+	else echo "PostgreSQL or Redis does not answer: every test runs on SQLite instead"; \
+	  PORTAL_VAR_DIR=$(CURDIR)/var/test-postgres REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q \
+	    $(PYTEST_XDIST) $(CLOCK_OPTION) $(PYTEST_ARGS); fi
 
 test-sqlite: venv
-	PORTAL_VAR_DIR=$(CURDIR)/var/test-sqlite REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q
+	PORTAL_VAR_DIR=$(CURDIR)/var/test-sqlite REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q \
+	  $(PYTEST_XDIST) -m every_database $(PYTEST_ARGS)
 
-test: venv chromium lint test-postgres test-sqlite
+# Prints its own duration, pass or fail.
+test: venv chromium
+	@start=$$(date +%s); status=0; \
+	$(MAKE) --no-print-directory lint test-postgres test-sqlite || status=$$?; \
+	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status
 
-# The suite with the real clock moved (tests/clock.py): TEST_CLOCK is an offset (400d, -36h) or
-# an instant (2027-10-31T01:30:00Z). E.g. make test-clock TEST_CLOCK=2028-02-29T12:00:00Z
-TEST_CLOCK ?= 400d
+# The inner loop: SQLite, no browser, no real process or server, no fuzz tables (< 3 min).
+test-fast: venv
+	@start=$$(date +%s); status=0; \
+	PORTAL_VAR_DIR=$(CURDIR)/var/test-fast $(BIN)/pytest -q $(PYTEST_XDIST) \
+	  -m "not browser and not process and not slow" $(PYTEST_ARGS) || status=$$?; \
+	echo "make test-fast: $$(( $$(date +%s) - start )) s"; exit $$status
+
+# Every test on SQLite with the real clock moved (tests/clock.py): TEST_CLOCK is an offset
+# (400d, -36h) or an instant (2027-10-31T01:30:00Z). PYTEST_ARGS picks tests, e.g.
+# make test-clock TEST_CLOCK=2028-02-29T12:00:00Z PYTEST_ARGS=tests/test_budget.py
 test-clock: venv
 	PORTAL_VAR_DIR=$(CURDIR)/var/test-clock REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q \
-	  $(if $(findstring T,$(TEST_CLOCK)),--clock-at,--clock-offset)=$(TEST_CLOCK) $(PYTEST_ARGS)
+	  $(PYTEST_XDIST) $(CLOCK_OPTION) $(PYTEST_ARGS)
 
 bench: venv
 	@command -v wrk >/dev/null 2>&1 || { \

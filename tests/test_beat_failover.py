@@ -79,7 +79,12 @@ def test_two_beats_send_once_and_the_survivor_takes_over_when_the_leader_is_kill
         leader = next(p for p in procs.values() if p.pid == _leader_pid())
         standby_name, standby = next((n, p) for n, p in procs.items() if p is not leader)
         _wait_for(lambda: "standing by" in beat_log(tmp_path, standby_name), 90, "the standby")
-        time.sleep(4 * SWEEP)  # both alive: only the leader may send
+        # Both alive: only the leader may send. Polled, not slept: a loaded machine is slow.
+        _wait_for(
+            lambda: sum(s.task == SWEEP_TASK for s in beat_sent(tmp_path)) >= 3,
+            3 * SWEEP + 60,
+            "three sweeps by the leader",
+        )
         killed_ms = time.monotonic() * 1000
         leader.send_signal(signal.SIGKILL)
         leader.wait()

@@ -30,7 +30,9 @@ from workspaces.models import Workspace
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
 
-REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0").rsplit("/", 1)[0] + "/15"
+# The run's own Redis database (make test: REDIS_URL), emptied here: one xdist worker runs
+# this module (tests/suite_plan.py, XDIST_GROUPS), and other runs on the machine use others.
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 ROOT = Path(__file__).resolve().parent.parent
 WORKER_APP = "crash-test-worker"
 pytestmark = [pytest.mark.celery_worker, pytest.mark.django_db(transaction=True)]

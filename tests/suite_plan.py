@@ -1,0 +1,137 @@
+"""Which test runs where (README, "Tests"): the markers that split the suite into passes, and
+what keeps pytest-xdist's workers apart. Loaded with ``-p tests.suite_plan`` (pyproject's
+addopts), so it applies to every run however started.
+
+Markers, set on a test or found here:
+
+- ``every_database``: behaviour can differ by database (locks and races, transactions that
+  commit, raw SQL, date truncation, JSON, collation and ordering, constraints, migrations).
+  ``make test`` runs these on SQLite too; the rest run on PostgreSQL alone. A test that
+  commits (``django_db(transaction=True)``) is marked so here, and so is every test of the
+  modules in ``EVERY_DATABASE``.
+- ``process``: starts a real process or server (Celery workers, beat, ``live_server``, a
+  browser, ``manage.py`` or a CLI subprocess). Left out of ``make test-fast``.
+- ``slow``: worth its time in ``make test``, not in the inner loop (the fuzz tables).
+- ``no_database``: found here, never set by hand: the test asks for no database. Nothing
+  marked so may be ``every_database``: it would run twice for nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# Whole modules whose behaviour can differ by database (see the module docstring). Per test,
+# prefer @pytest.mark.every_database.
+EVERY_DATABASE = {
+    "test_api_approvals",  # approvals decided concurrently: row locks
+    "test_api_tokens",  # token use counted with F() updates
+    "test_budget",  # month bounds: date truncation in SQL
+    "test_budget_alerts",
+    "test_entra_sync",  # memberships upserted: unique constraints
+    "test_figures",  # spend and usage summed in SQL (billing/live_sql.py)
+    "test_heartbeat",  # telemetry written with executemany, buffered flushes
+    "test_heartbeat_buffer",
+    "test_keep_running",
+    "test_lists",  # filters, search and sort: collation, icontains, NULL ordering
+    "test_org_lists",
+    "test_metrics",  # the scrape's spend figures: raw SQL
+    "test_operation_chains",
+    "test_pricing_reference",  # prices picked by date in SQL
+    "test_quota",  # quota held under a row lock
+    "test_reconciliation",
+    "test_recommendations",
+    "test_spend",
+    "test_spend_pages",
+    "test_states",  # compare-and-set transitions
+    "test_sweep",
+    "test_team_admin",
+    "test_team_group_migration",  # a data migration
+    "test_workspace_flow",
+}
+# Modules that start processes beyond what the fixtures below show.
+PROCESS = {
+    "test_beat_failover",  # two celery beat processes
+    "test_worker_crash",  # Celery workers killed mid-task
+    "test_production_settings",  # the settings module in fresh interpreters
+    "test_deploy_chart",  # helm template through the Go SDK, and the image's start command
+}
+SLOW = {"test_fuzz"}
+# One xdist worker runs all of a group: these share the run's Redis database (flushdb).
+XDIST_GROUPS = {"test_worker_crash": "redis"}
+PROCESS_FIXTURES = {"live_server", "celery_worker_thread", "page", "browser"}
+PROCESS_MARKERS = {"browser", "celery_worker"}
+DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
+
+
+def _worker_var_dir() -> None:
+    """Each xdist worker its own PORTAL_VAR_DIR (SQLite file, filesystem broker, cache,
+    Prometheus files), set before the settings are read. xdist sets PYTEST_XDIST_WORKER before
+    the worker loads its plugins, and processes the tests start inherit the folder."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker or os.environ.get("PORTAL_TEST_WORKER_VAR") == worker:
+        return
+    base = Path(os.environ.get("PORTAL_VAR_DIR") or ROOT / "var")
+    os.environ["PORTAL_VAR_DIR"] = str(base / f"xdist-{worker}")
+    os.environ["PORTAL_TEST_WORKER_VAR"] = worker
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] += f"-{worker}"
+
+
+_worker_var_dir()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for line in (
+        "every_database: behaviour can differ by database; make test runs it on SQLite too",
+        "process: starts a real process, server or browser; not in make test-fast",
+        "slow: long tables (fuzz); in make test, not in make test-fast",
+        "no_database: set by tests/suite_plan.py for a test that asks for no database",
+        "xdist_group(name): one xdist worker runs all tests of the group",
+    ):
+        config.addinivalue_line("markers", line)
+
+
+def _uses_database(item: pytest.Item) -> bool:
+    if item.get_closest_marker("django_db") or DB_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    from django.test import TransactionTestCase  # TestCase is one too
+
+    cls = getattr(item, "cls", None)
+    return bool(cls and issubclass(cls, TransactionTestCase))
+
+
+def _plan(item: pytest.Item) -> None:
+    module = Path(str(item.fspath)).stem
+    fixtures = set(getattr(item, "fixturenames", ()))
+    markers = {m.name for m in item.iter_markers()}
+    if not _uses_database(item):
+        item.add_marker(pytest.mark.no_database)
+    else:
+        db = item.get_closest_marker("django_db")
+        if module in EVERY_DATABASE or (db and db.kwargs.get("transaction")):
+            item.add_marker(pytest.mark.every_database)
+    if module in PROCESS or PROCESS_FIXTURES & fixtures or PROCESS_MARKERS & markers:
+        item.add_marker(pytest.mark.process)
+    if module in SLOW:
+        item.add_marker(pytest.mark.slow)
+    if module in XDIST_GROUPS:
+        item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[module]))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    wasted = []
+    for item in items:
+        _plan(item)
+        if item.get_closest_marker("no_database") and item.get_closest_marker("every_database"):
+            wasted.append(item.nodeid)
+    if wasted:
+        raise pytest.UsageError(
+            "marked every_database but asks for no database (it would run twice for "
+            "nothing): " + ", ".join(wasted[:10])
+        )

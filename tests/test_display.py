@@ -76,6 +76,19 @@ def test_each_time_style_names_its_zone(style, text):
     assert 'title="2026-11-24 07:45 UTC"' in html
 
 
+@pytest.mark.parametrize(
+    ("at", "text"),
+    [  # 25 Oct 2026, Berlin: 02:00-03:00 happens twice, first in summer time
+        (datetime(2026, 10, 25, 0, 30, tzinfo=UTC), "25 Oct 2026 02:30 CEST"),
+        (datetime(2026, 10, 25, 1, 30, tzinfo=UTC), "25 Oct 2026 02:30 CET"),
+        (datetime(2027, 3, 28, 1, 30, tzinfo=UTC), "28 Mar 2027 03:30 CEST"),
+    ],
+)
+def test_the_hour_the_clocks_go_back_says_which_of_its_two_times_it_is(at, text):
+    with timezone.override(zoneinfo.ZoneInfo("Europe/Berlin")):
+        assert _render("{% when at %}", at=at).endswith(f">{text}</time>")
+
+
 def test_a_missing_time_shows_nothing_and_a_naive_one_is_utc():
     assert _render("{% when at %}", at=None) == ""
     with timezone.override(zoneinfo.ZoneInfo("Asia/Tokyo")):

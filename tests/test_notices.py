@@ -316,7 +316,7 @@ def test_an_idle_stop_tells_the_owner_by_notice_and_email_in_their_teams_zone(cl
     notice = Notice.objects.get(user=cast.researcher, kind=NoticeKind.AUTO_STOP)
     told = in_zone(notice.text, berlin)
     assert told.startswith(
-        f"e2e was stopped automatically at {stopped_at.astimezone(berlin):%H:%M} CET. "
+        f"e2e was stopped automatically at {stopped_at.astimezone(berlin):%H:%M %Z}. "
     )
     assert "Stopped for idleness: GPU < 5% and no interactive session for 30 min" in told
     [email] = [m for m in mail.outbox if m.subject == "e2e was stopped automatically"]

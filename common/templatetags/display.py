@@ -65,8 +65,17 @@ def when(value, style="datetime"):
         '<time datetime="{}" title="{}">{}</time>',
         at_utc.strftime("%Y-%m-%dT%H:%M:%SZ"),
         at_utc.strftime("%Y-%m-%d %H:%M UTC"),
-        dateformat.format(local, shape),
+        _local(local, shape),
     )
+
+
+def _local(local: datetime, shape: str) -> str:
+    # Django's "T" writes nothing for a local time that occurs twice (the hour the clocks go
+    # back): 02:30 would stand without saying CEST or CET. The datetime's own tzname() knows
+    # which of the two it is (astimezone sets fold).
+    if not shape.endswith(" T"):
+        return dateformat.format(local, shape)
+    return f"{dateformat.format(local, shape[:-2])} {local.tzname() or ''}".rstrip()
 
 
 @register.filter

@@ -179,7 +179,10 @@ def _provisioned(cast):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_checks_running_at_once_send_each_alert_once(cast, sim):
+def test_checks_running_at_once_send_each_alert_once(cast, sim, moved_clock):
+    # Three hours of spend within one month: not from the real clock, which may be
+    # in a month's last hours.
+    moved_clock.move_to(datetime(2026, 11, 10, 9, tzinfo=UTC), tick=True)
     if connection.vendor != "postgresql":
         pytest.skip("concurrent writers need PostgreSQL")
     ws = _provisioned(cast)
@@ -272,7 +275,10 @@ def test_a_workspace_still_starting_at_the_alert_is_stopped_once_it_runs(cast):
 
 
 @pytest.mark.django_db(transaction=True)
-def test_stop_at_100_deallocates_through_celery_and_the_state_machine(cast, sim):
+def test_stop_at_100_deallocates_through_celery_and_the_state_machine(cast, sim, moved_clock):
+    # Three hours of spend within one month: not from the real clock, which may be
+    # in a month's last hours.
+    moved_clock.move_to(datetime(2026, 11, 10, 9, tzinfo=UTC), tick=True)
     ws = _provisioned(cast)
     _budget(cast.team, 10, stop=True)
     later = ws.status_changed_at + timedelta(hours=3)  # $11.02 of $10

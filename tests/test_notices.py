@@ -333,7 +333,10 @@ def test_an_idle_stop_tells_the_owner_by_notice_and_email_in_their_teams_zone(cl
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_budget_stop_tells_the_owner_why(cast, sim):
+def test_a_budget_stop_tells_the_owner_why(cast, sim, moved_clock):
+    # Three hours of spend within one month: not from the real clock, which may be
+    # in a month's last hours.
+    moved_clock.move_to(datetime(2026, 11, 10, 9, tzinfo=UTC), tick=True)
     cast.researcher.email = "alice@example.org"
     cast.researcher.save()
     ws = _provisioned(cast)

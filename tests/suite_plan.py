@@ -60,7 +60,12 @@ PROCESS = {
     "test_production_settings",  # the settings module in fresh interpreters
     "test_deploy_chart",  # helm template through the Go SDK, and the image's start command
 }
-SLOW = {"test_fuzz"}
+# Modules, or module::function for one test function's every case.
+SLOW = {
+    "test_fuzz",  # every URL with every hostile value
+    # The RBAC table again with the roles from Entra ID sign-in; test_rbac_matrix stays fast.
+    "test_rbac_matrix::test_rbac_matrix_for_entra_id_sign_in",
+}
 # One xdist worker runs all of a group: these share the run's Redis database (flushdb).
 XDIST_GROUPS = {"test_worker_crash": "redis"}
 PROCESS_FIXTURES = {"live_server", "celery_worker_thread", "page", "browser"}
@@ -117,7 +122,7 @@ def _plan(item: pytest.Item) -> None:
             item.add_marker(pytest.mark.every_database)
     if module in PROCESS or PROCESS_FIXTURES & fixtures or PROCESS_MARKERS & markers:
         item.add_marker(pytest.mark.process)
-    if module in SLOW:
+    if module in SLOW or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW:
         item.add_marker(pytest.mark.slow)
     if module in XDIST_GROUPS:
         item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[module]))

@@ -18,7 +18,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from portal.logs import logging_config
 from portal.password_login import password_login
-from portal.required_settings import metrics_token_sha256, require_production_settings
+from portal.required_settings import (
+    metrics_token_sha256,
+    require_production_settings,
+    webhook_allow_loopback,
+)
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 from portal.sentry import sentry_init
 
@@ -356,6 +360,15 @@ AZURE_CREDENTIAL = env.str(
 # After SECRET_KEY (refused first) and AZURE_CREDENTIAL: both say what production is.
 require_production_settings(
     environ=os.environ, embedded=_EMBEDDED, azure_credential=AZURE_CREDENTIAL
+)
+# Plain-http webhooks to a loopback address (teams/webhook_addresses.py): on in the embedded
+# demo, for a local receiver; a deployment on the emulator (the tests, the benchmarks) may turn it
+# on; anywhere else, production, it is refused. Hooks never reach private, link-local, reserved
+# or cluster addresses.
+WEBHOOK_ALLOW_LOOPBACK = webhook_allow_loopback(
+    configured=env.bool("WEBHOOK_ALLOW_LOOPBACK", default=_EMBEDDED),
+    embedded=_EMBEDDED,
+    azure_credential=AZURE_CREDENTIAL,
 )
 AZURE_RETRY_TOTAL = env.int("AZURE_RETRY_TOTAL", default=3)
 # Azure Retail Prices API (no credential); the emulator serves it too.

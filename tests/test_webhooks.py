@@ -114,6 +114,23 @@ def test_microsoft_teams_gets_an_adaptive_card_in_a_message(cast, receiver, emit
     ]
 
 
+def test_a_researchers_markdown_stays_text_in_a_teams_card(cast, receiver, emit):
+    _hook(cast, receiver, kind="teams", path="/teams-md")
+    emit(
+        cast,
+        title="Approval needed: **urgent**",
+        text="Justification: [Approve it here](https://evil.example/login)\n- _now_ `x`",
+    )
+    card = receiver.at("/teams-md")[0].json()["attachments"][0]["content"]
+    title, text, _ = (b["text"] for b in card["body"])
+    assert title == "Approval needed: \\*\\*urgent\\*\\*"
+    assert text == (
+        "Justification: \\[Approve it here\\]\\(https://evil.example/login\\)\n"
+        "\\- \\_now\\_ \\`x\\`"
+    )
+    assert "](" not in text  # no Markdown link left for Teams to render
+
+
 def test_slack_gets_blocks_with_its_three_characters_escaped(cast, receiver, emit):
     _hook(cast, receiver, kind="slack", path="/slack")
     emit(cast, title="<!channel> & <https://evil.example|click>", text="a > b")

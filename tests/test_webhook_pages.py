@@ -101,6 +101,7 @@ def test_a_generic_hooks_secret_is_shown_once(client, cast):
     assert response.status_code == 200
     page = response.content.decode()
     assert 'id="webhook-secret"' in page
+    assert "no-store" in response["Cache-Control"]  # as the token page: kept by no cache
     secret = page.split('<code id="webhook-secret">')[1].split("</code>")[0]
     assert len(secret) >= 40
     assert secret not in client.get(_page()).content.decode()

@@ -23,8 +23,10 @@ from portal.required_settings import (
     require_production_settings,
     webhook_allow_loopback,
 )
+from portal.secret_key import KEY_FILE as SECRET_KEY_FILE
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 from portal.sentry import sentry_init
+from portal.var_dir import var_dir_make_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -294,6 +296,8 @@ _EMBEDDED = is_embedded(
     broker_url=CELERY_BROKER_URL,
     allowed_hosts=ALLOWED_HOSTS,
 )
+if _EMBEDDED:  # var/ holds the sessions (SQLite) and the broker's messages: this user's only
+    var_dir_make_private(VAR_DIR, leave=frozenset({SECRET_KEY_FILE}))
 SECRET_KEY = secret_key(
     configured=env.str("SECRET_KEY", default=""), debug=DEBUG, embedded=_EMBEDDED, var_dir=VAR_DIR
 )

@@ -260,3 +260,37 @@ def test_access_lines_of_gunicorn_and_uvicorn_are_redacted():
     line = stream.getvalue()
     assert "SECRET-3" not in line and "SECRET-4" not in line
     assert '"GET /api/v1/me?token=[redacted]&sig=[redacted]&sv=2024 HTTP/1.1" 401' in line
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("log_format", logs.FORMATS)
+def test_a_refused_request_is_one_line_without_a_traceback(client, cast, log_format):
+    """A 403 is a normal event (`make run` printed ~150 lines of traceback with locals)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.formatter(log_format))
+    logging.getLogger("django.request").addHandler(handler)
+    try:
+        client.force_login(cast.researcher)
+        response = client.get("/teams/vision/webhooks/")  # team admins only
+        missing = client.get("/teams/no-such-team/")
+    finally:
+        logging.getLogger("django.request").removeHandler(handler)
+    assert (response.status_code, missing.status_code) == (403, 404)
+    written = stream.getvalue().splitlines()
+    assert len(written) == 2, written
+    assert "Forbidden (Permission denied): /teams/vision/webhooks/" in written[0]
+    assert "Traceback" not in stream.getvalue() and "exception" not in stream.getvalue()
+
+
+def test_a_server_error_keeps_its_traceback():
+    record = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "boom", (), None)
+    try:
+        raise RuntimeError("the cause")
+    except RuntimeError:
+        import sys
+
+        record.exc_info = sys.exc_info()
+    record.status_code = 500
+    line = json.loads(logs.formatter("json").format(record))
+    assert "RuntimeError: the cause" in line["exception"]

@@ -1,13 +1,15 @@
 """The API's one NinjaAPI instance, version 1, mounted at /api/v1/ (portal/urls.py).
 
 - OpenAPI 3 schema: /api/v1/openapi.json; docs page: /api/v1/docs.
-- Errors: problem details (api/problems.py) for every exception the routes can raise.
+- Errors: problem details (api/problems.py) for every exception the routes can raise, and a
+  404 problem for a path under /api/v1/ that names no route (``unknown_route``).
 """
 
 from typing import Any
 
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpRequest, HttpResponse
+from django.views.decorators.csrf import csrf_exempt
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationError
 
@@ -69,6 +71,13 @@ def _not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
 @api.exception_handler(PermissionDenied)
 def _denied(request: HttpRequest, exc: PermissionDenied) -> HttpResponse:
     return problem(request, 403, str(exc) or "You may not do this.")
+
+
+@csrf_exempt  # any method: an unknown route is 404 before any token or CSRF check
+def unknown_route(request: HttpRequest) -> HttpResponse:
+    """What /api/v1/<anything the API does not route> answers (portal/urls.py, after the
+    API's own routes): a 404 problem, as the API documents, not the HTML page."""
+    return problem(request, 404, "No such route in the API: see /api/v1/docs.")
 
 
 @api.get("/me", tags=["account"], summary="Who the token or session belongs to")

@@ -43,6 +43,7 @@ SSH_KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIGn0rX2xM9tq0rI2tWw2c3d0Yq3bQm9hQ
 
 def _stack_env(stack: str, var_dir: str) -> dict:
     env = {"PORTAL_VAR_DIR": var_dir, "CELERY_TASK_ALWAYS_EAGER": "0", "LOG_LEVEL": "WARNING"}
+    env["WEBHOOK_ALLOW_LOOPBACK"] = "1"  # the receiver is local; allowed on the emulator
     if stack == "redis":
         env["DATABASE_URL"] = f"postgres://postgres@127.0.0.1:5432/{BENCH_DB}"
         env["CELERY_BROKER_URL"] = "redis://127.0.0.1:6379/13"

@@ -1,4 +1,10 @@
-"""``/healthz``: is the database reachable, is the Celery broker reachable."""
+"""``/healthz``: is the database reachable, is the Celery broker reachable.
+
+Anyone may ask (a load balancer's probe has no login), so the answer says only which dependency
+is down; the driver's error, which names internal hosts and ports, goes to the log.
+"""
+
+import logging
 
 from django.db import connection
 from django.http import JsonResponse
@@ -6,14 +12,17 @@ from django.views.decorators.http import require_GET
 
 from portal.celery import app
 
+log = logging.getLogger(__name__)
+
 
 def _database() -> dict:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
         return {"ok": True, "vendor": connection.vendor}
-    except Exception as exc:  # any driver error means "down"; the message says which
-        return {"ok": False, "vendor": connection.vendor, "error": str(exc)[:200]}
+    except Exception as exc:  # any driver error means "down"; the log says which
+        log.warning("healthz: the database is down: %s: %s", type(exc).__name__, exc)
+        return {"ok": False, "vendor": connection.vendor, "error": "unreachable"}
 
 
 def _broker() -> dict:
@@ -23,12 +32,14 @@ def _broker() -> dict:
             conn.ensure_connection(max_retries=1, timeout=2)
         return {"ok": True, "transport": transport}
     except Exception as exc:  # kombu raises many types; any means "down"
-        return {"ok": False, "transport": transport, "error": str(exc)[:200]}
+        log.warning("healthz: the broker is down: %s: %s", type(exc).__name__, exc)
+        return {"ok": False, "transport": transport, "error": "unreachable"}
 
 
 @require_GET
 def healthz(request):
-    """200 with {"status": "ok", "database": {...}, "broker": {...}}, or 503 if either is down."""
+    """200 with {"status": "ok", "database": {...}, "broker": {...}}, or 503 naming the one
+    that is down ({"ok": false, "error": "unreachable"}; the detail is logged)."""
     checks = {"database": _database(), "broker": _broker()}
     healthy = all(c["ok"] for c in checks.values())
     return JsonResponse(

@@ -6,7 +6,11 @@ variables hold: ``request_id`` (common.request_id), ``task``/``task_id``/``works
 Celery signals below) and ``azure_correlation_id``/``azure_request_id`` of the last Azure
 response (cloud.clients). LOG_FORMAT "json" writes one JSON object a line (production);
 "console" writes structlog's readable key=value lines (``make run``). Values under keys that
-name secrets (authorization, token, password, secret, cookie, key) are replaced by "[redacted]".
+name secrets (authorization, token, password, secret, cookie, key) are replaced by "[redacted]",
+and so are the values of secret-named query parameters (``access_token``, ``token``, ``code``,
+``id_token``, ``client_secret``, ``password``, ``key``, ``sig``…) in any URL a line holds: the
+rendered line is scrubbed last, so a request's repr, a message and an extra field all pass it.
+gunicorn's and uvicorn's access lines pass the same rule (UrlSecretFilter, portal/gunicorn_conf.py).
 
 structlog rather than django-structlog: the portal already logs through ``logging`` everywhere,
 and needs its own request id rules (a sane X-Request-ID kept and echoed) and the Azure ids from
@@ -17,6 +21,8 @@ scheme beside ours. See docs/operations.md, "Logs".
 from __future__ import annotations
 
 import inspect
+import logging
+import re
 from collections.abc import MutableMapping
 from typing import Any
 
@@ -27,6 +33,38 @@ FORMATS = ("json", "console")
 REDACTED = "[redacted]"
 # Substrings of keys whose values never reach a log line.
 SECRET_KEYS = ("authorization", "token", "password", "secret", "cookie", "apikey", "api_key")
+
+
+# A query parameter whose name holds one of these words: its value is a credential (OAuth's
+# access_token, id_token, refresh_token and code; a token or key sent in the query string;
+# client_secret; Azure SAS and other signatures).
+_URL_SECRET = re.compile(
+    r"([?&;][^=&\s\"'#?]*?(?:token|code|password|passwd|secret|key|sig|signature|credential)"
+    r"[^=&\s\"'#?]*=)[^&;\s\"'#<>]*",
+    re.IGNORECASE,
+)
+
+
+def redact_url_secrets(text: str) -> str:
+    """``text`` with the values of secret-named query parameters replaced by REDACTED."""
+    return _URL_SECRET.sub(lambda m: m.group(1) + REDACTED, text)
+
+
+def _redact_rendered(_logger: Any, _name: str, rendered: Any) -> Any:
+    """The last processor: the rendered line's URLs scrubbed (see redact_url_secrets)."""
+    return redact_url_secrets(rendered) if isinstance(rendered, str) else rendered
+
+
+class UrlSecretFilter(logging.Filter):
+    """A handler filter for lines not rendered by ``formatter`` (gunicorn's and uvicorn's
+    access and error logs): the message's URLs scrubbed (see redact_url_secrets)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        scrubbed = redact_url_secrets(message)
+        if scrubbed != message:
+            record.msg, record.args = scrubbed, None
+        return True
 
 
 def redact_secrets(
@@ -44,6 +82,18 @@ def _redact(key: str, value: Any) -> Any:
     return value
 
 
+def drop_refusal_traceback(
+    _logger: Any, _name: str, event: MutableMapping[str, Any]
+) -> MutableMapping[str, Any]:
+    """A refused request (a 4xx: Django logs its PermissionDenied with the exception) is a
+    normal event: its line keeps the status and path, never a traceback (with locals, in the
+    console format, ~100 lines per 403). A 5xx keeps its traceback."""
+    code = event.get("status_code")
+    if isinstance(code, int) and 400 <= code < 500:
+        event.pop("exc_info", None)
+    return event
+
+
 def _shared_processors() -> list[Any]:
     return [
         structlog.contextvars.merge_contextvars,
@@ -51,6 +101,7 @@ def _shared_processors() -> list[Any]:
         structlog.stdlib.add_logger_name,
         structlog.processors.TimeStamper(fmt="iso", utc=True, key="timestamp"),
         structlog.stdlib.ExtraAdder(),
+        drop_refusal_traceback,
     ]
 
 
@@ -72,6 +123,7 @@ def formatter(log_format: str = "json") -> structlog.stdlib.ProcessorFormatter:
             redact_secrets,  # Here, so lines from logging and from structlog both pass it.
             *last,
             renderer,
+            _redact_rendered,
         ],
     )
 
@@ -81,7 +133,7 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
     at WARNING (its HTTP logging policy is chatty at INFO)."""
     structlog.configure(
         processors=[
-            *_shared_processors()[:-1],  # ExtraAdder is for logging's records only.
+            *_shared_processors()[:-2],  # ExtraAdder and after: logging's records only.
             structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),

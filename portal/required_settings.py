@@ -56,3 +56,15 @@ def metrics_token_sha256(*, token: str, sha256: str) -> str:
     if sha256 and not re.fullmatch(r"[0-9a-f]{64}", sha256):
         raise ImproperlyConfigured("METRICS_TOKEN_SHA256 must be 64 hexadecimal digits.")
     return sha256
+
+
+def webhook_allow_loopback(*, configured: bool, embedded: bool, azure_credential: str) -> bool:
+    """WEBHOOK_ALLOW_LOOPBACK as given. Raises ImproperlyConfigured when production (see the
+    module's docstring) turns it on: a team admin could then make the worker post to the
+    portal's own host (teams/webhook_addresses.py)."""
+    if configured and not embedded and azure_credential != "emulator":
+        raise ImproperlyConfigured(
+            "WEBHOOK_ALLOW_LOOPBACK is for the embedded demo and the emulator only: in "
+            "production webhooks may reach public internet addresses alone. Unset it."
+        )
+    return configured

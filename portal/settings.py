@@ -18,9 +18,15 @@ from django.core.exceptions import ImproperlyConfigured
 
 from portal.logs import logging_config
 from portal.password_login import password_login
-from portal.required_settings import metrics_token_sha256, require_production_settings
+from portal.required_settings import (
+    metrics_token_sha256,
+    require_production_settings,
+    webhook_allow_loopback,
+)
+from portal.secret_key import KEY_FILE as SECRET_KEY_FILE
 from portal.secret_key import entra_client_secret, is_embedded, secret_key
 from portal.sentry import sentry_init
+from portal.var_dir import var_dir_make_private
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 env = environ.Env()
@@ -290,6 +296,8 @@ _EMBEDDED = is_embedded(
     broker_url=CELERY_BROKER_URL,
     allowed_hosts=ALLOWED_HOSTS,
 )
+if _EMBEDDED:  # var/ holds the sessions (SQLite) and the broker's messages: this user's only
+    var_dir_make_private(VAR_DIR, leave=frozenset({SECRET_KEY_FILE}))
 SECRET_KEY = secret_key(
     configured=env.str("SECRET_KEY", default=""), debug=DEBUG, embedded=_EMBEDDED, var_dir=VAR_DIR
 )
@@ -356,6 +364,15 @@ AZURE_CREDENTIAL = env.str(
 # After SECRET_KEY (refused first) and AZURE_CREDENTIAL: both say what production is.
 require_production_settings(
     environ=os.environ, embedded=_EMBEDDED, azure_credential=AZURE_CREDENTIAL
+)
+# Plain-http webhooks to a loopback address (teams/webhook_addresses.py): on in the embedded
+# demo, for a local receiver; a deployment on the emulator (the tests, the benchmarks) may turn it
+# on; anywhere else, production, it is refused. Hooks never reach private, link-local, reserved
+# or cluster addresses.
+WEBHOOK_ALLOW_LOOPBACK = webhook_allow_loopback(
+    configured=env.bool("WEBHOOK_ALLOW_LOOPBACK", default=_EMBEDDED),
+    embedded=_EMBEDDED,
+    azure_credential=AZURE_CREDENTIAL,
 )
 AZURE_RETRY_TOTAL = env.int("AZURE_RETRY_TOTAL", default=3)
 # Azure Retail Prices API (no credential); the emulator serves it too.

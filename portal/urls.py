@@ -1,9 +1,10 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
 from api.main import api as api_v1
+from api.main import unknown_route as api_unknown_route
 from portal import health, metrics
 from teams import entra_views
 from workspaces import api
@@ -21,6 +22,8 @@ urlpatterns = [
     path("clusters/", include("clusters.urls")),
     path("sizing/estimate", sizing_views.sizing_estimate, name="sizing-estimate"),
     path("api/v1/", api_v1.urls),
+    # After the API's routes: any other path under /api/v1/ is a 404 problem, not HTML.
+    re_path(r"^api/v1/", api_unknown_route, name="api-unknown-route"),
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("live.urls")),
     path("", include("teams.urls")),

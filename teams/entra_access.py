@@ -5,9 +5,14 @@ A token is accepted when it is RS256-signed by a key of the tenant's JWKS (the d
 document and keys of teams.entra_oidc, cached the same way), its ``aud`` is the portal's
 ``api://{ENTRA_CLIENT_ID}`` or the client id itself (Entra's v2.0 tokens name the client id),
 its ``iss`` the tenant's v2.0 issuer, ``tid`` the tenant, and ``exp``/``nbf`` hold within
-ENTRA_LEEWAY_SECONDS. Its ``oid`` must be the Entra sign-in identity of an active portal user
-(Profile.signin_object_id): for a managed identity, a service account an operator created
-with ``manage.py api_service_account`` (docs/api-tokens.md). Scope: "write" when the app-only
+ENTRA_LEEWAY_SECONDS. It must be an access token, not an ID token (whose ``aud`` is the client
+id too, so a token from a user's sign-in would otherwise pass): delegated tokens carry ``scp``,
+app-only ones ``idtyp`` "app" (the optional claim docs/api-tokens.md asks for) or, without
+``idtyp``, ``azp`` and ``roles`` (an ID token has no ``azp``); a token carrying a ``nonce``
+(an ID token's replay guard) is refused whatever it holds. Its ``oid`` must be the Entra
+sign-in identity of an active portal user (Profile.signin_object_id): for a managed identity,
+a service account an operator created with ``manage.py api_service_account``
+(docs/api-tokens.md). Scope: "write" when the app-only
 ``roles`` or the delegated ``scp`` hold WRITE_PERMISSION, else "read".
 
 Off (every JWT refused) unless ENTRA_TENANT_ID and ENTRA_CLIENT_ID are set.
@@ -95,11 +100,37 @@ def access_token_claims(token: str) -> dict[str, Any]:
         raise AccessTokenRefused(_REASONS.get(type(err), "The token is not valid.")) from None
     if claims["tid"] != settings.ENTRA_TENANT_ID:
         raise AccessTokenRefused("The token is for another tenant.")
+    _require_access_token(claims)
     try:
         claims["oid"] = str(uuid.UUID(str(claims["oid"])))
     except ValueError:
         raise AccessTokenRefused("The token names no valid identity.") from None
     return claims
+
+
+NOT_ACCESS = "Send an access token for the portal's API, not an ID token."
+
+
+def _require_access_token(claims: dict[str, Any]) -> None:
+    """Raise AccessTokenRefused unless ``claims`` are an access token's: no ``nonce``, and
+    ``scp`` (delegated, ``idtyp`` "user" if given) or ``idtyp`` "app" (app-only; without
+    ``idtyp``, an ``azp`` and a ``roles`` list, as Entra issues them by default)."""
+    idtyp = claims.get("idtyp")
+    delegated = isinstance(claims.get("scp"), str) and bool(claims["scp"].strip())
+    if "nonce" in claims:
+        raise AccessTokenRefused(NOT_ACCESS)
+    if delegated and idtyp in (None, "user"):
+        return
+    if not delegated and idtyp == "app":
+        return
+    if (
+        not delegated
+        and idtyp is None
+        and claims.get("azp")
+        and isinstance(claims.get("roles"), list)
+    ):
+        return
+    raise AccessTokenRefused(NOT_ACCESS)
 
 
 def token_scope(claims: dict[str, Any]) -> str:

@@ -8,9 +8,12 @@ short transaction), so the retry the task queued and the beat's safety net
 transaction: a slow service holds no lock.
 """
 
+import http
+import socket
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 
 import requests
@@ -18,6 +21,9 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from teams import webhook_crypto
 from teams.models import (
@@ -30,10 +36,10 @@ from teams.models import (
     WebhookEvent,
 )
 from teams.notices import notice_about, notice_send
+from teams.webhook_addresses import address_refusal, peer_refusal
 from teams.webhook_payloads import Facts, build
 
 Outcome = WebhookAttempt.Outcome
-ERROR_MAX = 300
 
 
 @dataclass(frozen=True)
@@ -45,6 +51,7 @@ class Sent:
     outcome: str
     duration_ms: int
     error: str = ""
+    permanent: bool = False  # no retry changes it (an address the portal may not post to)
 
 
 def backoff_seconds(attempt: int) -> float:
@@ -104,39 +111,102 @@ def _claim(delivery_id: str, now: datetime) -> WebhookDelivery | None:
     return delivery
 
 
-def _scrub(text: str, url: str) -> str:
-    """``text`` without the URL or its path (an error of requests may quote both)."""
-    path = urlsplit(url).path
-    for secret_part in (url, path) if len(path) > 1 else (url,):
-        text = text.replace(secret_part, "…")
-    return text[:ERROR_MAX]
+class AddressRefused(OSError):
+    """The socket connected to an address a hook may not reach (teams.webhook_addresses)."""
+
+
+def _guarded(base: type[HTTPConnection], scheme: str) -> type[HTTPConnection]:
+    class Guarded(base):  # type: ignore[valid-type,misc]
+        def _new_conn(self) -> socket.socket:
+            # Checked on the connected socket, before TLS or a byte of the request: the name
+            # is resolved once, by the connect itself, so DNS rebinding cannot slip past.
+            sock: socket.socket = super()._new_conn()
+            refusal = peer_refusal(sock, scheme=scheme)
+            if refusal:
+                sock.close()
+                raise AddressRefused(refusal)
+            return sock
+
+    return Guarded
+
+
+class _HTTPPool(HTTPConnectionPool):
+    ConnectionCls = _guarded(HTTPConnection, "http")
+
+
+class _HTTPSPool(HTTPSConnectionPool):
+    ConnectionCls = _guarded(HTTPSConnection, "https")  # type: ignore[assignment]
+
+
+class GuardedAdapter(HTTPAdapter):
+    """requests' adapter whose connections refuse internal peers (AddressRefused)."""
+
+    def init_poolmanager(self, *args: Any, **kwargs: Any) -> None:
+        super().init_poolmanager(*args, **kwargs)
+        self.poolmanager.pool_classes_by_scheme = {"http": _HTTPPool, "https": _HTTPSPool}
+
+
+def _refused_in(error: BaseException) -> AddressRefused | None:
+    """The AddressRefused that urllib3 and requests wrapped into ``error``, if any."""
+    seen: list[BaseException] = [error]
+    while seen:
+        current = seen.pop()
+        if isinstance(current, AddressRefused):
+            return current
+        seen.extend(a for a in current.args if isinstance(a, BaseException))
+        seen.extend(c for c in (current.__cause__, current.__context__) if c is not None)
+    return None
 
 
 def _post(url: str, body: bytes, headers: dict[str, str]) -> Sent:
+    """One POST of ``body`` to ``url``. What comes back to the team's log is the status and
+    a short reason of our own words: never the remote's body (it could be an internal
+    service's answer)."""
     started = time.monotonic()
-    try:
-        answer = requests.post(
-            url,
-            data=body,
-            headers=headers,
-            timeout=float(settings.WEBHOOK_TIMEOUT_SECONDS),
-            allow_redirects=False,  # a redirect could lead the body somewhere else
-        )
-    except requests.Timeout:
-        return Sent(None, Outcome.TIMEOUT, _ms(started), "No answer within the timeout")
-    except requests.RequestException as error:
-        return Sent(
-            None,
-            Outcome.ERROR,
-            _ms(started),
-            _scrub(f"No connection ({type(error).__name__})", url),
-        )
+    parts = urlsplit(url)
+    default_port = 443 if parts.scheme == "https" else 80
+    refusal = address_refusal(
+        parts.hostname or "", scheme=parts.scheme, port=parts.port or default_port
+    )
+    if refusal:
+        return Sent(None, Outcome.ERROR, 0, refusal, permanent=True)
+    with requests.Session() as session:
+        session.mount("http://", GuardedAdapter())
+        session.mount("https://", GuardedAdapter())
+        try:
+            answer = session.post(
+                url,
+                data=body,
+                headers=headers,
+                timeout=float(settings.WEBHOOK_TIMEOUT_SECONDS),
+                allow_redirects=False,  # a redirect could lead the body somewhere else
+                stream=True,  # the answer's body is never read
+            )
+        except requests.Timeout:
+            return Sent(None, Outcome.TIMEOUT, _ms(started), "No answer within the timeout")
+        except requests.RequestException as error:
+            refused = _refused_in(error)
+            if refused is not None:
+                return Sent(None, Outcome.ERROR, _ms(started), str(refused), permanent=True)
+            # Never the error's own text: it quotes the URL.
+            why = f"No connection ({type(error).__name__})"
+            return Sent(None, Outcome.ERROR, _ms(started), why)
+        answer.close()  # the body is never read: it is not ours to show
     ms = _ms(started)
     if 200 <= answer.status_code < 300:
         return Sent(answer.status_code, Outcome.OK, ms)
     outcome = Outcome.GONE if answer.status_code == 410 else Outcome.HTTP_ERROR
-    said = " ".join(answer.text[:200].split())
-    return Sent(answer.status_code, outcome, ms, _scrub(f"HTTP {answer.status_code}: {said}", url))
+    return Sent(
+        answer.status_code, outcome, ms, f"HTTP {answer.status_code} {_phrase(answer.status_code)}"
+    )
+
+
+def _phrase(code: int) -> str:
+    """The standard reason phrase of ``code`` (ours, not the remote's), or ""."""
+    try:
+        return http.HTTPStatus(code).phrase
+    except ValueError:
+        return ""
 
 
 def _ms(started: float) -> int:
@@ -146,7 +216,7 @@ def _ms(started: float) -> int:
 def _permanent(sent: Sent) -> bool:
     """A refusal that no retry changes: a 4xx other than 408 (timeout) and 429 (slow down)."""
     code = sent.status or 0
-    return 400 <= code < 500 and code not in (408, 429)
+    return sent.permanent or (400 <= code < 500 and code not in (408, 429))
 
 
 def _record(delivery: WebhookDelivery, sent: Sent, now: datetime) -> float | None:

@@ -8,7 +8,10 @@ Formats, as each service documents them:
   "application/vnd.microsoft.card.adaptive", "content": {"type": "AdaptiveCard", ...}}]}``
   (learn.microsoft.com/microsoftteams/platform/webhooks-and-connectors/how-to/
   connectors-using#send-adaptive-cards-using-an-incoming-webhook). Version 1.4: the newest
-  that both Teams clients render.
+  that both Teams clients render. A TextBlock's text is Markdown (bold, italic, lists, links
+  ``[text](url)``), so every character that could start Markdown is backslash-escaped
+  (CommonMark's escapes): a researcher's ``[Approve it here](https://evil.example)`` stays
+  text, as in Slack.
 - Slack (incoming webhooks, api.slack.com/messaging/webhooks): ``{"text": fallback, "blocks":
   [...]}`` with Block Kit section, context and actions blocks; the text in mrkdwn with ``&``,
   ``<`` and ``>`` escaped as ``&amp;``, ``&lt;``, ``&gt;`` and nothing else
@@ -22,6 +25,7 @@ Formats, as each service documents them:
 import hashlib
 import hmac
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -69,6 +73,25 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_INLINE = re.compile(r"([\\`*_\[\]()<>~])")  # escapes, code, emphasis, links, autolinks
+_BLOCK = re.compile(r"^(\s*)([#+-]|\d+(?=[.)]))", re.MULTILINE)  # headings, list items
+
+
+def teams_escape(text: str) -> str:
+    """``text`` safe inside an Adaptive Card TextBlock: what Markdown could read as a link,
+    emphasis, code, a heading or a list item escaped with a backslash (CommonMark), so Teams
+    shows it as written. Other punctuation ("$3.67", "e.g.") is left alone."""
+    text = _INLINE.sub(r"\\\1", text)
+
+    def block(match: re.Match[str]) -> str:
+        lead, marker = match.group(1), match.group(2)
+        if marker.isdigit():  # "1. " / "1) ": escape the delimiter after the number
+            return lead + marker + "\\"
+        return lead + "\\" + marker
+
+    return _BLOCK.sub(block, text)
+
+
 def teams_body(facts: Facts) -> dict[str, Any]:
     """The Adaptive Card message for Microsoft Teams (see the module's docstring)."""
     card = {
@@ -78,15 +101,19 @@ def teams_body(facts: Facts) -> dict[str, Any]:
         "body": [
             {
                 "type": "TextBlock",
-                "text": _cut(facts.title, 300),
+                "text": teams_escape(_cut(facts.title, 300)),
                 "weight": "Bolder",
                 "size": "Medium",
                 "wrap": True,
             },
-            {"type": "TextBlock", "text": _cut(facts.text, CARD_TEXT_MAX), "wrap": True},
             {
                 "type": "TextBlock",
-                "text": f"Team {facts.team['name']}",
+                "text": teams_escape(_cut(facts.text, CARD_TEXT_MAX)),
+                "wrap": True,
+            },
+            {
+                "type": "TextBlock",
+                "text": f"Team {teams_escape(facts.team['name'])}",
                 "isSubtle": True,
                 "spacing": "Small",
                 "wrap": True,

@@ -7,6 +7,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
+from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.listing import bootstrap_form
@@ -41,10 +42,12 @@ def _page(
     return render(request, "teams/webhooks.html", context, status=status)
 
 
+@never_cache  # the answer to an add shows the new secret: no browser or proxy may keep it
 @login_required
 @require_http_methods(["GET", "POST"])
 def team_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
-    """The list and the add form; a generic hook's new secret is shown once, on this answer."""
+    """The list and the add form; a generic hook's new secret is shown once, on this answer
+    (sent with Cache-Control no-store, as the token page)."""
     team = _team(request, slug, PERM)
     form = WebhookAddForm(request.POST or None)
     if request.method != "POST":

@@ -23,6 +23,7 @@ from teams import notice_text, webhook_crypto
 from teams.audit import audit_record
 from teams.models import Team, Webhook, WebhookDelivery, WebhookEvent, WebhookKind
 from teams.selectors import team_timezones
+from teams.webhook_addresses import address_refusal
 from teams.webhook_payloads import Facts
 
 URL_MAX = 2048  # Teams workflow URLs run to ~500 characters; Slack's to ~80
@@ -47,10 +48,18 @@ def _loopback(host: str) -> bool:
         return False
 
 
+def _allowed_http(host: str) -> bool:
+    """Plain http: only to a loopback address, and only where WEBHOOK_ALLOW_LOOPBACK is on."""
+    return bool(settings.WEBHOOK_ALLOW_LOOPBACK) and _loopback(host)
+
+
 def webhook_url_check(url: str) -> str:
-    """``url`` stripped, if a hook may post to it: https (plain http only to a loopback
-    address, for tests and the demo), a host, no user or password, a valid port, printable
-    ASCII without spaces, at most URL_MAX characters. Raises WebhookInvalid("url", why)."""
+    """``url`` stripped, if a hook may post to it: https to a host on the public internet
+    (teams.webhook_addresses: no loopback, private, link-local, reserved or cluster address,
+    however spelt or resolved; plain http only to a loopback address where
+    WEBHOOK_ALLOW_LOOPBACK is on, i.e. the embedded demo and the tests), no user or password, a
+    valid port, printable ASCII without spaces, at most URL_MAX characters. Raises
+    WebhookInvalid("url", why)."""
     url = url.strip()
     if not url or len(url) > URL_MAX:
         raise WebhookInvalid("url", f"Give a URL of at most {URL_MAX} characters.")
@@ -66,9 +75,14 @@ def webhook_url_check(url: str) -> str:
         raise WebhookInvalid("url", "The URL needs a host.")
     if parts.username is not None or parts.password is not None:
         raise WebhookInvalid("url", "Leave user names and passwords out of the URL.")
-    if parts.scheme == "https" or (parts.scheme == "http" and _loopback(host)):
+    if parts.scheme == "http" and _allowed_http(host):
         return url
-    raise WebhookInvalid("url", "Use an https:// URL.")
+    if parts.scheme != "https":
+        raise WebhookInvalid("url", "Use an https:// URL.")
+    refusal = address_refusal(host, scheme="https", port=parts.port or 443)
+    if refusal:
+        raise WebhookInvalid("url", refusal)
+    return url
 
 
 def webhook_url_redact(url: str) -> str:

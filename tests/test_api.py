@@ -37,7 +37,25 @@ def test_signed_in_session_is_a_caller(client, cast):
     assert response.json()["username"] == "alice"
 
 
-def test_unknown_route_is_404_problem(client, cast):
-    client.force_login(cast.researcher)
-    response = client.get("/api/v1/nothing-here")
-    assert response.status_code == 404
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("get", "/api/v1/nothing-here"),
+        ("get", "/api/v1/workspaces/not-a-uuid/deeper/still"),
+        ("post", "/api/v1/nothing-here"),
+        ("delete", "/api/v1/teams/vision/no-such-thing"),
+    ],
+)
+def test_unknown_route_is_404_problem(client, cast, method, path):
+    """As the API documents: problem+json, never the HTML 404 page, for the signed-in and
+    for a caller without credentials alike."""
+    for signed_in in (True, False):
+        if signed_in:
+            client.force_login(cast.researcher)
+        else:
+            client.logout()
+        response = getattr(client, method)(path)
+        assert response.status_code == 404
+        assert response["Content-Type"] == "application/problem+json"
+        body = response.json()
+        assert (body["status"], body["title"], body["instance"]) == (404, "Not Found", path)

@@ -114,6 +114,35 @@ def test_refused_tokens_are_401_problems(client, sim_server, pipeline, changes, 
     assert response.json()["detail"] == reason
 
 
+def test_app_only_token_without_the_optional_idtyp_claim_is_taken(client, sim_server, pipeline):
+    claims = {k: v for k, v in _claims(roles=["Workspaces.ReadWrite"]).items() if k != "idtyp"}
+
+    assert _me(client, mint(sim_server, claims)).json()["scope"] == "write"
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        # An ID token from a user's sign-in (aud: the client id), holding the write app role.
+        {"idtyp": None, "azp": None, "nonce": "n-123", "roles": ["Workspaces.ReadWrite"]},
+        {"idtyp": None, "azp": None, "roles": ["Workspaces.ReadWrite"]},  # no nonce asked for
+        {"idtyp": "app", "nonce": "n-123", "roles": ["Workspaces.ReadWrite"]},
+        {"idtyp": "user", "scp": "Workspaces.ReadWrite", "nonce": "n-123"},
+        {"idtyp": "app", "scp": "Workspaces.ReadWrite"},  # neither one nor the other
+        {"idtyp": "user", "roles": ["Workspaces.ReadWrite"]},  # user, no delegated scope
+    ],
+)
+def test_id_tokens_are_not_access_tokens(client, sim_server, pipeline, changes):
+    claims = {k: v for k, v in _claims(**changes).items() if v is not None}
+
+    response = _me(client, mint(sim_server, claims))
+
+    assert response.status_code == 401
+    assert (
+        response.json()["detail"] == "Send an access token for the portal's API, not an ID token."
+    )
+
+
 def test_another_tenants_issuer_is_401(client, sim_server, pipeline):
     issuer = f"{sim_server.url}/{OTHER_TENANT}/v2.0"
 

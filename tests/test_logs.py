@@ -224,3 +224,73 @@ def test_an_exception_in_a_view_posts_an_event_to_sentry(receiver, settings):
     assert envelope.startswith(b"/api/42/envelope/")
     assert b"RuntimeError" in envelope and b'"environment":"test"' in envelope.replace(b" ", b"")
     assert b"hush-hush" not in envelope and b"hush2" not in envelope
+
+
+@pytest.mark.django_db
+def test_a_token_in_the_query_string_never_reaches_a_log_line(client, lines):
+    """A refused ?access_token= (and OAuth's code, SAS signatures…) is logged redacted: the
+    django.request warning carries the request, whose repr holds the full URL."""
+    response = client.get("/api/v1/me?access_token=SECRET-TOKEN-1&code=SECRET-CODE-2&page=3")
+    assert response.status_code == 401
+    text = json.dumps(lines())
+    assert "SECRET-TOKEN-1" not in text and "SECRET-CODE-2" not in text
+    assert "access_token=[redacted]" in text and "page=3" in text
+
+
+def test_access_lines_of_gunicorn_and_uvicorn_are_redacted():
+    """The Procfile's gunicorn logs uvicorn's access lines through its own handlers."""
+    from gunicorn.config import Config
+
+    from portal import gunicorn_conf
+
+    config = Config()
+    config.set("accesslog", "-")
+    config.set("logger_class", gunicorn_conf.logger_class)
+    logger = config.logger_class(config)
+    stream = io.StringIO()
+    [handler] = logger.access_log.handlers
+    handler.setStream(stream)
+    uvicorn_access = logging.getLogger("uvicorn.access.redaction-test")
+    uvicorn_access.handlers, uvicorn_access.propagate = [handler], False
+    uvicorn_access.setLevel(logging.INFO)
+    uvicorn_access.info(  # uvicorn's own format and arguments
+        '%s - "%s %s HTTP/%s" %d',
+        "10.0.0.9:51234", "GET", "/api/v1/me?token=SECRET-3&sig=SECRET-4&sv=2024", "1.1", 401,
+    )  # fmt: skip
+    line = stream.getvalue()
+    assert "SECRET-3" not in line and "SECRET-4" not in line
+    assert '"GET /api/v1/me?token=[redacted]&sig=[redacted]&sv=2024 HTTP/1.1" 401' in line
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("log_format", logs.FORMATS)
+def test_a_refused_request_is_one_line_without_a_traceback(client, cast, log_format):
+    """A 403 is a normal event (`make run` printed ~150 lines of traceback with locals)."""
+    stream = io.StringIO()
+    handler = logging.StreamHandler(stream)
+    handler.setFormatter(logs.formatter(log_format))
+    logging.getLogger("django.request").addHandler(handler)
+    try:
+        client.force_login(cast.researcher)
+        response = client.get("/teams/vision/webhooks/")  # team admins only
+        missing = client.get("/teams/no-such-team/")
+    finally:
+        logging.getLogger("django.request").removeHandler(handler)
+    assert (response.status_code, missing.status_code) == (403, 404)
+    written = stream.getvalue().splitlines()
+    assert len(written) == 2, written
+    assert "Forbidden (Permission denied): /teams/vision/webhooks/" in written[0]
+    assert "Traceback" not in stream.getvalue() and "exception" not in stream.getvalue()
+
+
+def test_a_server_error_keeps_its_traceback():
+    record = logging.LogRecord("django.request", logging.ERROR, __file__, 1, "boom", (), None)
+    try:
+        raise RuntimeError("the cause")
+    except RuntimeError:
+        import sys
+
+        record.exc_info = sys.exc_info()
+    record.status_code = 500
+    line = json.loads(logs.formatter("json").format(record))
+    assert "RuntimeError: the cause" in line["exception"]

@@ -200,3 +200,28 @@ def test_a_deployment_on_azure_with_every_required_setting_starts(tmp_path):
     env = ON_AZURE | {"SECRET_KEY": secrets.token_urlsafe(50)}
     result = _run(["manage.py", "check"], env, tmp_path)
     assert result.returncode == 0, result.stderr
+
+
+def test_the_embedded_defaults_var_folder_is_private(tmp_path):
+    """var/ holds the sessions (SQLite) and the broker's messages: no other local user may
+    read them. Files made before (0644, 0755 by an older version) are narrowed too."""
+    var = tmp_path / "var"
+    (var / "broker" / "out").mkdir(parents=True)
+    old = var / "broker" / "out" / "msg.json"
+    old.write_text("{}")
+    var.chmod(0o755), (var / "broker").chmod(0o755), old.chmod(0o644)
+    touch_db = (
+        "import django; django.setup(); from django.db import connection; "
+        "connection.ensure_connection(); connection.cursor().execute('CREATE TABLE t (x int)')"
+    )
+    result = _run(["-c", touch_db], {}, var)
+    assert result.returncode == 0, result.stderr
+
+    def mode(path):
+        return oct(stat.S_IMODE(path.stat().st_mode))
+
+    assert mode(var) == "0o700"
+    assert mode(var / "portal.sqlite3") == "0o600"
+    assert {mode(p) for p in (var / "broker").rglob("*") if p.is_dir()} == {"0o700"}
+    assert mode(var / "broker") == "0o700" and mode(old) == "0o600"
+    assert mode(var / "secret_key") == "0o600"

@@ -171,6 +171,8 @@ EXPECTED = {
     # The JSON API (api/): no login redirect, a 401 problem without a token or session; its
     # schema and docs page are public, like any published API's. Outsiders get 404 as above.
     "api-v1:api-root": Row("GET", (404, 404, 404, 404, 404, 404)),
+    # Any other path under /api/v1/: a 404 problem for everyone (reversed, it is /api/v1/).
+    "api-unknown-route": Row("GET", (404, 404, 404, 404, 404, 404)),
     "api-v1:openapi-json": Row("GET", (200, 200, 200, 200, 200, 200)),
     "api-v1:openapi-view": Row("GET", (200, 200, 200, 200, 200, 200)),
     "api-v1:me": Row("GET", (401, 200, 200, 200, 200, 200)),

@@ -237,3 +237,22 @@ def test_the_size_table_shows_what_each_size_does_to_the_teams_budget(client, ca
     assert rows.index("runs out 11 Nov") < rows.index("runs out 18 Nov")  # A100 row, then T4
     # $1,000: the A100 for 272 h, to 21 Nov; the T4 lasts the month (1,901 h).
     assert "runs out 21 Nov" in nlp.content.decode() and "lasts the month" in nlp.content.decode()
+
+
+def test_healthz_says_which_dependency_is_down_but_not_its_address(client, caplog):
+    """Anyone may read /healthz: the driver's error (hosts, ports) goes to the log only."""
+    from portal.celery import app
+
+    old = app.conf.broker_url
+    app.conf.broker_url = "redis://127.0.0.1:6391/0"  # nothing listens there
+    try:
+        with caplog.at_level("WARNING", logger="portal.health"):
+            response = client.get("/healthz")
+    finally:
+        app.conf.broker_url = old
+    body = response.json()
+    assert response.status_code == 503 and body["status"] == "down"
+    assert body["broker"] == {"ok": False, "transport": "redis", "error": "unreachable"}
+    assert body["database"]["ok"] is True
+    assert "127.0.0.1" not in response.content.decode() and "6391" not in response.content.decode()
+    assert "the broker is down" in caplog.text

@@ -40,6 +40,7 @@ def _server():
 
 @pytest.fixture
 def receiver(_server, settings):
+    settings.WEBHOOK_ALLOW_LOOPBACK = True  # a local receiver, on PostgreSQL runs too
     _server.received.clear()
     _server.answers.clear()
     _server.delay.clear()
@@ -111,6 +112,23 @@ def test_microsoft_teams_gets_an_adaptive_card_in_a_message(cast, receiver, emit
             "url": "https://portal.example.org/approvals/",
         }
     ]
+
+
+def test_a_researchers_markdown_stays_text_in_a_teams_card(cast, receiver, emit):
+    _hook(cast, receiver, kind="teams", path="/teams-md")
+    emit(
+        cast,
+        title="Approval needed: **urgent**",
+        text="Justification: [Approve it here](https://evil.example/login)\n- _now_ `x`",
+    )
+    card = receiver.at("/teams-md")[0].json()["attachments"][0]["content"]
+    title, text, _ = (b["text"] for b in card["body"])
+    assert title == "Approval needed: \\*\\*urgent\\*\\*"
+    assert text == (
+        "Justification: \\[Approve it here\\]\\(https://evil.example/login\\)\n"
+        "\\- \\_now\\_ \\`x\\`"
+    )
+    assert "](" not in text  # no Markdown link left for Teams to render
 
 
 def test_slack_gets_blocks_with_its_three_characters_escaped(cast, receiver, emit):
@@ -198,7 +216,7 @@ def test_a_failing_service_is_retried_with_back_off_then_given_up(cast, receiver
         (5, 500, "http_error"),
     ]
     assert [a.at - T0 for a in log] == [timedelta(seconds=s) for s in (0, 30, 90, 210, 450)]
-    assert log[0].error == "HTTP 500: invalid_token"
+    assert log[0].error == "HTTP 500 Internal Server Error"  # never the remote's body
     hook.refresh_from_db()
     assert hook.consecutive_failures == 1 and hook.enabled
     # The same delivery id on every retry, so a receiver can drop duplicates.

@@ -116,6 +116,7 @@ def workspace_operation_failed(
         # A resize waiting on a refused operation is given up with it: nothing half-made.
         resize_to="",
         resize_restart=False,
+        resize_target={},
     )
 
 

@@ -9,7 +9,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from django.contrib.auth.models import User
-from django.db.models import Q, Sum
+from django.db.models import Q, QuerySet, Sum
 
 from common.words import counted, usd
 from teams.models import GpuQuota, Team
@@ -97,7 +97,12 @@ def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction
     What counts: workspaces in states.HOLDS_GPUS, requested (approved or within quota, waiting
     for Azure or a free slice), provisioning, running, stopping and starting. A workspace
     waiting for Azure holds its quota but burns nothing (billing.live_spend.team_burn_rate).
-    Pending approval, stopped (deallocated), failed and deleted workspaces hold none."""
+    Pending approval, stopped (deallocated), failed and deleted workspaces hold none.
+
+    A resize that starts the workspace again holds the larger of its size and its target from
+    the moment it is accepted until it ends (Workspace.resize_target; the target's model too
+    when it changes model), so no request or other resize takes the GPUs it grows into. Two
+    queries."""
     rows = (
         Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
         .values("team_id", "gpu_model", "gpu_partition")
@@ -111,7 +116,51 @@ def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction
         )
         models = usage.setdefault(row["team_id"], {})
         models[row["gpu_model"]] = models.get(row["gpu_model"], Fraction(0)) + share
+    for team_id, gpu_model, more in _resize_growth(team_ids):
+        models = usage.setdefault(team_id, {})
+        models[gpu_model] = models.get(gpu_model, Fraction(0)) + more
     return usage
+
+
+def _resizes_in_flight(team_ids: Iterable[int]) -> "QuerySet[Workspace]":
+    """Resizes accepted and not yet ended that start the workspace again at the target."""
+    return (
+        Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS, resize_restart=True)
+        .exclude(resize_to="")
+        .exclude(resize_target={})
+    )
+
+
+def _resize_growth(team_ids: Iterable[int]) -> list[tuple[int, str, Fraction]]:
+    """(team_id, gpu_model, GPUs) each resize in flight holds beyond its current size: the
+    target's GPUs less its own of the same model (never below 0). One query."""
+    rows = _resizes_in_flight(team_ids).values(
+        "team_id", "gpu_model", "gpu_count", "gpu_slices", "gpu_partition", "resize_target"
+    )
+    growth = []
+    for row in rows:
+        target = row["resize_target"]
+        wanted = Fraction(target["gpus"])
+        if target["gpu_model"] == row["gpu_model"]:
+            own = gpu_share(
+                gpus=row["gpu_count"], slices=row["gpu_slices"], partition=row["gpu_partition"]
+            )
+            wanted = max(Fraction(0), wanted - own)
+        growth.append((row["team_id"], target["gpu_model"], wanted))
+    return growth
+
+
+def _resize_burn(team: Team) -> Decimal:
+    """USD/hour the team's resizes in flight will burn beyond what their meters show now: the
+    target's price less the current one while still stopping (its meter runs at the old price),
+    the whole target's once deallocated (Resizing; nothing runs). Never below 0 each."""
+    burn = Decimal(0)
+    for status, price, target in _resizes_in_flight([team.pk]).values_list(
+        "status", "price_per_hour", "resize_target"
+    ):
+        now_burning = price if status == Status.STOPPING else Decimal(0)
+        burn += max(Decimal(0), Decimal(target["price_per_hour"]) - now_burning)
+    return burn
 
 
 # The old name, kept for callers written before it became the figure's one selector.
@@ -154,7 +203,7 @@ def quota_check(
     against the team's GPU quota (0 where none is set), the per-member cap and the monthly
     budget (counting workspaces requested but not yet billing). ``replacing``: a requested VM
     workspace about to take another size (workspaces.equivalents) is measured as that size
-    instead of its own, so what it holds now is left out. Five queries."""
+    instead of its own, so what it holds now is left out. Seven queries."""
     asks = [(gpu_model, gpus, price_per_hour)]
     return quota_checks(team=team, user=user, asks=asks, now=now, replacing=replacing)[0]
 
@@ -169,7 +218,8 @@ def quota_checks(
 ) -> list[QuotaCheck]:
     """quota_check of each of ``asks`` ((gpu_model, gpus, USD/hour)), each measured alone
     against what the team holds now (right-sizing compares sizes this way), less what
-    ``replacing`` holds (see quota_check). Five queries whatever their number."""
+    ``replacing`` holds (see quota_check). Requested workspaces and resizes in flight count
+    toward the budget at what they will burn. Seven queries whatever their number."""
     models_ = {gpu_model for gpu_model, _gpus, _price in asks}
     quotas = dict(
         GpuQuota.objects.filter(team=team, gpu_model__in=models_).values_list("gpu_model", "gpus")
@@ -187,6 +237,7 @@ def quota_checks(
     queued = others.filter(team=team, status=Status.REQUESTED).aggregate(usd=Sum("price_per_hour"))[
         "usd"
     ] or Decimal(0)
+    queued += _resize_burn(team)
     budget = team_budget(teams=[team], now=now)[team.pk]
     return [
         QuotaCheck(

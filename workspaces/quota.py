@@ -87,6 +87,12 @@ class QuotaCheck:
         return not self.over
 
 
+def holding_gpus() -> Q:
+    """Workspaces that hold their GPUs against the quota: states.HOLDS_GPUS, and a failed
+    delete (Azure may still run the VM; held until a delete is confirmed)."""
+    return Q(status__in=HOLDS_GPUS) | Q(status=Status.FAILED, failed_operation="delete")
+
+
 def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction]]:
     """GPUs in use: what each team holds against its GPU quota now, the one definition every
     page, form and approval shows ({team_id: {"A100": Fraction(22, 7)}}; a MIG slice counts as
@@ -95,16 +101,17 @@ def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction
     in SQL and added up as exact fractions here.
 
     What counts: workspaces in states.HOLDS_GPUS, requested (approved or within quota, waiting
-    for Azure or a free slice), provisioning, running, stopping and starting. A workspace
-    waiting for Azure holds its quota but burns nothing (billing.live_spend.team_burn_rate).
-    Pending approval, stopped (deallocated), failed and deleted workspaces hold none.
+    for Azure or a free slice), provisioning, running, stopping, starting, and deleting until
+    Azure confirms the delete (a failed delete too: holding_gpus). A workspace waiting for
+    Azure holds its quota but burns nothing (billing.live_spend.team_burn_rate). Pending
+    approval, stopped (deallocated), failed creates and deleted workspaces hold none.
 
     A resize that starts the workspace again holds the larger of its size and its target from
     the moment it is accepted until it ends (Workspace.resize_target; the target's model too
     when it changes model), so no request or other resize takes the GPUs it grows into. Two
     queries."""
     rows = (
-        Workspace.objects.filter(team_id__in=team_ids, status__in=HOLDS_GPUS)
+        Workspace.objects.filter(holding_gpus(), team_id__in=team_ids)
         .values("team_id", "gpu_model", "gpu_partition")
         .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
         .order_by()

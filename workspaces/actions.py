@@ -31,6 +31,7 @@ from workspaces.models import (
 from workspaces.operations import _transition_and_queue
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
+from workspaces.withdrawals import workspace_withdraw
 
 # The refusal shown on the 403 page when someone else's workspace is acted on.
 NOT_YOURS = "Only the owner or a team admin can change this workspace."
@@ -247,8 +248,13 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
 
 
 def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None:
-    """Delete the VM, its NIC and OS disk, and revoke its agent's token.
+    """Delete the VM, its NIC and OS disk, and revoke its agent's token. A request still
+    waiting for approval has nothing in Azure: deleting it withdraws it
+    (workspaces.withdrawals), so ``gpuportal rm`` and the API's DELETE take it back.
     Raises WorkspaceActionError, ActionNotAllowed."""
+    if workspace.status == Status.PENDING_APPROVAL:
+        workspace_withdraw(user=user, workspace=workspace, now=now)
+        return
     _user_transition(
         user=user,
         workspace=workspace,

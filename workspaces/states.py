@@ -66,6 +66,7 @@ STYLE: dict[str, StatusStyle] = {
 CLOSED_UNAPPROVED_STYLE = {
     "rejected": StatusStyle("Rejected", "danger"),
     "expired": StatusStyle("Expired", "secondary"),
+    "withdrawn": StatusStyle("Withdrawn", "secondary"),
 }
 
 

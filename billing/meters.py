@@ -15,6 +15,9 @@ from workspaces.states import Status
 
 # Every VM's OS disk: 128 GiB Premium SSD (cloud.azure_vm.VmSpec), billed as tier P10 LRS.
 OS_DISK_TIER = "P10 LRS"
+# While a delete is asked and not yet confirmed (Deleting, or Failed after a refused delete:
+# Retry the delete goes back to Deleting), whatever was billing goes on billing.
+UNTIL_GONE = frozenset({Status.DELETING, Status.FAILED})
 
 
 def usage_meter(*, workspace_id: UUID, expected: str, to: str, now: datetime) -> None:
@@ -23,13 +26,19 @@ def usage_meter(*, workspace_id: UUID, expected: str, to: str, now: datetime) ->
     (WorkspaceBackend.meters): compute while its status is billable, at its hourly price times
     its share (a VM: its own price, on the Spot meter for a Spot VM; a MIG slice or a
     namespace: its share of its node pool's VM price); an OS disk, for kinds that have one,
-    from the first time it runs until it is deleted."""
+    from the first time it runs until it is deleted.
+
+    Meters follow what Azure (or Kubernetes) says: compute opens only once the resource exists
+    (a VM's create succeeded: Running; Provisioning bills nothing, so a create Azure refused
+    costs nothing), and a delete keeps whatever was billing until the delete is confirmed
+    (Deleted): through Deleting, a failed delete and its retry, as Azure bills a VM until it
+    is gone (the page shows what a stuck delete has cost: billing.workspace_cost)."""
     workspace = Workspace.objects.select_related("node_pool").get(pk=workspace_id)
     meters = backend_for(workspace.kind).meters(workspace)
     if to in meters.billable and expected not in meters.billable:
         sku, hourly = workspace.vm_size, meters.hourly
         _open(workspace, Meter.COMPUTE, PriceKind.VM, sku, hourly, now, meters.share)
-    elif expected in meters.billable and to not in meters.billable:
+    elif expected in meters.billable | UNTIL_GONE and to not in meters.billable | UNTIL_GONE:
         _close(workspace_id, Meter.COMPUTE, now)
     if not meters.os_disk:
         return

@@ -164,6 +164,8 @@ class Decision(models.TextChoices):
     APPROVED = "approved", "Approved"
     REJECTED = "rejected", "Rejected"
     EXPIRED = "expired", "Expired"
+    # The requester or a team admin took the request back before anyone decided.
+    WITHDRAWN = "withdrawn", "Withdrawn"
 
 
 class QuotaRequest(models.Model):

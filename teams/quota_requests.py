@@ -205,6 +205,36 @@ def _tell_decided(request: QuotaRequest, now: datetime) -> None:
     )
 
 
+def quota_request_withdraw(*, quota_request_id: int, actor: User, now: datetime) -> QuotaRequest:
+    """Record that ``actor`` took the pending request back (decision Withdrawn, audited as
+    quota_request.withdrawn); who may is the caller's rule (workspaces.withdrawals: the
+    owner, the team's admins). The platform admins' "approval needed" notices are resolved
+    when the workspace leaves pending approval. Raises DecisionError if it was already
+    decided or has expired."""
+    request = (
+        QuotaRequest.objects.select_for_update()
+        .select_related("workspace", "requester", "team")
+        .get(pk=quota_request_id)
+    )
+    if request.decision != Decision.PENDING:
+        who = f" by {request.decided_by.username}" if request.decided_by else ""
+        raise DecisionError(f"This request was already {request.decision}{who}.")
+    if request.expires_at <= now:
+        raise DecisionError("This request has expired.")
+    request.decision, request.decided_by, request.decided_at = Decision.WITHDRAWN, actor, now
+    request.save(update_fields=["decision", "decided_by", "decided_at"])
+    audit_record(
+        actor=actor,
+        team=request.team,
+        action="quota_request.withdrawn",
+        obj=request,
+        before={"decision": Decision.PENDING},
+        after={"decision": Decision.WITHDRAWN},
+        now=now,
+    )
+    return request
+
+
 def quota_requests_expire(*, now: datetime) -> int:
     """Expire every pending request past its expiry, close its workspace and tell the
     requester. Returns how many expired."""

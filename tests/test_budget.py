@@ -35,7 +35,8 @@ def test_billable_time_opens_and_closes_one_interval(cast):
     path = [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING, Status.STOPPING]
     _walk(ws, [*path, Status.STOPPED], NOV_1 + timedelta(days=1), step=timedelta(hours=2))
     interval = UsageInterval.objects.get(workspace=ws, meter="compute")
-    assert interval.ended_at - interval.started_at == timedelta(hours=6)
+    # From Running (Azure said the create succeeded) until Stopped: not while provisioning.
+    assert interval.ended_at - interval.started_at == timedelta(hours=4)
     assert interval.price_per_hour == Decimal("10")
     disk = UsageInterval.objects.get(workspace=ws, meter="disk")  # from the first run, kept
     assert disk.started_at == NOV_1 + timedelta(days=1, hours=2) and disk.ended_at is None
@@ -44,7 +45,8 @@ def test_billable_time_opens_and_closes_one_interval(cast):
 def test_spend_counts_only_this_month_and_runs_up_to_now(cast):
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, price_per_hour=Decimal("2.5"))
     # Running since 12 hours before the month began, still running.
-    _walk(ws, [Status.REQUESTED, Status.PROVISIONING], NOV_1 - timedelta(hours=12))
+    running = [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING]
+    _walk(ws, running, NOV_1 - timedelta(hours=12), step=timedelta(0))
     now = NOV_1 + timedelta(days=2)
     spend = team_spend(team_ids=[cast.team.pk], now=now)[cast.team.pk]
     assert spend.spent == Decimal("120.00")  # 48 h x $2.50, none of October's 12 h
@@ -54,7 +56,7 @@ def test_spend_counts_only_this_month_and_runs_up_to_now(cast):
 def test_the_budget_sentence_says_what_is_left_and_when_it_runs_out(cast):
     Team.objects.filter(pk=cast.team.pk).update(monthly_budget=Decimal("5000"))
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, price_per_hour=Decimal("10"))
-    _walk(ws, [Status.REQUESTED, Status.PROVISIONING], NOV_1)
+    _walk(ws, [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING], NOV_1, step=timedelta(0))
     now = NOV_1 + timedelta(days=10)  # $2,400 spent, $2,600 left at $240/day: 10.8 days
     team = Team.objects.get(pk=cast.team.pk)
     budget = team_budget(teams=[team], now=now)[team.pk]

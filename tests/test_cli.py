@@ -243,6 +243,19 @@ def test_rm_asks_first(signed_in, cast):
     assert Workspace.objects.get(pk=ws.pk).status == Status.STOPPED
 
 
+def test_rm_withdraws_a_request_waiting_for_approval(signed_in, cast):
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.PENDING_APPROVAL)
+    from teams.quota_requests import quota_request_open
+
+    quota_request_open(workspace=ws, over=["over"], justification="deadline", now=timezone.now())
+
+    result = _cli("rm", ws.pk, "--yes")
+
+    assert result.exit_code == 0, result.output
+    ws.refresh_from_db()
+    assert ws.status == Status.DELETED and ws.quota_request.decision == "withdrawn"
+
+
 def test_request_vm_wait_running_ssh_keep_stop_rm(signed_in, cast, sim, celery_worker_thread):
     OfferingFactory()
 

@@ -103,10 +103,11 @@ def pending(cast, team=None):
 
 def team_in_every_status(cast):
     """cast.team with one A100 VM in every status. What counts (the rules):
-    GPUs in use: requested, provisioning, running, stopping, starting = 5 A100.
-    Burn: compute of provisioning, running, stopping, starting (4 x $3.673) and the OS disks
-    of the VMs that ran and are not deleted (running, stopping, stopped, starting, deleting:
-    5 x $0.027) = $14.827/h."""
+    GPUs in use: requested, provisioning, running, stopping, starting, and deleting until Azure
+    confirms the delete = 6 A100.
+    Burn: compute of running, stopping, starting (3 x $3.673: provisioning bills nothing until
+    Azure says the create succeeded) and the OS disks of the VMs that ran and are not deleted
+    (running, stopping, stopped, starting, deleting: 5 x $0.027) = $11.154/h."""
     prices()
     GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=8)
     for status in PATHS:
@@ -256,9 +257,9 @@ def test_every_page_shows_the_same_figures_for_a_team_in_every_status(client, ca
         if url == reverse("team-detail", args=[slug]):
             members_listed = html.count('id="member-')
 
-    assert seen["burn-rate"] == {Decimal("14.83")}, shown_on["burn-rate"]
-    assert seen["gpus-in-use"] == {Decimal(5)}, shown_on["gpus-in-use"]
-    assert seen["gpus-left"] == {Decimal(3)}, shown_on["gpus-left"]  # of the quota of 8
+    assert seen["burn-rate"] == {Decimal("11.15")}, shown_on["burn-rate"]
+    assert seen["gpus-in-use"] == {Decimal(6)}, shown_on["gpus-in-use"]
+    assert seen["gpus-left"] == {Decimal(2)}, shown_on["gpus-left"]  # of the quota of 8
     assert len(shown_on["burn-rate"]) == 5  # teams list, team page, limits, spend, all spend
     assert len(shown_on["gpus-in-use"]) == 4  # teams list, team page, approvals, limits
     assert len(shown_on["gpus-left"]) == 3  # the three request forms

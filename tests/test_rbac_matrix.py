@@ -188,6 +188,9 @@ EXPECTED = {
     "api-v1:workspace_start": Row("POST", (401, 404, 409, 404, 409, 409)),
     "api-v1:workspace_retry": Row("POST", (401, 404, 409, 404, 409, 409)),
     "api-v1:workspace_keep": Row("POST", (401, 404, 202, 404, 202, 202)),
+    # Only a request waiting for approval can be withdrawn (409 on this running one), by its
+    # owner or a team admin: a platform admin decides requests instead (403).
+    "api-v1:workspace_withdraw": Row("POST", (401, 404, 409, 404, 409, 403)),
     "api-v1:workspace_events": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:workspace_telemetry": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:workspace_connect": Row("GET", (401, 404, 200, 404, 200, 200)),

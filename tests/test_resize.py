@@ -186,6 +186,28 @@ def test_azure_refusing_the_update_puts_the_vm_back_running_at_its_size(cast, si
     assert vm["vmSize"] == "Standard_NC24ads_A100_v4" and vm["powerState"] == "running"
 
 
+def test_a_resize_that_exhausts_its_retries_starts_the_vm_again_at_its_size(
+    cast, sim, offerings, settings
+):
+    # Issue 28, finding 5: 100 failed updates left a running VM stopped.
+    settings.WORKSPACE_RETRY_MAX = 2
+    settings.AZURE_RETRY_TOTAL = 0
+    ws = _running(cast)
+    sim.inject("vm.update", "server_error", count=100)
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size, ws.resize_to, ws.resize_target) == (
+        Status.RUNNING, "Standard_NC24ads_A100_v4", "", {},
+    )  # fmt: skip
+    given_up = next(r for s, r in _history(ws) if s == Status.STARTING)
+    assert "Azure refused the resize to Standard_NC48ads_A100_v4" in given_up
+    assert "Standard_NC24ads_A100_v4 kept, starting it again" in given_up
+    vm = _vm(sim, ws)
+    assert vm["vmSize"] == "Standard_NC24ads_A100_v4" and vm["powerState"] == "running"
+
+
 def test_azure_vcpu_quota_refusal_is_shown_and_the_vm_runs_on(cast, sim, offerings):
     ws = _running(cast)
     sim.set_quota("eastus", "standardNCADSA100v4Family", 24)  # the running VM's 24 vCPUs

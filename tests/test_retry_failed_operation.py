@@ -16,11 +16,11 @@ from workspaces.states import Status
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _running_vm(cast):
+def _running_vm(cast, name="retry-me"):
     ws = services.workspace_request(
         user=cast.researcher,
         team=cast.team,
-        name="retry-me",
+        name=name,
         offering=OfferingFactory(),
         ssh_public_key=SSH_KEY,
         request_key=uuid.uuid4(),
@@ -104,3 +104,67 @@ def sim_path(ws, collection: str, suffix: str) -> str:
         f"{settings.AZURE_RESOURCE_GROUP}/providers/Microsoft.Network/{collection}/"
         f"ws-{ws.short_id}-{suffix}"
     )
+
+
+# --- Retry of a failed create is measured as a new request (issue 28, finding 2) ----------------
+
+
+def _failed_create(cast):
+    """A 1-A100 request whose create Azure refused: Failed, holding nothing."""
+    from teams.models import GpuQuota
+
+    GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=1)
+    ws = _running_vm(cast)
+    assert ws.status == Status.FAILED and ws.failed_operation == "create"
+    return ws
+
+
+def _retry_api(client, user, ws):
+    client.force_login(user)
+    return client.post(f"/api/v1/workspaces/{ws.pk}/retry")
+
+
+def test_retry_of_a_failed_create_is_refused_when_the_team_filled_its_gpu_quota(client, cast, sim):
+    from workspaces.selectors import team_gpus_in_use
+
+    sim.inject("vm.create", "allocation_failed")
+    failed = _failed_create(cast)
+    other = _running_vm(cast, "other")  # the team's last A100 (quota 1) goes to another VM
+    assert other.status == Status.RUNNING
+
+    answer = _retry_api(client, cast.researcher, failed)
+
+    assert answer.status_code == 409, answer.content
+    assert answer["Content-Type"].startswith("application/problem+json")
+    assert "has 0 of its 1 left" in answer.json()["detail"]
+    failed.refresh_from_db()
+    assert failed.status == Status.FAILED
+    assert team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A100"] == 1
+    assert len(sim.state()["virtualMachines"]) == 1
+
+
+def test_retry_of_a_failed_create_is_refused_at_the_per_member_cap(cast, sim):
+    sim.inject("vm.create", "allocation_failed")
+    failed = _failed_create(cast)
+    cast.team.max_workspaces_per_user = 1
+    cast.team.save()
+    from tests.factories import WorkspaceFactory
+
+    WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
+    with pytest.raises(services.WorkspaceActionError, match="allows 1 per member"):
+        services.workspace_retry(user=cast.researcher, workspace=failed, now=timezone.now())
+    failed.refresh_from_db()
+    assert failed.status == Status.FAILED
+
+
+def test_retry_of_a_failed_create_is_refused_over_the_budget(cast, sim):
+    from decimal import Decimal
+
+    sim.inject("vm.create", "allocation_failed")
+    failed = _failed_create(cast)
+    cast.team.monthly_budget = Decimal("1.00")  # under a day of one A100 VM
+    cast.team.save()
+    with pytest.raises(services.WorkspaceActionError, match="budget runs out"):
+        services.workspace_retry(user=cast.researcher, workspace=failed, now=timezone.now())
+    failed.refresh_from_db()
+    assert failed.status == Status.FAILED and not sim.state()["virtualMachines"]

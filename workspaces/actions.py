@@ -31,6 +31,7 @@ from workspaces.models import (
 from workspaces.operations import _transition_and_queue
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
+from workspaces.withdrawals import workspace_withdraw
 
 # The refusal shown on the 403 page when someone else's workspace is acted on.
 NOT_YOURS = "Only the owner or a team admin can change this workspace."
@@ -247,8 +248,13 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
 
 
 def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None:
-    """Delete the VM, its NIC and OS disk, and revoke its agent's token.
+    """Delete the VM, its NIC and OS disk, and revoke its agent's token. A request still
+    waiting for approval has nothing in Azure: deleting it withdraws it
+    (workspaces.withdrawals), so ``gpuportal rm`` and the API's DELETE take it back.
     Raises WorkspaceActionError, ActionNotAllowed."""
+    if workspace.status == Status.PENDING_APPROVAL:
+        workspace_withdraw(user=user, workspace=workspace, now=now)
+        return
     _user_transition(
         user=user,
         workspace=workspace,
@@ -263,7 +269,10 @@ def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None
 def workspace_retry(*, user: User, workspace: Workspace, now: datetime) -> None:
     """Do again the operation that failed (``failed_operation``): a failed delete is deleted
     again, creating nothing; a failed create, or a pre-check Azure refused, is provisioned
-    again. Raises WorkspaceActionError, ActionNotAllowed."""
+    again. A failed workspace holds no GPUs, no place under the per-member cap and burns
+    nothing, so a create tried again is measured as a new request is (GPU quota, per-member
+    cap, budget), holding the team row; over any of them it is refused, saying which.
+    Raises WorkspaceActionError, ActionNotAllowed."""
     cleared: dict[str, Any] = {
         "error_code": "",
         "error_message": "",
@@ -287,7 +296,29 @@ def workspace_retry(*, user: User, workspace: Workspace, now: datetime) -> None:
         to=Status.REQUESTED,
         reason="Retry requested by user",
         now=now,
-        # The retry creates a new VM: its agent gets a new token, the old one stops working.
-        guard=lambda: telemetry.agent_token_issue(workspace_id=workspace.pk, now=now, new_vm=True),
+        guard=lambda: _check_room_to_retry(workspace, now),
         **cleared,
     )
+
+
+def _check_room_to_retry(workspace: Workspace, now: datetime) -> None:
+    """Raises WorkspaceActionError when the team has no room for the workspace again (as a new
+    request: GPUs, the owner's per-member cap, budget), checked holding the team row so that
+    racing retries and requests are decided one after the other."""
+    team = Team.objects.select_for_update().get(pk=workspace.team_id)
+    check = selectors.quota_check(
+        team=team,
+        user=workspace.owner,
+        gpu_model=workspace.gpu_model,
+        gpus=backend_for(workspace.kind).gpu_share(workspace),
+        price_per_hour=workspace.price_per_hour,
+        now=now,
+    )
+    if check.over:
+        raise WorkspaceActionError(
+            f"{workspace.name} cannot be tried again now: "
+            + " ".join(check.over)
+            + " Stop or delete another workspace first, or ask your team admin for more quota."
+        )
+    # The retry creates a new VM: its agent gets a new token, the old one stops working.
+    telemetry.agent_token_issue(workspace_id=workspace.pk, now=now, new_vm=True)

@@ -167,6 +167,11 @@ class Workspace(models.Model):
     # MIG profile of a slice; and whether it is started again once resized (it was running).
     resize_to = models.CharField(max_length=64, blank=True)
     resize_restart = models.BooleanField(default=False)
+    # What the resize's target holds, from the moment it is accepted until it ends (cleared
+    # with resize_to): {"gpu_model": "A100", "gpus": "2" (a Fraction, "1/7" for a slice),
+    # "price_per_hour": "7.3460" (USD/hour)}. A resize that starts the workspace again counts
+    # the larger of its size and the target against the quota and budget (workspaces.quota).
+    resize_target = models.JSONField(default=dict, blank=True)
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)

@@ -74,7 +74,8 @@ FAILED_TO = {
     Status.PROVISIONING: Status.FAILED,
     Status.STOPPING: Status.RUNNING,
     Status.STARTING: Status.STOPPED,
-    # Retries of a resize exhausted: it keeps its size, deallocated (Start brings it back).
+    # Retries of a resize exhausted: it keeps its size, deallocated; started again at that size
+    # when it was running before the resize (_resize_given_up).
     Status.RESIZING: Status.STOPPED,
     Status.DELETING: Status.FAILED,
 }
@@ -93,6 +94,9 @@ def workspace_operation_failed(
         _precheck_failed(workspace, error, now)
         return
     if workspace is None or workspace.status not in FAILED_TO:
+        return
+    if workspace.status == Status.RESIZING and workspace.resize_restart:
+        _resize_given_up(workspace, error, now)
         return
     backend = backend_for(workspace.kind)
     if workspace.status == Status.PROVISIONING:
@@ -116,6 +120,32 @@ def workspace_operation_failed(
         # A resize waiting on a refused operation is given up with it: nothing half-made.
         resize_to="",
         resize_restart=False,
+        resize_target={},
+    )
+
+
+def _resize_given_up(workspace: Workspace, error: CloudError, now: datetime) -> None:
+    """A resize of a running workspace whose size change Azure kept refusing (retries
+    exhausted): it keeps its old size and is started again, as after any refusal once
+    deallocated (workspaces.backends.vm_resize), so a resize never leaves it stopped."""
+    service = backend_for(workspace.kind).service
+    _transition_and_queue(
+        workspace_id=workspace.pk,
+        expected=Status.RESIZING,
+        to=Status.STARTING,
+        now=now,
+        reason=(
+            f"{service} refused the resize to {workspace.resize_to}: {error.code}; "
+            f"{workspace.mig_profile or workspace.vm_size} kept, starting it again"
+        ),
+        detail={"code": error.code, "message": error.message, "status": error.status},
+        operation="",
+        operation_token="",
+        error_code=error.code,
+        error_message=error.message,
+        resize_to="",
+        resize_restart=False,
+        resize_target={},
     )
 
 

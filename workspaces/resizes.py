@@ -65,8 +65,7 @@ def workspace_resize(*, user: User, workspace: Workspace, target: str, now: date
         raise WorkspaceActionError(f"{workspace.name} cannot be resized to {target!r} here.")
     running = workspace.status == Status.RUNNING
     with transaction.atomic():
-        if running:
-            _check_room(workspace, choice, now)
+        _check_room(workspace, choice, now)
         moved = _transition_and_queue(
             workspace_id=workspace.pk,
             expected=workspace.status,
@@ -77,6 +76,11 @@ def workspace_resize(*, user: User, workspace: Workspace, target: str, now: date
             detail={"from": _current(workspace), "to": choice.key},
             resize_to=choice.key,
             resize_restart=running,
+            resize_target={
+                "gpu_model": choice.gpu_model,
+                "gpus": str(Fraction(choice.gpus)),
+                "price_per_hour": str(choice.price_per_hour),
+            },
         )
         if not moved:
             raise WorkspaceActionError("The workspace changed meanwhile; look at it again.")
@@ -93,23 +97,28 @@ def _reason(workspace: Workspace, choice: ResizeChoice, running: bool) -> str:
 
 
 def _check_room(workspace: Workspace, choice: ResizeChoice, now: datetime) -> None:
-    """Raises WorkspaceActionError when what the resize adds to a running workspace (GPUs of
-    the target's model, USD/hour) does not fit the team's GPU quota or its budget, checked
-    holding the team row. A smaller size always fits: only what grows is measured."""
+    """Raises WorkspaceActionError when the target does not fit the team's GPU quota or its
+    budget, checked holding the team row (so racing resizes and requests are decided one after
+    the other; an accepted resize holds its target from then on: workspaces.quota). A running
+    workspace asks for what the target adds to what it holds; a stopped one, which holds
+    nothing, for the whole target, as its next Start will. Only what grows is measured: a
+    smaller or cheaper size always fits."""
     team = Team.objects.select_for_update().get(pk=workspace.team_id)
-    held = workspace.backend.gpu_share(workspace) if workspace.status in HOLDS_GPUS else 0
-    more_gpus = choice.gpus - (held if choice.gpu_model == workspace.gpu_model else 0)
-    more_usd = choice.price_per_hour - workspace.price_per_hour
+    same_model = choice.gpu_model == workspace.gpu_model
+    own_gpus = Fraction(workspace.backend.gpu_share(workspace)) if same_model else Fraction(0)
+    holds = workspace.status in HOLDS_GPUS
     check = selectors.quota_check(
         team=team,
         user=workspace.owner,
         gpu_model=choice.gpu_model,
-        gpus=max(Fraction(0), Fraction(more_gpus)),
-        price_per_hour=max(Decimal(0), more_usd),
+        gpus=max(Fraction(0), Fraction(choice.gpus) - (own_gpus if holds else 0)),
+        price_per_hour=max(
+            Decimal(0), choice.price_per_hour - (workspace.price_per_hour if holds else 0)
+        ),
         now=now,
     )
-    over = [check.gpu_reason] if more_gpus > 0 else []
-    over += [check.budget_reason] if more_usd > 0 else []
+    over = [check.gpu_reason] if Fraction(choice.gpus) > own_gpus else []
+    over += [check.budget_reason] if choice.price_per_hour > workspace.price_per_hour else []
     over = [reason for reason in over if reason]
     if over:
         raise WorkspaceActionError(

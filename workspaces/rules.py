@@ -34,3 +34,7 @@ rules.add_perm(
 rules.add_perm(
     "workspaces.resize_workspace", is_owner_of | is_team_admin_of_its_team | is_platform_admin
 )
+
+# Withdraw its request while it waits for approval: the requester (its owner) or a team admin of
+# its team; a platform admin decides requests instead (approve or reject).
+rules.add_perm("workspaces.withdraw_request", is_owner_of | is_team_admin_of_its_team)

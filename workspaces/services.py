@@ -50,6 +50,7 @@ from workspaces.requests import (
     workspace_insert,
     workspace_request,
 )
+from workspaces.withdrawals import workspace_withdraw
 
 __all__ = [
     "Ask",
@@ -81,6 +82,7 @@ __all__ = [
     "workspace_operation_failed",
     "workspace_reconcile",
     "workspace_request",
+    "workspace_withdraw",
     "workspace_retry",
     "workspace_start",
     "workspace_stop",

@@ -66,6 +66,7 @@ STYLE: dict[str, StatusStyle] = {
 CLOSED_UNAPPROVED_STYLE = {
     "rejected": StatusStyle("Rejected", "danger"),
     "expired": StatusStyle("Expired", "secondary"),
+    "withdrawn": StatusStyle("Withdrawn", "secondary"),
 }
 
 
@@ -94,7 +95,9 @@ ACTIVE = frozenset(
     }
 )
 # Holds its GPUs against the team's quota; a stopped (deallocated) VM holds none. A resizing one
-# holds its old size's until the new one is accepted (it is usually started again at once).
+# holds its old size's until the new one is accepted (it is usually started again at once). One
+# being deleted holds them until Azure confirms the delete, and so does one whose delete Azure
+# refused (failed, failed_operation "delete": workspaces.quota counts it too).
 HOLDS_GPUS = frozenset(
     {
         Status.REQUESTED,
@@ -103,13 +106,17 @@ HOLDS_GPUS = frozenset(
         Status.STOPPING,
         Status.STARTING,
         Status.RESIZING,
+        Status.DELETING,
     }
 )
 # Counts against the per-user cap on workspaces held at once.
 HELD = frozenset(set(Status) - {Status.DELETED, Status.FAILED})
-# Compute is allocated, so the VM's hourly price accrues. A resizing VM is deallocated (the
-# deallocate runs as Stopping), so its meter closes and reopens at the new price on Starting.
-BILLABLE = frozenset({Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STARTING})
+# Compute is allocated, so the VM's hourly price accrues. Not Provisioning: the meter opens only
+# once Azure says the create succeeded (Running), so a create it refused costs nothing. A
+# resizing VM is deallocated (the deallocate runs as Stopping), so its meter closes and reopens
+# at the new price on Starting. A delete keeps the meter open until Azure confirms it
+# (billing.meters.UNTIL_GONE).
+BILLABLE = frozenset({Status.RUNNING, Status.STOPPING, Status.STARTING})
 # A MIG slice or namespace on AKS costs its share of the nodes only while its pod holds the slice
 # or its GPU quota is set: from running until stopped (a pod waiting for a slice costs nothing).
 BILLABLE_ON_AKS = frozenset({Status.RUNNING, Status.STOPPING})

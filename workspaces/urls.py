@@ -20,7 +20,7 @@ urlpatterns = [
     path("<uuid:pk>/kubeconfig/", views.workspace_kubeconfig, name="kubeconfig"),
     path("<uuid:pk>/resize/", views.workspace_resize, name="resize"),
     re_path(
-        r"^(?P<pk>[0-9a-f-]{36})/(?P<action>keep|stop|start|delete|retry)/$",
+        r"^(?P<pk>[0-9a-f-]{36})/(?P<action>keep|stop|start|delete|retry|withdraw)/$",
         views.workspace_action,
         name="action",
     ),

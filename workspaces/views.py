@@ -27,6 +27,7 @@ from workspaces.filters import OfferingFilter
 from workspaces.forms import EquivalentsQueryForm, ResizeForm, WorkspaceRequestForm
 from workspaces.sizing.forms import EstimateForm
 from workspaces.states import STEADY, Status
+from workspaces.withdrawals import workspace_withdraw
 
 
 @login_required
@@ -324,6 +325,7 @@ ACTIONS = {
     "start": actions.workspace_start,
     "delete": actions.workspace_delete,
     "retry": actions.workspace_retry,
+    "withdraw": workspace_withdraw,
 }
 
 

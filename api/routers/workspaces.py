@@ -24,6 +24,7 @@ from api.schemas import WorkspaceOut, envelope, page_bounds, utc, workspace_out
 from workspaces import actions, selectors
 from workspaces.backends import backend_for
 from workspaces.models import Workspace
+from workspaces.withdrawals import workspace_withdraw
 
 router = Router(tags=["workspaces"])
 
@@ -108,6 +109,7 @@ ACTIONS: dict[str, Callable[..., object]] = {
     "start": actions.workspace_start,
     "retry": actions.workspace_retry,
     "keep": actions.workspace_keep_running,
+    "withdraw": workspace_withdraw,
 }
 
 
@@ -131,6 +133,7 @@ _action_route("stop", "Stop (deallocate) a running workspace")
 _action_route("start", "Start a stopped workspace (quota and budget checked)")
 _action_route("retry", "Retry the operation that failed")
 _action_route("keep", "Keep a running workspace past its idle stop (the team's hours)")
+_action_route("withdraw", "Withdraw a request waiting for approval (owner or team admin)")
 
 
 @router.delete("/{workspace_id}", response={202: WorkspaceOut}, summary="Delete a workspace")

@@ -31,7 +31,12 @@ from workspaces.chains import Next
 from workspaces.models import Workspace
 from workspaces.states import Status
 
-CLEARED: dict[str, Any] = {"resize_to": "", "resize_restart": False, "operation": ""}
+CLEARED: dict[str, Any] = {
+    "resize_to": "",
+    "resize_restart": False,
+    "resize_target": {},
+    "operation": "",
+}
 
 
 def profile_memory_gib(profile: str) -> int:

@@ -30,7 +30,12 @@ from workspaces.chains import Next
 from workspaces.models import SizeOffering, Workspace
 from workspaces.states import Status
 
-CLEARED: dict[str, Any] = {"resize_to": "", "resize_restart": False, "operation": ""}
+CLEARED: dict[str, Any] = {
+    "resize_to": "",
+    "resize_restart": False,
+    "resize_target": {},
+    "operation": "",
+}
 
 
 def vm_resize_choices(workspace: Workspace, now: datetime) -> list[ResizeChoice]:

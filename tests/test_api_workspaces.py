@@ -71,6 +71,18 @@ def test_list_filters_as_the_page_does(alice, cast):
     assert names("?deleted=1&sort=name") == ["alpha", "beta", "gone"]
 
 
+def test_list_ref_names_a_workspace_by_team_and_name_name_or_id_prefix(alice, cast):
+    ws = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="exp", status=Status.RUNNING)
+    WorkspaceFactory(team=cast.other_team, owner=cast.outsider, name="exp")
+    ids = lambda ref: [w["id"] for w in alice.get(URL, {"ref": ref}).json()["items"]]  # noqa: E731
+    for ref in ("exp", "vision/exp", str(ws.pk)[:4], str(ws.pk)[:13], str(ws.pk).upper()):
+        assert ids(ref) == [str(ws.pk)], ref
+    assert ids("ex") == ids("nlp/exp") == ids(str(ws.pk)[:3]) == []
+    for bad in ("", "a\x00b", "x" * 101):
+        refused = alice.get(URL, {"ref": bad})
+        assert refused.status_code == 400 and refused.json()["errors"][0]["loc"] == ["query", "ref"]
+
+
 def test_list_pages_with_next_and_previous(alice, cast):
     for i in range(5):
         WorkspaceFactory(team=cast.team, owner=cast.researcher, name=f"w{i}")

@@ -2,13 +2,16 @@
 workspace with ETags, requests (idempotent, same result as the HTML form), actions, history,
 telemetry and connect info; hostile bodies get 400 problems, never 500."""
 
+import threading
 import uuid
 
 import pytest
-from django.db import connection
+from django.db import connection, connections
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from teams.models import Membership
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces.models import Workspace
 from workspaces.states import Status
@@ -66,6 +69,18 @@ def test_list_filters_as_the_page_does(alice, cast):
     assert names("?q=bet") == ["beta"]
     assert names("?sort=name") == ["alpha", "beta"]
     assert names("?deleted=1&sort=name") == ["alpha", "beta", "gone"]
+
+
+def test_list_ref_names_a_workspace_by_team_and_name_name_or_id_prefix(alice, cast):
+    ws = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="exp", status=Status.RUNNING)
+    WorkspaceFactory(team=cast.other_team, owner=cast.outsider, name="exp")
+    ids = lambda ref: [w["id"] for w in alice.get(URL, {"ref": ref}).json()["items"]]  # noqa: E731
+    for ref in ("exp", "vision/exp", str(ws.pk)[:4], str(ws.pk)[:13], str(ws.pk).upper()):
+        assert ids(ref) == [str(ws.pk)], ref
+    assert ids("ex") == ids("nlp/exp") == ids(str(ws.pk)[:3]) == []
+    for bad in ("", "a\x00b", "x" * 101):
+        refused = alice.get(URL, {"ref": bad})
+        assert refused.status_code == 400 and refused.json()["errors"][0]["loc"] == ["query", "ref"]
 
 
 def test_list_pages_with_next_and_previous(alice, cast):
@@ -297,3 +312,43 @@ def test_request_runs_in_the_emulator_then_stops(client, cast, sim):
     assert conn["ssh_command"] == f"ssh researcher@{ws['private_ip']}"
     assert client.post(created["url"] + "/stop").status_code == 202
     assert client.get(created["url"]).json()["status"] == "stopped"
+
+
+# --- Idempotency-Key repeats ------------------------------------------------------------------
+
+
+def test_a_repeat_after_leaving_the_team_is_404_and_shows_nothing(alice, cast):
+    key = uuid.uuid4()
+    first = _post(alice, _vm_body(), key)
+    assert first.status_code == 201
+    Membership.objects.filter(team=cast.team, user=cast.researcher).delete()
+    repeat = _post(alice, _vm_body(), key)
+    assert repeat.status_code == 404
+    assert repeat["Content-Type"] == "application/problem+json"
+    text = repeat.content.decode()
+    assert "llm-finetune" not in text and first.json()["id"] not in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_concurrent_repeats_of_one_key_make_one_workspace_one_201_and_200s(cast, sim):
+    OfferingFactory()
+    key, answers = uuid.uuid4(), []
+    clients = [Client() for _ in range(6)]
+    for c in clients:
+        c.force_login(cast.researcher)
+    barrier = threading.Barrier(len(clients))
+
+    def one(c):
+        try:
+            barrier.wait()
+            answers.append(_post(c, _vm_body(), key).status_code)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=one, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(answers) == [200, 200, 200, 200, 200, 201]
+    assert Workspace.objects.filter(request_key=key).count() == 1

@@ -18,7 +18,7 @@ from gpuportal.app import app
 from typer.testing import CliRunner
 
 from teams.tokens import api_token_create
-from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
+from tests.factories import SSH_KEY, MembershipFactory, OfferingFactory, WorkspaceFactory
 from tests.http_proxy import DroppingProxy
 from workspaces.models import Workspace
 from workspaces.states import Status
@@ -189,6 +189,53 @@ def test_someone_elses_workspace_is_not_found_exit_4(signed_in, cast):
     assert _cli("show", theirs.pk).exit_code == 4
     assert _cli("stop", theirs.pk).exit_code == 4
     assert _cli("show", uuid.uuid4()).exit_code == 4
+
+
+def test_a_workspace_is_named_by_name_team_and_name_or_id_prefix(signed_in, cast):
+    ws = WorkspaceFactory(
+        team=cast.team, owner=cast.researcher, name="llm-finetune", status=Status.RUNNING
+    )
+    WorkspaceFactory(team=cast.team, owner=cast.researcher, name="llm-finetune",
+                     status=Status.DELETED)  # fmt: skip
+    for ref in ("llm-finetune", "vision/llm-finetune", str(ws.pk)[:8], str(ws.pk).upper()):
+        result = _cli("show", ref, "--json")
+        assert result.exit_code == 0, (ref, result.output)
+        assert json.loads(result.output)["id"] == str(ws.pk)
+
+    stopped = _cli("stop", "llm-finetune")
+
+    assert stopped.exit_code == 0, stopped.output
+    assert stopped.output.startswith(f"llm-finetune ({ws.pk}):")
+    assert ws.events.filter(to_status=Status.STOPPING, actor=cast.researcher).exists()
+
+
+def test_an_ambiguous_workspace_lists_the_candidates_and_does_nothing(signed_in, cast):
+    MembershipFactory(team=cast.other_team, user=cast.researcher)
+    both = {"name": "exp", "status": Status.RUNNING}
+    ours = WorkspaceFactory(
+        team=cast.team, owner=cast.researcher, id=uuid.UUID(int=0xABCD << 112 | 1), **both
+    )
+    theirs = WorkspaceFactory(
+        team=cast.other_team, owner=cast.outsider, id=uuid.UUID(int=0xABCD << 112 | 2), **both
+    )
+
+    for ref in ("exp", "abcd"):
+        result = _cli("stop", ref)
+        assert result.exit_code == 2, (ref, result.output)
+        assert "names 2 workspaces" in result.output
+        assert f"vision/exp  {ours.pk}" in result.output
+        assert f"nlp/exp  {theirs.pk}" in result.output
+    assert set(Workspace.objects.values_list("status", flat=True)) == {Status.RUNNING}
+    assert json.loads(_cli("show", "nlp/exp", "--json").output)["id"] == str(theirs.pk)
+
+
+def test_a_name_no_one_visible_has_is_not_found_exit_4(signed_in, cast):
+    WorkspaceFactory(team=cast.other_team, owner=cast.outsider, name="secret")
+
+    result = _cli("show", "secret")
+
+    assert result.exit_code == 4 and "secret" in result.output
+    assert _cli("show", "nlp/secret").exit_code == 4
 
 
 def test_stopping_a_stopped_workspace_is_refused_with_409(signed_in, cast):

@@ -7,6 +7,7 @@ still apply. The queryset given is already limited to what the user may see
 (workspaces.selectors.workspace_visible_to), so a filter can only narrow it.
 """
 
+import re
 from typing import Any
 
 import django_filters
@@ -66,6 +67,25 @@ class WorkspaceFilter(django_filters.FilterSet):
 
     def search(self, queryset, name, value):
         return queryset.filter(Q(name__icontains=value) | Q(owner__username__icontains=value))
+
+
+# An id prefix as the CLI and the pages show ids: lower-case hex with its hyphens, 4 or more
+# characters, as git takes a commit's (fewer would name a 16th of all workspaces).
+ID_PREFIX = re.compile(r"[0-9a-f][0-9a-f-]{3,35}")
+
+
+def workspace_ref_match(*, workspaces: QuerySet[Workspace], ref: str) -> QuerySet[Workspace]:
+    """The workspaces among ``workspaces`` that ``ref`` names, for the CLI's arguments
+    (docs/cli.md): ``TEAM/NAME`` (a team's slug and a workspace name), a ``NAME``, or an id
+    prefix (ID_PREFIX, case-insensitive). A name is unique per team among workspaces not
+    deleted, so names match only those; ids match any. Several rows mean ``ref`` is ambiguous:
+    the caller shows them. Names and ids are matched exactly, never as a search."""
+    team, _, name = ref.rpartition("/")
+    named = Q(team__slug=team, name=name) if team else Q(name=ref)
+    query = named & ~Q(status=Status.DELETED)
+    if not team and ID_PREFIX.fullmatch(ref.lower()):
+        query |= Q(pk__startswith=ref.lower())
+    return workspaces.filter(query)
 
 
 class QueueFilter(django_filters.FilterSet):

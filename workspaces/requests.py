@@ -8,6 +8,9 @@ is shown to the user as is).
 """
 
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -197,6 +200,25 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
     return workspace
 
 
+# The ids of the workspaces inserted under ``inserts_recorded`` in this context (a thread or an
+# asyncio task, so concurrent requests never see each other's): the services return the twin of
+# a repeated request key as they return a new workspace, and only the caller asks which it was.
+_inserted: ContextVar[set[UUID] | None] = ContextVar("workspaces_inserted", default=None)
+
+
+@contextmanager
+def inserts_recorded() -> Iterator[set[UUID]]:
+    """Yield the set of ids of the workspaces that the requests made inside the block
+    inserted (not the twins they found for a request key seen before): the API answers 201 for
+    the call that made a workspace and 200 for every repeat, concurrent repeats included."""
+    inserted: set[UUID] = set()
+    token = _inserted.set(inserted)
+    try:
+        yield inserted
+    finally:
+        _inserted.reset(token)
+
+
 class RequestKeyTaken(WorkspaceActionError):
     """The request key (an API caller's Idempotency-Key) is another user's request's."""
 
@@ -262,6 +284,9 @@ def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
         updated_at=now,
         **ask.fields,
     )
+    recorded = _inserted.get()
+    if recorded is not None:
+        recorded.add(workspace.pk)
     states.record_creation(workspace=workspace, now=now, actor=ask.user, reason=ask.reason)
     return workspace
 

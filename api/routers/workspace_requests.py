@@ -1,7 +1,7 @@
 """POST /api/v1/workspaces: ask for a VM, a MIG slice or a namespace, through the same form
 and service as the kind's HTML page (workspaces.views / the kind's KindForm), so every rule
 and message is the page's. The ``Idempotency-Key`` header is the form's request key: the same
-key again returns the first workspace (200 instead of 201)."""
+key again returns the first workspace (200 instead of 201) if the caller may still see it."""
 
 from decimal import Decimal
 from typing import Annotated, Any, Literal
@@ -9,6 +9,7 @@ from uuid import UUID
 
 from django import forms
 from django.http import HttpRequest
+from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Header, Schema, Status
 
@@ -67,20 +68,31 @@ def workspace_create(
     idempotency_key: Annotated[str | None, Header(alias="Idempotency-Key")] = None,
 ) -> Any:
     """201 with the new workspace (requested, or pending_approval above quota with a
-    justification); 200 with the first one for a key seen before; 400 for a refused field;
-    409 for a taken name or another user's key."""
+    justification); 200 with the first one for a key seen before, also when the first call is
+    still under way (it holds the team row; the repeat waits for it); 400 for a refused field;
+    404 when the caller may no longer see the workspace of their key (they left its team); 409
+    for a taken name or another user's key."""
     require_write(request)
     key = _key(idempotency_key)
     twin = Workspace.objects.filter(request_key=key).select_related("team", "owner").first()
     if twin is not None:
         if twin.owner_id != request.user.pk:
             raise requests.RequestKeyTaken(requests.REQUEST_KEY_TAKEN)
-        return Status(200, workspace_out(twin))
+        return Status(200, workspace_out(_visible(request, twin.pk)))
     team = Team.objects.filter(slug=body.team).first()
     submit = _submit_vm if body.kind == Kind.VM else _submit_kind
-    workspace = submit(request, body, team, key)
-    workspace = Workspace.objects.select_related("team", "owner").get(pk=workspace.pk)
-    return Status(201, workspace_out(workspace))
+    with requests.inserts_recorded() as inserted:
+        workspace = submit(request, body, team, key)
+    return Status(
+        201 if workspace.pk in inserted else 200, workspace_out(_visible(request, workspace.pk))
+    )
+
+
+def _visible(request: HttpRequest, workspace_id: UUID) -> Workspace:
+    """The workspace with team and owner if the caller may see it now; Http404 otherwise (a
+    repeat by someone who left the team learns nothing of it)."""
+    visible = selectors.workspace_visible_to(user=request.user).select_related("team", "owner")
+    return get_object_or_404(visible, pk=workspace_id)
 
 
 def _common(body: WorkspaceRequestIn, team: Team | None, key: UUID) -> dict[str, Any]:

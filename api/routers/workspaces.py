@@ -12,7 +12,8 @@ from datetime import datetime
 from typing import Any
 from uuid import UUID
 
-from django.db.models import Count, Max
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
@@ -21,8 +22,10 @@ from ninja import Router, Schema, Status
 from api.auth import require_write
 from api.errors import FieldErrors
 from api.schemas import WorkspaceOut, envelope, page_bounds, utc, workspace_out
+from common.validation import validate_printable
 from workspaces import actions, selectors
 from workspaces.backends import backend_for
+from workspaces.filters import workspace_ref_match
 from workspaces.models import Workspace
 from workspaces.withdrawals import workspace_withdraw
 
@@ -58,8 +61,10 @@ def _not_modified(request: HttpRequest, etag: str) -> HttpResponse | None:
 @router.get("", response=WorkspacePageOut, summary="The workspaces the caller sees, paged")
 def workspace_list(request: HttpRequest, response: HttpResponse) -> Any:
     """The list page's filters (status, kind, team slug, owner, gpu_model, region, q, sort,
-    deleted=1), page and page_size (<= 200). 400 for a value a filter refuses. Queries: the
-    filters' choices, one count with the newest change (the ETag), one page of rows."""
+    deleted=1), ``ref`` (what the CLI takes for a workspace: TEAM/NAME, NAME or an id prefix;
+    workspaces.filters.workspace_ref_match), page and page_size (<= 200). 400 for a value a
+    filter refuses. Queries: the filters' choices, one count with the newest change (the
+    ETag), one page of rows."""
     page, size = page_bounds(request)
     filters, sort = selectors.workspace_filters(user=request.user, params=request.GET)
     if not filters.is_valid():
@@ -70,16 +75,32 @@ def workspace_list(request: HttpRequest, response: HttpResponse) -> Any:
                 for m in messages
             ]
         )
-    found = filters.qs.aggregate(n=Count("pk"), newest=Max("updated_at"))
+    rows = _ref_match(request, filters.qs)
+    found = rows.aggregate(n=Count("pk"), newest=Max("updated_at"))
     etag = _etag(request.user.pk, sorted(request.GET.lists()), found["n"], found["newest"])
     unchanged = _not_modified(request, etag)
     if unchanged:
         return unchanged
     start = (page - 1) * size
-    rows = list(filters.qs.order_by(*sort.order_by)[start : start + size])
+    page_rows = list(rows.order_by(*sort.order_by)[start : start + size])
     response["ETag"] = etag
-    items = [workspace_out(w) for w in rows]
+    items = [workspace_out(w) for w in page_rows]
     return envelope(request, items, count=found["n"], page=page, size=size)
+
+
+def _ref_match(request: HttpRequest, rows: QuerySet[Workspace]) -> QuerySet[Workspace]:
+    """``rows`` narrowed to the workspaces the ``ref`` parameter names, if it is given; a
+    FieldErrors (400) for a ref that is empty, longer than 100 characters or not printable."""
+    ref = request.GET.get("ref")
+    if ref is None:
+        return rows
+    try:
+        if not 1 <= len(ref) <= 100:
+            raise DjangoValidationError("Give 1 to 100 characters.")
+        validate_printable(ref)
+    except DjangoValidationError as exc:
+        raise FieldErrors([{"loc": ["query", "ref"], "msg": " ".join(exc.messages)}]) from None
+    return workspace_ref_match(workspaces=rows, ref=ref)
 
 
 def _visible(request: HttpRequest, workspace_id: UUID) -> Workspace:

@@ -10,7 +10,15 @@ import typer
 
 from gpuportal import __version__, admin, request_cmds, waiting
 from gpuportal.client import ApiRefused, Client, CliFailure
-from gpuportal.common import IdArg, JsonOpt, echo_or_json, handled, signed_in, workspace_path
+from gpuportal.common import (
+    IdArg,
+    JsonOpt,
+    echo_or_json,
+    handled,
+    resolve_workspace,
+    signed_in,
+    workspace_path,
+)
 from gpuportal.config import (
     Credentials,
     config_path,
@@ -24,7 +32,7 @@ EXIT_CODES = """**Exit codes**
 
 - 0: done
 - 1: the portal refused (its problem details are printed: title and detail)
-- 2: usage error (a wrong option or argument)
+- 2: usage error (a wrong option or argument, or a WORKSPACE that names several)
 - 3: not signed in, or the token was refused (401)
 - 4: not found (404: no such workspace, or not yours to see)
 - 5: `wait` ended with the workspace failed
@@ -175,16 +183,17 @@ def list_workspaces(
 @handled
 def show(workspace_id: IdArg, as_json: JsonOpt = False) -> None:
     """One workspace's fields."""
-    ws = signed_in().get(workspace_path(workspace_id))
+    client = signed_in()
+    ws = client.get(workspace_path(client, workspace_id))
     echo_or_json(ws, as_json, workspace_detail)
 
 
 def _act(workspace_id: str, action: str, as_json: bool, body: Any = None) -> None:
     client = signed_in()
     if action == "delete":
-        ws = client.delete(workspace_path(workspace_id))
+        ws = client.delete(workspace_path(client, workspace_id))
     else:
-        ws = client.post(workspace_path(workspace_id, action), body)
+        ws = client.post(workspace_path(client, workspace_id, action), body)
     echo_or_json(ws, as_json, lambda w: typer.echo(workspace_line(w)))
 
 
@@ -224,9 +233,11 @@ def remove(
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a workspace and everything it holds in Azure (asks first)."""
+    found = resolve_workspace(signed_in(), workspace_id)
     if not yes:
-        typer.confirm(f"Delete workspace {workspace_id} and its disks?", abort=True)
-    _act(workspace_id, "delete", as_json)
+        named = workspace_id if workspace_id == found else f"{workspace_id} ({found})"
+        typer.confirm(f"Delete workspace {named} and its disks?", abort=True)
+    _act(found, "delete", as_json)
 
 
 @app.command()
@@ -241,7 +252,8 @@ def ssh(
     ] = None,
 ) -> None:
     """Open ssh to a workspace as the portal says (user@private address)."""
-    info = signed_in().get(workspace_path(workspace_id, "connect"))
+    client = signed_in()
+    info = client.get(workspace_path(client, workspace_id, "connect"))
     if not info.get("host") or not info.get("ssh_user"):
         raise ApiRefused(
             409,

@@ -76,7 +76,7 @@ def wait(
 ) -> None:
     """Wait until a workspace is settled (running, stopped, deleted, failed or waiting for
     approval). Exits 5 if it failed, 6 on the timeout."""
-    path = workspace_path(workspace_id)
+    path = workspace_path(signed_in(), workspace_id)
     deadline = time.monotonic() + timeout
     ws: Any = None
     etag: str | None = None

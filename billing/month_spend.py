@@ -88,7 +88,7 @@ class WorkspaceSpend:
     workspace_id: UUID
     name: str
     owner: str
-    vm_size: str
+    size_label: str  # Workspace.size_label: "A100 1g.10gb" for a MIG slice
     kind: str
     hours: Decimal
     cost: Decimal
@@ -280,12 +280,16 @@ def _by_day(by_day: ByDay, first: date, last: date) -> DayCosts:
     return sorted(days.items())
 
 
+# What Workspace.size_label reads: the shown size is the kind's (a MIG slice's profile).
+SIZE_FACTS = ("kind", "vm_size", "gpu_model", "mig_profile", "gpu_count")
+
+
 def named(rows: list[RankedWorkspace]) -> list[WorkspaceSpend]:
     """WorkspaceSpend of the ranked workspaces, in their order. One query."""
     names = {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in=[r.workspace_id for r in rows]).values(
-            "pk", "name", "owner__username", "vm_size", "team__name"
+            "pk", "name", "owner__username", "team__name", *SIZE_FACTS
         )
     }
     return [
@@ -293,7 +297,7 @@ def named(rows: list[RankedWorkspace]) -> list[WorkspaceSpend]:
             r.workspace_id,
             names[r.workspace_id]["name"],
             names[r.workspace_id]["owner__username"],
-            names[r.workspace_id]["vm_size"],
+            Workspace(**{f: names[r.workspace_id][f] for f in SIZE_FACTS}).size_label,
             r.kind,
             r.hours,
             r.cost,

@@ -64,6 +64,12 @@ def counted(number, noun: str, plural: str = "") -> str:
     return f"{_number(number)} {word}"
 
 
+def times(number, model: str, noun: str = "GPU") -> str:
+    """'1 × A100 GPU', '2 × A100 GPUs': ``number`` of ``model`` ``noun``s, plural by count."""
+    word = noun if str(number) == "1" else f"{noun}s"
+    return f"{number} × {model} {word}".replace("  ", " ")
+
+
 def _number(number) -> str:
     if isinstance(number, Fraction):
         whole, part = divmod(number, 1)

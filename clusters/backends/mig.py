@@ -109,6 +109,10 @@ class MigBackend(AksBackend):
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_slices, SLICES_PER_GPU)
 
+    def size_label(self, workspace: Workspace) -> str:
+        """The slice's GPU model and MIG profile ("A100 1g.10gb"), not its node's VM size."""
+        return f"{workspace.gpu_model} {workspace.mig_profile}".strip()
+
     def detail_context(self, workspace: Workspace, user) -> dict:
         """The JupyterLab token for those who may act on it; for its owner, whether they gave
         no Entra ID identity (then nobody may port-forward to the pod)."""

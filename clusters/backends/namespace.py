@@ -18,6 +18,7 @@ from cloud.prometheus import NamespaceGpuUse
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
 from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
+from common.words import times
 from teams.models import Team
 from workspaces import telemetry
 from workspaces.backends import KindForm, Step
@@ -76,6 +77,10 @@ class NamespaceBackend(AksBackend):
                 kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
             )
         return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
+
+    def size_label(self, workspace: Workspace) -> str:
+        """Its GPU quota: "1 × A100 GPU", "2 × A100 GPUs"."""
+        return times(workspace.gpu_count, workspace.gpu_model)
 
     def share(self, workspace: Workspace) -> tuple[int, int]:
         """GPU quota / GPUs per node."""

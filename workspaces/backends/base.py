@@ -144,6 +144,12 @@ class WorkspaceBackend(Protocol):
         """GPUs the workspace counts against its team's quota of its GPU model."""
         ...
 
+    def size_label(self, workspace: Workspace) -> str:
+        """Its size as every page, email, API answer and CLI line names it
+        (Workspace.size_label): a VM's size ("Standard_NC24ads_A100_v4"), a MIG slice's GPU
+        model and profile ("A100 1g.10gb"), a namespace's GPU quota ("2 × A100 GPUs")."""
+        ...
+
     def meters(self, workspace: Workspace) -> Meters:
         """What billing charges for it (see Meters)."""
         ...

@@ -110,6 +110,9 @@ class VmBackend:
         """Its GPUs, each 1/gpu_partition of one for a fractional (vGPU) size."""
         return Fraction(workspace.gpu_count, workspace.gpu_partition)
 
+    def size_label(self, workspace: Workspace) -> str:
+        return workspace.vm_size
+
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated
         (states.BILLABLE), and an OS disk."""

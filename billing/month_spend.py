@@ -132,7 +132,7 @@ def spend_month(*, team: Team, month: date, now: datetime, top: int = 50) -> Spe
         last=last,
         current=current,
         total=total,
-        days=_by_day(sums.by_day[team.pk], month, last),
+        days=_by_day(sums.by_day[team.pk], month, _shown_last(last, now, tz)),
         workspaces=named(sums.top),
         more_workspaces=max(0, sums.workspaces - top),
         budget=team.monthly_budget,
@@ -146,8 +146,14 @@ def spend_days(*, team: Team, month: date, now: datetime) -> tuple[DayCosts, Dec
     """The team's month per day, for its chart: ([(day, {kind: USD})] for every day of the
     month starting ``month`` (its time zone), total USD). As spend_month without the
     workspaces, burn and forecast."""
-    _, _, _, last, sums = _month_of(team, month, now, top=0)
-    return _by_day(sums.by_day[team.pk], month, last), sums.total(team.pk)
+    tz, _, _, last, sums = _month_of(team, month, now, top=0)
+    return _by_day(sums.by_day[team.pk], month, _shown_last(last, now, tz)), sums.total(team.pk)
+
+
+def _shown_last(last: date, now: datetime, tz: ZoneInfo) -> date:
+    """The last day a month's table lists: today (the team's zone) in the current month, so
+    no day that has not come yet reads "$0.00"; a future month lists none."""
+    return min(last, now.astimezone(tz).date())
 
 
 def _month_of(
@@ -270,7 +276,8 @@ def _rolled_months(months: DayRanges, rolled: dict[int, date]) -> list[tuple[int
 
 
 def _by_day(by_day: ByDay, first: date, last: date) -> DayCosts:
-    """[(day, {kind: USD})] for every day first..last, zero where nothing ran."""
+    """[(day, {kind: USD})] for every day first..last (none when last < first), zero where
+    nothing ran."""
     days = {
         first + timedelta(days=n): dict.fromkeys(KINDS, Decimal(0))
         for n in range((last - first).days + 1)

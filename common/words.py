@@ -28,6 +28,18 @@ def usd(amount, places: int = 2) -> str:
     return f"{sign}${abs(value):,.{int(places)}f}"
 
 
+# The portal's one rule for money (README "Money and numbers"): a rate per hour (a price, a
+# burn rate, a price ceiling) has four decimals, as Azure Retail Prices give them
+# ("$3.6730/hour"); every other amount (spend, cost, budget, a monthly or daily figure) has two.
+HOURLY_PLACES = 4
+
+
+def usd_hourly(amount) -> str:
+    """A rate per hour in USD to HOURLY_PLACES decimals, '$3.6730'; the caller writes the
+    unit ('/hour', ' per hour'). '' for None or anything that is not a number."""
+    return usd(amount, HOURLY_PLACES)
+
+
 def article(word) -> str:
     """'a' or 'an' for ``word`` as it is spoken: 'an A100', 'a T4', 'an hour', 'a MIG slice'
     is 'an MIG slice' read letter by letter, so acronyms (all capitals or a capital followed by

@@ -40,6 +40,13 @@ def usd_hourly(amount) -> str:
     return usd(amount, HOURLY_PLACES)
 
 
+def sentence(text) -> str:
+    """``text`` ending in exactly one full stop: a reason that already ends with one (e.g.
+    "... to 08:54 UTC.") is not given a second ("08:54 UTC.."). '' stays ''."""
+    body = str(text or "").rstrip().rstrip(".").rstrip()
+    return f"{body}." if body else ""
+
+
 def article(word) -> str:
     """'a' or 'an' for ``word`` as it is spoken: 'an A100', 'a T4', 'an hour', 'a MIG slice'
     is 'an MIG slice' read letter by letter, so acronyms (all capitals or a capital followed by

@@ -231,6 +231,9 @@ def test_resize_page_permissions(cast, sim, offerings, client):
     page = client.get(url, HTTP_HX_REQUEST="true")
     assert page.status_code == 200 and TWO_A100 in page.content.decode()
     assert "$7.3460" in page.content.decode() and "160 GiB" in page.content.decode()
+    # The GPUs column says what it holds, not the size's name again (issue 29 #26)
+    assert "<td>2 × A100 GPUs</td>" in page.content.decode()
+    assert f"<td>{TWO_A100} (" not in page.content.decode()
     full = client.get(url)
     assert full.status_code == 200 and "<h1>Resize llm-finetune</h1>" in full.content.decode()
     assert client.post(url, {"target": "Standard_X\x00"}).status_code == 400

@@ -41,6 +41,12 @@ def usd(amount, places=2) -> str:
         return words.usd(amount)
 
 
+@register.filter(is_safe=True)
+def sentence(text) -> str:
+    """``{{ reason|sentence }}``: the text with one full stop at its end, never two."""
+    return words.sentence(text)
+
+
 @register.filter
 def usd_hour(amount) -> str:
     """A rate per hour: '$3.6730' (common.words.usd_hourly, the one rule for hourly money)."""

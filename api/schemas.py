@@ -73,6 +73,7 @@ class WorkspaceOut(Schema):
     team: str
     owner: str
     vm_size: str
+    size_label: str
     region: str
     gpu_model: str
     gpu_count: int
@@ -100,6 +101,7 @@ def workspace_out(workspace: Workspace) -> dict[str, Any]:
         "team": workspace.team.slug,
         "owner": workspace.owner.username,
         "vm_size": workspace.vm_size,
+        "size_label": workspace.size_label,
         "region": workspace.region,
         "gpu_model": workspace.gpu_model,
         "gpu_count": workspace.gpu_count,

@@ -88,7 +88,7 @@ class WorkspaceSpend:
     workspace_id: UUID
     name: str
     owner: str
-    vm_size: str
+    size_label: str  # Workspace.size_label: "A100 1g.10gb" for a MIG slice
     kind: str
     hours: Decimal
     cost: Decimal
@@ -132,7 +132,7 @@ def spend_month(*, team: Team, month: date, now: datetime, top: int = 50) -> Spe
         last=last,
         current=current,
         total=total,
-        days=_by_day(sums.by_day[team.pk], month, last),
+        days=_by_day(sums.by_day[team.pk], month, _shown_last(last, now, tz)),
         workspaces=named(sums.top),
         more_workspaces=max(0, sums.workspaces - top),
         budget=team.monthly_budget,
@@ -146,8 +146,14 @@ def spend_days(*, team: Team, month: date, now: datetime) -> tuple[DayCosts, Dec
     """The team's month per day, for its chart: ([(day, {kind: USD})] for every day of the
     month starting ``month`` (its time zone), total USD). As spend_month without the
     workspaces, burn and forecast."""
-    _, _, _, last, sums = _month_of(team, month, now, top=0)
-    return _by_day(sums.by_day[team.pk], month, last), sums.total(team.pk)
+    tz, _, _, last, sums = _month_of(team, month, now, top=0)
+    return _by_day(sums.by_day[team.pk], month, _shown_last(last, now, tz)), sums.total(team.pk)
+
+
+def _shown_last(last: date, now: datetime, tz: ZoneInfo) -> date:
+    """The last day a month's table lists: today (the team's zone) in the current month, so
+    no day that has not come yet reads "$0.00"; a future month lists none."""
+    return min(last, now.astimezone(tz).date())
 
 
 def _month_of(
@@ -270,7 +276,8 @@ def _rolled_months(months: DayRanges, rolled: dict[int, date]) -> list[tuple[int
 
 
 def _by_day(by_day: ByDay, first: date, last: date) -> DayCosts:
-    """[(day, {kind: USD})] for every day first..last, zero where nothing ran."""
+    """[(day, {kind: USD})] for every day first..last (none when last < first), zero where
+    nothing ran."""
     days = {
         first + timedelta(days=n): dict.fromkeys(KINDS, Decimal(0))
         for n in range((last - first).days + 1)
@@ -280,12 +287,16 @@ def _by_day(by_day: ByDay, first: date, last: date) -> DayCosts:
     return sorted(days.items())
 
 
+# What Workspace.size_label reads: the shown size is the kind's (a MIG slice's profile).
+SIZE_FACTS = ("kind", "vm_size", "gpu_model", "mig_profile", "gpu_count")
+
+
 def named(rows: list[RankedWorkspace]) -> list[WorkspaceSpend]:
     """WorkspaceSpend of the ranked workspaces, in their order. One query."""
     names = {
         w["pk"]: w
         for w in Workspace.objects.filter(pk__in=[r.workspace_id for r in rows]).values(
-            "pk", "name", "owner__username", "vm_size", "team__name"
+            "pk", "name", "owner__username", "team__name", *SIZE_FACTS
         )
     }
     return [
@@ -293,7 +304,7 @@ def named(rows: list[RankedWorkspace]) -> list[WorkspaceSpend]:
             r.workspace_id,
             names[r.workspace_id]["name"],
             names[r.workspace_id]["owner__username"],
-            names[r.workspace_id]["vm_size"],
+            Workspace(**{f: names[r.workspace_id][f] for f in SIZE_FACTS}).size_label,
             r.kind,
             r.hours,
             r.cost,

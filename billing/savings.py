@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.db.models import Count, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum
 
 from billing.models import Advice, Recommendation
 from billing.rightsizing import HEADROOM, MIN_HOURS
@@ -21,22 +21,32 @@ from workspaces.models import Workspace
 
 @dataclass(frozen=True)
 class Savings:
-    """A team's total: USD a month (Decimal, to the cent) over ``workspaces`` advised to save."""
+    """A team's total: USD a month (Decimal, to the cent) over ``workspaces`` advised to save,
+    of ``measured`` workspaces with enough telemetry for advice (fine as is included)."""
 
     team_id: int
     workspaces: int
     usd_month: Decimal
+    measured: int = 0
 
 
 def savings_of_teams(*, team_ids: list[int]) -> dict[int, Savings]:
     """Each team's Savings, every team in ``team_ids`` present (zero where none). One
     query."""
+    saves = Q(saving_usd_month__gt=0)
     rows = (
-        Recommendation.objects.filter(team_id__in=team_ids, saving_usd_month__gt=0)
+        Recommendation.objects.filter(team_id__in=team_ids)
         .values("team_id")
-        .annotate(n=Count("pk"), usd=Sum("saving_usd_month"))
+        .annotate(
+            n=Count("pk", filter=saves),
+            usd=Sum("saving_usd_month", filter=saves),
+            measured=Count("pk"),
+        )
     )
-    found = {r["team_id"]: Savings(r["team_id"], r["n"], r["usd"]) for r in rows}
+    found = {
+        r["team_id"]: Savings(r["team_id"], r["n"], r["usd"] or Decimal("0.00"), r["measured"])
+        for r in rows
+    }
     return {t: found.get(t, Savings(t, 0, Decimal("0.00"))) for t in team_ids}
 
 

@@ -8,6 +8,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from billing.rightsizing import MIN_HOURS
 from billing.savings import savings_by_team, savings_of_teams, team_savings_list
 from common.listing import number_page
 from common.permissions import access_require
@@ -34,7 +35,8 @@ def team_savings(request: HttpRequest, slug: str) -> HttpResponse:
     page = number_page(
         team_savings_list(team=team), sort=None, number=request.GET.get("page"), size=PAGE_SIZE
     )
-    context = {"team": team, "page": page, "total": savings_of_teams(team_ids=[team.pk])[team.pk]}
+    total = savings_of_teams(team_ids=[team.pk])[team.pk]
+    context = {"team": team, "page": page, "total": total, "min_hours": MIN_HOURS}
     if request.htmx:
         return render(request, "billing/_team_savings_rows.html", context)
     return render(request, "billing/team_savings.html", context)

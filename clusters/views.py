@@ -15,7 +15,7 @@ from clusters.forms import ClusterRegisterForm, ClusterTeamForm, NodePoolForm
 from clusters.models import POOL_IN_PROGRESS, AksCluster, NodePool
 from common.listing import bootstrap_form
 from common.permissions import access_require
-from common.words import usd
+from common.words import usd_hourly
 from teams.models import Team
 from workspaces.models import SizeOffering
 
@@ -65,7 +65,8 @@ def _sizes(cluster: AksCluster) -> list[tuple[str, str]]:
         "gpu_model", "gpu_count", "vm_size"
     )
     return [
-        (o.vm_size, f"{o.vm_size} ({o.gpu_summary}, {usd(o.price_per_hour)}/h)") for o in offerings
+        (o.vm_size, f"{o.vm_size} ({o.gpu_summary}, {usd_hourly(o.price_per_hour)}/hour)")
+        for o in offerings
     ]
 
 

@@ -28,6 +28,25 @@ def usd(amount, places: int = 2) -> str:
     return f"{sign}${abs(value):,.{int(places)}f}"
 
 
+# The portal's one rule for money (README "Money and numbers"): a rate per hour (a price, a
+# burn rate, a price ceiling) has four decimals, as Azure Retail Prices give them
+# ("$3.6730/hour"); every other amount (spend, cost, budget, a monthly or daily figure) has two.
+HOURLY_PLACES = 4
+
+
+def usd_hourly(amount) -> str:
+    """A rate per hour in USD to HOURLY_PLACES decimals, '$3.6730'; the caller writes the
+    unit ('/hour', ' per hour'). '' for None or anything that is not a number."""
+    return usd(amount, HOURLY_PLACES)
+
+
+def sentence(text) -> str:
+    """``text`` ending in exactly one full stop: a reason that already ends with one (e.g.
+    "... to 08:54 UTC.") is not given a second ("08:54 UTC.."). '' stays ''."""
+    body = str(text or "").rstrip().rstrip(".").rstrip()
+    return f"{body}." if body else ""
+
+
 def article(word) -> str:
     """'a' or 'an' for ``word`` as it is spoken: 'an A100', 'a T4', 'an hour', 'a MIG slice'
     is 'an MIG slice' read letter by letter, so acronyms (all capitals or a capital followed by
@@ -62,6 +81,12 @@ def counted(number, noun: str, plural: str = "") -> str:
         return f"{number} {plural or noun + 's'}"
     word = noun if 0 < amount <= 1 else (plural or noun + "s")
     return f"{_number(number)} {word}"
+
+
+def times(number, model: str, noun: str = "GPU") -> str:
+    """'1 × A100 GPU', '2 × A100 GPUs': ``number`` of ``model`` ``noun``s, plural by count."""
+    word = noun if str(number) == "1" else f"{noun}s"
+    return f"{number} × {model} {word}".replace("  ", " ")
 
 
 def _number(number) -> str:

@@ -1,5 +1,6 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.templatetags.static import static
 from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 
@@ -13,6 +14,8 @@ from workspaces.sizing import views as sizing_views
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
     path("healthz", health.healthz, name="healthz"),
+    # Browsers ask for /favicon.ico whatever the page links; the icon is a static file.
+    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
     path("metrics", metrics.metrics, name="metrics"),
     path("accounts/login/", entra_views.LoginView.as_view(), name="login"),
     path("accounts/entra/login/", entra_views.entra_login, name="entra-login"),

@@ -42,7 +42,7 @@ def quota_request_open(
     """Record that ``workspace`` waits for approval because of ``over`` (reasons in words),
     and tell the requester and the platform admins. Expires after
     QUOTA_REQUEST_EXPIRY_DAYS days."""
-    summary = f"{workspace.vm_size} in {workspace.region} for {workspace.team.name}"
+    summary = f"{workspace.size_label} in {workspace.region} for {workspace.team.name}"
     request = QuotaRequest.objects.create(
         team=workspace.team,
         requester=workspace.owner,

@@ -41,10 +41,19 @@ def test_team_quota_counts_gpus_in_use_as_the_teams_page(client, cast):
     body = client.get("/api/v1/teams/vision").json()
     quota = {q["gpu_model"]: q for q in body["quota"]}
     ((_team, lines),) = team_quota_overview(teams=[cast.team])
-    page = {line.gpu_model: float(line.used) for line in lines}
-    assert quota["A100"] == {"gpu_model": "A100", "gpus": 4, "in_use": page["A100"]}
-    assert quota["A100"]["in_use"] == 2  # the stopped one holds none
-    assert quota["T4"] == {"gpu_model": "T4", "gpus": 8, "in_use": 0}
+    page = {line.gpu_model: line.used for line in lines}
+    assert quota["A100"] == {"gpu_model": "A100", "gpus": 4, "in_use": str(page["A100"])}
+    assert quota["A100"]["in_use"] == "2"  # the stopped one holds none; never a float
+    assert quota["T4"] == {"gpu_model": "T4", "gpus": 8, "in_use": "0"}
+
+
+def test_team_quota_gives_a_mig_slices_share_as_a_decimal_string_not_a_float(client, cast):
+    WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING,
+                     kind="mig", gpu_model="A100", mig_profile="1g.10gb", gpu_slices=1,
+                     gpu_count=0)  # fmt: skip
+    client.force_login(cast.researcher)
+    raw = client.get("/api/v1/teams/vision").content.decode()
+    assert '"in_use": "0.1429"' in raw
 
 
 @time_machine.travel(NOW, tick=False)

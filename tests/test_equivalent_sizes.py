@@ -98,7 +98,9 @@ def test_the_request_stores_the_accepted_sizes_and_the_ceiling(cast, sim, sizes)
     assert ws.accepted_sizes == [A100, H100, A100X2]
     assert ws.accepted_max_price == Decimal("7.50") and ws.requested_region == "eastus"
     first = ws.events.order_by("at", "id").first()
-    assert first.reason.endswith(f"accepting equivalent sizes up to $7.50/hour ({H100}, {A100X2})")
+    assert first.reason.endswith(
+        f"accepting equivalent sizes up to $7.5000/hour ({H100}, {A100X2})"
+    )
     assert ws.status == Status.RUNNING and ws.vm_size == A100  # Azure had room: no change
 
 
@@ -123,7 +125,7 @@ def test_first_size_without_capacity_the_second_is_taken_and_billed(cast, sim, s
     )
     assert steps[3][1].startswith(
         f"{A100} has no capacity in eastus (AllocationFailed); "
-        f"trying {H100} at $6.980/hour in eastus. Creating the NIC and VM"
+        f"trying {H100} at $6.9800/hour in eastus. Creating the NIC and VM"
     )
     [vm] = sim.state()["virtualMachines"]  # the failed A100 left nothing behind
     assert vm["vmSize"] == H100 and len(sim.state()["networkInterfaces"]) == 1
@@ -141,7 +143,7 @@ def test_without_azure_quota_for_the_first_the_next_is_taken_without_a_put(cast,
     moved = ws.events.get(to_status=Status.PROVISIONING)
     assert moved.reason.startswith(
         f"Azure quota for {A100_FAMILY} in eastus is 0/0 vCPUs; this size needs 24 more; "
-        f"trying {H100} at $6.980/hour in eastus."
+        f"trying {H100} at $6.9800/hour in eastus."
     )
     assert moved.detail["from_size"] == A100 and moved.detail["to_size"] == H100
 
@@ -154,9 +156,9 @@ def test_a_size_over_the_teams_gpu_quota_is_skipped_with_the_reason(cast, sim, s
 
     assert (ws.status, ws.vm_size, ws.gpu_count) == (Status.RUNNING, A100X2, 2)
     moved = ws.events.filter(to_status=Status.PROVISIONING).last()
-    assert f"{H100} at $6.980/hour in eastus is skipped: " in moved.reason
+    assert f"{H100} at $6.9800/hour in eastus is skipped: " in moved.reason
     assert "H100" in moved.reason.split("skipped: ")[1]  # the team's H100 quota says why
-    assert f"trying {A100X2} at $7.346/hour in eastus." in moved.reason
+    assert f"trying {A100X2} at $7.3460/hour in eastus." in moved.reason
 
 
 def test_dearer_sizes_over_the_budget_are_skipped_and_it_waits(cast, sim, sizes):
@@ -171,9 +173,9 @@ def test_dearer_sizes_over_the_budget_are_skipped_and_it_waits(cast, sim, sizes)
     assert ws.status == Status.REQUESTED and ws.vm_size == A100
     assert ws.waiting_reason.startswith(
         f"No accepted size has room now. Tried: {A100} has no capacity in eastus "
-        f"(AllocationFailed). {H100} at $6.980/hour in eastus is skipped: At $167.52 per day"
+        f"(AllocationFailed). {H100} at $6.9800/hour in eastus is skipped: At $167.52 per day"
     )
-    assert f"{A100X2} at $7.346/hour in eastus is skipped: At $176.30 per day" in (
+    assert f"{A100X2} at $7.3460/hour in eastus is skipped: At $176.30 per day" in (
         ws.waiting_reason
     )
     assert ws.error_code == "" and sim.state()["virtualMachines"] == []
@@ -247,7 +249,7 @@ def test_the_form_panel_lists_the_equivalents_in_price_order(client, cast, sizes
     client.force_login(cast.researcher)
     url = reverse("workspaces:request-equivalents")
     panel = client.get(url, {"offering": sizes.pk}).content.decode()
-    assert 'up to <strong data-testid="ceiling">$5.51/hour</strong> (the default' in panel
+    assert 'up to <strong data-testid="ceiling">$5.5100/hour</strong> (the default' in panel
     assert "No offered size in eastus is equivalent under this ceiling." in panel
 
     panel = client.get(url, {"offering": sizes.pk, "max_price": "7.5"}).content.decode()

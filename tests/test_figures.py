@@ -149,7 +149,7 @@ def figures(html: str) -> dict[tuple, list[str]]:
 
 
 def number(text: str) -> Decimal:
-    """The first number a person reads in ``text``: "$14.83/h" -> 14.83, "5 / 8 A100" -> 5."""
+    """The first number a person reads in ``text``: "$14.8270/h" -> 14.8270, "5 / 8 A100" -> 5."""
     match = re.search(r"\d[\d,]*(?:\.\d+)?", text)
     assert match, text
     return Decimal(match.group().replace(",", ""))
@@ -257,7 +257,8 @@ def test_every_page_shows_the_same_figures_for_a_team_in_every_status(client, ca
         if url == reverse("team-detail", args=[slug]):
             members_listed = html.count('id="member-')
 
-    assert seen["burn-rate"] == {Decimal("11.15")}, shown_on["burn-rate"]
+    # A rate per hour has four decimals everywhere (common.words.HOURLY_PLACES)
+    assert seen["burn-rate"] == {Decimal("11.1540")}, shown_on["burn-rate"]
     assert seen["gpus-in-use"] == {Decimal(6)}, shown_on["gpus-in-use"]
     assert seen["gpus-left"] == {Decimal(2)}, shown_on["gpus-left"]  # of the quota of 8
     assert len(shown_on["burn-rate"]) == 5  # teams list, team page, limits, spend, all spend
@@ -308,3 +309,34 @@ def test_azure_headroom_is_read_again_once_the_portal_makes_or_deletes_a_vm(cast
     )
     _advance_until(ws, Status.DELETED)
     assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100
+
+
+# --- one rule for money: a rate per hour has four decimals, every other amount two ---------
+
+HOURLY = re.compile(r"\$([\d,]+)\.(\d+)(?:</[a-z]+>)?(?:/h\b|/hour| per hour)")
+
+
+def test_every_rate_per_hour_has_four_decimals_on_every_page(client, cast):
+    """Issue 29 #6: one VM page said "$3.67 per hour", "Costs now $3.700 per hour" and
+    "$3.6730"; the rule (README, Money and numbers) is four decimals for any rate per hour."""
+    prices()
+    ws = workspace(cast, Status.RUNNING)
+    ws.price_per_hour = Decimal("3.6730")
+    ws.save(update_fields=["price_per_hour"])
+    urls = [
+        reverse("workspaces:list"),
+        reverse("workspaces:detail", kwargs={"pk": ws.pk}),
+        reverse("team-list"),
+        reverse("team-detail", kwargs={"slug": cast.team.slug}),
+        reverse("team-spend", kwargs={"slug": cast.team.slug}),
+    ]
+    rates = {}
+    for url in urls:
+        for _whole, places in HOURLY.findall(page(client, cast.team_admin, url)):
+            rates.setdefault(len(places), set()).add(url)
+    assert set(rates) == {4}, rates
+    detail = page(client, cast.team_admin, urls[1])
+    assert "$3.6730 per hour while running" in detail
+    assert "$3.7000 per hour, of which $0.0270 for its OS disk" in detail
+    listed = page(client, cast.team_admin, urls[0])
+    assert '<td class="num text-end">$3.6730</td>' in listed

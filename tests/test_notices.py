@@ -11,6 +11,7 @@ from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
+import time_machine
 from django.core import mail
 from django.urls import reverse
 from django.utils import timezone
@@ -77,7 +78,8 @@ def test_approval_notices_resolve_once_the_request_is_decided(
     time_machine.move_to(_at(2), tick=False)
     assert "waits for a platform admin" not in _shown(client, cast.researcher)
     assert "asks for" not in _shown(client, cast.platform_admin)
-    gone = html.unescape(client.get(reverse("notice-list")).content.decode())
+    with time_machine.travel(_at(2), tick=False):  # "this week" is the decision's week
+        gone = html.unescape(client.get(reverse("notice-list")).content.decode())
     pattern = rf"alice asks for .*No longer true since .*: {done.title()} by pat"
     assert re.search(pattern, gone, re.S)  # the platform admin's notices page says why
     waited = Notice.objects.get(user=cast.researcher, kind=NoticeKind.AWAITING_APPROVAL)
@@ -172,6 +174,21 @@ def test_the_stop_warning_stays_while_true_and_resolves_when_the_workspace_stops
     assert "train was stopped automatically at 12:30 UTC. Stopped for idleness" in shown
     warning = Notice.objects.get(kind=NoticeKind.STOP_WARNING)
     assert warning.resolved_reason.startswith("Stopped for idleness")
+
+
+def test_a_resolved_notice_reads_its_reason_with_one_full_stop(client, cast):
+    """Issue 29 #26: "No longer true since ...: Stopped for idleness ... to 12:30 UTC.." """
+    ws, token = _warned(cast)
+    _report(ws, token, _at(21), 4)
+    idle_sweep(now=_at(25))
+    _report(ws, token, _at(25), 5)
+    assert idle_sweep(now=_at(30)).stopped == [ws.pk]
+    client.force_login(cast.researcher)
+    with time_machine.travel(_at(31), tick=False):
+        page = client.get(reverse("notice-list")).content.decode()
+    text = re.sub(r"<[^>]+>", "", page)
+    assert "No longer true since" in text and "Stopped for idleness" in text
+    assert "UTC.." not in text and ".." not in text.split("No longer true since")[1][:300]
 
 
 @pytest.mark.django_db

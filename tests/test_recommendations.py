@@ -619,3 +619,22 @@ def test_a_fractional_a10_for_small_work_by_its_partitions_memory(cast, catalog)
     )
     assert r.saving_usd_month == Decimal("2349.87")  # (3.6730 - 0.4540) x 730
     assert Recommendation.objects.get(workspace=bigger).target_vm_size == T4
+
+
+def test_the_team_savings_page_does_not_call_unmeasured_workspaces_fine(client, cast, catalog):
+    _workspace(cast)  # running, but no telemetry: not measured
+    recommendations_refresh(now=NOW)
+    client.force_login(cast.team_admin)
+    page = client.get(reverse("team-savings", kwargs={"slug": "vision"})).content.decode()
+    assert "fine as is" not in page
+    assert "No workspace measured yet" in page
+    assert '<span data-testid="savings-measured">0</span> measured' in page
+
+
+def test_the_team_savings_page_counts_the_measured_workspaces_that_are_fine(client, cast, catalog):
+    _hours(_workspace(cast), mem=50000)  # nothing cheaper holds it: fine as is
+    recommendations_refresh(now=NOW)
+    client.force_login(cast.team_admin)
+    page = client.get(reverse("team-savings", kwargs={"slug": "vision"})).content.decode()
+    assert "the one measured workspace is fine as is" in page
+    assert '<span data-testid="savings-measured">1</span> measured' in page

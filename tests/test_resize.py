@@ -253,6 +253,9 @@ def test_resize_page_permissions(cast, sim, offerings, client):
     page = client.get(url, HTTP_HX_REQUEST="true")
     assert page.status_code == 200 and TWO_A100 in page.content.decode()
     assert "$7.3460" in page.content.decode() and "160 GiB" in page.content.decode()
+    # The GPUs column says what it holds, not the size's name again (issue 29 #26)
+    assert "<td>2 × A100 GPUs</td>" in page.content.decode()
+    assert f"<td>{TWO_A100} (" not in page.content.decode()
     full = client.get(url)
     assert full.status_code == 200 and "<h1>Resize llm-finetune</h1>" in full.content.decode()
     assert client.post(url, {"target": "Standard_X\x00"}).status_code == 400
@@ -264,3 +267,22 @@ def test_resize_page_permissions(cast, sim, offerings, client):
     ws.refresh_from_db()
     assert ws.vm_size == T4
     assert client.post(url, {"target": TWO_A100}).status_code == 302
+
+
+def test_after_a_resize_the_telemetry_panel_no_longer_lists_the_old_gpus(
+    cast, sim, offerings, client
+):
+    from workspaces.models import WorkspaceAgent
+
+    ws = _running(cast)
+    old = {"name": "NVIDIA A100 80GB PCIe (old size)", "util": 3, "mem_used": 1, "mem_total": 81920}
+    WorkspaceAgent.objects.filter(pk=ws.pk).update(gpus=[old], nvml="ok", last_at=timezone.now())
+    url = reverse("workspaces:telemetry", args=[ws.pk])
+    client.force_login(cast.researcher)
+    assert old["name"] in client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+    page = client.get(url, HTTP_HX_REQUEST="true").content.decode()
+    assert old["name"] not in page
+    assert "No GPU reading of its current size yet." in page

@@ -52,7 +52,10 @@ def test_a_member_sees_the_month_to_date_and_the_chart_data_adds_up(client, cast
     assert page.status_code == 200 and f"${total:,.2f}" in page.content.decode()
     assert sum(Decimal(v) for values in data["series"].values() for v in values) == total
     assert data["series"]["vm"][1] == "30.43"  # 2 Nov: 10 h x $3 + 16 h x $0.027 = $30.432
-    assert data["days"][0] == "2026-11-01" and len(data["days"]) == 30
+    # 1 Nov to today, 10 Nov: no day that has not come yet (issue 29 #6)
+    assert data["days"][0] == "2026-11-01" and data["days"][-1] == "2026-11-10"
+    table = page.content.decode().split('id="per-day"')[1].split("</table>")[0]
+    assert "Tue 10 Nov" in table and "Wed 11 Nov" not in table and "Mon 30 Nov" not in table
     assert Decimal("138.00") < total < Decimal("145.00")
 
 
@@ -138,9 +141,9 @@ def test_a_workspace_page_shows_its_cost_and_a_stopped_vm_its_disk(client, cast,
 
     # Stopped: 10 h x $3 + 196 h of disk (2 Nov 08:00 to 10 Nov 12:00) x $0.027 = $35.292.
     assert "$35.29 this month, $35.29 in total" in stopped
-    assert "$0.027 per hour for its OS disk, while stopped" in stopped
+    assert "$0.0270 per hour for its OS disk, while stopped" in stopped
     # Running since 9 Nov: 36 h x ($3 + $0.027) = $108.972.
-    assert "$108.97 this month" in live and "$3.027 per hour, of which $0.027" in live
+    assert "$108.97 this month" in live and "$3.0270 per hour, of which $0.0270" in live
 
 
 @time_machine.travel(NOW, tick=False)

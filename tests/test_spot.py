@@ -261,7 +261,7 @@ class TestSpotPages:
 
         cells = page.content.decode().split('data-testid="spot-price">')[1:]
         shown = sorted(cell.split("</td>")[0] for cell in cells)
-        assert shown == ["$0.73", '<span aria-label="no Spot price">—</span>']
+        assert shown == ["$0.7346", '<span aria-label="no Spot price">—</span>']
         text = page.content.decode()
         assert "$3.67" in text  # the pay-as-you-go price beside it
         assert 'class="form-text d-block">Up to ~90% cheaper' in text

@@ -8,14 +8,16 @@ class WorkspacesConfig(AppConfig):
         # Imported here, not at the top: this module loads before the models do.
         from teams import hooks as team_hooks
         from teams.signals import member_left
-        from workspaces import checks, leavers, live_topics  # noqa: F401 (checks registers itself)
+        from workspaces import checks, hooks, leavers, live_topics  # noqa: F401 (checks registers)
         from workspaces.backends import register
         from workspaces.backends.vm import VmBackend
+        from workspaces.heartbeats import agent_reading_forget_on_resize
         from workspaces.operations import workspace_access_queue
         from workspaces.requests import quota_request_decided
 
         live_topics.connect()
         register(VmBackend())
+        hooks.on_transition(agent_reading_forget_on_resize)
         # Teams sit below workspaces: they tell of decided requests, changed identities and
         # members who left (never importing workspaces).
         team_hooks.on_request_decided(quota_request_decided)

@@ -343,6 +343,17 @@ def _locked_agents(workspace_ids) -> dict:
     return {row["pk"]: row for row in rows}
 
 
+def agent_reading_forget_on_resize(*, workspace_id, expected: str, to: str, now: datetime) -> None:
+    """A transition callback (workspaces.hooks): a workspace leaving Resizing has other GPUs,
+    so its agent's latest reading (the GPUs it listed, NVML's state) is of hardware it no
+    longer has; it is forgotten, and the page waits for the first reading of the new size.
+    The idle evidence (last_at and the folded activity) is kept: the silence rule holds."""
+    from workspaces.states import Status
+
+    if expected == Status.RESIZING:
+        WorkspaceAgent.objects.filter(pk=workspace_id).update(gpus=[], nvml="")
+
+
 def _fresh(agent: dict, samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
     """The samples newer than the agent's last by half an interval at least (_spaced), and
     not over CLOCK_SKEW_SECONDS ahead of ``now``: however many heartbeats one token sends,

@@ -230,6 +230,12 @@ class Workspace(models.Model):
         return backend_for(self.kind)
 
     @property
+    def size_label(self) -> str:
+        """Its size in words, from its kind's backend: "Standard_NC24ads_A100_v4",
+        "A100 1g.10gb" (a MIG slice), "2 × A100 GPUs" (a namespace)."""
+        return self.backend.size_label(self)
+
+    @property
     def ssh_command(self) -> str:
         return f"ssh {self.ssh_user}@{self.private_ip}" if self.private_ip else ""
 

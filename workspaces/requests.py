@@ -22,7 +22,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from common.words import usd
+from common.words import usd_hourly
 from teams.models import Decision, Team
 from teams.quota_requests import quota_request_open
 from teams.selectors import membership_role
@@ -104,7 +104,7 @@ def workspace_request(
     if accept_equivalents:
         others = fields["accepted_sizes"][1:]
         reason += (
-            f", accepting equivalent sizes up to {usd(fields['accepted_max_price'], 2)}/hour "
+            f", accepting equivalent sizes up to {usd_hourly(fields['accepted_max_price'])}/hour "
             f"({', '.join(others) or 'none offered now'})"
         )
     ask = Ask(
@@ -130,8 +130,8 @@ def _accepted(
     ceiling = equivalents.default_max_price(price) if max_price is None else max_price
     if ceiling < price:
         raise CeilingTooLow(
-            f"The price ceiling {usd(ceiling, 2)}/hour is below {offering.vm_size}'s own "
-            f"{usd(price, 3)}/hour."
+            f"The price ceiling {usd_hourly(ceiling)}/hour is below {offering.vm_size}'s own "
+            f"{usd_hourly(price)}/hour."
         )
     found = equivalents.offering_equivalents(
         offering=offering, max_price=ceiling, now=now, spot=spot

@@ -25,7 +25,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from common.permissions import access_require
-from common.words import usd
+from common.words import usd_hourly
 from teams.models import Team
 from workspaces import selectors
 from workspaces.backends import ResizeChoice
@@ -91,7 +91,7 @@ def _current(workspace: Workspace) -> str:
 
 
 def _reason(workspace: Workspace, choice: ResizeChoice, running: bool) -> str:
-    price = usd(choice.price_per_hour, 4)
+    price = usd_hourly(choice.price_per_hour)
     first = "; stopping it first (a resize needs it deallocated)" if running else ""
     return f"Resize from {_current(workspace)} to {choice.label} ({price}/hour) requested{first}"
 

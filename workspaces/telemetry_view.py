@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 
 from teams.models import IdlePolicy
 from workspaces import idle
+from workspaces.backends import Words
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.models import TelemetrySample, Workspace, WorkspaceAgent, WorkspaceExtension
 from workspaces.states import Status
@@ -30,6 +31,24 @@ class TelemetryView:
     now: datetime
     extension_hours: int
     unstored_at: datetime | None = None  # the portal last failed to store its telemetry
+    words: Words | None = None  # its kind's words (workspaces.backends.base.Words)
+
+    @property
+    def has_readings(self) -> bool:
+        """Whether the 24-hour sparkline has any reading to draw (else the page says so
+        instead of showing an empty box)."""
+        return any(point is not None for point in self.sparkline)
+
+    @property
+    def idle_words(self) -> str:
+        """What idle means for its kind, in words: "GPU under 5%, no SSH or Jupyter
+        activity"; where no GPU utilisation is measured (a MIG slice without DCGM), the
+        kind's words for that instead of a threshold nothing was compared with."""
+        if self.words is None:
+            return ""
+        if self.top_util is None:
+            return self.words.idle_unmeasured
+        return self.words.idle_when.format(threshold=self.policy.gpu_threshold)
 
     @property
     def portal_failed_at(self) -> datetime | None:
@@ -96,6 +115,7 @@ def workspace_telemetry(*, workspace: Workspace, now: datetime) -> TelemetryView
         now=now,
         extension_hours=row.extension_hours,
         unstored_at=unstored_at,
+        words=workspace.backend.words,
     )
 
 

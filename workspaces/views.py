@@ -43,6 +43,8 @@ def workspace_list(request):
         "sort": listing.page.sort.key,
         "keep": [("deleted", "1")] if request.GET.get("deleted") == "1" else [],
     }
+    if not listing.page.rows and not request.GET:  # a new user's first page: say what next
+        context["in_a_team"] = team_list_for_requests(user=request.user).exists()
     template = "workspaces/_list_table.html" if request.htmx else "workspaces/list.html"
     return render(request, template, context)
 

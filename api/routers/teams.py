@@ -2,6 +2,8 @@
 month spend and forecast, from the selectors the teams and spend pages use."""
 
 from datetime import date
+from decimal import Decimal
+from fractions import Fraction
 from typing import Any
 
 from django.http import Http404, HttpRequest
@@ -38,7 +40,7 @@ def team_list(request: HttpRequest) -> Any:
 class QuotaLineOut(Schema):
     gpu_model: str
     gpus: int
-    in_use: float
+    in_use: str  # GPUs as a decimal string: "2", "0.1429" (a MIG slice is 1/7)
 
 
 class TeamOut(Schema):
@@ -61,6 +63,16 @@ def _team(request: HttpRequest, slug: str) -> Team:
     return team
 
 
+def gpus_decimal(gpus: Fraction | int) -> str:
+    """GPUs as the API writes them: a decimal string, whole numbers without decimals ("2"),
+    sevenths of a MIG slice to four places ("0.1429"), never a float."""
+    share = Fraction(gpus)
+    if share.denominator == 1:
+        return str(share.numerator)
+    value = Decimal(share.numerator) / Decimal(share.denominator)
+    return f"{value.quantize(Decimal('0.0001')).normalize():f}"
+
+
 @router.get("/{slug}", response=TeamOut, summary="Quota, use, budget, month spend, forecast")
 def team_detail(request: HttpRequest, slug: str) -> Any:
     """GPUs in use against quota per model (team_overview_one, the teams page's), and this
@@ -74,7 +86,7 @@ def team_detail(request: HttpRequest, slug: str) -> Any:
         "slug": team.slug,
         "name": team.name,
         "quota": [
-            {"gpu_model": q.gpu_model, "gpus": q.quota, "in_use": round(float(q.used), 3)}
+            {"gpu_model": q.gpu_model, "gpus": q.quota, "in_use": gpus_decimal(q.used)}
             for q in row.lines
         ],
         "budget_usd": money(team.monthly_budget, "0.01"),

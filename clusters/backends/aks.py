@@ -19,6 +19,7 @@ from django.core.cache import cache
 from cloud import aks, kube
 from clusters.models import NodePool
 from clusters.services import cluster_ref
+from common.words import counted
 from workspaces import states
 from workspaces.azure import azure_settings
 from workspaces.backends import Meters, ResizeChoice, SizingOffer, Step
@@ -148,7 +149,7 @@ class AksBackend:
         if operation == "create":
             self.on_created(workspace, now)
         reason = self.finished[operation].format(
-            profile=workspace.mig_profile, gpus=workspace.gpu_count
+            profile=workspace.mig_profile, gpus=counted(workspace.gpu_count, "GPU")
         )
         then = Next.DONE
         if operation == "deallocate" and workspace.resize_to:

@@ -28,7 +28,7 @@ from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, backend_for
+from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, Words, backend_for
 from workspaces.chains import Next
 from workspaces.gpu_evidence import GpuReading, gpu_readings_record
 from workspaces.gpus import SLICES_PER_GPU
@@ -53,6 +53,17 @@ class MigBackend(AksBackend):
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"
     resizable = True
+    words = Words(
+        idle_when="GPU under {threshold}%, no busy Jupyter kernel",
+        # NVML has no utilisation counter per MIG device; without DCGM only the kernels count.
+        idle_unmeasured="no busy Jupyter kernel; a MIG slice's GPU use is not measured here",
+        readings_from="GPU readings unavailable in the pod",
+        no_reading="No heartbeat from the agent in the pod yet.",
+        sessions="Busy Jupyter kernels",
+        cpu=True,
+        waiting_for="Waiting for a free MIG slice",
+        nothing_made="The portal checks again by itself; no pod has been created yet.",
+    )
     finished = {
         "create": "Pod running on a {profile} MIG slice",
         "start": "Pod running on a {profile} MIG slice",
@@ -108,6 +119,10 @@ class MigBackend(AksBackend):
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_slices, SLICES_PER_GPU)
+
+    def size_label(self, workspace: Workspace) -> str:
+        """The slice's GPU model and MIG profile ("A100 1g.10gb"), not its node's VM size."""
+        return f"{workspace.gpu_model} {workspace.mig_profile}".strip()
 
     def detail_context(self, workspace: Workspace, user) -> dict:
         """The JupyterLab token for those who may act on it; for its owner, whether they gave

@@ -24,7 +24,7 @@ from clusters import selectors as cluster_selectors
 from clusters.backends.aks import kube_api
 from clusters.mig import MigProfile
 from clusters.models import NodePool, PoolStatus
-from common.words import usd
+from common.words import usd_hourly
 from workspaces import states
 from workspaces.backends import ResizeChoice
 from workspaces.chains import Next
@@ -127,7 +127,7 @@ def _leave(
         }
         reason = (
             f"Moved from {workspace.mig_profile} to {profile.name} on node pool {pool.name}; "
-            f"/home kept; {usd(price, 4)}/hour from its next start"
+            f"/home kept; {usd_hourly(price)}/hour from its next start"
         )
     states.transition(
         workspace_id=workspace.pk,

@@ -18,9 +18,10 @@ from cloud.prometheus import NamespaceGpuUse
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
 from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
+from common.words import counted, times
 from teams.models import Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, Step
+from workspaces.backends import KindForm, Step, Words
 from workspaces.models import Kind, Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
@@ -42,8 +43,19 @@ class NamespaceBackend(AksBackend):
     hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
     connect_template = "workspaces/kinds/namespace_connect.html"
+    words = Words(
+        idle_when="GPU under {threshold}% in its pods",
+        idle_unmeasured="no running pod requesting GPUs",
+        readings_from="Read from the cluster",
+        no_reading="No reading from the cluster yet: the portal looks at the namespace's pods "
+        "on each scan.",
+        sessions="",
+        cpu=False,
+        waiting_for="Waiting for the cluster",
+        nothing_made="The portal checks again by itself; no namespace has been created yet.",
+    )
     finished = {
-        "create": "Namespace ready with a quota of {gpus} GPUs",
+        "create": "Namespace ready with a quota of {gpus}",
         "start": "GPU quota of {gpus} restored; workloads scaled back up",
         "deallocate": "GPU quota set to 0; workloads scaled to 0",
         "delete": "Namespace deleted",
@@ -53,7 +65,8 @@ class NamespaceBackend(AksBackend):
         self.form = form
 
     def what(self, workspace: Workspace) -> str:
-        return f"the namespace, its GPU quota of {workspace.gpu_count} and the team's access"
+        quota = counted(workspace.gpu_count, "GPU")
+        return f"the namespace, its GPU quota of {quota} and the team's access"
 
     def on_created(self, workspace: Workspace, now: datetime) -> None:
         # Its agent row holds the idle evidence idle_evidence stores.
@@ -76,6 +89,10 @@ class NamespaceBackend(AksBackend):
                 kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
             )
         return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
+
+    def size_label(self, workspace: Workspace) -> str:
+        """Its GPU quota: "1 × A100 GPU", "2 × A100 GPUs"."""
+        return times(workspace.gpu_count, workspace.gpu_model)
 
     def share(self, workspace: Workspace) -> tuple[int, int]:
         """GPU quota / GPUs per node."""
@@ -184,7 +201,7 @@ def workspace_request_namespace(
     price = (pool.price_per_gpu_hour * gpus).quantize(pool.price_per_hour)
     fields = aks_fields(pool, name, price, NamespaceBackend.kind)
     fields.update(gpu_count=gpus, namespace=namespace)
-    reason = f"Requested namespace {namespace} with {gpus} × {pool.gpu_model} GPUs"
+    reason = f"Requested namespace {namespace} with {times(gpus, pool.gpu_model)}"
     ask = Ask(user, team, request_key, fields, gpus, reason)
     return workspace_insert(ask=ask, justification=justification, now=now)
 

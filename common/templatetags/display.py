@@ -1,7 +1,8 @@
 """The portal's one way to show money, times and labels; a builtin of every template
 (portal/settings.py TEMPLATES), so no ``{% load %}`` is needed.
 
-- ``{{ amount|usd }}`` → '$5,000.00'; ``{{ price|usd:4 }}`` → '$0.0123' (per-hour prices).
+- ``{{ amount|usd }}`` → '$5,000.00'; ``{{ price|usd_hour }}`` → '$0.0123' (any rate per hour:
+  prices, burn rates, ceilings; common.words.HOURLY_PLACES).
 - ``{% when at %}`` → ``<time datetime="2026-11-24T07:45:00Z" title="2026-11-24 07:45 UTC">
   24 Nov 2026 08:45 CET</time>``: the user's zone (portal/middleware.py), UTC on hover.
 - ``{{ status|label }}`` → 'Pending approval'; ``{{ "A100"|with_article }}`` → 'an A100';
@@ -38,6 +39,18 @@ def usd(amount, places=2) -> str:
         return words.usd(amount, int(places))
     except (TypeError, ValueError):
         return words.usd(amount)
+
+
+@register.filter(is_safe=True)
+def sentence(text) -> str:
+    """``{{ reason|sentence }}``: the text with one full stop at its end, never two."""
+    return words.sentence(text)
+
+
+@register.filter
+def usd_hour(amount) -> str:
+    """A rate per hour: '$3.6730' (common.words.usd_hourly, the one rule for hourly money)."""
+    return words.usd_hourly(amount)
 
 
 @register.simple_tag

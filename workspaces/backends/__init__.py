@@ -7,6 +7,7 @@ from workspaces.backends.base import (
     ResizeChoice,
     SizingOffer,
     Step,
+    Words,
     WorkspaceBackend,
 )
 from workspaces.backends.registry import UnknownKind, backend_for, backends, register
@@ -18,6 +19,7 @@ __all__ = [
     "SizingOffer",
     "Step",
     "UnknownKind",
+    "Words",
     "WorkspaceBackend",
     "backend_for",
     "backends",

@@ -15,6 +15,9 @@ from decimal import Decimal
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
+from common import words
+from workspaces.gpus import format_gpus
+
 if TYPE_CHECKING:
     from workspaces.chains import Next
     from workspaces.models import Workspace
@@ -49,6 +52,37 @@ class ResizeChoice:
     gpus: Fraction
     gpu_memory_gib: int
     price_per_hour: Decimal
+
+    @property
+    def gpus_label(self) -> str:
+        """What it holds in words, for the resize form's GPUs column: "1 × A100 GPU",
+        "2 × A100 GPUs", or a MIG slice's "1/7 of an A100 GPU"."""
+        if self.gpus.denominator == 1:
+            return words.times(self.gpus.numerator, self.gpu_model)
+        share = format_gpus(self.gpus)
+        return f"{share} of {words.with_article(self.gpu_model)} GPU"
+
+
+@dataclass(frozen=True)
+class Words:
+    """A kind's own words on its workspace page (templates/workspaces/_telemetry.html,
+    _status_panel.html), so no page speaks of SSH, a VM or an agent to a kind without one:
+    ``idle_when`` what idle means ("{threshold}" is the team's GPU threshold, percent),
+    ``idle_unmeasured`` the same where no GPU utilisation is measured (a MIG slice without
+    DCGM: NVML has no counter per MIG device), ``readings_from`` where the readings come from
+    (before its note, e.g. NVML's error), ``no_reading`` before the first reading while
+    running, ``sessions`` the label of its interactive sessions ("" where it has none),
+    ``cpu`` whether its readings carry CPU use, and ``waiting_for`` / ``nothing_made`` for a
+    request that waits."""
+
+    idle_when: str
+    idle_unmeasured: str
+    readings_from: str
+    no_reading: str
+    sessions: str
+    cpu: bool
+    waiting_for: str
+    nothing_made: str
 
 
 @dataclass(frozen=True)
@@ -127,6 +161,7 @@ class WorkspaceBackend(Protocol):
     facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
     resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
     connect_template: str  # how to reach it while running
+    words: Words  # its own words on its page (Words)
     # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
     # only then (billing.rightsizing).
     spot_capable: bool
@@ -142,6 +177,12 @@ class WorkspaceBackend(Protocol):
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
         """GPUs the workspace counts against its team's quota of its GPU model."""
+        ...
+
+    def size_label(self, workspace: Workspace) -> str:
+        """Its size as every page, email, API answer and CLI line names it
+        (Workspace.size_label): a VM's size ("Standard_NC24ads_A100_v4"), a MIG slice's GPU
+        model and profile ("A100 1g.10gb"), a namespace's GPU quota ("2 × A100 GPUs")."""
         ...
 
     def meters(self, workspace: Workspace) -> Meters:

@@ -25,7 +25,7 @@ from cloud.protocols import VmCloud, VmResizer
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_placement, vm_resize
-from workspaces.backends.base import Meters, ResizeChoice, SizingOffer
+from workspaces.backends.base import Meters, ResizeChoice, SizingOffer, Words
 from workspaces.chains import Next
 from workspaces.models import Kind, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
@@ -51,6 +51,16 @@ class VmBackend:
     resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
     spot_capable = True
+    words = Words(
+        idle_when="GPU under {threshold}%, no SSH or Jupyter activity",
+        idle_unmeasured="no GPU reading and no SSH or Jupyter activity",
+        readings_from="GPU readings unavailable on the VM",
+        no_reading="No heartbeat from the VM's agent yet.",
+        sessions="Interactive sessions (SSH, busy Jupyter kernels)",
+        cpu=True,
+        waiting_for="Waiting for Azure",
+        nothing_made="The portal checks again by itself; nothing has been created in Azure yet.",
+    )
 
     def __init__(self, cloud: VmCloud = azure_vm, resizer: VmResizer = azure_resize):
         self.cloud = cloud
@@ -109,6 +119,9 @@ class VmBackend:
     def gpu_share(self, workspace: Workspace) -> Fraction:
         """Its GPUs, each 1/gpu_partition of one for a fractional (vGPU) size."""
         return Fraction(workspace.gpu_count, workspace.gpu_partition)
+
+    def size_label(self, workspace: Workspace) -> str:
+        return workspace.vm_size
 
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated

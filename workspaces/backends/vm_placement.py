@@ -21,7 +21,7 @@ from django.conf import settings
 from django.db import transaction
 
 from cloud.errors import CloudError
-from common.words import usd
+from common.words import usd_hourly
 from teams.models import Team
 from workspaces import azure, selectors, states
 from workspaces.chains import Next
@@ -139,7 +139,7 @@ def vm_place(workspace: Workspace, *, now: datetime, create: str) -> Next | None
         if not over:
             return None if moved else Next.DONE
         steps.append(
-            f"{option.vm_size} at {usd(option.price, 3)}/hour in {option.region} is skipped: "
+            f"{option.vm_size} at {usd_hourly(option.price)}/hour in {option.region} is skipped: "
             + " ".join(over)
         )
     return _wait(workspace, options, steps, problems, now)
@@ -201,7 +201,7 @@ def _moved(
 ) -> tuple[str, dict[str, str]]:
     """The history line and detail of the move to provisioning as ``option``."""
     why = " ".join(steps)
-    price = f"{usd(option.price, 3)}/hour"
+    price = f"{usd_hourly(option.price)}/hour"
     if option.vm_size == first.vm_size and option.region == first.region:
         if option.holds(workspace) and not steps:
             return create, {}

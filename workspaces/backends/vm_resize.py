@@ -22,7 +22,7 @@ from typing import Any
 
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
-from common.words import usd
+from common.words import usd_hourly
 from workspaces import azure, selectors, states
 from workspaces.azure import azure_settings
 from workspaces.backends.base import ResizeChoice
@@ -187,7 +187,7 @@ def _accepted(workspace: Workspace, vm_size: str, now: datetime) -> Next:
         reason=(
             f"Azure accepted size {fields['vm_size']} (was {workspace.vm_size}; listed in the "
             f"VM's available sizes); billed at "
-            f"{usd(price, 4)}/hour from its next start{again}"
+            f"{usd_hourly(price)}/hour from its next start{again}"
         ),
         detail={"from": workspace.vm_size, "to": fields["vm_size"], "price_per_hour": str(price)},
         operation_token="",

@@ -45,3 +45,26 @@
     }
   });
 })();
+
+// The error summary of a failed form (templates/common/_error_summary.html): focused on load, so
+// it is read out and the next Tab goes through its links; a link moves focus to its field (or
+// the first control of its fieldset), as an anchor alone only scrolls.
+(function () {
+  function ready() {
+    var summary = document.getElementById("error-summary");
+    if (!summary) { return; }
+    summary.focus();
+    summary.addEventListener("click", function (event) {
+      var link = event.target.closest("a[href^='#']");
+      var target = link && document.getElementById(link.getAttribute("href").slice(1));
+      if (!target) { return; }
+      var field = target.matches("input, select, textarea") ? target
+        : target.querySelector("input:not([type=hidden]), select, textarea");
+      event.preventDefault();
+      target.scrollIntoView({ block: "center" });
+      (field || target).focus({ preventScroll: true });
+    });
+  }
+  if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", ready); }
+  else { ready(); }
+})();

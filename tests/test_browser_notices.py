@@ -15,6 +15,7 @@ from tests import test_browser
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, _screenshot
 from workspaces import services
+from workspaces.models import WorkspaceEvent
 
 pytestmark = test_browser.pytestmark
 browser_page = test_browser.browser_page  # the fixture, shared
@@ -67,15 +68,30 @@ def test_the_stop_warning_goes_when_the_owner_keeps_the_workspace_running(
     ws, token = _running(cast, at=now - timedelta(minutes=22))
     _report(ws, token, now - timedelta(minutes=22), 22)  # idle all along
     assert idle_sweep(now=now).warned == [ws.pk]
+    # A week of stops and starts: the history is long, as a used workspace's is.
+    for day in range(7):
+        for from_status, to_status in (("running", "stopped"), ("stopped", "running")):
+            WorkspaceEvent.objects.create(
+                workspace=ws,
+                at=now - timedelta(days=7 - day),
+                from_status=from_status,
+                to_status=to_status,
+                reason="by its owner",
+            )
     page, base = browser_page, live_server.url
     _log_in(page, base, "alice")
     page.goto(f"{base}/workspaces/{ws.pk}/")
     notices = page.locator("#notices")
     expect(notices).to_contain_text("train is idle and stops in about 8 min")
+    # The page's own warning is in the first screenful, not below the history (issue 29).
+    warning = page.get_by_role("alert").filter(has_text="This workspace stops at")
+    box = warning.bounding_box()
+    assert box is not None and box["y"] + box["height"] <= page.viewport_size["height"]
 
     page.get_by_role("button", name="Keep running for 4 hours").click()
     expect(page.get_by_role("heading", name="train")).to_be_visible()
     expect(notices).not_to_contain_text("stops in about")
+    expect(warning).to_have_count(0)
 
 
 def test_many_notices_take_one_line_at_390_px_and_expand_one_line_each(

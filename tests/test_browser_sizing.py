@@ -33,6 +33,7 @@ def test_the_panel_estimates_in_place_and_marks_what_the_team_may_take(
         page = browser.new_page(viewport={"width": 1280, "height": 900})
         _log_in(page, live_server.url, "alice")
         page.goto(f"{live_server.url}/workspaces/new/")
+        page.locator("#estimate-panel > summary").click()  # closed until asked for
         panel = page.locator("#estimate-form")
         panel.get_by_label("Preset").select_option("llama-3-8b")
         panel.get_by_label("Context (tokens)").fill("8192")

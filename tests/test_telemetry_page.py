@@ -96,3 +96,20 @@ def test_the_card_stops_polling_once_the_workspace_is_deleted(client, cast):
     ws.status = "deleted"
     ws.save()
     assert _page(client, cast.researcher, ws, timezone.now() + timedelta(0)).status_code == 286
+
+
+def test_the_stop_warning_is_at_the_top_of_the_workspace_page_above_its_history(client, cast):
+    # Issue 29 item 19: it sat below the whole history, ~1,870 px down a 900 px window.
+    ws, token = _running(cast)
+    _report(ws, token, T0, 25, util=0)
+    client.force_login(cast.researcher)
+    with time_machine.travel(_at(25), tick=False):
+        page = client.get(reverse("workspaces:detail", args=[ws.pk])).content.decode()
+    warning = page.index("This workspace stops at ")
+    text = " ".join(strip_tags(page).split())
+    assert "This workspace stops at 12:30 UTC." in text
+    assert warning < page.index('id="workspace-facts"') < page.index("<h3>History</h3>")
+    keep = page.index("Keep running for 4 hours")
+    assert keep < page.index('id="workspace-facts"')
+    assert page.count("Keep running for 4 hours") == 1  # one button, beside the warning
+    assert page.count('id="stop-warning"') == 1 and 'id="stop-warning" data-live' in page

@@ -301,11 +301,11 @@ def _advice_resize_url(request, workspace, panel) -> str:
 @login_required
 @require_GET
 def workspace_telemetry(request, pk):
-    """The live telemetry card (htmx partial); polls itself every 15 s until the workspace
-    is deleted."""
+    """The stop warning and the live telemetry card (htmx partial); polls itself every 15 s
+    until the workspace is deleted."""
     workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
     context = _telemetry_context(request, workspace)
-    response = render(request, "workspaces/_telemetry.html", context)
+    response = render(request, "workspaces/_telemetry_partial.html", context)
     if not context["polling"]:
         response.status_code = HttpResponseStopPolling.status_code
     return response

@@ -54,6 +54,8 @@ EXPECTED = {
     #                                anon outsider researcher other-admin team-admin platform
     "home": Row("GET", (302, 302, 302, 302, 302, 302)),
     "healthz": Row("GET", (200, 200, 200, 200, 200, 200)),
+    # Browsers ask for /favicon.ico whatever the page links: a permanent redirect to the icon.
+    "favicon": Row("GET", (301, 301, 301, 301, 301, 301)),
     # Prometheus authenticates by bearer token, never by session; with no METRICS_TOKEN set the
     # endpoint does not exist (tests/test_metrics.py covers it with a token).
     "metrics": Row("GET", (404, 404, 404, 404, 404, 404)),

@@ -137,7 +137,11 @@ def test_a_worker_runs_a_task_with_the_request_id_it_was_queued_under(
         time.sleep(0.1)
         ws.refresh_from_db()
     structlog.contextvars.clear_contextvars()
-    time.sleep(0.3)  # The worker logs "succeeded" just after the task's commit.
+    # The worker logs "succeeded" just after the task's commit: wait for it, to a deadline.
+    task = "workspaces.tasks.advance_workspace"
+    while not any(x.get("task") == task and "succeeded" in str(x.get("event")) for x in lines()):
+        assert time.monotonic() < deadline, "the worker's 'succeeded' line"
+        time.sleep(0.05)
     worker = [x for x in lines() if x.get("task") == "workspaces.tasks.advance_workspace"]
     assert worker and {(x["request_id"], x["workspace_id"]) for x in worker} == {
         ("req-queued-1", str(ws.pk))

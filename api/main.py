@@ -1,6 +1,7 @@
 """The API's one NinjaAPI instance, version 1, mounted at /api/v1/ (portal/urls.py).
 
-- OpenAPI 3 schema: /api/v1/openapi.json; docs page: /api/v1/docs.
+- OpenAPI 3 schema: /api/v1/openapi.json; docs page: /api/v1/docs (api/docs.py: Swagger UI
+  from the portal's own static files).
 - Errors: problem details (api/problems.py) for every exception the routes can raise, and a
   404 problem for a path under /api/v1/ that names no route (``unknown_route``).
 """
@@ -15,6 +16,7 @@ from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationEr
 
 from api import errors
 from api.auth import api_auth
+from api.docs import PortalSwagger
 from api.problems import problem
 from api.routers import approvals, catalog, teams, workspace_requests, workspaces
 
@@ -25,6 +27,7 @@ api = NinjaAPI(
     urls_namespace="api-v1",
     openapi_url="/openapi.json",
     docs_url="/docs",
+    docs=PortalSwagger(),  # Swagger UI from static/vendor/swagger-ui, not a CDN
     auth=api_auth,
 )
 

@@ -68,3 +68,21 @@
   if (document.readyState === "loading") { document.addEventListener("DOMContentLoaded", ready); }
   else { ready(); }
 })();
+
+// Forms that ask first: <form data-confirm="Delete …?"> (the CSP allows no onsubmit="").
+document.addEventListener("submit", function (event) {
+  var message = event.target.getAttribute && event.target.getAttribute("data-confirm");
+  if (message && !window.confirm(message)) {
+    event.preventDefault();
+    event.stopImmediatePropagation();
+  }
+}, true);
+
+// The request form's equivalent sizes follow its size and Spot choices: htmx listens for
+// "offering-change" on the body (an hx-trigger filter would need eval, which the CSP forbids).
+document.addEventListener("change", function (event) {
+  var name = event.target && event.target.name;
+  if (name === "offering" || name === "spot") {
+    document.body.dispatchEvent(new CustomEvent("offering-change"));
+  }
+});

@@ -30,6 +30,9 @@ document.addEventListener("DOMContentLoaded", async () => {
 document.addEventListener("DOMContentLoaded", () => {
   const canvas = document.getElementById("all-teams-chart");
   const source = document.getElementById("all-teams-chart-data");
+  // A row of height per team (data-rows), set here: the CSP allows no style="" attribute.
+  const box = canvas && canvas.closest(".chart-box-rows");
+  if (box) box.style.height = `${Number(box.dataset.rows) || 0}rem`;
   if (!canvas || !source || !window.Chart) return;
   const data = JSON.parse(source.textContent);
   const chart = new Chart(canvas, {

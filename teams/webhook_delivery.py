@@ -25,6 +25,7 @@ from requests.adapters import HTTPAdapter
 from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
+from live import stamps
 from teams import webhook_crypto
 from teams.models import (
     DeliveryState,
@@ -222,6 +223,7 @@ def _permanent(sent: Sent) -> bool:
 def _record(delivery: WebhookDelivery, sent: Sent, now: datetime) -> float | None:
     hook = delivery.webhook
     with transaction.atomic():
+        stamps.bump(stamps.topic("webhook", hook.pk))  # the open delivery log, once committed
         WebhookAttempt.objects.create(
             webhook=hook,
             delivery=delivery,

@@ -15,7 +15,7 @@ from teams import webhooks
 from teams.models import Team, Webhook
 from teams.views import _team
 from teams.webhook_forms import EVENT_CHOICES, WebhookAddForm, WebhookChangeForm
-from teams.webhook_selectors import webhook_attempts, webhooks_of_team
+from teams.webhook_selectors import webhook_attempts, webhook_waiting_count, webhooks_of_team
 
 PERM = "teams.manage_webhooks"
 
@@ -111,7 +111,13 @@ def team_webhook_delete(request: HttpRequest, slug: str, pk: int) -> HttpRespons
 @login_required
 @require_GET
 def team_webhook_log(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
-    """The hook's last attempts, newest first, times in the reader's zone."""
+    """The hook's last attempts, newest first, times in the reader's zone, and how many
+    deliveries wait; live (topic ``webhook:<pk>``, bumped by each attempt and each send)."""
     hook = _hook(request, slug, pk)
-    context = {"team": hook.team, "hook": hook, "attempts": webhook_attempts(hook=hook)}
+    context = {
+        "team": hook.team,
+        "hook": hook,
+        "attempts": webhook_attempts(hook=hook),
+        "waiting": webhook_waiting_count(hook=hook),
+    }
     return render(request, "teams/webhook_log.html", context)

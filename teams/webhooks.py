@@ -19,6 +19,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
+from live import stamps
 from teams import notice_text, webhook_crypto
 from teams.audit import audit_record
 from teams.models import Team, Webhook, WebhookDelivery, WebhookEvent, WebhookKind
@@ -270,5 +271,6 @@ def webhook_test_send(*, actor: User, hook: Webhook, now: datetime) -> str:
         created_at=now,
         next_attempt_at=now,
     )
+    stamps.bump(stamps.topic("webhook", hook.pk))  # its open delivery log shows it waiting
     transaction.on_commit(lambda: _queue([str(delivery.pk)]))
     return str(delivery.pk)

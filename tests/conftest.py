@@ -17,6 +17,20 @@ from teams.models import GpuQuota, Role  # noqa: E402
 from tests.factories import MembershipFactory, TeamFactory, UserFactory  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _no_csp_violations(request):
+    """A browser test fails on any Content-Security-Policy violation of any page it opened
+    (tests/browser_csp.py); other tests are left alone."""
+    if request.node.get_closest_marker("browser") is None:
+        yield
+        return
+    from tests.browser_csp import csp_watch
+
+    with csp_watch() as violations:
+        yield
+    assert not violations, "Content-Security-Policy violations:\n" + "\n".join(violations)
+
+
 @dataclass
 class Cast:
     """The fixed cast: a researcher, a teammate and a team admin of ``team``, a platform admin,

@@ -87,6 +87,8 @@ FAST_PATH_SKIPS = {
     "portal_heartbeats_total (heartbeats.heartbeat_ingest), not timed per view",
     "django.middleware.security.SecurityMiddleware": "HSTS, nosniff and the https redirect "
     "are for browsers; an agent's token is sent by the time a redirect could answer",
+    "csp.middleware.CSPMiddleware": "a Content-Security-Policy is for pages a browser renders; "
+    "a heartbeat's answer is JSON to an agent",
     "whitenoise.middleware.WhiteNoiseMiddleware": "serves static files only",
     "django.contrib.sessions.middleware.SessionMiddleware": "agents have no session",
     "django.middleware.common.CommonMiddleware": "the path already ends in a slash; the host is "

@@ -95,15 +95,17 @@ def workspace_request(
         "ssh_user": settings.WORKSPACE_SSH_USER,
         "ssh_public_key": ssh_public_key,
     }
-    if accept_equivalents:
-        fields.update(_accepted(offering, price, spot, max_price, now))
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
     if accept_equivalents:
-        others = fields["accepted_sizes"][1:]
-        reason += (
-            f", accepting equivalent sizes up to {usd(fields['accepted_max_price'], 2)}/hour "
-            f"({', '.join(others) or 'none offered now'})"
-        )
+        accepted = _accepted(offering, price, spot, max_price, now)
+        others, ceiling = accepted["accepted_sizes"][1:], usd(accepted["accepted_max_price"], 2)
+        if others:
+            fields.update(accepted)
+            reason += f", accepting equivalent sizes up to {ceiling}/hour ({', '.join(others)})"
+        else:
+            # Nothing to take instead (the form disables the tick box then): a request for
+            # this size alone, so no history promises a "next accepted size".
+            reason += f"; no size is equivalent up to {ceiling}/hour, so only this one"
     ask = Ask(
         user,
         team,

@@ -133,9 +133,14 @@ def _equivalents_panel(data) -> dict:
 @require_GET
 def workspace_request_equivalents(request):
     """The equivalent sizes panel of the request form (htmx partial): which sizes a request
-    for the chosen one would accept under the ceiling."""
-    context = {"equivalents": _equivalents_panel(request.GET)}
-    return render(request, "workspaces/_equivalents.html", context)
+    for the chosen one would accept under the ceiling; and, out of band, the tick box that
+    accepts them, disabled when there are none."""
+    context = {
+        "equivalents": _equivalents_panel(request.GET),
+        "ticked": request.GET.get("accept_equivalents") == "on",
+        "help": WorkspaceRequestForm.base_fields["accept_equivalents"].help_text,
+    }
+    return render(request, "workspaces/_equivalents_panel.html", context)
 
 
 def _with_runway(request, quota, offerings) -> list:

@@ -299,11 +299,20 @@ def workspace_close_unapproved(
 
 
 def quota_request_decided(
-    *, workspace_id: UUID | str, decision: str, actor: User, reason: str, now: datetime
+    *,
+    workspace_id: UUID | str,
+    decision: str,
+    actor: User,
+    reason: str,
+    now: datetime,
+    resize_to: str = "",
 ) -> None:
     """Apply a decided quota request to its workspace (registered with teams.hooks in
     WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
-    expired, it is closed with that outcome (workspace_close_unapproved)."""
+    expired, it is closed with that outcome (workspace_close_unapproved). A resize request
+    (``resize_to``) is workspaces.resize_approvals' to apply."""
+    if resize_to:
+        return
     if decision == Decision.APPROVED:
         workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
     else:

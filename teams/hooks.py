@@ -28,10 +28,16 @@ def on_request_decided(callback: DecisionCallback) -> DecisionCallback:
     return callback
 
 
-def request_decided(*, workspace_id, decision: str, actor, reason: str, now: datetime) -> None:
-    """Call every registered decision callback (see the module's docstring)."""
+def request_decided(
+    *, workspace_id, decision: str, actor, reason: str, now: datetime, resize_to: str = ""
+) -> None:
+    """Call every registered decision callback (see the module's docstring); ``resize_to`` is
+    the target of a resize request, "" for a workspace request."""
     for callback in _decision_callbacks:
-        callback(workspace_id=workspace_id, decision=decision, actor=actor, reason=reason, now=now)
+        callback(
+            workspace_id=workspace_id, decision=decision, actor=actor, reason=reason, now=now,
+            resize_to=resize_to,
+        )  # fmt: skip
 
 
 # Identity callbacks: called once a user's own Entra ID identity (object id, UPN) changed and

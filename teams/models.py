@@ -169,15 +169,20 @@ class Decision(models.TextChoices):
 
 
 class QuotaRequest(models.Model):
-    """A workspace request above the team's GPU quota, its budget or the per-user cap,
-    waiting for a platform admin's decision."""
+    """A workspace request above the team's GPU quota, its budget or the per-user cap, or a
+    resize of an existing workspace above its team's quota or budget (``resize_to``: the target
+    size, "" for a request), waiting for a platform admin's decision. A workspace has at most
+    one request of its own and one pending resize request."""
 
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="quota_requests")
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="quota_requests"
     )
-    workspace = models.OneToOneField(
-        "workspaces.Workspace", on_delete=models.CASCADE, related_name="quota_request"
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", on_delete=models.CASCADE, related_name="quota_requests"
+    )
+    resize_to = models.CharField(
+        max_length=64, blank=True, help_text="A resize request: the target VM size or profile"
     )
     summary = models.CharField(max_length=200, help_text="What is asked, in words")
     over_quota = models.JSONField(default=list, help_text="Why approval is needed, in words")
@@ -199,6 +204,18 @@ class QuotaRequest(models.Model):
     class Meta:
         ordering = ["created_at"]
         indexes = [models.Index(fields=["decision", "expires_at"])]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace"],
+                condition=models.Q(resize_to=""),
+                name="quota_request_one_per_workspace",
+            ),
+            models.UniqueConstraint(
+                fields=["workspace"],
+                condition=models.Q(decision="pending") & ~models.Q(resize_to=""),
+                name="quota_request_one_pending_resize",
+            ),
+        ]
 
     def __str__(self):
         return f"{self.requester}: {self.summary} ({self.decision})"

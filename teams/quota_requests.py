@@ -37,20 +37,32 @@ def _detail_link(workspace: Any) -> str:
 
 
 def quota_request_open(
-    *, workspace: Any, over: list[str], justification: str, now: datetime
+    *,
+    workspace: Any,
+    over: list[str],
+    justification: str,
+    now: datetime,
+    resize: tuple[str, str, Decimal] | None = None,
+    requester: User | None = None,
 ) -> QuotaRequest:
     """Record that ``workspace`` waits for approval because of ``over`` (reasons in words),
     and tell the requester and the platform admins. Expires after
-    QUOTA_REQUEST_EXPIRY_DAYS days."""
+    QUOTA_REQUEST_EXPIRY_DAYS days. ``resize``: a resize of the workspace is asked instead,
+    as (target key, its label, its USD/hour), by ``requester`` (default: its owner)."""
     summary = f"{workspace.size_label} in {workspace.region} for {workspace.team.name}"
+    price, resize_to = workspace.price_per_hour, ""
+    if resize is not None:
+        resize_to, label, price = resize
+        summary = f"Resize {workspace.name} to {label} for {workspace.team.name}"[:200]
     request = QuotaRequest.objects.create(
         team=workspace.team,
-        requester=workspace.owner,
+        requester=requester or workspace.owner,
         workspace=workspace,
+        resize_to=resize_to,
         summary=summary,
         over_quota=over,
         justification=justification.strip(),
-        price_per_hour=workspace.price_per_hour,
+        price_per_hour=price,
         created_at=now,
         expires_at=now + timedelta(days=settings.QUOTA_REQUEST_EXPIRY_DAYS),
     )
@@ -176,6 +188,7 @@ def _decide_workspace(
             actor=actor,
             reason=reason,
             now=now,
+            resize_to=request.resize_to,
         )
         _tell_decided(request, now)  # in the transaction; its email leaves on commit
     return request
@@ -257,6 +270,7 @@ def quota_requests_expire(*, now: datetime) -> int:
                 actor=None,
                 reason="Request expired before a platform admin decided",
                 now=now,
+                resize_to=request.resize_to,
             )
             _tell_decided(request, now)
             expired += 1

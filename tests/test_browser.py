@@ -191,3 +191,26 @@ def test_a_member_reads_the_spend_chart_and_its_numbers_match_the_page(
     # The reconciliation panel comes after the page, by htmx: Azure's costs are not in yet.
     expect(page.locator("#reconciliation")).to_contain_text("is not in for these days yet")
     _screenshot(page, "spend")
+
+
+def test_the_equivalents_tick_box_follows_the_panel(live_server, cast, browser_page):
+    # Issue 29, item 9: the panel said no size is equivalent, yet the box could be ticked.
+    from decimal import Decimal
+
+    OfferingFactory()  # Standard_NC24ads_A100_v4 at $3.673: the default ceiling is $5.51
+    OfferingFactory(
+        vm_size="Standard_NC40ads_H100_v5", gpu_model="H100", gpu_memory_gib=94, vcpus=40,
+        price_per_hour=Decimal("6.98"),
+    )  # fmt: skip
+    page, base = browser_page, live_server.url
+    _log_in(page, base, "alice")
+    page.goto(f"{base}/workspaces/new/")
+    tick = page.get_by_label("Accept equivalent sizes")
+    page.get_by_label("Standard_NC24ads_A100_v4").check()
+    expect(page.get_by_test_id("equivalents")).to_contain_text("No offered size in eastus")
+    expect(tick).to_be_disabled()
+    page.get_by_label("Price ceiling (USD/hour)").fill("7.50")
+    expect(page.get_by_test_id("equivalents")).to_contain_text("Standard_NC40ads_H100_v5")
+    expect(tick).to_be_enabled()
+    tick.check()
+    expect(tick).to_be_checked()

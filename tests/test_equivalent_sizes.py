@@ -197,6 +197,12 @@ def test_every_option_exhausted_waits_then_proceeds_when_capacity_returns(cast, 
     state = sim.state()
     assert state["virtualMachines"] == state["networkInterfaces"] == state["disks"] == []
     page_reason = ws.waiting_reason
+    # Issue 29, item 9: the last refusal promises no next size, there is none.
+    refusals = [r for s, r in _history(ws) if s == Status.REQUESTED][1:]
+    assert [r.endswith("trying the next accepted size.") for r in refusals] == [True, True, False]
+    assert refusals[-1].endswith(
+        "no other accepted size or region is left to try; waiting for capacity."
+    )
 
     sim.set_capacity("eastus", A100X2, 1)
     advance_workspace.apply(args=[str(ws.pk)])
@@ -235,6 +241,16 @@ def test_without_equivalents_accepted_a_capacity_refusal_still_fails(cast, sim, 
     ws = _reload(_request(cast, sizes, accept=False, max_price=None))
     assert (ws.status, ws.error_code) == (Status.FAILED, "AllocationFailed")
     assert ws.accepted_sizes == []
+
+
+def test_ticked_with_no_equivalent_the_history_promises_no_next_size(cast, sim, sizes):
+    # Issue 29, item 9: the default ceiling ($5.51) leaves no equivalent of the A100.
+    sim.set_capacity("eastus", A100, 0)
+    ws = _reload(_request(cast, sizes, max_price=None))
+    assert (ws.status, ws.error_code, ws.accepted_sizes) == (Status.FAILED, "AllocationFailed", [])
+    reasons = [r for _s, r in _history(ws)]
+    assert reasons[0].endswith("; no size is equivalent up to $5.51/hour, so only this one")
+    assert not [r for r in reasons if "next accepted size" in r], reasons
 
 
 def test_a_ceiling_below_the_chosen_price_is_refused(cast, sim, sizes):
@@ -304,6 +320,27 @@ def test_the_form_refuses_a_bad_ceiling_with_a_field_error(client, cast, sim, si
     assert reply.status_code == 200
     assert not Workspace.objects.exists()
     assert 'invalid-feedback d-block" role="alert"' in reply.content.decode()
+
+
+def test_the_tick_box_is_disabled_while_no_size_is_equivalent(client, cast, sizes):
+    # Issue 29, item 9: the panel said none exists, yet the box could be ticked.
+    client.force_login(cast.researcher)
+    url = reverse("workspaces:request-equivalents")
+    panel = client.get(url, {"offering": sizes.pk, "accept_equivalents": "on"}).content.decode()
+    tick = panel[panel.index('id="equivalents-tick"') :]
+    assert tick.startswith('id="equivalents-tick" hx-swap-oob="true"')
+    assert 'disabled data-testid="equivalents-none"' in tick
+    assert "nothing to take instead" in tick
+
+    panel = client.get(
+        url, {"offering": sizes.pk, "max_price": "7.5", "accept_equivalents": "on"}
+    ).content.decode()
+    tick = panel[panel.index('id="equivalents-tick"') :]
+    assert "disabled" not in tick.split("</p>")[0] and "checked" in tick.split("</p>")[0]
+
+    page = client.post(reverse("workspaces:request"), _form(cast, sizes, name="")).content
+    tick = page.decode().split('id="equivalents-tick"')[1].split("</p>")[0]
+    assert 'disabled data-testid="equivalents-none"' in tick  # the page after a refused form
 
 
 def test_the_form_shows_the_checkbox_and_the_ceiling(client, cast, sizes):

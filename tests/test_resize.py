@@ -286,3 +286,71 @@ def test_after_a_resize_the_telemetry_panel_no_longer_lists_the_old_gpus(
     page = client.get(url, HTTP_HX_REQUEST="true").content.decode()
     assert old["name"] not in page
     assert "No GPU reading of its current size yet." in page
+
+
+# --- quota and budget for the target, the approval path (issue 29, item 8) ----------------------
+
+
+def _stopped(cast, sim):
+    ws = _running(cast)
+    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    assert ws.status == Status.STOPPED
+    return ws
+
+
+def test_a_stopped_vm_is_not_resized_to_a_size_it_could_not_start_at(cast, sim, offerings):
+    ws = _stopped(cast, sim)
+    GpuQuota.objects.filter(team=cast.team, gpu_model="T4").update(gpus=0)
+    with pytest.raises(WorkspaceActionError, match="needs 1 T4 GPU; Vision Lab has 0 of its 0"):
+        resizes.workspace_resize(user=cast.researcher, workspace=ws, target=T4, now=timezone.now())
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.STOPPED, "Standard_NC24ads_A100_v4")
+    # Within the quota a stopped VM is resized as before (2 of the team's 4 A100s).
+    resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=TWO_A100, now=timezone.now()
+    )
+
+
+def test_the_resize_list_marks_the_sizes_over_quota(client, cast, sim, offerings):
+    ws = _running(cast)
+    GpuQuota.objects.filter(team=cast.team, gpu_model="T4").update(gpus=0)
+    client.force_login(cast.researcher)
+    page = client.get(reverse("workspaces:resize", args=[ws.pk])).content.decode()
+    rows = {row.split("</tr>")[0] for row in page.split("<tr")[2:]}
+    over = [r for r in rows if 'data-testid="over-quota"' in r]
+    assert len(over) == 1 and T4 in over[0] and "has 0 of its 0 left" in over[0]
+    assert "approval" in over[0]
+
+
+def test_a_resize_over_quota_waits_for_approval_and_runs_once_approved(
+    client, cast, sim, offerings
+):
+    from teams.models import Decision, Notice, QuotaRequest
+    from teams.quota_requests import quota_request_approve
+
+    ws = _stopped(cast, sim)
+    GpuQuota.objects.filter(team=cast.team, gpu_model="T4").update(gpus=0)
+    client.force_login(cast.researcher)
+    url = reverse("workspaces:resize", args=[ws.pk])
+    reply = client.post(url, {"target": T4, "justification": "Inference demo on Friday"})
+    assert reply.status_code == 302
+    asked = QuotaRequest.objects.get(workspace=ws, resize_to=T4)
+    assert asked.decision == Decision.PENDING and asked.requester == cast.researcher
+    assert asked.summary.startswith(f"Resize {ws.name} to {T4}")
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.STOPPED, "Standard_NC24ads_A100_v4")
+    page = client.get(reverse("workspaces:detail", args=[ws.pk])).content.decode()
+    assert 'data-testid="resize-waiting"' in page and "Inference demo on Friday" in page
+    client.force_login(cast.platform_admin)
+    assert ws.name in client.get(reverse("approvals")).content.decode()
+
+    quota_request_approve(
+        quota_request_id=asked.pk, actor=cast.platform_admin, comment="ok", now=timezone.now()
+    )
+
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size, ws.gpu_model) == (Status.STOPPED, T4, "T4")
+    assert _vm(sim, ws)["vmSize"] == T4
+    assert not Notice.objects.filter(about=f"workspace:{ws.pk}", resolved_at=None).exists()
+    assert ws.quota_request is None  # the workspace's own request: it never needed one

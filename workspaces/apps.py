@@ -14,6 +14,7 @@ class WorkspacesConfig(AppConfig):
         from workspaces.heartbeats import agent_reading_forget_on_resize
         from workspaces.operations import workspace_access_queue
         from workspaces.requests import quota_request_decided
+        from workspaces.resize_approvals import resize_request_decided
 
         live_topics.connect()
         register(VmBackend())
@@ -21,5 +22,6 @@ class WorkspacesConfig(AppConfig):
         # Teams sit below workspaces: they tell of decided requests, changed identities and
         # members who left (never importing workspaces).
         team_hooks.on_request_decided(quota_request_decided)
+        team_hooks.on_request_decided(resize_request_decided)
         team_hooks.on_identity_changed(workspace_access_queue)
         member_left.connect(leavers.member_left_receive, dispatch_uid="workspaces.leavers")

@@ -269,6 +269,13 @@ class ResizeForm(forms.Form):
         widget=forms.RadioSelect,
         error_messages={"invalid_choice": "That size is not one this workspace can move to."},
     )
+    justification = TextField(
+        multiline=True,
+        required=False,
+        max_length=2000,
+        label="Reason, for a size over the team's quota or budget",
+        help_text="A size marked over quota waits for a platform admin's approval with it.",
+    )
 
     def __init__(self, *args, choices=(), **kwargs):
         super().__init__(*args, **kwargs)

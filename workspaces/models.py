@@ -192,6 +192,16 @@ class Workspace(models.Model):
         return self.name
 
     @property
+    def resize_waiting(self):
+        """Its resize waiting for a platform admin's approval (teams.QuotaRequest), or None."""
+        return self.quota_requests.filter(decision="pending").exclude(resize_to="").first()
+
+    @property
+    def quota_request(self):
+        """Its own request above quota (teams.QuotaRequest, not a resize's), or None."""
+        return self.quota_requests.filter(resize_to="").first()
+
+    @property
     def style(self):
         return STYLE[self.status]
 

@@ -98,15 +98,17 @@ def workspace_request(
         "ssh_user": settings.WORKSPACE_SSH_USER,
         "ssh_public_key": ssh_public_key,
     }
-    if accept_equivalents:
-        fields.update(_accepted(offering, price, spot, max_price, now))
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
     if accept_equivalents:
-        others = fields["accepted_sizes"][1:]
-        reason += (
-            f", accepting equivalent sizes up to {usd_hourly(fields['accepted_max_price'])}/hour "
-            f"({', '.join(others) or 'none offered now'})"
-        )
+        accepted = _accepted(offering, price, spot, max_price, now)
+        others, ceiling = accepted["accepted_sizes"][1:], usd_hourly(accepted["accepted_max_price"])
+        if others:
+            fields.update(accepted)
+            reason += f", accepting equivalent sizes up to {ceiling}/hour ({', '.join(others)})"
+        else:
+            # Nothing to take instead (the form disables the tick box then): a request for
+            # this size alone, so no history promises a "next accepted size".
+            reason += f"; no size is equivalent up to {ceiling}/hour, so only this one"
     ask = Ask(
         user,
         team,
@@ -322,11 +324,20 @@ def workspace_close_unapproved(
 
 
 def quota_request_decided(
-    *, workspace_id: UUID | str, decision: str, actor: User, reason: str, now: datetime
+    *,
+    workspace_id: UUID | str,
+    decision: str,
+    actor: User,
+    reason: str,
+    now: datetime,
+    resize_to: str = "",
 ) -> None:
     """Apply a decided quota request to its workspace (registered with teams.hooks in
     WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
-    expired, it is closed with that outcome (workspace_close_unapproved)."""
+    expired, it is closed with that outcome (workspace_close_unapproved). A resize request
+    (``resize_to``) is workspaces.resize_approvals' to apply."""
+    if resize_to:
+        return
     if decision == Decision.APPROVED:
         workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
     else:

@@ -135,9 +135,14 @@ def _equivalents_panel(data) -> dict:
 @require_GET
 def workspace_request_equivalents(request):
     """The equivalent sizes panel of the request form (htmx partial): which sizes a request
-    for the chosen one would accept under the ceiling."""
-    context = {"equivalents": _equivalents_panel(request.GET)}
-    return render(request, "workspaces/_equivalents.html", context)
+    for the chosen one would accept under the ceiling; and, out of band, the tick box that
+    accepts them, disabled when there are none."""
+    context = {
+        "equivalents": _equivalents_panel(request.GET),
+        "ticked": request.GET.get("accept_equivalents") == "on",
+        "help": WorkspaceRequestForm.base_fields["accept_equivalents"].help_text,
+    }
+    return render(request, "workspaces/_equivalents_panel.html", context)
 
 
 def _with_runway(request, quota, offerings) -> list:
@@ -355,22 +360,26 @@ def workspace_resize(request, pk):
         obj=workspace,
         message=resizes.NOT_YOURS,
     )
-    choices = resizes.resize_choices(workspace=workspace, now=timezone.now())
+    options = resizes.resize_options(workspace=workspace, now=timezone.now())
+    choices = [option.choice for option in options]
     form = ResizeForm(request.POST or None, choices=choices)
     if request.method == "POST" and form.is_valid():
         try:
-            resizes.workspace_resize(
+            started = resizes.workspace_resize(
                 user=request.user,
                 workspace=workspace,
                 target=form.cleaned_data["target"],
                 now=timezone.now(),
+                justification=form.cleaned_data["justification"],
             )
         except requests.WorkspaceActionError as exc:
             form.add_error(None, str(exc))
         else:
+            if not started:
+                messages.info(request, "The resize waits for a platform admin's approval.")
             page = reverse("workspaces:detail", args=[workspace.pk])
             # htmx would swap a followed redirect's whole page into the form: it goes there.
             return HttpResponseClientRedirect(page) if request.htmx else redirect(page)
-    context = {"workspace": workspace, "form": form, "choices": choices}
+    context = {"workspace": workspace, "form": form, "choices": choices, "options": options}
     template = "workspaces/_resize_form.html" if request.htmx else "workspaces/resize.html"
     return render(request, template, context, status=400 if form.errors else 200)

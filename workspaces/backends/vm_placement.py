@@ -259,12 +259,19 @@ def vm_create_refused(workspace: Workspace, error: CloudError, now: datetime) ->
         {"vm_size": workspace.vm_size, "region": workspace.region, "code": error.code},
     ]
     line = _refusal(workspace.vm_size, workspace.region, error.code)
+    refused = {(t["vm_size"], t["region"]) for t in tried}
+    left = [o for o in vm_options(workspace, now) if (o.vm_size, o.region) not in refused]
+    then = (
+        "trying the next accepted size."
+        if left
+        else "no other accepted size or region is left to try; waiting for capacity."
+    )
     moved = states.transition(
         workspace_id=workspace.pk,
         expected=Status.PROVISIONING,
         to=Status.REQUESTED,
         now=now,
-        reason=f"{line[:-1]}; trying the next accepted size.",
+        reason=f"{line[:-1]}; {then}",
         detail={"code": error.code, "message": error.message, "status": error.status},
         operation="",
         operation_token="",

@@ -6,7 +6,9 @@ api/main.py), so a route only calls the service and lets its exception travel:
 - NameTaken, RequestKeyTaken, any other WorkspaceActionError on an existing workspace, and a
   decided approval (DecisionError): 409;
 - ActionNotAllowed (a PermissionDenied): 403 with its reason (api/main.py);
-- django's ValidationError: 400; CloudError (Azure refused): 502.
+- django's ValidationError: 400; CloudError (Azure refused): 502; CloudBusy (every slot for
+  Azure calls in requests taken): 503 with Retry-After; CloudTimeout (Azure did not answer
+  within the request's deadline): 504.
 """
 
 from typing import Any
@@ -17,6 +19,7 @@ from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI
 
 from api.problems import problem
+from cloud.bounded import CloudBusy, CloudTimeout
 from cloud.errors import CloudError
 from teams.quota_requests import DecisionError
 from workspaces.requests import CeilingTooLow, JustificationNeeded, WorkspaceActionError
@@ -81,3 +84,12 @@ def register(api: NinjaAPI) -> None:
     @api.exception_handler(CloudError)
     def _cloud(request: HttpRequest, exc: CloudError) -> HttpResponse:
         return problem(request, 502, f"Azure refused: {exc.code}: {exc.message}")
+
+    @api.exception_handler(CloudBusy)
+    def _cloud_busy(request: HttpRequest, exc: CloudBusy) -> HttpResponse:
+        retry = {"Retry-After": str(int(exc.retry_after or 5))}
+        return problem(request, 503, exc.message, headers=retry)
+
+    @api.exception_handler(CloudTimeout)
+    def _cloud_timeout(request: HttpRequest, exc: CloudTimeout) -> HttpResponse:
+        return problem(request, 504, exc.message)

@@ -1,7 +1,8 @@
 """The API's one NinjaAPI instance, version 1, mounted at /api/v1/ (portal/urls.py).
 
-- OpenAPI 3 schema: /api/v1/openapi.json; docs page: /api/v1/docs (api/docs.py: Swagger UI
-  from the portal's own static files).
+- OpenAPI 3 schema: /api/v1/openapi.json, with each operation's problem answers
+  (api/openapi.py); docs page: /api/v1/docs (api/docs.py: Swagger UI from the portal's own
+  static files).
 - Errors: problem details (api/problems.py) for every exception the routes can raise, and a
   404 problem for a path under /api/v1/ that names no route (``unknown_route``).
 """
@@ -17,10 +18,23 @@ from ninja.errors import AuthenticationError, HttpError, Throttled, ValidationEr
 from api import errors
 from api.auth import api_auth
 from api.docs import PortalSwagger
+from api.openapi import add_problem_responses
 from api.problems import problem
 from api.routers import approvals, catalog, teams, workspace_requests, workspaces
 
-api = NinjaAPI(
+
+class PortalAPI(NinjaAPI):
+    """NinjaAPI whose OpenAPI document also lists each operation's problem answers."""
+
+    def get_openapi_schema(
+        self, *, path_prefix: str | None = None, path_params: dict[str, Any] | None = None
+    ) -> Any:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        prefix = path_prefix if path_prefix is not None else self.get_root_path(path_params or {})
+        return add_problem_responses(schema, prefix)
+
+
+api = PortalAPI(
     title="GPU workspace portal API",
     version="1",
     description="Request, watch and stop GPU workspaces; see quota, spend and approvals.",

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.http import HttpRequest
 from ninja import Schema
 from ninja.errors import ValidationError
-from pydantic import AfterValidator
+from pydantic import AfterValidator, Field
 
 from common.validation import text_problem
 from workspaces.models import Workspace
@@ -37,10 +37,23 @@ def _printable_multiline(value: str) -> str:
     return value
 
 
+# What common.validation.text_problem refuses, as the OpenAPI document's patterns (ECMA-262):
+# controls (Unicode Cc) and the bidi controls; PrintableLines lets tabs and line breaks
+# through. (Lone surrogates, refused too, cannot be written in a pattern that every
+# validator compiles, Rust's regex among them.)
+_REFUSED = r"\u007f-\u009f\u202a-\u202e\u2066-\u2069"
+PRINTABLE_PATTERN = rf"^[^\u0000-\u001f{_REFUSED}]*$"
+PRINTABLE_LINES_PATTERN = rf"^[^\u0000-\u0008\u000b\u000c\u000e-\u001f{_REFUSED}]*$"
 # One line of printable text (no NUL, no control character); give its length with
 # Field(max_length=...). PrintableLines may span lines.
-Printable = Annotated[str, AfterValidator(_printable)]
-PrintableLines = Annotated[str, AfterValidator(_printable_multiline)]
+Printable = Annotated[
+    str, AfterValidator(_printable), Field(json_schema_extra={"pattern": PRINTABLE_PATTERN})
+]
+PrintableLines = Annotated[
+    str,
+    AfterValidator(_printable_multiline),
+    Field(json_schema_extra={"pattern": PRINTABLE_LINES_PATTERN}),
+]
 
 
 def caller(request: HttpRequest) -> User:

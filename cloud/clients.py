@@ -41,7 +41,12 @@ class AzureSettings:
 
     subnet_id is the full ARM id of the subnet workspace NICs join. Durations are
     seconds: retry_backoff is azure-core's retry_backoff_factor, polling_interval
-    is the LRO poll delay used when the service sends no Retry-After.
+    is the LRO poll delay used when the service sends no Retry-After. connection_timeout and
+    read_timeout bound each attempt (azure-core's own default is 300 s each, so a hung ARM
+    held a caller for minutes); total_timeout, when set, is azure-core's RetryPolicy
+    ``timeout``: no attempt starts after it, and connecting is cut to what is left of it (an
+    attempt already reading still has its read_timeout), as a web request needs
+    (cloud.bounded).
     """
 
     subscription_id: str
@@ -52,6 +57,9 @@ class AzureSettings:
     retry_total: int = 3
     retry_backoff: float = 0.8
     polling_interval: float = 5.0
+    connection_timeout: float = 10.0
+    read_timeout: float = 120.0
+    total_timeout: float | None = None
 
 
 class _EmulatorCredential:
@@ -120,11 +128,16 @@ def _client_kwargs(settings: AzureSettings) -> dict[str, Any]:
         "retry_read": settings.retry_total,
         "retry_backoff_factor": settings.retry_backoff,
         "polling_interval": settings.polling_interval,
+        # The transport's per-attempt limits (azure-core's ConnectionConfiguration).
+        "connection_timeout": settings.connection_timeout,
+        "read_timeout": settings.read_timeout,
         # azure-core runs it per attempt, after the retry policy: the last answer's ids win.
         "custom_hook_policy": AzureIdsPolicy(),
         # After the retry policy, so each attempt is counted (a retried 429 shows as throttled).
         "per_retry_policies": [ArmCallMetricsPolicy()],
     }
+    if settings.total_timeout is not None:
+        kwargs["timeout"] = settings.total_timeout  # RetryPolicy's bound over every attempt.
     if settings.credential == "default":
         kwargs["credential"] = _default_credential()
         # The token audience follows the endpoint, so sovereign clouds work too.
@@ -205,5 +218,6 @@ def cost_client(settings: AzureSettings) -> CostManagementClient:
         retry_status=settings.retry_total,
         retry_backoff_factor=settings.retry_backoff,
         retry_backoff_max=MAX_RETRY_WAIT,
+        **({"timeout": settings.total_timeout} if settings.total_timeout is not None else {}),
     )
     return CostManagementClient(**kwargs)

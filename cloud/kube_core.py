@@ -118,13 +118,21 @@ def kube_api(settings: AzureSettings, server: str, ca_data: str | None) -> ApiCl
         respect_retry_after_header=True,
         raise_on_status=False,  # The last answer reaches the caller as an ApiException.
     )
-    return _CountedApiClient(config)
+    api = _CountedApiClient(config)
+    # Per attempt, as for ARM (urllib3's default is to wait for ever).
+    api.timeouts = (settings.connection_timeout, settings.read_timeout)
+    return api
 
 
 class _CountedApiClient(ApiClient):
-    """An ApiClient whose every request is counted by cloud.metrics (operation, outcome)."""
+    """An ApiClient whose every request is counted by cloud.metrics (operation, outcome) and
+    has ``timeouts`` (connect, read seconds) unless the call gives its own."""
+
+    timeouts: tuple[float, float] | None = None
 
     def request(self, method: str, url: str, *args: Any, **kwargs: Any) -> Any:
+        if kwargs.get("_request_timeout") is None and self.timeouts is not None:
+            kwargs["_request_timeout"] = self.timeouts
         parent = super().request
         return kube_recorded(method, url, lambda: parent(method, url, *args, **kwargs))
 

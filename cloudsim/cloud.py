@@ -96,6 +96,9 @@ class Cloud:
         self.agents = AgentBook(agent_profile)  # Reset with everything else by reset().
         self._default_latency = latency
         self._default_retry_after = retry_after
+        # Set while ARM and the Kubernetes API answer; cleared by a hang (POST /_sim/hang), so
+        # that lifting it wakes every request held at once. Never replaced: waiters hold it.
+        self.answering = threading.Event()
         self.reset()
 
     def reset(self) -> None:
@@ -125,6 +128,8 @@ class Cloud:
             self.kube = KubeClusters()  # Kubernetes API state of each managed cluster.
             self.entra = Directory()  # Entra ID tenant and Graph directory (cloudsim.entra).
             self.quirks = quirks.Quirks()  # Azure answers off by default (quirks.py).
+            self.hang_seconds = 0.0  # How long ARM and Kubernetes requests hang (/_sim/hang).
+            self.answering.set()
 
     # --- operations -------------------------------------------------------------------------
 

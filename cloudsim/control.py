@@ -98,6 +98,11 @@ class SimControl:
             body["retry_after"] = retry_after
         return self._call("POST", "/_sim/latency", body)
 
+    def hang(self, seconds: float) -> dict:
+        """Make every ARM and Kubernetes API request wait ``seconds`` before it is answered
+        (a hung Azure); 0 lifts it."""
+        return self._call("POST", "/_sim/hang", {"seconds": seconds})
+
     def evict(self, vm_name: str, resource_group: str | None = None) -> dict:
         """Evict a running Spot VM as Azure does when it needs the capacity back: deallocated
         (evictionPolicy Deallocate) or deleted (Delete). Returns {"vm", "id", "outcome"};

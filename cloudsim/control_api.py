@@ -10,6 +10,9 @@ POST /_sim/quirks                 {"display_locations"?, "no_async_header_rate"?
                                   (Azure answers the emulator gives only when asked: quirks.py)
 GET  /_sim/quirks                 -> those settings
 POST /_sim/latency                {"seconds"?, "retry_after"?}
+POST /_sim/hang                   {"seconds"}  (every ARM and Kubernetes API request from now
+                                  on waits that long before it is answered, as a hung Azure
+                                  would; 0 lifts it and answers the waiting ones at once)
 POST /_sim/vms/evict              {"vm", "resource_group"?}            (evict a running Spot VM)
 POST /_sim/aks/clusters           {"subscription", "resource_group", "name", "location"="eastus"}
                                   (an AKS cluster that already exists: Succeeded, with a System
@@ -153,6 +156,18 @@ def _latency(cloud: Cloud, body: dict) -> Response:
     return Response(200, {"seconds": cloud.latency, "retry_after": cloud.retry_after})
 
 
+def _hang(cloud: Cloud, body: dict) -> Response:
+    seconds = _field(body, "seconds", (int, float))
+    if not 0 <= seconds <= 3600:
+        raise _bad("'seconds' must be from 0 to 3600.")
+    cloud.hang_seconds = float(seconds)
+    if seconds:
+        cloud.answering.clear()
+    else:
+        cloud.answering.set()
+    return Response(200, {"seconds": cloud.hang_seconds})
+
+
 def _evict(cloud: Cloud, body: dict) -> Response:
     name, group = _field(body, "vm", str), _field(body, "resource_group", str, default=None)
     found = [
@@ -294,6 +309,7 @@ ROUTES = {
     ("POST", "/_sim/quota"): _quota,
     ("POST", "/_sim/skus/restrict"): _restrict,
     ("POST", "/_sim/latency"): _latency,
+    ("POST", "/_sim/hang"): _hang,
     ("POST", "/_sim/vms/evict"): _evict,
     ("POST", "/_sim/aks/clusters"): _aks_cluster,
     ("GET", "/_sim/state"): _state,

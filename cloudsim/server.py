@@ -52,6 +52,7 @@ class App:
         with self.cloud.lock:
             entry["status"] = None  # Logged on arrival so the log keeps arrival order.
             self.cloud.requests.append(entry)
+        self._maybe_hang(req)
         if req.path.startswith("/k8s/"):
             response = kube_api.handle(self.cloud, req)
         elif prometheus.owns(req.path):
@@ -67,6 +68,14 @@ class App:
             entry["status"] = response.status
             entry["correlation_id"] = response.headers["x-ms-correlation-request-id"]
         return response
+
+    def _maybe_hang(self, req: Request) -> None:
+        """Hold an Azure or Kubernetes API request (not Entra ID's nor Prometheus') for the
+        hang's seconds (POST /_sim/hang), outside the lock, so that other requests and /_sim
+        keep working; lifting the hang lets it go at once."""
+        seconds = self.cloud.hang_seconds
+        if seconds and not (entra.owns(req.path) or prometheus.owns(req.path)):
+            self.cloud.answering.wait(seconds)
 
     def _arm(self, req: Request) -> Response:
         handler, params = router.resolve(req.method, req.path)

@@ -25,7 +25,7 @@ from common.permissions import access_require
 from teams.audit import audit_record
 from teams.models import Team
 from workspaces import chains
-from workspaces.azure import azure_settings, azure_usage_changed
+from workspaces.azure import azure_in_request, azure_settings, azure_usage_changed
 from workspaces.chains import Next
 from workspaces.models import SizeOffering
 from workspaces.states import HELD
@@ -63,7 +63,7 @@ def cluster_register(
     such cluster, refuses to say, or it is registered already."""
     access_require(user=actor, perm=MANAGE)
     ref = aks.ClusterRef(str(subscription_id).strip(), resource_group.strip(), name.strip())
-    state = _azure("read the cluster", lambda: aks.cluster_get(azure_settings(), ref))
+    state = _azure("read the cluster", lambda: azure_in_request(lambda s: aks.cluster_get(s, ref)))
     if state is None:
         raise ClusterError(
             f"Azure has no AKS cluster {ref.name} in resource group {ref.resource_group} "
@@ -234,10 +234,12 @@ def _queue_pool(pool_id: int, claim: str = "") -> None:
 
 def pools_adoptable(*, cluster: AksCluster) -> list[aks.PoolState]:
     """GPU agent pools Azure has in the cluster that the portal does not know yet (one
-    agentPools list call). Raises ClusterError when Azure refuses."""
+    agentPools list call, which a web request waits for: workspaces.azure.azure_in_request).
+    Raises ClusterError when Azure refuses, is busy or does not answer in time."""
     known = set(cluster.pools.exclude(status=PoolStatus.DELETED).values_list("name", flat=True))
+    ref = cluster_ref(cluster)
     pools = _azure(
-        "list the node pools", lambda: aks.pools_list(azure_settings(), cluster_ref(cluster))
+        "list the node pools", lambda: azure_in_request(lambda s: aks.pools_list(s, ref))
     )
     gpu_sizes = set(
         SizeOffering.objects.filter(region=cluster.location, gpu_partition=1).values_list(

@@ -404,6 +404,20 @@ AZURE_PRICES_ENDPOINT = env.str(
     default=AZURE_ENDPOINT if "127.0.0.1" in AZURE_ENDPOINT else "https://prices.azure.com",
 )
 AZURE_RETRY_BACKOFF = env.float("AZURE_RETRY_BACKOFF", default=0.8)
+# Seconds each attempt of an Azure or Kubernetes call may take to connect and to read, in the
+# worker (azure-core's and urllib3's own defaults wait 300 s or for ever).
+AZURE_CONNECT_TIMEOUT = env.float("AZURE_CONNECT_TIMEOUT", default=10.0)
+AZURE_READ_TIMEOUT = env.float("AZURE_READ_TIMEOUT", default=120.0)
+# Calls a web request waits for (a kubeconfig download, registering an AKS cluster): each
+# attempt connects within AZURE_REQUEST_CONNECT_TIMEOUT and reads within
+# AZURE_REQUEST_READ_TIMEOUT seconds, the request waits at most AZURE_REQUEST_DEADLINE
+# seconds in all (then 504), and at most AZURE_REQUEST_SLOTS such calls run at once per web
+# process (one more is refused at once, 503), so the other threads of PORTAL_WSGI_THREADS
+# keep serving pages, /healthz and heartbeats whatever Azure does (cloud/bounded.py).
+AZURE_REQUEST_CONNECT_TIMEOUT = env.float("AZURE_REQUEST_CONNECT_TIMEOUT", default=5.0)
+AZURE_REQUEST_READ_TIMEOUT = env.float("AZURE_REQUEST_READ_TIMEOUT", default=10.0)
+AZURE_REQUEST_DEADLINE = env.float("AZURE_REQUEST_DEADLINE", default=10.0)
+AZURE_REQUEST_SLOTS = env.int("AZURE_REQUEST_SLOTS", default=2)
 # Seconds between polls of an Azure long-running operation (the emulator's finish in seconds).
 AZURE_POLLING_INTERVAL = env.float(
     "AZURE_POLLING_INTERVAL", default=1.0 if AZURE_CREDENTIAL == "emulator" else 5.0

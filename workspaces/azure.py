@@ -1,20 +1,25 @@
 """The Azure facts a VM workspace depends on: the connection (azure_settings, from Django
-settings), the pre-check of one size in one region (azure_precheck: restrictions and quotas),
-and the vCPUs left per size and region (azure_headroom), cached until a workspace's operation
-changes the usage (azure_usage_changed).
+settings; azure_in_request for a call a web request waits for), the pre-check of one size in
+one region (azure_precheck: restrictions and quotas), and the vCPUs left per size and region
+(azure_headroom), cached until a workspace's operation changes the usage
+(azure_usage_changed).
 
 Errors raised: CloudError (Azure refused or failed the read).
 """
 
 import uuid
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import TypeVar
 
 from django.conf import settings
 from django.core.cache import cache
 
-from cloud import azure_vm
+from cloud import azure_vm, bounded
 from cloud.clients import AzureSettings
 from cloud.errors import CloudError
+
+T = TypeVar("T")
 
 
 def azure_settings() -> AzureSettings:
@@ -28,7 +33,27 @@ def azure_settings() -> AzureSettings:
         retry_total=settings.AZURE_RETRY_TOTAL,
         retry_backoff=settings.AZURE_RETRY_BACKOFF,
         polling_interval=settings.AZURE_POLLING_INTERVAL,
+        connection_timeout=settings.AZURE_CONNECT_TIMEOUT,
+        read_timeout=settings.AZURE_READ_TIMEOUT,
     )
+
+
+def azure_in_request(call: Callable[[AzureSettings], T]) -> T:
+    """``call(settings)`` for a web request that waits for its answer: an Azure or Kubernetes
+    call of cloud/ (no ORM: it runs in another thread), with the request's short timeouts
+    (AZURE_REQUEST_CONNECT_TIMEOUT, AZURE_REQUEST_READ_TIMEOUT, all attempts within
+    AZURE_REQUEST_DEADLINE seconds), in this process's pool of AZURE_REQUEST_SLOTS
+    (cloud.bounded). Raises CloudBusy (no free slot: 503), CloudTimeout (the deadline passed:
+    504), CloudError (Azure refused), ValueError."""
+    deadline = settings.AZURE_REQUEST_DEADLINE
+    request_settings = replace(
+        azure_settings(),
+        connection_timeout=settings.AZURE_REQUEST_CONNECT_TIMEOUT,
+        read_timeout=settings.AZURE_REQUEST_READ_TIMEOUT,
+        total_timeout=deadline,
+    )
+    pool = bounded.request_pool(settings.AZURE_REQUEST_SLOTS)
+    return pool.run(lambda: call(request_settings), deadline=deadline)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from typing import Any
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import Field, Query, Router, Schema
+from pydantic import ConfigDict
 
 from api.errors import FieldErrors, form_errors
 from api.schemas import Printable, caller, money, utc
@@ -17,7 +18,16 @@ from teams.models import Team
 from teams.selectors import team_get
 from workspaces import selectors
 from workspaces.sizing import fits
-from workspaces.sizing.forms import EstimateForm
+from workspaces.sizing.estimate import PRECISION_LABELS, WORKLOAD_LABELS
+from workspaces.sizing.forms import (
+    MAX_BATCH,
+    MAX_CONTEXT,
+    MAX_HEADS,
+    MAX_HIDDEN,
+    MAX_LAYERS,
+    EstimateForm,
+)
+from workspaces.sizing.presets import PRESETS
 from workspaces.sizing.views import estimate_document, estimate_of_form, estimate_team
 
 router = Router(tags=["catalog"])
@@ -69,21 +79,34 @@ def offering_list(request: HttpRequest, filters: Query[OfferingsQuery]) -> Any:
 
 
 class EstimateIn(Schema):
-    """The estimate page's fields (workspaces.sizing.forms.EstimateForm checks them)."""
+    """The estimate page's fields (workspaces.sizing.forms.EstimateForm checks them). The
+    document says what the form takes: a preset or parameters_b, a precision and a workload
+    of theirs, layers and hidden_size both or neither."""
 
-    preset: Printable = Field("", max_length=64)
-    parameters_b: Decimal | None = Field(default=None, ge=0, le=100_000)
-    precision: Printable = Field("", max_length=16)
-    workload: Printable = Field("", max_length=16)
-    context_length: int | None = Field(default=None, ge=1, le=10_000_000)
-    batch: int | None = Field(default=None, ge=1, le=1_000_000)
-    layers: int | None = Field(default=None, ge=1, le=100_000)
-    hidden_size: int | None = Field(default=None, ge=1, le=10_000_000)
-    attention_heads: int | None = Field(default=None, ge=1, le=100_000)
-    kv_heads: int | None = Field(default=None, ge=1, le=100_000)
-    trainable_percent: Decimal | None = Field(default=None, ge=0, le=100)
+    model_config = ConfigDict(
+        json_schema_extra={
+            "anyOf": [{"required": ["parameters_b"]}, {"required": ["preset"]}],
+            "dependentRequired": {"layers": ["hidden_size"], "hidden_size": ["layers"]},
+        }
+    )
+
+    preset: Printable = Field("", max_length=64, json_schema_extra={"enum": ["", *PRESETS]})
+    parameters_b: Decimal | None = Field(default=None, gt=0, le=2000)
+    precision: Printable = Field(
+        max_length=16, json_schema_extra={"enum": [p.value for p in PRECISION_LABELS]}
+    )
+    workload: Printable = Field(
+        max_length=16, json_schema_extra={"enum": [w.value for w in WORKLOAD_LABELS]}
+    )
+    context_length: int | None = Field(default=None, ge=1, le=MAX_CONTEXT)
+    batch: int | None = Field(default=None, ge=1, le=MAX_BATCH)
+    layers: int | None = Field(default=None, ge=1, le=MAX_LAYERS)
+    hidden_size: int | None = Field(default=None, ge=1, le=MAX_HIDDEN)
+    attention_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    kv_heads: int | None = Field(default=None, ge=1, le=MAX_HEADS)
+    trainable_percent: Decimal | None = Field(default=None, gt=0, le=100)
     checkpointing: bool = False
-    team: Printable = Field("", max_length=50)
+    team: Printable = Field("", max_length=50, pattern=r"^[-a-zA-Z0-9_]*$")
     region: Printable = Field("", max_length=32)
     per_region: int | None = Field(default=None, ge=1, le=20)
 
@@ -115,7 +138,7 @@ def sizing_estimate(request: HttpRequest, body: EstimateIn) -> dict[str, Any]:
 
 
 class RecommendationsQuery(Schema):
-    team: Printable = Field("", max_length=50)
+    team: Printable = Field(min_length=1, max_length=50)
 
 
 @router.get("/recommendations", summary="A team's right-sizing advice (its admins)")

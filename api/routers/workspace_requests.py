@@ -12,6 +12,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Header, Schema, Status
+from pydantic import ConfigDict, JsonValue
 
 from api.auth import require_write
 from api.errors import CreateRefused, FieldErrors, form_errors
@@ -21,16 +22,36 @@ from teams.models import Team
 from teams.selectors import team_list_for_requests
 from workspaces import requests, selectors
 from workspaces.backends import backend_for
-from workspaces.forms import WorkspaceRequestForm
+from workspaces.forms import NAME_RE, WorkspaceRequestForm
 from workspaces.models import Kind, Workspace
+
+# What each kind's form needs besides kind, team and name (the document says so; the form
+# checks it: a VM's size and region, a slice's profile, a namespace's GPUs and model).
+KIND_NEEDS: dict[str, list[JsonValue]] = {
+    "vm": ["vm_size", "region"],
+    "mig": ["mig_profile"],
+    "namespace": ["gpus", "gpu_model"],
+}
 
 
 class WorkspaceRequestIn(Schema):
     """What the request pages ask, per kind (docs/api.md); the kind's form checks the rest."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "allOf": [
+                {
+                    "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                    "then": {"required": needs},
+                }
+                for kind, needs in KIND_NEEDS.items()
+            ]
+        }
+    )
+
     kind: Literal["vm", "mig", "namespace"]
     team: Printable = Field(max_length=50)
-    name: Printable = Field(max_length=40)
+    name: Printable = Field(max_length=40, json_schema_extra={"pattern": NAME_RE.pattern})
     justification: PrintableLines = Field("", max_length=2000)
     # vm
     vm_size: Printable = Field("", max_length=64)

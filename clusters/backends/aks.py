@@ -21,7 +21,7 @@ from clusters.models import NodePool
 from clusters.services import cluster_ref
 from common.words import counted
 from workspaces import states
-from workspaces.azure import azure_settings
+from workspaces.azure import azure_in_request, azure_settings
 from workspaces.backends import Meters, ResizeChoice, SizingOffer, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
@@ -187,9 +187,12 @@ class AksBackend:
 
     def connect_download(self, workspace: Workspace) -> tuple[str, bytes]:
         """The cluster's user kubeconfig (Entra ID login through kubelogin; it holds no
-        secret), as (file name, YAML). Raises CloudError."""
+        secret), as (file name, YAML). Raises CloudError (CloudBusy, CloudTimeout: see
+        workspaces.azure.azure_in_request)."""
         cluster = workspace.node_pool.cluster
-        body = aks.user_kubeconfig(azure_settings(), cluster_ref(cluster))
+        ref = cluster_ref(cluster)
+        # A web request waits for it: bounded, with short timeouts (workspaces.azure).
+        body = azure_in_request(lambda settings: aks.user_kubeconfig(settings, ref))
         return f"kubeconfig-{cluster.name}-{workspace.namespace}.yaml", body
 
     def idle_evidence(self, now: datetime) -> list:

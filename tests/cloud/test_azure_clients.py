@@ -64,3 +64,21 @@ def test_emulator_requests_carry_the_emulator_token(azure, control):
     get(azure, name="ws-000000000000")
 
     assert [r["status"] for r in control.requests()] == [404]
+
+
+def test_a_hung_arm_ends_a_call_at_the_read_timeout(azure, control):
+    """azure-core's own read timeout is 300 s per attempt: a hung ARM held the caller."""
+    import time
+
+    from cloud import azure_vm
+    from cloud.errors import CloudError
+
+    hurried = dataclasses.replace(azure, read_timeout=0.3, retry_total=0)
+    control.hang(60)
+    started = time.monotonic()
+    try:
+        with pytest.raises(CloudError) as failed:
+            azure_vm.get(hurried, name="vm-hung")
+    finally:
+        control.hang(0)
+    assert failed.value.transient and time.monotonic() - started < 3

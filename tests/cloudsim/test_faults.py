@@ -188,3 +188,22 @@ def test_control_api_rejects_faults_it_cannot_honour(arm, body):
 
     assert reply.status == 400
     assert reply.code == "InvalidControlRequest"
+
+
+def test_a_hang_holds_arm_requests_until_lifted_while_the_control_api_answers(arm, ctl):
+    import threading
+    import time
+
+    ctl.hang(30)
+    replies, started = [], time.monotonic()
+    held = threading.Thread(target=lambda: replies.append(arm.call("GET", arm.vm_path("vm1"))))
+    held.start()
+    held.join(0.5)
+    assert held.is_alive() and not replies  # ARM hangs ...
+    assert ctl.state() is not None  # ... /_sim does not
+
+    ctl.hang(0)
+    held.join(5)
+
+    assert [r.status for r in replies] == [404]
+    assert time.monotonic() - started < 5

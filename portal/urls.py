@@ -14,7 +14,11 @@ urlpatterns = [
     path("", RedirectView.as_view(pattern_name="workspaces:list"), name="home"),
     path("healthz", health.healthz, name="healthz"),
     # Browsers ask for /favicon.ico whatever the page links; the icon is a static file.
-    path("favicon.ico", RedirectView.as_view(url=static("favicon.svg"), permanent=True)),
+    path(
+        "favicon.ico",
+        RedirectView.as_view(url=static("favicon.svg"), permanent=True),
+        name="favicon",
+    ),
     path("metrics", metrics.metrics, name="metrics"),
     path("accounts/login/", entra_views.LoginView.as_view(), name="login"),
     path("accounts/entra/login/", entra_views.entra_login, name="entra-login"),

@@ -54,6 +54,7 @@ EXPECTED = {
     #                                anon outsider researcher other-admin team-admin platform
     "home": Row("GET", (302, 302, 302, 302, 302, 302)),
     "healthz": Row("GET", (200, 200, 200, 200, 200, 200)),
+    "favicon": Row("GET", (301, 301, 301, 301, 301, 301)),  # to the static icon
     # Prometheus authenticates by bearer token, never by session; with no METRICS_TOKEN set the
     # endpoint does not exist (tests/test_metrics.py covers it with a token).
     "metrics": Row("GET", (404, 404, 404, 404, 404, 404)),

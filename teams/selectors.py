@@ -181,12 +181,14 @@ def audit_page(
     return filters, keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
 
 
-def audit_filter_choices(*, user: Actor) -> dict[str, list[str]]:
-    """Values offered by the audit page's filters: team slugs and actions (the actor is
-    typed: an organisation's thousands of usernames would weigh the page down)."""
+def audit_filter_choices(*, user: Actor) -> dict[str, list]:
+    """Values offered by the audit page's filters: teams as (slug, name), by name, and
+    actions (the actor is typed: an organisation's thousands of usernames would weigh the
+    page down)."""
     qs = audit_visible_to(user=user)
+    teams = team_visible_to(user=user).order_by("name", "slug")
     return {
-        "teams": list(team_visible_to(user=user).values_list("slug", flat=True).order_by("slug")),
+        "teams": list(teams.values_list("slug", "name")),
         # order_by: the model's default order (at, id) would make DISTINCT keep every row.
         "actions": list(qs.order_by("action").values_list("action", flat=True).distinct()),
     }

@@ -28,6 +28,7 @@ from teams import (
     policies,
     selectors,
 )
+from teams.audit_display import audit_rows
 from teams.forms import (
     EntraIdentityForm,
     GroupLinkForm,
@@ -320,6 +321,7 @@ def audit_log(request):
     data = filters.form.cleaned_data
     context = {
         "page": page,
+        "rows": audit_rows(page.rows),
         "filters": {k: data.get(k, "") for k in ("team", "actor", "action")},
         "filter_errors": [e for errors in filters.errors.values() for e in errors],
         "choices": selectors.audit_filter_choices(user=request.user),

@@ -118,16 +118,24 @@ def team_get(*, user: Actor, slug: str) -> Team:
 def team_members(*, team: Team) -> QuerySet[Membership]:
     """The team's memberships with their users: team admins first, then by username. Each has
     ``from_entra``: True when the team is linked to a group and the user signs in with Entra
-    ID, so the membership follows the group (teams.memberships refuses to change it)."""
+    ID, so the membership follows the group (teams.memberships refuses to change it);
+    ``entra_account``: True when the user signs in with Entra ID, False for a local account
+    (or a service account)."""
     from_entra = (
         Q(user__profile__signin_object_id__isnull=False)
         & Q(user__profile__service_account=False)
         & Q(team__entra_group_id__isnull=False)
     )
+    signs_in_with_entra = Q(user__profile__signin_object_id__isnull=False) & Q(
+        user__profile__service_account=False
+    )
     return (
         Membership.objects.filter(team=team)
         .select_related("user")
-        .annotate(from_entra=ExpressionWrapper(from_entra, output_field=BooleanField()))
+        .annotate(
+            from_entra=ExpressionWrapper(from_entra, output_field=BooleanField()),
+            entra_account=ExpressionWrapper(signs_in_with_entra, output_field=BooleanField()),
+        )
         .order_by("-role", "user__username")
     )
 

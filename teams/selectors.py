@@ -3,6 +3,7 @@
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
@@ -189,7 +190,7 @@ def audit_page(
     return filters, keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
 
 
-def audit_filter_choices(*, user: Actor) -> dict[str, list]:
+def audit_filter_choices(*, user: Actor) -> dict[str, list[Any]]:
     """Values offered by the audit page's filters: teams as (slug, name), by name, and
     actions (the actor is typed: an organisation's thousands of usernames would weigh the
     page down)."""

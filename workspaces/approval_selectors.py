@@ -8,6 +8,7 @@ from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
+from django.contrib.auth.models import User
 from django.core.paginator import Page
 from django.db.models import QuerySet
 from django.http import QueryDict
@@ -70,7 +71,7 @@ def _pending_requests() -> QuerySet[QuotaRequest]:
 DECIDED_SHOWN_SECONDS = 60
 
 
-def quota_requests_decided_recently(*, user, now: datetime) -> list[QuotaRequest]:
+def quota_requests_decided_recently(*, user: User, now: datetime) -> list[QuotaRequest]:
     """The workspace requests ``user`` decided in the last DECIDED_SHOWN_SECONDS, newest
     first, with their workspace, team and requester. One query."""
     since = now - timedelta(seconds=DECIDED_SHOWN_SECONDS)

@@ -115,6 +115,12 @@ def label(value) -> str:
     return text
 
 
+def stored_label(value: str) -> str:
+    """The label of a value the portal stores as a choice (a status, role, decision),
+    else ``value`` unchanged: for free text such as a username or an e-mail address."""
+    return _labels().get(value, value)
+
+
 def _labels() -> dict[str, str]:
     global _LABELS
     if _LABELS is None:

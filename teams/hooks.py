@@ -60,6 +60,28 @@ def identity_changed(*, user) -> None:
         callback(user=user)
 
 
+# Account-merge callbacks: called inside the transaction that merges a local account into its
+# Entra ID account (teams.account_merge), as ``callback(local=..., entra=...)``, each returning
+# {what: how many moved} for the audit row; e.g. workspaces hands the local account's
+# workspaces to the Entra ID one. An exception rolls the merge back.
+_merge_callbacks: list[Callable[..., dict[str, int]]] = []
+
+
+def on_account_merged(callback: Callable[..., dict[str, int]]) -> Callable[..., dict[str, int]]:
+    """Register ``callback`` to move what the apps above own of a merged account; returns it."""
+    if callback not in _merge_callbacks:
+        _merge_callbacks.append(callback)
+    return callback
+
+
+def account_merged(*, local, entra) -> dict[str, int]:
+    """Call every registered merge callback; their counts, together."""
+    moved: dict[str, int] = {}
+    for callback in _merge_callbacks:
+        moved.update(callback(local=local, entra=entra))
+    return moved
+
+
 # What the team pages show of each team (members, GPUs in use, the month's spend and burn
 # rate): figures of the apps above, put together by billing (billing.team_selectors), which
 # provides them in its AppConfig.ready().

@@ -73,6 +73,8 @@ rules.add_perm("teams.set_quota", is_platform_admin)
 rules.add_perm("teams.decide_requests", is_platform_admin)
 # Read the audit log (platform admins: all rows; team admins: their teams' rows).
 rules.add_perm("teams.view_audit", is_platform_admin | is_a_team_admin)
+# Merge a local account into the Entra ID account of the same person (teams.account_merge).
+rules.add_perm("teams.merge_accounts", is_platform_admin)
 # Unlock an account or a client address locked out after failed logins (django-axes).
 rules.add_perm("teams.unlock_logins", is_platform_admin)
 # The Django admin site (common.admin_access.PlatformAdminAccess).

@@ -3,6 +3,7 @@
 from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
@@ -118,16 +119,24 @@ def team_get(*, user: Actor, slug: str) -> Team:
 def team_members(*, team: Team) -> QuerySet[Membership]:
     """The team's memberships with their users: team admins first, then by username. Each has
     ``from_entra``: True when the team is linked to a group and the user signs in with Entra
-    ID, so the membership follows the group (teams.memberships refuses to change it)."""
+    ID, so the membership follows the group (teams.memberships refuses to change it);
+    ``entra_account``: True when the user signs in with Entra ID, False for a local account
+    (or a service account)."""
     from_entra = (
         Q(user__profile__signin_object_id__isnull=False)
         & Q(user__profile__service_account=False)
         & Q(team__entra_group_id__isnull=False)
     )
+    signs_in_with_entra = Q(user__profile__signin_object_id__isnull=False) & Q(
+        user__profile__service_account=False
+    )
     return (
         Membership.objects.filter(team=team)
         .select_related("user")
-        .annotate(from_entra=ExpressionWrapper(from_entra, output_field=BooleanField()))
+        .annotate(
+            from_entra=ExpressionWrapper(from_entra, output_field=BooleanField()),
+            entra_account=ExpressionWrapper(signs_in_with_entra, output_field=BooleanField()),
+        )
         .order_by("-role", "user__username")
     )
 
@@ -181,12 +190,14 @@ def audit_page(
     return filters, keyset_page(filters.qs, sort=sort, cursor=params.get("cursor"), size=size)
 
 
-def audit_filter_choices(*, user: Actor) -> dict[str, list[str]]:
-    """Values offered by the audit page's filters: team slugs and actions (the actor is
-    typed: an organisation's thousands of usernames would weigh the page down)."""
+def audit_filter_choices(*, user: Actor) -> dict[str, list[Any]]:
+    """Values offered by the audit page's filters: teams as (slug, name), by name, and
+    actions (the actor is typed: an organisation's thousands of usernames would weigh the
+    page down)."""
     qs = audit_visible_to(user=user)
+    teams = team_visible_to(user=user).order_by("name", "slug")
     return {
-        "teams": list(team_visible_to(user=user).values_list("slug", flat=True).order_by("slug")),
+        "teams": list(teams.values_list("slug", "name")),
         # order_by: the model's default order (at, id) would make DISTINCT keep every row.
         "actions": list(qs.order_by("action").values_list("action", flat=True).distinct()),
     }

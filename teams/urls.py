@@ -15,6 +15,11 @@ urlpatterns = [
     path("teams/", views.team_list, name="team-list"),
     path("teams/<slug:slug>/", views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/invite/", views.team_invite, name="team-invite"),
+    path(
+        "teams/<slug:slug>/members/<int:pk>/merge/",
+        views.team_member_merge,
+        name="team-member-merge",
+    ),
     path("teams/<slug:slug>/group/", views.team_group, name="team-group"),
     path(
         "teams/<slug:slug>/members/<int:pk>/role/", views.team_member_role, name="team-member-role"

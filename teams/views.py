@@ -8,8 +8,9 @@ requests get the changed section as a partial.
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
 from django.http import Http404
-from django.shortcuts import redirect, render
+from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -18,6 +19,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from common.listing import bootstrap_form
 from common.permissions import access_require
 from teams import (
+    account_merge,
     accounts,
     entra_link,
     entra_oidc,
@@ -28,6 +30,7 @@ from teams import (
     policies,
     selectors,
 )
+from teams.audit_display import audit_rows
 from teams.forms import (
     EntraIdentityForm,
     GroupLinkForm,
@@ -38,7 +41,7 @@ from teams.forms import (
     LimitsForm,
     RoleForm,
 )
-from teams.models import IdleBounds, IdlePolicy, Profile, Team
+from teams.models import IdleBounds, IdlePolicy, Membership, Profile, Team
 
 
 def _team(request, slug: str, perm: str) -> Team:
@@ -100,6 +103,7 @@ def _page_context(request, team: Team, **forms) -> dict:
         "can_request": user.has_perm("teams.request_increase", team)
         and not user.has_perm("teams.set_quota", team),
         "can_set_quota": user.has_perm("teams.set_quota", team),
+        "can_merge": user.has_perm("teams.merge_accounts"),
         "role_choices": RoleForm.base_fields["role"].choices,
         "invite_form": forms.get("invite_form") or InviteForm(),
         # "Link a group" exists only with Entra ID sign-in on (nobody could sign in as one).
@@ -228,6 +232,35 @@ def team_member_remove(request, slug, pk):
 
 @login_required
 @require_POST
+def team_member_merge(request, slug, pk):
+    """A platform admin merges the member's local account into the Entra ID account named in
+    the form (teams.account_merge); a refusal is the members section's error."""
+    team = _team(request, slug, "teams.view_team")
+    access_require(user=request.user, perm="teams.merge_accounts")
+    membership = get_object_or_404(Membership.objects.select_related("user"), team=team, pk=pk)
+    username = (request.POST.get("entra_username") or "").strip()[:150]
+    entra = User.objects.filter(username=username).first() if username else None
+    if entra is None:
+        error = "Name the Entra ID account to merge into (its username)."
+        return _section(request, team, "teams/_members.html", members_error=error)
+    try:
+        moved = account_merge.account_merge(
+            actor=request.user, local=membership.user, entra=entra, now=timezone.now()
+        )
+    except account_merge.MergeRefused as exc:
+        return _section(request, team, "teams/_members.html", members_error=str(exc))
+    messages.success(
+        request,
+        f"{membership.user.username} merged into {entra.username}: "
+        f"{moved.get('workspaces', 0)} workspaces and {moved['memberships']} memberships moved.",
+    )
+    if request.htmx:
+        return _section(request, team, "teams/_members.html")
+    return redirect("team-detail", slug=team.slug)
+
+
+@login_required
+@require_POST
 def team_increase(request, slug):
     team = _team(request, slug, "teams.request_increase")
     form = IncreaseForm(request.POST)
@@ -320,6 +353,7 @@ def audit_log(request):
     data = filters.form.cleaned_data
     context = {
         "page": page,
+        "rows": audit_rows(page.rows),
         "filters": {k: data.get(k, "") for k in ("team", "actor", "action")},
         "filter_errors": [e for errors in filters.errors.values() for e in errors],
         "choices": selectors.audit_filter_choices(user=request.user),

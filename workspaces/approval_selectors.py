@@ -4,10 +4,11 @@ than in teams: they measure workspaces (team_gpus_in_use, team_budget); the requ
 themselves are teams.models'."""
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 
+from django.contrib.auth.models import User
 from django.core.paginator import Page
 from django.db.models import QuerySet
 from django.http import QueryDict
@@ -62,6 +63,23 @@ def quota_request_queue(
 def _pending_requests() -> QuerySet[QuotaRequest]:
     return QuotaRequest.objects.filter(decision=Decision.PENDING).select_related(
         "team", "requester", "workspace"
+    )
+
+
+# How long the approvals page keeps a request its reader decided, with the outcome, after the
+# decision (seconds): the live refresh would otherwise take the row away at once.
+DECIDED_SHOWN_SECONDS = 60
+
+
+def quota_requests_decided_recently(*, user: User, now: datetime) -> list[QuotaRequest]:
+    """The workspace requests ``user`` decided in the last DECIDED_SHOWN_SECONDS, newest
+    first, with their workspace, team and requester. One query."""
+    since = now - timedelta(seconds=DECIDED_SHOWN_SECONDS)
+    return list(
+        QuotaRequest.objects.filter(decided_by=user, decided_at__gte=since)
+        .exclude(decision=Decision.PENDING)
+        .select_related("team", "requester", "workspace")
+        .order_by("-decided_at", "-pk")
     )
 
 

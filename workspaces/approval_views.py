@@ -33,6 +33,10 @@ def approval_queue(request):
     if request.htmx:
         return render(request, "teams/_approval_rows.html", context)
     context["increases"] = approval_selectors.team_increase_queue()
+    context["decided"] = approval_selectors.quota_requests_decided_recently(
+        user=request.user, now=timezone.now()
+    )
+    context["decided_seconds"] = approval_selectors.DECIDED_SHOWN_SECONDS
     return render(request, "teams/approvals.html", context)
 
 

@@ -24,4 +24,5 @@ class WorkspacesConfig(AppConfig):
         team_hooks.on_request_decided(quota_request_decided)
         team_hooks.on_request_decided(resize_request_decided)
         team_hooks.on_identity_changed(workspace_access_queue)
+        team_hooks.on_account_merged(leavers.workspaces_hand_to_merged_account)
         member_left.connect(leavers.member_left_receive, dispatch_uid="workspaces.leavers")

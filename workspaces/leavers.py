@@ -175,3 +175,12 @@ def _tell_new_owner(workspace, team: Team, leaver, owner, reason: str, now: date
         link=reverse("workspaces:detail", args=[workspace.pk]),
         now=now,
     )
+
+
+def workspaces_hand_to_merged_account(*, local, entra) -> dict[str, int]:
+    """A teams.hooks.account_merged callback: the local account's workspaces (all of them,
+    deleted ones too, so their history and spend follow the person) now belong to the Entra
+    ID account it was merged into. Their provider objects that name the owner are brought up
+    to date by the identity refresh queued once the merge commits."""
+    moved = Workspace.objects.filter(owner=local).update(owner=entra)
+    return {"workspaces": moved}

@@ -14,6 +14,10 @@ run: export IDLE_TIME_SCALE ?= 0.1
 run: export CLOUDSIM_AGENT_PROFILE ?= idle
 # Readable log lines in the terminal; production keeps the default, one JSON object a line.
 run: export LOG_FORMAT ?= console
+# A quiet demo: no line per Celery task received and done, per beat entry sent (every 5 s
+# here), nor per request the emulator answers; failures are still logged.
+run: export LOG_LEVELS ?= celery.app.trace=WARNING,celery.worker.strategy=WARNING,celery.beat=WARNING
+run: export CLOUDSIM_LOG_REQUESTS ?= 0
 # GPU use of AKS namespaces from the emulator's DCGM exporter, through its Prometheus query API.
 run: export PROMETHEUS_URL ?= http://127.0.0.1:$(CLOUDSIM_PORT)/prometheus
 # The demo's AKS cluster exists in the emulator from start-up; seed_demo registers it and asks
@@ -67,6 +71,7 @@ run: venv
 	@echo "  Logins:   alice / bob (researchers), victor / nora (team admins), pat (platform admin)"
 	@echo "            password: demo-pass-2026"
 	@echo "            or Sign in with Microsoft (the emulator's Entra ID: alice, bob, victor, nora, pat)"
+	@echo "  (printed again once every process is up: the Procfile's ready process)"
 	@echo ""
 	$(BIN)/honcho start -f Procfile
 

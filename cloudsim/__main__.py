@@ -7,7 +7,7 @@ import sys
 
 from . import aks, demo
 from .agent_protocol import PROFILES
-from .server import make_server
+from .server import REQUEST_LOG, make_server
 from .skus import DEFAULT_CATALOG
 
 
@@ -54,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
         default=env.get("CLOUDSIM_DEMO_QUOTA", "0") == "1",
         help="give the subscription the demo vCPU quota (cloudsim/demo.py; CLOUDSIM_DEMO_QUOTA=1)",
     )
+    parser.add_argument(
+        "--quiet-requests",
+        action="store_true",
+        default=env.get("CLOUDSIM_LOG_REQUESTS", "1") == "0",
+        help="no log line per HTTP request (env CLOUDSIM_LOG_REQUESTS=0; `make run` sets it)",
+    )
     return parser
 
 
@@ -75,6 +81,8 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"CLOUDSIM_AGENT_PROFILE must be one of {', '.join(PROFILES)}")
     cluster = _aks_cluster(parser, args.aks_cluster)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr, format="%(asctime)s %(message)s")
+    if args.quiet_requests:  # a line per request: ~40 a minute while the demo idles
+        logging.getLogger(REQUEST_LOG).setLevel(logging.WARNING)
     sim = make_server(
         args.host,
         args.port,

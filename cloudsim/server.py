@@ -20,6 +20,9 @@ from .protocol import Request, Response, error_response
 from .skus import load_catalog
 
 log = logging.getLogger("cloudsim")
+# One line per HTTP request, as http.server writes them; `python -m cloudsim --quiet-requests`
+# (CLOUDSIM_LOG_REQUESTS=0, as `make run` sets) turns them off and keeps the rest.
+REQUEST_LOG = "cloudsim.requests"
 
 MAX_BODY = 16 * 1024 * 1024  # Bytes; ARM itself refuses far smaller requests.
 
@@ -207,7 +210,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.wfile.write(payload)
 
     def log_message(self, format: str, *args) -> None:
-        log.info("%s %s", self.address_string(), format % args)
+        logging.getLogger(REQUEST_LOG).info("%s %s", self.address_string(), format % args)
 
 
 class SimServer:

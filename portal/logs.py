@@ -128,9 +128,24 @@ def formatter(log_format: str = "json") -> structlog.stdlib.ProcessorFormatter:
     )
 
 
-def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
+def logger_levels(spec: str) -> dict[str, str]:
+    """``"celery.app.trace=WARNING, celery.beat=WARNING"`` -> {logger: level}; ValueError
+    (at start-up, from settings) for an entry without "=" or with a level logging lacks."""
+    levels: dict[str, str] = {}
+    for entry in filter(None, (part.strip() for part in spec.split(","))):
+        name, sep, level = (piece.strip() for piece in entry.partition("="))
+        if not (name and sep) or not isinstance(logging.getLevelName(level.upper()), int):
+            raise ValueError(f"LOG_LEVELS: give logger=LEVEL (e.g. celery.beat=WARNING): {entry}")
+        levels[name] = level.upper()
+    return levels
+
+
+def logging_config(
+    *, log_format: str, level: str, levels: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Django's LOGGING: one stream handler on the root logger with ``formatter``; azure-core
-    at WARNING (its HTTP logging policy is chatty at INFO)."""
+    at WARNING (its HTTP logging policy is chatty at INFO); ``levels``: other loggers' levels
+    (LOG_LEVELS)."""
     structlog.configure(
         processors=[
             *_shared_processors()[:-2],  # ExtraAdder and after: logging's records only.
@@ -146,7 +161,10 @@ def logging_config(*, log_format: str, level: str) -> dict[str, Any]:
         "formatters": {"structured": {"()": formatter, "log_format": log_format}},
         "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "structured"}},
         "root": {"handlers": ["console"], "level": level},
-        "loggers": {"azure": {"level": "WARNING"}},
+        "loggers": {
+            "azure": {"level": "WARNING"},
+            **{name: {"level": value} for name, value in (levels or {}).items()},
+        },
     }
 
 

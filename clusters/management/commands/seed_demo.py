@@ -19,7 +19,9 @@ DEMO_TEAMS = {
 # USD per month. Vision Lab's fits a VM, a MIG slice and a 2-GPU namespace running for a whole
 # month (about $11.54/h x 744 h = $8,586), so the demo can request all three at once without
 # approval on any day of the month (tests/test_demo.py).
-DEMO_BUDGETS = {"Vision Lab": Decimal("15000"), "NLP Group": Decimal("8000")}
+# NLP Group's holds the demo workspaces with telemetry (billing.demo, ~$11.55/h) and a request
+# of the same size again.
+DEMO_BUDGETS = {"Vision Lab": Decimal("15000"), "NLP Group": Decimal("20000")}
 # GPUs per model each demo team may hold without approval.
 DEMO_QUOTAS = {
     "Vision Lab": {"A100": 4, "T4": 8, "A10": 2, "H100": 0},
@@ -72,6 +74,8 @@ class Command(BaseCommand):
                 Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
         admin = self._user(users, PLATFORM_ADMIN, staff=True)
         self._cluster(admin)
+        # NLP Group's workspaces with a week of telemetry, so right-sizing shows at once.
+        call_command("seed_demo_telemetry", stdout=self.stdout)
         self.stdout.write(
             "Demo logins (password "
             f"{DEMO_PASSWORD}): alice, bob (researchers), victor, nora (team admins), "

@@ -50,10 +50,12 @@ def healthy(url: str) -> bool:
 
 def worker_answers() -> bool:
     """Whether a Celery worker answers a broadcast ping within a second."""
-    from portal.celery import app
+    # The project's app (portal/__init__.py makes it current as Django starts): clusters sits
+    # below portal, so it asks Celery rather than importing portal.celery.
+    from celery import current_app
 
     try:
-        return bool(app.control.ping(timeout=1.0))
+        return bool(current_app.control.ping(timeout=1.0))
     except Exception:  # the broker not there yet: kombu raises many types
         return False
 

@@ -249,7 +249,7 @@ def test_ticked_with_no_equivalent_the_history_promises_no_next_size(cast, sim, 
     ws = _reload(_request(cast, sizes, max_price=None))
     assert (ws.status, ws.error_code, ws.accepted_sizes) == (Status.FAILED, "AllocationFailed", [])
     reasons = [r for _s, r in _history(ws)]
-    assert reasons[0].endswith("; no size is equivalent up to $5.51/hour, so only this one")
+    assert reasons[0].endswith("; no size is equivalent up to $5.5100/hour, so only this one")
     assert not [r for r in reasons if "next accepted size" in r], reasons
 
 

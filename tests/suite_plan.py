@@ -53,8 +53,14 @@ EVERY_DATABASE = {
     "test_team_group_migration",  # a data migration
     "test_workspace_flow",
 }
-# Modules that start processes beyond what the fixtures below show.
+# Modules, or module::function, that start processes beyond what the fixtures below show.
 PROCESS = {
+    "agent/test_agent::test_once_runs_as_a_lone_file_without_nvidia_ml_py",
+    "cloud/test_kube::test_the_pods_command_runs_the_agent_from_its_environment_then_the_image",
+    "cloudsim/test_protocol::test_command_line_entry_point_serves_arm",
+    "test_api_tokens::test_the_count_is_shared_between_worker_processes",
+    "test_metrics::test_the_alert_rules_pass_promtool",
+    "test_password_login::test_off_without_entra_sign_in_the_portal_refuses_to_start",
     "test_beat_failover",  # two celery beat processes
     "test_worker_crash",  # Celery workers killed mid-task
     "test_production_settings",  # the settings module in fresh interpreters
@@ -65,6 +71,8 @@ SLOW = {
     "test_fuzz",  # every URL with every hostile value
     # The RBAC table again with the roles from Entra ID sign-in; test_rbac_matrix stays fast.
     "test_rbac_matrix::test_rbac_matrix_for_entra_id_sign_in",
+    # Fifty threads racing for one GPU: minutes on SQLite, which serialises the writers.
+    "test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
 }
 # One xdist worker runs all of a group: these share the run's Redis database (flushdb).
 XDIST_GROUPS = {"test_worker_crash": "redis"}
@@ -110,22 +118,31 @@ def _uses_database(item: pytest.Item) -> bool:
     return bool(cls and issubclass(cls, TransactionTestCase))
 
 
+def _listed(item: pytest.Item, names: set[str]) -> bool:
+    """Whether ``names`` holds the item's module (``test_x``, or ``cloud/test_x`` under a
+    folder) or its function (``test_x::test_y``)."""
+    path = Path(str(item.fspath)).relative_to(ROOT / "tests").with_suffix("")
+    module = path.as_posix()
+    function = f"{module}::{getattr(item, 'originalname', item.name)}"
+    return module in names or function in names
+
+
 def _plan(item: pytest.Item) -> None:
-    module = Path(str(item.fspath)).stem
     fixtures = set(getattr(item, "fixturenames", ()))
     markers = {m.name for m in item.iter_markers()}
     if not _uses_database(item):
         item.add_marker(pytest.mark.no_database)
     else:
         db = item.get_closest_marker("django_db")
-        if module in EVERY_DATABASE or (db and db.kwargs.get("transaction")):
+        if _listed(item, EVERY_DATABASE) or (db and db.kwargs.get("transaction")):
             item.add_marker(pytest.mark.every_database)
-    if module in PROCESS or PROCESS_FIXTURES & fixtures or PROCESS_MARKERS & markers:
+    if _listed(item, PROCESS) or PROCESS_FIXTURES & fixtures or PROCESS_MARKERS & markers:
         item.add_marker(pytest.mark.process)
-    if module in SLOW or f"{module}::{getattr(item, 'originalname', item.name)}" in SLOW:
+    if _listed(item, SLOW):
         item.add_marker(pytest.mark.slow)
-    if module in XDIST_GROUPS:
-        item.add_marker(pytest.mark.xdist_group(XDIST_GROUPS[module]))
+    group = XDIST_GROUPS.get(Path(str(item.fspath)).stem)
+    if group:
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -354,3 +354,33 @@ def test_a_resize_over_quota_waits_for_approval_and_runs_once_approved(
     assert _vm(sim, ws)["vmSize"] == T4
     assert not Notice.objects.filter(about=f"workspace:{ws.pk}", resolved_at=None).exists()
     assert ws.quota_request is None  # the workspace's own request: it never needed one
+
+
+def test_a_resize_request_that_expires_changes_nothing_and_resolves_its_notices(
+    cast, sim, offerings
+):
+    from teams.models import Decision, Notice, QuotaRequest
+    from teams.quota_requests import quota_requests_expire
+
+    ws = _stopped(cast, sim)
+    GpuQuota.objects.filter(team=cast.team, gpu_model="T4").update(gpus=0)
+    started = resizes.workspace_resize(
+        user=cast.researcher, workspace=ws, target=T4, now=timezone.now(), justification="demo"
+    )
+    assert started is False
+    with pytest.raises(WorkspaceActionError, match="already waits for approval"):
+        resizes.workspace_resize(
+            user=cast.researcher, workspace=ws, target=T4, now=timezone.now(), justification="x"
+        )
+    asked = QuotaRequest.objects.get(workspace=ws, resize_to=T4)
+    assert Notice.objects.filter(about=f"workspace:{ws.pk}", resolved_at=None).exists()
+
+    assert quota_requests_expire(now=asked.expires_at) == 1
+
+    ws.refresh_from_db()
+    assert (ws.status, ws.vm_size) == (Status.STOPPED, "Standard_NC24ads_A100_v4")
+    assert QuotaRequest.objects.get(pk=asked.pk).decision == Decision.EXPIRED
+    waiting = Notice.objects.filter(
+        about=f"workspace:{ws.pk}", kind__in=["awaiting_approval", "approval_asked"]
+    )
+    assert waiting.exists() and not waiting.filter(resolved_at=None).exists()

@@ -54,7 +54,7 @@ def test_the_teams_figures_agree_across_pages(live_server, cast, browser_page): 
     expect(page.locator("#members tbody tr")).to_have_count(3)
 
     burn = {url: n for url, n in seen["burn-rate"].items() if n}
-    assert len(burn) == 5 and {x for n in burn.values() for x in n} == {Decimal("11.15")}, burn
+    assert len(burn) == 5 and {x for n in burn.values() for x in n} == {Decimal("11.1540")}, burn
     gpus = {url: n for url, n in seen["gpus-in-use"].items() if n}
     assert len(gpus) == 4 and {x for n in gpus.values() for x in n} == {Decimal(6)}, gpus
     assert seen["gpus-left"]["request"] == [Decimal(2)]

@@ -50,10 +50,10 @@ def healthy(url: str) -> bool:
 
 def worker_answers() -> bool:
     """Whether a Celery worker answers a broadcast ping within a second."""
-    from portal.celery import app
+    from celery import current_app  # the portal's app (portal/celery.py), set up with Django
 
     try:
-        return bool(app.control.ping(timeout=1.0))
+        return bool(current_app.control.ping(timeout=1.0))
     except Exception:  # the broker not there yet: kombu raises many types
         return False
 

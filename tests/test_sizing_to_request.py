@@ -10,6 +10,7 @@ import pytest
 from django.urls import reverse
 from django.utils.html import strip_tags
 
+from tests.test_aks_workspaces import cluster, make_pool  # noqa: F401
 from tests.test_sizing_view import catalog  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -86,3 +87,12 @@ def test_full_finetuning_nothing_holds_points_to_lora_or_several_gpus(client, ca
     text = _text(_panel(client, "preset=llama-3-70b&precision=bf16&workload=full_finetune"))
     assert "No offered size or MIG profile holds it" in text
     assert "LoRA / QLoRA" in text and "several GPU VMs" in text
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_suggested_mig_profile_opens_the_mig_form_with_it_chosen(client, cast, cluster):  # noqa: F811
+    make_pool(cast, cluster)
+    client.force_login(cast.researcher)
+    url = reverse("workspaces:request-mig") + "?region=eastus&profile=A100%7C1g.10gb"
+    page = client.get(url).content.decode()
+    assert re.search(r'value="A100\|1g\.10gb" checked', page)

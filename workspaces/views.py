@@ -204,7 +204,12 @@ def _aks_team(request):
 def _aks_form_kwargs(request, teams, team) -> dict:
     return {
         "data": request.POST if request.method == "POST" else None,
-        "initial": {"request_key": uuid.uuid4(), "team": team},
+        # A MIG profile chosen on the GPU memory estimate (its link's ``profile``) comes chosen.
+        "initial": {
+            "request_key": uuid.uuid4(),
+            "team": team,
+            "profile": request.GET.get("profile"),
+        },
         "teams": teams,
     }
 

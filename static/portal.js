@@ -86,3 +86,32 @@ document.addEventListener("change", function (event) {
     document.body.dispatchEvent(new CustomEvent("offering-change"));
   }
 });
+
+// The GPU memory estimate: choosing a preset fills the fields it gives (parameters and shape,
+// from the model's config.json: the #estimate-presets JSON), so they show what is estimated.
+// A field someone typed in is theirs and kept; those the last preset filled follow the next
+// preset, or empty for "None" (the estimate takes a given number over the preset's).
+(function () {
+  document.addEventListener("change", function (event) {
+    var select = event.target;
+    if (!select.matches || !select.matches("#estimate-form select[name=preset]")) { return; }
+    var data = document.getElementById("estimate-presets");
+    if (!data) { return; }
+    var values = JSON.parse(data.textContent)[select.value] || {};
+    select.form.querySelectorAll("input[type=number], input[type=text]").forEach(function (input) {
+      var filled = input.dataset.fromPreset === "1";
+      if (!filled && input.value !== "") { return; }
+      if (Object.prototype.hasOwnProperty.call(values, input.name)) {
+        input.value = values[input.name];
+        input.dataset.fromPreset = "1";
+      } else if (filled) {
+        input.value = "";
+        delete input.dataset.fromPreset;
+      }
+    });
+  });
+  document.addEventListener("input", function (event) {
+    // Typed over: no longer the preset's.
+    if (event.target.dataset) { delete event.target.dataset.fromPreset; }
+  });
+})();

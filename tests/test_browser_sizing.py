@@ -36,6 +36,13 @@ def test_the_panel_estimates_in_place_and_marks_what_the_team_may_take(
         page.locator("#estimate-panel > summary").click()  # closed until asked for
         panel = page.locator("#estimate-form")
         panel.get_by_label("Preset").select_option("llama-3-8b")
+        # The preset fills the fields it gives, from the model's config.json (issue 29).
+        expect(panel.get_by_label("Layers")).to_have_value("32")
+        expect(panel.get_by_label("KV heads")).to_have_value("8")
+        expect(panel.get_by_label("Parameters (billions)")).to_have_value("8.03")
+        panel.get_by_label("Preset").select_option("llama-3-70b")
+        expect(panel.get_by_label("Layers")).to_have_value("80")  # follows the preset
+        panel.get_by_label("Preset").select_option("llama-3-8b")
         panel.get_by_label("Context (tokens)").fill("8192")
         panel.get_by_role("button", name="Estimate").click()
         result = page.locator("#estimate-result")

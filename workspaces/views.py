@@ -26,6 +26,7 @@ from workspaces.backends import backend_for
 from workspaces.filters import OfferingFilter
 from workspaces.forms import EquivalentsQueryForm, ResizeForm, WorkspaceRequestForm
 from workspaces.sizing.forms import EstimateForm
+from workspaces.sizing.views import estimate_on_request_page
 from workspaces.states import STEADY, Status
 from workspaces.withdrawals import workspace_withdraw
 
@@ -61,12 +62,18 @@ def _request_form(request, data=None):
         "request_key": uuid.uuid4(),
         "ssh_public_key": selectors.user_ssh_key_last_used(user=request.user),
     }
+    # A size chosen on the GPU memory estimate (its link's ``size``) comes chosen.
+    asked = request.GET.get("size", "")
+    offerings = selectors.offering_list(now=timezone.now())
+    suggested = offerings.filter(vm_size=asked, region=chosen).first() if asked else None
+    if suggested is not None:
+        initial["offering"] = suggested.pk
     form = WorkspaceRequestForm(
         data,
         initial=initial,
         teams=team_list_for_requests(user=request.user),
         regions=regions,
-        offerings=selectors.offering_list(now=timezone.now()),
+        offerings=offerings,
     )
     return form, chosen
 
@@ -95,9 +102,11 @@ def workspace_request(request):
         "size_filter": sizes.form,
         "quota": quota,
         "equivalents": _equivalents_panel(request.POST if request.method == "POST" else None),
-        # The GPU memory estimate's panel (workspaces.sizing.views answers it).
-        "estimate_form": EstimateForm(auto_id="est-%s"),
     }
+    # The GPU memory estimate's panel (workspaces.sizing.views answers it), with the estimate
+    # a suggested size's link carried.
+    context.update(estimate_on_request_page(request) if request.method == "GET" else {})
+    context.setdefault("estimate_form", EstimateForm(auto_id="est-%s"))
     if request.htmx and request.method == "GET":
         return render(request, "workspaces/_size_table.html", context)
     return render(request, "workspaces/request.html", context)
@@ -203,7 +212,12 @@ def _aks_team(request):
 def _aks_form_kwargs(request, teams, team) -> dict:
     return {
         "data": request.POST if request.method == "POST" else None,
-        "initial": {"request_key": uuid.uuid4(), "team": team},
+        # A MIG profile chosen on the GPU memory estimate (its link's ``profile``) comes chosen.
+        "initial": {
+            "request_key": uuid.uuid4(),
+            "team": team,
+            "profile": request.GET.get("profile"),
+        },
         "teams": teams,
     }
 

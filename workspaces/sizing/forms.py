@@ -85,6 +85,21 @@ class EstimateForm(forms.Form):
     )
     per_region = forms.IntegerField(required=False, min_value=1, max_value=20)
 
+    @staticmethod
+    def preset_fields() -> dict[str, dict[str, str]]:
+        """{preset key: {field name: value}}: what choosing a preset fills in the panel's
+        fields (static/portal.js), the same numbers the estimate takes from the preset."""
+        return {
+            key: {
+                "parameters_b": str(p.parameters_b),
+                "layers": str(p.shape.layers),
+                "hidden_size": str(p.shape.hidden_size),
+                "attention_heads": str(p.shape.attention_heads),
+                "kv_heads": str(p.shape.kv_heads),
+            }
+            for key, p in PRESETS.items()
+        }
+
     def clean_parameters_b(self) -> Decimal | None:
         value: Decimal | None = self.cleaned_data.get("parameters_b")
         if value is not None and value <= 0:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any, cast
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -79,11 +80,90 @@ def sizing_estimate(request: HttpRequest) -> HttpResponse:
         document = estimate_document(estimate, fit_list, team)
         document["preset"] = {"name": preset.name, "config": preset.source} if preset else None
         return JsonResponse(document)
-    context = {"form": form, "estimate": estimate, "fits": fit_list, "team": team}
-    context["preset"] = preset
-    context.update(_display(estimate, fit_list))
+    context = estimate_context(form, estimate, fit_list, team)
     template = "workspaces/_estimate.html" if answer == PARTIAL else "workspaces/estimate.html"
     return render(request, template, context)
+
+
+# The estimate's fields a suggested size's link carries to the request form, so the form opens
+# with the estimate it came from (issue 29).
+CARRIED = (
+    "preset", "parameters_b", "precision", "workload", "context_length", "batch", "layers",
+    "hidden_size", "attention_heads", "kv_heads", "trainable_percent", "checkpointing",
+)  # fmt: skip
+
+
+def estimate_context(
+    form: EstimateForm, estimate: Estimate, fit_list: list[fits.Fit], team: Team | None
+) -> dict[str, Any]:
+    """What the panel's result (workspaces/_estimate.html) shows, for the sizing page and the
+    request form alike."""
+    preset = PRESETS.get(form.cleaned_data["preset"])
+    context = {"form": form, "estimate": estimate, "fits": fit_list, "team": team}
+    context["preset"] = preset
+    context["checkpointing_saves"] = checkpointing_saves(form, estimate)
+    context.update(_display(estimate, fit_list, _carried(form)))
+    return context
+
+
+def estimate_on_request_page(request: HttpRequest) -> dict[str, Any]:
+    """The request form's estimate panel: its inputs from the query string a suggested size's
+    link carried (``estimate_form``), and the result they give (as estimate_context, its form
+    under ``estimate_form``); just an empty ``estimate_form`` without them or when they are
+    not valid, or name a team that is not the user's."""
+    if not any(request.GET.get(name) for name in ("preset", "parameters_b")):
+        return {"estimate_form": EstimateForm(auto_id="est-%s")}
+    form = EstimateForm(request.GET, auto_id="est-%s")
+    estimate = estimate_of_form(form) if form.is_valid() else None
+    if estimate is None:
+        return {"estimate_form": form}
+    try:
+        team = estimate_team(user=request.user, asked=request.GET.get("team", ""))
+    except Team.DoesNotExist:
+        return {"estimate_form": EstimateForm(auto_id="est-%s")}
+    fit_list = fits.sizing_fit_list(
+        need_gib=estimate.total_gib,
+        team=team,
+        user=cast(User, request.user),
+        now=timezone.now(),
+        region=form.cleaned_data["region"],
+        per_region=form.cleaned_data["per_region"],
+    )
+    context = estimate_context(form, estimate, fit_list, team)
+    context["estimate_form"] = context.pop("form")
+    context.pop("team")  # the request form's own team choice stays as it is
+    return context
+
+
+def _carried(form: EstimateForm) -> dict[str, str]:
+    return {name: str(form.data[name]) for name in CARRIED if form.data.get(name) not in (None, "")}
+
+
+def checkpointing_saves(form: EstimateForm, estimate: Estimate) -> dict[str, Decimal] | None:
+    """For LoRA/QLoRA (and full fine-tuning) with activations counted and checkpointing off:
+    the activations and total with it on (GiB), and what it saves; None otherwise."""
+    if estimate.workload == Workload.INFERENCE or form.cleaned_data["checkpointing"]:
+        return None
+    if not estimate.activations:
+        return None
+    data = form.cleaned_data
+    with_it = gpu_memory_estimate(
+        parameters_b=data["parameters_b"],
+        precision=Precision(data["precision"]),
+        workload=Workload(data["workload"]),
+        shape=data["shape"],
+        context_length=data["context_length"],
+        batch=data["batch"],
+        trainable_percent=data["trainable_percent"],
+        checkpointing=True,
+    )
+    before, after = estimate.breakdown_gib(), with_it.breakdown_gib()
+    return {
+        "activations_now": before["activations"],
+        "activations_with": after["activations"],
+        "total_with": with_it.total_gib,
+        "saved": estimate.total_gib - with_it.total_gib,
+    }
 
 
 def estimate_of_form(form: EstimateForm) -> Estimate | None:
@@ -183,7 +263,21 @@ def estimate_document(
     }
 
 
-def _display(estimate: Estimate, fit_list: list[fits.Fit]) -> dict[str, Any]:
+def _fit_url(fit: fits.Fit, carried: dict[str, str]) -> str:
+    """The request form of the fit's kind, with it chosen (``size`` or ``profile``) in its
+    region, and the estimate's fields to open the form's estimate as it was."""
+    offer = fit.offer
+    query = {"region": offer.region, **carried}
+    if offer.mig_profile:
+        query["profile"] = f"{offer.gpu_model}|{offer.mig_profile}"
+    else:
+        query["size"] = offer.vm_size
+    return f"{reverse(backend_for(offer.kind).request_url)}?{urlencode(query)}"
+
+
+def _display(
+    estimate: Estimate, fit_list: list[fits.Fit], carried: dict[str, str]
+) -> dict[str, Any]:
     """The words of the panel: the parts' labels with GiB, and the labels of the inputs."""
     labels = {
         "weights": "Weights",
@@ -200,5 +294,5 @@ def _display(estimate: Estimate, fit_list: list[fits.Fit]) -> dict[str, Any]:
         "workload_label": WORKLOAD_LABELS[estimate.workload],
         "margin_percent": int(fits.FIT_MARGIN * 100),
         "usable_percent": 100 - int(fits.FIT_MARGIN * 100),
-        "fit_rows": [(f, reverse(backend_for(f.offer.kind).request_url)) for f in fit_list],
+        "fit_rows": [(f, _fit_url(f, carried)) for f in fit_list],
     }

@@ -18,6 +18,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from common.listing import bootstrap_form
 from common.permissions import access_require
+from common.validation import text_problem
 from teams import (
     account_merge,
     accounts,
@@ -239,7 +240,9 @@ def team_member_merge(request, slug, pk):
     access_require(user=request.user, perm="teams.merge_accounts")
     membership = get_object_or_404(Membership.objects.select_related("user"), team=team, pk=pk)
     username = (request.POST.get("entra_username") or "").strip()[:150]
-    entra = User.objects.filter(username=username).first() if username else None
+    # Unprintable text names no account (and PostgreSQL refuses a NUL in a query).
+    named = username and text_problem(username) is None
+    entra = User.objects.filter(username=username).first() if named else None
     if entra is None:
         error = "Name the Entra ID account to merge into (its username)."
         return _section(request, team, "teams/_members.html", members_error=error)

@@ -34,6 +34,10 @@ def _visit(page, base, user, urls, seen):
         page.goto(f"{base}{url}")
         for figure in seen:
             seen[figure][url] = _numbers(page, figure, "vision")
+    # A platform admin's menu is collapsed below 1400 px (templates/_navbar.html): open it.
+    toggler = page.locator(".navbar-toggler")
+    if toggler.is_visible():
+        toggler.click()
     page.get_by_role("button", name="Log out").click()
 
 

@@ -20,6 +20,7 @@ from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from common.permissions import access_require
+from common.validation import text_problem
 from teams.selectors import team_list_for_requests
 from workspaces import actions, equivalents, hooks, requests, resizes, selectors
 from workspaces.backends import backend_for
@@ -63,9 +64,11 @@ def _request_form(request, data=None):
         "ssh_public_key": selectors.user_ssh_key_last_used(user=request.user),
     }
     # A size chosen on the GPU memory estimate (its link's ``size``) comes chosen.
-    asked = request.GET.get("size", "")
+    asked = request.GET.get("size", "")[:100]
     offerings = selectors.offering_list(now=timezone.now())
-    suggested = offerings.filter(vm_size=asked, region=chosen).first() if asked else None
+    # Unprintable text names no size (and PostgreSQL refuses a NUL in a query).
+    named = asked and text_problem(asked) is None
+    suggested = offerings.filter(vm_size=asked, region=chosen).first() if named else None
     if suggested is not None:
         initial["offering"] = suggested.pk
     form = WorkspaceRequestForm(

@@ -25,7 +25,7 @@ from teams.models import (
     TeamQuotaIncrease,
 )
 from teams.notices import notice_about, notice_resolve, notice_send
-from teams.quota_requests import DecisionError
+from teams.quota_requests import decision_pending_check, decision_record
 from teams.selectors import platform_admins
 
 
@@ -178,27 +178,21 @@ def _decide_increase(
         .get(pk=increase_id)
     )
     access_require(user=actor, perm="teams.decide_requests", obj=increase.team)
-    if increase.decision != Decision.PENDING:
-        who = f" by {increase.decided_by.username}" if increase.decided_by else ""
-        raise DecisionError(f"This request was already {increase.decision}{who}.")
-    increase.decision, increase.decided_by = decision, actor
-    increase.decided_at, increase.comment = now, comment.strip()
-    increase.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    decision_pending_check(increase)
+    decision_record(
+        increase,
+        action=f"quota_increase.{decision}",
+        decision=decision,
+        actor=actor,
+        comment=comment,
+        now=now,
+    )
     notice_resolve(
         about=notice_about(increase),
         kinds=[NoticeKind.INCREASE_ASKED],
         now=now,
         by=actor,
         reason=f"{Decision(decision).label} by {actor.username}",
-    )
-    audit_record(
-        actor=actor,
-        team=increase.team,
-        action=f"quota_increase.{decision}",
-        obj=increase,
-        before={"decision": Decision.PENDING.value},
-        after={"decision": decision, "comment": increase.comment},
-        now=now,
     )
     return increase
 

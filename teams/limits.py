@@ -169,7 +169,7 @@ def _increase_asked(increase: TeamQuotaIncrease) -> dict[str, Any]:
 
 
 def _decide_increase(
-    *, increase_id: int, actor: User, decision: str, comment: str, now: datetime
+    increase_id: int, actor: User, decision: str, comment: str, now: datetime
 ) -> TeamQuotaIncrease:
     """Lock the increase request, refuse if no longer pending, record and audit the decision."""
     increase = (
@@ -203,13 +203,7 @@ def team_increase_approve(
     """Approve: the team's quota of that GPU model and/or its budget become what was asked
     (audited as a limits change). Raises DecisionError (no longer pending), ActionNotAllowed."""
     with transaction.atomic():
-        increase = _decide_increase(
-            increase_id=increase_id,
-            actor=actor,
-            decision=Decision.APPROVED,
-            comment=comment,
-            now=now,
-        )
+        increase = _decide_increase(increase_id, actor, Decision.APPROVED, comment, now)
         team = _locked_team(increase.team)
         quotas = {increase.gpu_model: increase.gpus} if increase.gpu_model else {}
         budget = team.monthly_budget if increase.monthly_budget is None else increase.monthly_budget
@@ -230,13 +224,7 @@ def team_increase_reject(
 ) -> TeamQuotaIncrease:
     """Reject: nothing changes but the request. Raises DecisionError, ActionNotAllowed."""
     with transaction.atomic():
-        increase = _decide_increase(
-            increase_id=increase_id,
-            actor=actor,
-            decision=Decision.REJECTED,
-            comment=comment,
-            now=now,
-        )
+        increase = _decide_increase(increase_id, actor, Decision.REJECTED, comment, now)
         _tell_increase_decided(increase, now)
     return increase
 

@@ -2,7 +2,8 @@
 api/main.py), so a route only calls the service and lets its exception travel:
 
 - ``FieldErrors`` (a form or a service refused fields): 400 with ``errors``;
-- workspaces' JustificationNeeded and CeilingTooLow: 400 naming their field;
+- workspaces' JustificationNeeded and CeilingTooLow: 400 naming their field
+  (workspaces.requests.refusal_field, as the pages do);
 - NameTaken, RequestKeyTaken, any other WorkspaceActionError on an existing workspace, and a
   decided approval (DecisionError): 409;
 - ActionNotAllowed (a PermissionDenied): 403 with its reason (api/main.py);
@@ -22,7 +23,12 @@ from api.problems import problem
 from cloud.bounded import CloudBusy, CloudTimeout
 from cloud.errors import CloudError
 from teams.quota_requests import DecisionError
-from workspaces.requests import CeilingTooLow, JustificationNeeded, WorkspaceActionError
+from workspaces.requests import (
+    CeilingTooLow,
+    JustificationNeeded,
+    WorkspaceActionError,
+    refusal_field,
+)
 
 
 class FieldErrors(Exception):
@@ -56,13 +62,9 @@ def register(api: NinjaAPI) -> None:
         return problem(request, 400, "The request is not valid.", errors=exc.errors)
 
     @api.exception_handler(JustificationNeeded)
-    def _justify(request: HttpRequest, exc: JustificationNeeded) -> HttpResponse:
-        errors = [{"loc": ["body", "justification"], "msg": str(exc)}]
-        return problem(request, 400, str(exc), errors=errors)
-
     @api.exception_handler(CeilingTooLow)
-    def _ceiling(request: HttpRequest, exc: CeilingTooLow) -> HttpResponse:
-        errors = [{"loc": ["body", "max_price"], "msg": str(exc)}]
+    def _field(request: HttpRequest, exc: WorkspaceActionError) -> HttpResponse:
+        errors = [{"loc": ["body", refusal_field(exc)], "msg": str(exc)}]
         return problem(request, 400, str(exc), errors=errors)
 
     @api.exception_handler(CreateRefused)

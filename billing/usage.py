@@ -34,7 +34,7 @@ from typing import Any
 
 from django.db import connection, transaction
 
-from workspaces.models import TelemetryHour
+from workspaces.models import HOUR_FIGURES, TelemetryHour
 from workspaces.states import Status
 
 IDLE_UTIL_PERCENT = 5
@@ -94,17 +94,7 @@ def usage_python(*, since: datetime, until: datetime, min_hours: int) -> dict[An
 
 def _hour_rows(since: datetime, until: datetime) -> Iterable[HourRow]:
     hours = TelemetryHour.objects.filter(hour__gte=since, hour__lt=until)
-    folded = hours.exclude(workspace__status__in=GONE).values_list(
-        "workspace_id",
-        "samples",
-        "gpu_util_avg",
-        "gpu_util_max",
-        "interactive_max",
-        "gpu_mem_max_mib",
-        "gpu_mem_sum_mib",
-        "gpu_mem_total_mib",
-        "gpus_in_use_max",
-    )
+    folded = hours.exclude(workspace__status__in=GONE).values_list("workspace_id", *HOUR_FIGURES)
     for values in folded.iterator(chunk_size=5000):
         yield HourRow(*values)
 

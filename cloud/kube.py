@@ -24,8 +24,9 @@ and read its log, by resourceNames, and nothing else. The team's group gets noth
 slices' namespace: ``edit`` there would read every member's Secret and exec into their pods.
 
 The code lives in cloud.kube_core (client, errors, shared helpers, capacity, names),
-cloud.kube_mig (MIG slices), cloud.kube_access (a slice's owner-only rights) and
-cloud.kube_namespace (team namespaces); this module is their public face, so callers keep
+cloud.kube_mig (MIG slices), cloud.kube_access (a slice's owner-only rights),
+cloud.kube_namespace (team namespaces) and cloud.kube_ensure (the idempotent creates both
+kinds share); this module is their public face, so callers keep
 writing ``kube.<name>``.
 """
 

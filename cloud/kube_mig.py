@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from kubernetes import client
@@ -31,7 +30,6 @@ from .kube_core import (
     MIG_PREFIX,
     MIG_PROFILE,
     WORKSPACE_LABEL,
-    _ensure,
     _errors,
     _labels,
     _meta,
@@ -39,6 +37,7 @@ from .kube_core import (
     _quietly,
     dns_label,
 )
+from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
 
 
 @dataclass(frozen=True)
@@ -183,10 +182,8 @@ def _statefulset(spec: MigSpec, labels: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _mig_objects(
-    spec: MigSpec, labels: dict[str, Any]
-) -> list[tuple[str, str, str, dict[str, Any]]]:
-    """(kind, api attribute suffix, name, body) of the namespaced objects, in creation order."""
+def _mig_objects(spec: MigSpec, labels: dict[str, Any]) -> list[Namespaced]:
+    """The namespaced objects (cloud.kube_ensure.Namespaced), in creation order."""
     ns, name = spec.namespace, spec.name
     string_data = {"token": spec.agent_token}
     if spec.jupyter_token:
@@ -203,13 +200,15 @@ def _mig_objects(
     }
     code = {"metadata": _meta(f"{name}-agent-code", labels, ns)}
     code["data"] = {AGENT_FILE: spec.agent_script}
-    agent_code = [("ConfigMap", "config_map", f"{name}-agent-code", code)]
+    agent_code = [("ConfigMap", "CoreV1Api", "config_map", code)]
     return [
-        ("Secret", "secret", f"{name}-agent", secret),
+        ("Secret", "CoreV1Api", "secret", secret),
         *(agent_code if spec.agent_script else []),
-        ("PersistentVolumeClaim", "persistent_volume_claim", f"{name}-home", {
+        ("PersistentVolumeClaim", "CoreV1Api", "persistent_volume_claim", {
             "metadata": _meta(f"{name}-home", labels, ns), "spec": pvc_spec}),
-        ("Service", "service", name, {"metadata": _meta(name, labels, ns), "spec": service_spec}),
+        ("Service", "CoreV1Api", "service", {"metadata": _meta(name, labels, ns),
+                                             "spec": service_spec}),
+        ("StatefulSet", "AppsV1Api", "stateful_set", _statefulset(spec, labels)),
     ]  # fmt: skip
 
 
@@ -224,34 +223,17 @@ def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
     namespace workspace, whose team has edit in it); other CloudErrors as the API server
     refused (e.g. Forbidden in a Terminating namespace)."""
     _check_mig(spec)
-    core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     labels, ns = _labels(spec.workspace_id, spec.labels), spec.namespace
-    mine = lambda found: found.get(WORKSPACE_LABEL) == spec.workspace_id  # noqa: E731
-    team_labels = {MANAGED_BY_LABEL: MANAGED_BY}
-    with _errors():
-        _ensure(
-            "Namespace",
-            ns,
-            lambda: core.create_namespace({"metadata": _meta(ns, team_labels)}),
-            lambda: core.read_namespace(ns),
-            lambda found: (
-                found.get(MANAGED_BY_LABEL) == MANAGED_BY and WORKSPACE_LABEL not in found
-            ),
-        )
+    # The slices' namespace is the team's: the portal's, and no namespace workspace's.
+    namespace_create(
+        api,
+        ns,
+        {MANAGED_BY_LABEL: MANAGED_BY},
+        lambda found: found.get(MANAGED_BY_LABEL) == MANAGED_BY and WORKSPACE_LABEL not in found,
+    )
     access = SliceAccess(spec.workspace_id, ns, spec.name, spec.owner_users, spec.labels)
     mig_access(api, access)
-    with _errors():
-        for kind, attr, name, body in _mig_objects(spec, labels):
-            create = getattr(core, f"create_namespaced_{attr}")
-            read = getattr(core, f"read_namespaced_{attr}")
-            _ensure(kind, name, partial(create, ns, body), partial(read, name, ns), mine)
-        _ensure(
-            "StatefulSet",
-            spec.name,
-            lambda: apps.create_namespaced_stateful_set(ns, _statefulset(spec, labels)),
-            lambda: apps.read_namespaced_stateful_set(spec.name, ns),
-            mine,
-        )
+    objects_create(api, ns, _mig_objects(spec, labels), owned_by(spec.workspace_id))
 
 
 def mig_scale(api: ApiClient, *, namespace: str, name: str, replicas: int) -> None:

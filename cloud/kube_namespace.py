@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 from typing import Any
 
 from kubernetes import client
@@ -26,7 +25,6 @@ from .kube_core import (
     REPLICAS_ANNOTATION,
     ROLE_BINDING_NAME,
     WORKSPACE_LABEL,
-    _ensure,
     _errors,
     _gpu_requests,
     _labels,
@@ -35,6 +33,7 @@ from .kube_core import (
     _quietly,
     dns_label,
 )
+from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
 
 
 @dataclass(frozen=True)
@@ -61,9 +60,7 @@ def _hard(spec: NamespaceSpec) -> dict[str, str]:
     return hard
 
 
-def _namespace_objects(
-    spec: NamespaceSpec, labels: dict[str, Any]
-) -> list[tuple[str, str, str, dict[str, Any]]]:
+def _namespace_objects(spec: NamespaceSpec, labels: dict[str, Any]) -> list[Namespaced]:
     ns = spec.name
     quota = {"metadata": _meta(QUOTA_NAME, labels, ns), "spec": {"hard": _hard(spec)}}
     limits = [{"type": "Container", "default": DEFAULT_LIMIT, "defaultRequest": DEFAULT_REQUEST}]
@@ -97,22 +94,9 @@ def namespace_ensure(api: ApiClient, spec: NamespaceSpec) -> None:
     holds, other CloudErrors as refused."""
     if dns_label(spec.name) != spec.name:
         raise ValueError(f"namespace {spec.name!r} is not a DNS-1123 label")
-    core, labels, ns = client.CoreV1Api(api), _labels(spec.workspace_id, spec.labels), spec.name
-    mine = lambda found: found.get(WORKSPACE_LABEL) == spec.workspace_id  # noqa: E731
-    with _errors():
-        _ensure(
-            "Namespace",
-            ns,
-            lambda: core.create_namespace({"metadata": _meta(ns, labels)}),
-            lambda: core.read_namespace(ns),
-            mine,
-        )
-        for kind, api_class, attr, body in _namespace_objects(spec, labels):
-            typed = getattr(client, api_class)(api)
-            create = getattr(typed, f"create_namespaced_{attr}")
-            read = getattr(typed, f"read_namespaced_{attr}")
-            name = body["metadata"]["name"]
-            _ensure(kind, name, partial(create, ns, body), partial(read, name, ns), mine)
+    labels, owned = _labels(spec.workspace_id, spec.labels), owned_by(spec.workspace_id)
+    namespace_create(api, spec.name, labels, owned)
+    objects_create(api, spec.name, _namespace_objects(spec, labels), owned)
 
 
 def _workloads(api: ApiClient, namespace: str) -> Iterator[tuple[Callable[..., Any], Any]]:

@@ -25,7 +25,7 @@ from teams.models import (
     TeamQuotaIncrease,
 )
 from teams.notices import notice_about, notice_resolve, notice_send
-from teams.quota_requests import DecisionError
+from teams.quota_requests import decision_pending_check, decision_record
 from teams.selectors import platform_admins
 
 
@@ -169,7 +169,7 @@ def _increase_asked(increase: TeamQuotaIncrease) -> dict[str, Any]:
 
 
 def _decide_increase(
-    *, increase_id: int, actor: User, decision: str, comment: str, now: datetime
+    increase_id: int, actor: User, decision: str, comment: str, now: datetime
 ) -> TeamQuotaIncrease:
     """Lock the increase request, refuse if no longer pending, record and audit the decision."""
     increase = (
@@ -178,27 +178,21 @@ def _decide_increase(
         .get(pk=increase_id)
     )
     access_require(user=actor, perm="teams.decide_requests", obj=increase.team)
-    if increase.decision != Decision.PENDING:
-        who = f" by {increase.decided_by.username}" if increase.decided_by else ""
-        raise DecisionError(f"This request was already {increase.decision}{who}.")
-    increase.decision, increase.decided_by = decision, actor
-    increase.decided_at, increase.comment = now, comment.strip()
-    increase.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    decision_pending_check(increase)
+    decision_record(
+        increase,
+        action=f"quota_increase.{decision}",
+        decision=decision,
+        actor=actor,
+        comment=comment,
+        now=now,
+    )
     notice_resolve(
         about=notice_about(increase),
         kinds=[NoticeKind.INCREASE_ASKED],
         now=now,
         by=actor,
         reason=f"{Decision(decision).label} by {actor.username}",
-    )
-    audit_record(
-        actor=actor,
-        team=increase.team,
-        action=f"quota_increase.{decision}",
-        obj=increase,
-        before={"decision": Decision.PENDING.value},
-        after={"decision": decision, "comment": increase.comment},
-        now=now,
     )
     return increase
 
@@ -209,13 +203,7 @@ def team_increase_approve(
     """Approve: the team's quota of that GPU model and/or its budget become what was asked
     (audited as a limits change). Raises DecisionError (no longer pending), ActionNotAllowed."""
     with transaction.atomic():
-        increase = _decide_increase(
-            increase_id=increase_id,
-            actor=actor,
-            decision=Decision.APPROVED,
-            comment=comment,
-            now=now,
-        )
+        increase = _decide_increase(increase_id, actor, Decision.APPROVED, comment, now)
         team = _locked_team(increase.team)
         quotas = {increase.gpu_model: increase.gpus} if increase.gpu_model else {}
         budget = team.monthly_budget if increase.monthly_budget is None else increase.monthly_budget
@@ -236,13 +224,7 @@ def team_increase_reject(
 ) -> TeamQuotaIncrease:
     """Reject: nothing changes but the request. Raises DecisionError, ActionNotAllowed."""
     with transaction.atomic():
-        increase = _decide_increase(
-            increase_id=increase_id,
-            actor=actor,
-            decision=Decision.REJECTED,
-            comment=comment,
-            now=now,
-        )
+        increase = _decide_increase(increase_id, actor, Decision.REJECTED, comment, now)
         _tell_increase_decided(increase, now)
     return increase
 

@@ -1,9 +1,14 @@
 """Teams and their members. A platform admin is a Django staff user, not a membership."""
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 
 from common.words import counted, usd
+
+if TYPE_CHECKING:
+    from django.contrib.auth.models import User
 
 
 class Role(models.TextChoices):
@@ -168,7 +173,32 @@ class Decision(models.TextChoices):
     WITHDRAWN = "withdrawn", "Withdrawn"
 
 
-class QuotaRequest(models.Model):
+class Decided(models.Model):
+    """What a request waiting for a platform admin's decision records of it (a QuotaRequest,
+    a TeamQuotaIncrease): the decision, when, the comment; ``decided_by`` is each model's own
+    (decided_by_field), so that its reverse name stays its own. teams.quota_requests.
+    decision_record writes them."""
+
+    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    comment = models.TextField(blank=True)
+
+    class Meta:
+        abstract = True
+
+
+def decided_by_field(related_name: str) -> "models.ForeignKey[User | None, User | None]":
+    """The platform admin who decided (None while pending, or when the user is gone)."""
+    return models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name=related_name,
+    )
+
+
+class QuotaRequest(Decided):
     """A workspace request above the team's GPU quota, its budget or the per-user cap, or a
     resize of an existing workspace above its team's quota or budget (``resize_to``: the target
     size, "" for a request), waiting for a platform admin's decision. A workspace has at most
@@ -188,16 +218,7 @@ class QuotaRequest(models.Model):
     over_quota = models.JSONField(default=list, help_text="Why approval is needed, in words")
     justification = models.TextField()
     price_per_hour = models.DecimalField(max_digits=10, decimal_places=4, help_text="USD/hour")
-    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="quota_decisions",
-    )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    comment = models.TextField(blank=True)
+    decided_by = decided_by_field("quota_decisions")
     created_at = models.DateTimeField()
     expires_at = models.DateTimeField()
 
@@ -305,7 +326,7 @@ class Notice(models.Model):
         return f"{self.user}: {self.text[:40]}"
 
 
-class TeamQuotaIncrease(models.Model):
+class TeamQuotaIncrease(Decided):
     """A team admin's request for a permanent rise of the team's GPU quota of one model
     and/or its monthly budget, waiting for a platform admin's decision."""
 
@@ -319,16 +340,7 @@ class TeamQuotaIncrease(models.Model):
         max_digits=12, decimal_places=2, null=True, blank=True, help_text="USD per month wanted"
     )
     justification = models.TextField()
-    decision = models.CharField(max_length=16, choices=Decision.choices, default=Decision.PENDING)
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="quota_increase_decisions",
-    )
-    decided_at = models.DateTimeField(null=True, blank=True)
-    comment = models.TextField(blank=True)
+    decided_by = decided_by_field("quota_increase_decisions")
     created_at = models.DateTimeField()
 
     class Meta:

@@ -21,6 +21,7 @@ from teams.models import (
     Decision,
     NoticeKind,
     QuotaRequest,
+    TeamQuotaIncrease,
     WebhookEvent,
 )
 from teams.notices import Message, notice_about, notice_send, notice_send_many
@@ -30,6 +31,39 @@ from teams.webhooks import webhook_event_emit
 
 class DecisionError(Exception):
     """The request was already decided or has expired; the message says which."""
+
+
+def decision_pending_check(pending: QuotaRequest | TeamQuotaIncrease) -> None:
+    """Raises DecisionError naming the decision and who made it unless ``pending`` (a
+    QuotaRequest or TeamQuotaIncrease, locked by the caller) still waits for one."""
+    if pending.decision != Decision.PENDING:
+        who = f" by {pending.decided_by.username}" if pending.decided_by else ""
+        raise DecisionError(f"This request was already {pending.decision}{who}.")
+
+
+def decision_record(
+    pending: QuotaRequest | TeamQuotaIncrease,
+    *,
+    action: str,
+    decision: str,
+    actor: User,
+    comment: str,
+    now: datetime,
+) -> None:
+    """Record a platform admin's ``decision`` on a pending request checked by the caller
+    (decision_pending_check): who, when, the comment stripped; audited as ``action``."""
+    pending.decision, pending.decided_by = decision, actor
+    pending.decided_at, pending.comment = now, comment.strip()
+    pending.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
+    audit_record(
+        actor=actor,
+        team=pending.team,
+        action=action,
+        obj=pending,
+        before={"decision": Decision.PENDING.value},
+        after={"decision": decision, "comment": pending.comment},
+        now=now,
+    )
 
 
 def _detail_link(workspace: Any) -> str:
@@ -129,22 +163,15 @@ def _decide(
         .get(pk=quota_request_id)
     )
     access_require(user=actor, perm="teams.decide_requests", obj=request.team)
-    if request.decision != Decision.PENDING:
-        who = f" by {request.decided_by.username}" if request.decided_by else ""
-        raise DecisionError(f"This request was already {request.decision}{who}.")
+    decision_pending_check(request)
     if request.expires_at <= now:
         raise DecisionError("This request has expired; the requester must ask again.")
-    before = {"decision": request.decision}
-    request.decision, request.decided_by = decision, actor
-    request.decided_at, request.comment = now, comment.strip()
-    request.save(update_fields=["decision", "decided_by", "decided_at", "comment"])
-    audit_record(
-        actor=actor,
-        team=request.team,
+    decision_record(
+        request,
         action=f"quota_request.{decision}",
-        obj=request,
-        before=before,
-        after={"decision": decision, "comment": request.comment},
+        decision=decision,
+        actor=actor,
+        comment=comment,
         now=now,
     )
     return request
@@ -229,9 +256,7 @@ def quota_request_withdraw(*, quota_request_id: int, actor: User, now: datetime)
         .select_related("workspace", "requester", "team")
         .get(pk=quota_request_id)
     )
-    if request.decision != Decision.PENDING:
-        who = f" by {request.decided_by.username}" if request.decided_by else ""
-        raise DecisionError(f"This request was already {request.decision}{who}.")
+    decision_pending_check(request)
     if request.expires_at <= now:
         raise DecisionError("This request has expired.")
     request.decision, request.decided_by, request.decided_at = Decision.WITHDRAWN, actor, now

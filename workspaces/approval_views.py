@@ -57,48 +57,36 @@ def approval_azure_quota(request, pk):
     return render(request, "teams/_azure_quota.html", {"headroom": headroom})
 
 
-DECISIONS = {
-    "approve": quota_requests.quota_request_approve,
-    "reject": quota_requests.quota_request_reject,
-}
+def _decide_view(model, decisions: dict, partial: str, id_name: str):
+    """The POST view deciding one pending ``model`` row (QuotaRequest, TeamQuotaIncrease)
+    the admin may see (404 otherwise) with ``decisions[decision]``; the row's id goes to the
+    service as ``id_name``. Answers as _decide does."""
+
+    @login_required
+    @require_POST
+    def view(request, pk, decision):
+        visible = model.objects.filter(team__in=team_selectors.team_visible_to(user=request.user))
+        pending = get_object_or_404(visible, pk=pk)
+        return _decide(request, pending, decisions[decision], partial, **{id_name: pending.pk})
+
+    return view
 
 
-@login_required
-@require_POST
-def approval_decide(request, pk, decision):
-    visible = QuotaRequest.objects.filter(
-        team__in=team_selectors.team_visible_to(user=request.user)
-    )
-    quota_request = get_object_or_404(visible, pk=pk)
-    return _decide(
-        request,
-        quota_request,
-        DECISIONS[decision],
-        "teams/_decided_row.html",
-        quota_request_id=quota_request.pk,
-    )
-
-
-INCREASE_DECISIONS = {
-    "approve": limits.team_increase_approve,
-    "reject": limits.team_increase_reject,
-}
-
-
-@login_required
-@require_POST
-def increase_decide(request, pk, decision):
-    visible = TeamQuotaIncrease.objects.filter(
-        team__in=team_selectors.team_visible_to(user=request.user)
-    )
-    increase = get_object_or_404(visible, pk=pk)
-    return _decide(
-        request,
-        increase,
-        INCREASE_DECISIONS[decision],
-        "teams/_increase_decided_row.html",
-        increase_id=increase.pk,
-    )
+approval_decide = _decide_view(
+    QuotaRequest,
+    {
+        "approve": quota_requests.quota_request_approve,
+        "reject": quota_requests.quota_request_reject,
+    },
+    "teams/_decided_row.html",
+    "quota_request_id",
+)
+increase_decide = _decide_view(
+    TeamQuotaIncrease,
+    {"approve": limits.team_increase_approve, "reject": limits.team_increase_reject},
+    "teams/_increase_decided_row.html",
+    "increase_id",
+)
 
 
 def _decide(request, pending, decide, partial: str, **ids):

@@ -346,6 +346,21 @@ class TelemetrySample(models.Model):
         return f"{self.workspace_id} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
+# TelemetryHour's figures (every column but the workspace and the hour), in one place: the
+# covering index carries them, the fold writes them (workspaces.telemetry) and right-sizing
+# reads them in this order (billing.usage.HourRow).
+HOUR_FIGURES = (
+    "samples",
+    "gpu_util_avg",
+    "gpu_util_max",
+    "interactive_max",
+    "gpu_mem_max_mib",
+    "gpu_mem_sum_mib",
+    "gpu_mem_total_mib",
+    "gpus_in_use_max",
+)
+
+
 class TelemetryHour(models.Model):
     """Samples older than TELEMETRY_RAW_HOURS, one row per workspace and hour (UTC): the
     hour's highest of each sample's figure (TelemetrySample), MiB; None for hours folded
@@ -373,16 +388,7 @@ class TelemetryHour(models.Model):
             models.Index(
                 fields=["workspace", "hour"],
                 name="telemetryhour_figures",
-                include=[
-                    "samples",
-                    "gpu_util_avg",
-                    "gpu_util_max",
-                    "interactive_max",
-                    "gpu_mem_max_mib",
-                    "gpu_mem_sum_mib",
-                    "gpu_mem_total_mib",
-                    "gpus_in_use_max",
-                ],
+                include=list(HOUR_FIGURES),
             )
         ]
 

@@ -4,7 +4,7 @@ close unapproved, the decision callback from teams). Shared with clusters' kinds
 check_member, workspace_insert.
 
 Errors raised: WorkspaceActionError and its kinds NameTaken, JustificationNeeded (the message
-is shown to the user as is).
+is shown to the user as is; refusal_field names the form field it is about).
 """
 
 import uuid
@@ -263,6 +263,23 @@ def _check_name_free(team: Team, name: str) -> None:
 
 class JustificationNeeded(WorkspaceActionError):
     """Above quota without a reason; the message says what is over."""
+
+
+def refusal_field(exc: WorkspaceActionError) -> str | None:
+    """The request form's field a refusal is about, by the same name on the pages and in the
+    API: "max_price" (CeilingTooLow), "justification" (JustificationNeeded), "name"
+    (NameTaken); None for a refusal of the request as a whole."""
+    for refusal, field in _REFUSAL_FIELDS:
+        if isinstance(exc, refusal):
+            return field
+    return None
+
+
+_REFUSAL_FIELDS: tuple[tuple[type[WorkspaceActionError], str], ...] = (
+    (CeilingTooLow, "max_price"),
+    (JustificationNeeded, "justification"),
+    (NameTaken, "name"),
+)
 
 
 def _insert_pending(ask: Ask, check: QuotaCheck, justification: str, now: datetime) -> Workspace:

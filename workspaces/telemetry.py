@@ -297,7 +297,7 @@ def telemetry_downsample(*, now: datetime) -> int:
     from django.db.models import Avg, Count, Max, Q
     from django.db.models.functions import TruncHour
 
-    from workspaces.models import TelemetryHour
+    from workspaces.models import HOUR_FIGURES, TelemetryHour
 
     this_hour = now.replace(minute=0, second=0, microsecond=0)
     cutoff = (now - timedelta(hours=settings.TELEMETRY_RAW_HOURS)).replace(
@@ -340,16 +340,7 @@ def telemetry_downsample(*, now: datetime) -> int:
             hours,
             update_conflicts=True,
             unique_fields=["workspace", "hour"],
-            update_fields=[
-                "samples",
-                "gpu_util_avg",
-                "gpu_util_max",
-                "interactive_max",
-                "gpu_mem_max_mib",
-                "gpu_mem_sum_mib",
-                "gpu_mem_total_mib",
-                "gpus_in_use_max",
-            ],
+            update_fields=list(HOUR_FIGURES),
         )
         folded, _ = old.delete()
     return folded

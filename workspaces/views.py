@@ -192,14 +192,8 @@ def _submit_request(request, form):
             accept_equivalents=data["accept_equivalents"],
             max_price=data["max_price"],
         )
-    except requests.CeilingTooLow as exc:
-        form.add_error("max_price", str(exc))
-    except requests.JustificationNeeded as exc:
-        form.add_error("justification", str(exc))
-    except requests.NameTaken as exc:
-        form.add_error("name", str(exc))
     except requests.WorkspaceActionError as exc:
-        form.add_error(None, str(exc))
+        form.add_error(requests.refusal_field(exc), str(exc))
     return None
 
 
@@ -254,12 +248,8 @@ def _submit_kind(request, form, request_service):
             now=timezone.now(),
             data=data,
         )
-    except requests.JustificationNeeded as exc:
-        form.add_error("justification", str(exc))
-    except requests.NameTaken as exc:
-        form.add_error("name", str(exc))
     except requests.WorkspaceActionError as exc:
-        form.add_error(None, str(exc))
+        form.add_error(requests.refusal_field(exc), str(exc))
     return None
 
 

@@ -162,15 +162,17 @@ def _submit_vm(
             accept_equivalents=cleaned["accept_equivalents"],
             max_price=cleaned["max_price"],
         )
-    except (
-        requests.NameTaken,
-        requests.RequestKeyTaken,
-        requests.CeilingTooLow,
-        requests.JustificationNeeded,
-    ):
-        raise
     except requests.WorkspaceActionError as exc:
+        if _answered_as_is(exc):
+            raise
         raise CreateRefused(str(exc)) from exc
+
+
+def _answered_as_is(exc: requests.WorkspaceActionError) -> bool:
+    """Whether a request service's refusal travels to its own handler in api.errors: one
+    about a field (requests.refusal_field: 400 naming it, or 409 for a taken name) or about
+    the key (409). Any other is answered as CreateRefused (400)."""
+    return isinstance(exc, requests.RequestKeyTaken) or requests.refusal_field(exc) is not None
 
 
 def _check(form: forms.Form, names: dict[str, str]) -> None:
@@ -219,7 +221,7 @@ def _submit_kind(
             now=timezone.now(),
             data=cleaned,
         )
-    except (requests.NameTaken, requests.RequestKeyTaken, requests.JustificationNeeded):
-        raise
     except requests.WorkspaceActionError as exc:
+        if _answered_as_is(exc):
+            raise
         raise CreateRefused(str(exc)) from exc

@@ -291,8 +291,24 @@ def test_a_waiting_task_shows_in_the_queue_depth_and_age(client, token):
 def test_a_broker_the_portal_cannot_look_into_leaves_the_queue_figures_out(
     client, token, monkeypatch
 ):
-    monkeypatch.setattr(celery_app.conf, "broker_url", "memory://")
-    monkeypatch.setattr(celery_app.conf, "broker_read_url", "memory://")
+    # The collector's app on a memory:// broker; the real app's conf is left alone, since a
+    # changed broker URL outlives monkeypatch's undo in Celery's connection settings.
+    from types import SimpleNamespace
+
+    from kombu import Connection
+
+    from portal import metrics_collectors
+
+    conf = celery_app.conf
+    memory = SimpleNamespace(
+        conf=SimpleNamespace(
+            broker_url="memory://",
+            task_default_queue=conf.task_default_queue,
+            beat_schedule=conf.beat_schedule,
+        ),
+        connection_for_read=lambda: Connection("memory://"),
+    )
+    monkeypatch.setattr(metrics_collectors, "app", memory)
 
     families = scrape(client)  # answers 200, with every other family
 

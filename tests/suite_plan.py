@@ -74,8 +74,17 @@ SLOW = {
     # Fifty threads racing for one GPU: minutes on SQLite, which serialises the writers.
     "test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
 }
-# One xdist worker runs all of a group: these share the run's Redis database (flushdb).
-XDIST_GROUPS = {"test_worker_crash": "redis"}
+# One xdist worker runs all of a group (modules, or module::function as above).
+XDIST_GROUPS = {
+    # They share the run's Redis database (flushdb).
+    "redis": {"test_worker_crash"},
+    # Fifty threads with a PostgreSQL connection each: two at once on two workers pass
+    # PostgreSQL's default max_connections (100), "sorry, too many clients already".
+    "fifty-connections": {
+        "test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
+        "test_resize_quota::test_fifty_concurrent_resizes_and_requests_never_overshoot_the_quota",
+    },
+}
 PROCESS_FIXTURES = {"live_server", "celery_worker_thread", "page", "browser"}
 PROCESS_MARKERS = {"browser", "celery_worker"}
 DB_FIXTURES = {"db", "transactional_db", "django_db_reset_sequences", "live_server"}
@@ -140,9 +149,9 @@ def _plan(item: pytest.Item) -> None:
         item.add_marker(pytest.mark.process)
     if _listed(item, SLOW):
         item.add_marker(pytest.mark.slow)
-    group = XDIST_GROUPS.get(Path(str(item.fspath)).stem)
-    if group:
-        item.add_marker(pytest.mark.xdist_group(group))
+    for group, names in XDIST_GROUPS.items():
+        if _listed(item, names):
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.hookimpl(tryfirst=True)

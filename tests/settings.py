@@ -7,5 +7,10 @@ import os
 import secrets
 
 os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
+# No persistent connections: live_server answers each request in a new thread, and a thread's
+# connection kept for reuse (production's 60 s) outlives the thread, so a session of browser
+# tests on two xdist workers ran PostgreSQL out of connections ("too many clients already").
+# In the environment, so the Celery workers and servers the tests start do the same.
+os.environ.setdefault("DATABASE_CONN_MAX_AGE", "0")
 
 from portal.settings import *  # noqa: E402, F403

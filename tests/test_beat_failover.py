@@ -93,6 +93,7 @@ def test_two_beats_send_once_and_the_survivor_takes_over_when_the_leader_is_kill
             LEASE + POLL + 3 * SWEEP + 30,
             "three sends by the new leader",
         )
+        stopped = timezone.now()
     finally:
         # Every beat goes, even one that ignores SIGTERM: a beat left behind keeps a session
         # on the test database, and the next run cannot create it.
@@ -101,7 +102,7 @@ def test_two_beats_send_once_and_the_survivor_takes_over_when_the_leader_is_kill
                 proc.terminate()
         for proc in procs.values():
             try:
-                proc.wait(timeout=30)
+                proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
@@ -122,7 +123,9 @@ def test_two_beats_send_once_and_the_survivor_takes_over_when_the_leader_is_kill
     takeover_s = (after[0].at_ms - killed_ms) / 1000
     assert takeover_s <= LEASE + POLL + 2.5
     assert _leader_pid() is None or _leader_pid() == standby.pid  # stopped cleanly: let go
-    assert timezone.now() - beat_last_runs()["idle-sweep"] < timedelta(seconds=30)
+    # The survivor recorded its sends up to the stop (measured from the stop, not from after
+    # the beats have exited, which a loaded machine may take long over).
+    assert stopped - beat_last_runs()["idle-sweep"] < timedelta(seconds=30)
 
 
 @pytest.mark.django_db

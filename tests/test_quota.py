@@ -1,6 +1,5 @@
 """GPU quota, the per-member cap, and approval of requests above them."""
 
-import threading
 import uuid
 from datetime import timedelta
 from decimal import Decimal
@@ -16,6 +15,7 @@ from live.stamps import AfterCommit
 from teams import services as team_services
 from teams.models import AuditEntry, Decision, GpuQuota, Membership, Notice, QuotaRequest, Team
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
+from tests.races import race
 from workspaces import services
 from workspaces.gpus import mig_slices
 from workspaces.models import Workspace
@@ -322,31 +322,21 @@ def test_pages_make_the_same_number_of_queries_for_10_and_1000_requests(client, 
 
 
 def _race_once(team, users, offering, results):
-    barrier = threading.Barrier(len(users))
-
     def one(user):
-        try:
-            barrier.wait()
-            results.append(
-                services.workspace_request(
-                    user=user,
-                    team=team,
-                    name=f"race-{uuid.uuid4().hex[:8]}",  # the race is for the GPU
-                    offering=offering,
-                    ssh_public_key=SSH_KEY,
-                    request_key=uuid.uuid4(),
-                    justification="race",
-                    now=timezone.now(),
-                ).status
-            )
-        finally:
-            connections.close_all()
+        return lambda: (
+            services.workspace_request(
+                user=user,
+                team=team,
+                name=f"race-{uuid.uuid4().hex[:8]}",  # the race is for the GPU
+                offering=offering,
+                ssh_public_key=SSH_KEY,
+                request_key=uuid.uuid4(),
+                justification="race",
+                now=timezone.now(),
+            ).status
+        )
 
-    threads = [threading.Thread(target=one, args=(u,)) for u in users]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    results.extend(race([one(u) for u in users]))
 
 
 @pytest.mark.django_db(transaction=True)

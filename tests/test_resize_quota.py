@@ -2,17 +2,17 @@
 accepted until it ends (issue 28, finding 3): no request or other resize takes the GPUs it grows
 into, and 50 racing resizes and requests never overshoot the quota."""
 
-import threading
 import uuid
 from decimal import Decimal
 from fractions import Fraction
 
 import pytest
-from django.db import connection, connections
+from django.db import connection
 from django.utils import timezone
 
 from teams.models import GpuQuota, Membership, Team
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
+from tests.races import race
 from workspaces import resizes, services
 from workspaces.models import Workspace
 from workspaces.quota import quota_check, team_gpus_in_use
@@ -120,25 +120,6 @@ def test_the_target_stops_counting_once_the_resize_ends(cast, offerings, worker_
     assert team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A100"] == Fraction(1)
 
 
-def _race(calls):
-    barrier = threading.Barrier(len(calls))
-    results: list[str] = []
-
-    def one(call):
-        try:
-            barrier.wait()
-            results.append(call())
-        finally:
-            connections.close_all()
-
-    threads = [threading.Thread(target=one, args=(c,)) for c in calls]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
-    return results
-
-
 def test_fifty_concurrent_resizes_and_requests_never_overshoot_the_quota(
     cast, sim, offerings, worker_behind
 ):
@@ -173,7 +154,7 @@ def test_fifty_concurrent_resizes_and_requests_never_overshoot_the_quota(
             return call
 
         calls = [resize(ws) for ws in running] + [request(u) for u in users[10:]]
-        results = _race(calls)
+        results = race(calls)
         assert len(results) == 50
         assert results.count("accepted") == 2, results
         assert team_gpus_in_use(team_ids=[team.pk])[team.pk]["A100"] == 12

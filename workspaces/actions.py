@@ -29,6 +29,7 @@ from workspaces.models import (
     WorkspaceExtension,
 )
 from workspaces.operations import _transition_and_queue
+from workspaces.quota import QuotaCheck
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 from workspaces.withdrawals import workspace_withdraw
@@ -228,9 +229,11 @@ def workspace_start(*, user: User, workspace: Workspace, now: datetime) -> None:
     )
 
 
-def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+def _room_for(workspace: Workspace, now: datetime) -> QuotaCheck:
+    """The team's quota check for ``workspace`` coming back, taken holding the team row so
+    that racing starts, retries and requests are decided one after the other."""
     team = Team.objects.select_for_update().get(pk=workspace.team_id)
-    check = selectors.quota_check(
+    return selectors.quota_check(
         team=team,
         user=workspace.owner,
         gpu_model=workspace.gpu_model,
@@ -238,6 +241,10 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
         price_per_hour=workspace.price_per_hour,
         now=now,
     )
+
+
+def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+    check = _room_for(workspace, now)
     if check.over_to_start:
         raise WorkspaceActionError(
             " ".join(check.over_to_start)
@@ -305,15 +312,7 @@ def _check_room_to_retry(workspace: Workspace, now: datetime) -> None:
     """Raises WorkspaceActionError when the team has no room for the workspace again (as a new
     request: GPUs, the owner's per-member cap, budget), checked holding the team row so that
     racing retries and requests are decided one after the other."""
-    team = Team.objects.select_for_update().get(pk=workspace.team_id)
-    check = selectors.quota_check(
-        team=team,
-        user=workspace.owner,
-        gpu_model=workspace.gpu_model,
-        gpus=backend_for(workspace.kind).gpu_share(workspace),
-        price_per_hour=workspace.price_per_hour,
-        now=now,
-    )
+    check = _room_for(workspace, now)
     if check.over:
         raise WorkspaceActionError(
             f"{workspace.name} cannot be tried again now: "

@@ -20,9 +20,10 @@ from cloud import aks, kube
 from clusters.models import NodePool
 from clusters.services import cluster_ref
 from common.words import counted
+from teams.models import Team
 from workspaces import states
 from workspaces.azure import azure_in_request, azure_settings
-from workspaces.backends import Meters, ResizeChoice, SizingOffer, Step
+from workspaces.backends import Meters, ResizeChoice, RightsizeOptions, SizingOffer, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
@@ -80,10 +81,6 @@ class AksBackend:
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}
 
-    @property
-    def request_url(self) -> str:
-        return f"workspaces:{self.form.name}"
-
     def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
         raise NotImplementedError
 
@@ -101,9 +98,13 @@ class AksBackend:
         """The fraction of one node's price it costs while billable, as (num, den)."""
         raise NotImplementedError
 
-    def sizing_offers(self, *, team) -> list[SizingOffer]:
+    def sizing_offers(self, *, team: Team | None) -> list[SizingOffer]:
         """None by default: a namespace is a GPU quota on a pool, not a size to right-size."""
         return []
+
+    def rightsizing_options(self, *, regions: set[str]) -> RightsizeOptions:
+        """None by default: nothing moves to a namespace."""
+        return {}
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """One step of the Kubernetes work the workspace's status owes. Raises CloudError."""

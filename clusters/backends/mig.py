@@ -23,22 +23,36 @@ from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.backends import mig_resize
 from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, Words, backend_for
+from workspaces.backends import (
+    KindForm,
+    PoolUse,
+    ResizeChoice,
+    RightsizeOptions,
+    SizingOffer,
+    Step,
+    Words,
+    backend_for,
+)
 from workspaces.chains import Next
 from workspaces.gpu_evidence import GpuReading, gpu_readings_record
 from workspaces.gpus import SLICES_PER_GPU
-from workspaces.models import Kind, Workspace
+from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
 
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
 JUPYTER_PORT = 8888
 # A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
+# A MIG pod holds its slice from the moment it is bound: running, or on its way down.
+SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
+# On its way to a slice: created or started, not bound yet (possibly waiting for a free one).
+SLICE_WAITING = frozenset({Status.REQUESTED, Status.PROVISIONING, Status.STARTING})
 ACCESS_STATUSES = frozenset(
     {Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STOPPED, Status.STARTING}
 )
@@ -47,7 +61,11 @@ ACCESS_STATUSES = frozenset(
 class MigBackend(AksBackend):
     """Kind "mig" (see workspaces.backends.base.WorkspaceBackend)."""
 
-    kind = Kind.MIG
+    kind = "mig"
+    label = "MIG slice"
+    spend_colour = "#38a169"
+    # A slice holds one MIG instance of its pool from the moment its pod is bound.
+    pool_use = PoolUse(holding=SLICE_BOUND, waiting=SLICE_WAITING)
     delete_warning = "The pod, its Service and its /home volume"
     hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
@@ -71,7 +89,7 @@ class MigBackend(AksBackend):
         "delete": "Pod, Service and /home volume deleted",
     }
 
-    def __init__(self, form: KindForm | None = None):
+    def __init__(self, form: KindForm) -> None:
         self.form = form
 
     def advance(self, workspace: Workspace, clock) -> Next:
@@ -172,7 +190,11 @@ class MigBackend(AksBackend):
         gpu_readings_record(readings=readings)
         return []
 
-    def sizing_offers(self, *, team) -> list[SizingOffer]:
+    def rightsizing_options(self, *, regions: set[str]) -> RightsizeOptions:
+        """The MIG profiles of the ready MIG pools each team may use (mig_rightsizing)."""
+        return mig_rightsizing_options(kind=self.kind, regions=regions)
+
+    def sizing_offers(self, *, team: Team | None) -> list[SizingOffer]:
         """The MIG profiles the team's ready pools serve (cluster_selectors.mig_choices: per
         profile and GPU model, the pool a request would be placed on), in its cluster's
         region, at the slice's share of the node price. Memory per instance is the profile's

@@ -21,10 +21,10 @@ from clusters.models import ClusterTeam, NodePool, PoolStatus
 from common.words import counted, times
 from teams.models import Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, Step, Words
-from workspaces.models import Kind, Workspace
+from workspaces.backends import KindForm, PoolUse, Step, Words
+from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
-from workspaces.states import Status
+from workspaces.states import HOLDS_GPUS, Status
 from workspaces.telemetry import ParsedSample
 
 log = logging.getLogger(__name__)
@@ -38,7 +38,11 @@ NO_GROUP = (
 class NamespaceBackend(AksBackend):
     """Kind "namespace" (see workspaces.backends.base.WorkspaceBackend)."""
 
-    kind = Kind.NAMESPACE
+    kind = "namespace"
+    label = "AKS namespace"
+    spend_colour = "#d69e2e"
+    # Its GPU quota holds that many GPUs of its pool while the quota is in force.
+    pool_use = PoolUse(holding=HOLDS_GPUS, units_field="gpu_count")
     delete_warning = "The namespace and everything in it"
     hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
@@ -61,7 +65,7 @@ class NamespaceBackend(AksBackend):
         "delete": "Namespace deleted",
     }
 
-    def __init__(self, form: KindForm | None = None):
+    def __init__(self, form: KindForm) -> None:
         self.form = form
 
     def what(self, workspace: Workspace) -> str:

@@ -203,6 +203,7 @@ EXPECTED = {
     "api-v1:team_list": Row("GET", (401, 200, 200, 200, 200, 200)),
     "api-v1:team_detail": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:offering_list": Row("GET", (401, 200, 200, 200, 200, 200)),
+    "api-v1:kind_list": Row("GET", (401, 200, 200, 200, 200, 200)),
     "api-v1:sizing_estimate": Row(
         "POST",
         (401, 200, 200, 200, 200, 200),

@@ -246,6 +246,7 @@ def workspace_request_kind(request, kind):
         if workspace is not None:
             return redirect("workspaces:detail", pk=workspace.pk)
     context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": kind}
+    context["label"] = backend_for(kind).label
     return render(request, page.template, context)
 
 

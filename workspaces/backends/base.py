@@ -129,7 +129,8 @@ class KindForm:
     """How a kind is requested, on its page and through the API.
 
     The page: ``path`` under /workspaces/new/ ("" for /workspaces/new/ itself), the URL
-    ``name``, the ``template``, the ``form_class`` (bound as ``form_class(data, teams=,
+    ``name``, the ``template`` (by default one that shows the form's fields in order), the
+    ``form_class`` (bound as ``form_class(data, teams=,
     **choices(team))``), ``choices(team)``, the form's kind-specific keyword arguments (e.g. the
     MIG profiles the team's pools offer; ``team`` may be None), and ``request(user=, team=,
     name=, request_key=, justification=, now=, data=)``, the service that asks for the
@@ -145,10 +146,10 @@ class KindForm:
 
     path: str
     name: str
-    template: str
     form_class: Callable[..., forms.Form]  # (data, teams=, **choices(team))
     choices: Callable[[Team | None], dict[str, Any]]
     request: Callable[..., Workspace]
+    template: str = "workspaces/request_kind.html"  # every field of the form, in order
     view: str = ""
     api_fields: tuple[ApiField, ...] = ()
     api_form_data: Callable[[Mapping[str, Any], Any, User], dict[str, str]] = _no_api_data
@@ -236,9 +237,11 @@ class WorkspaceBackend(Protocol):
     # Told to whoever is handed a leaver's workspace (workspaces.leavers): what access stays
     # with the leaver; "{leaver}" is their username.
     hand_over_note: str
-    facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
+    # Its facts in the page's list (templates/workspaces/kinds/; generic_facts.html shows
+    # its label, size, region and price).
+    facts_template: str
     resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
-    connect_template: str  # how to reach it while running
+    connect_template: str  # how to reach it while running (or kinds/generic_connect.html)
     words: Words  # its own words on its page (Words)
     # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
     # only then (billing.rightsizing).

@@ -4,6 +4,7 @@ its backend (workspaces.backends.vm_form, clusters.backends.forms)."""
 
 import re
 from decimal import Decimal
+from typing import Any
 
 from django import forms
 
@@ -28,7 +29,7 @@ class CeilingField(forms.DecimalField):
     """The price ceiling (USD/hour) for equivalent sizes: blank for the default, the chosen
     size's price x 1.5 (workspaces.equivalents)."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, **kwargs: Any) -> None:
         kwargs.setdefault("required", False)
         kwargs.setdefault("label", "Price ceiling (USD/hour)")
         kwargs.setdefault("help_text", "Blank: the chosen size's price × 1.5.")

@@ -2,17 +2,22 @@
 which choices from the team's clusters, and which service the cleaned form goes to (see
 workspaces.backends.KindForm)."""
 
+from __future__ import annotations
+
 import re
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.urls import reverse
 
 from clusters import selectors as cluster_selectors
 from clusters.backends.mig import workspace_request_mig
 from clusters.backends.namespace import workspace_request_namespace
+from clusters.models import NodePool
+from clusters.selectors import MigChoice, PoolRow
 from common.validation import TextField
 from teams.models import Team
 from workspaces.backends import ApiField, KindForm
@@ -24,7 +29,7 @@ class _AksRequestForm(forms.Form):
     """Fields shared by the MIG slice and namespace request forms; ``team`` re-renders the
     choices of the chosen team (htmx)."""
 
-    team = forms.ModelChoiceField(queryset=None, empty_label=None)
+    team: forms.ModelChoiceField[Team] = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = TextField(
         label="Workspace name",
         max_length=40,
@@ -39,10 +44,11 @@ class _AksRequestForm(forms.Form):
     )
     request_key = forms.UUIDField(widget=forms.HiddenInput)
 
-    def __init__(self, *args, teams, url_name: str, **kwargs):
+    def __init__(self, *args: Any, teams: QuerySet[Team], url_name: str, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
-        self.fields["team"].widget.attrs.update(
+        team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
+        team.queryset = teams
+        team.widget.attrs.update(
             {
                 "hx-get": reverse(url_name),
                 "hx-target": "#choices",
@@ -52,7 +58,7 @@ class _AksRequestForm(forms.Form):
             }
         )
 
-    def clean_name(self):
+    def clean_name(self) -> str:
         return clean_workspace_name(self.cleaned_data["name"])
 
 
@@ -72,16 +78,16 @@ class MigRequestForm(_AksRequestForm):
     )
     field_order = ["team", "name", "profile", "image", "justification"]
 
-    def __init__(self, *args, choices, **kwargs):
+    def __init__(self, *args: Any, choices: list[MigChoice], **kwargs: Any) -> None:
         """``choices``: clusters.selectors.MigChoice of the chosen team."""
         super().__init__(*args, url_name="workspaces:request-mig", **kwargs)
         self.choices = choices
-        self.fields["profile"].choices = [
+        cast(forms.ChoiceField, self.fields["profile"]).choices = [
             (f"{c.gpu_model}|{c.profile}", f"{c.gpu_model} {c.profile}") for c in choices
         ]
 
-    def clean_image(self):
-        image = self.cleaned_data["image"].strip()
+    def clean_image(self) -> str:
+        image: str = self.cleaned_data["image"].strip()
         if image and not IMAGE_RE.match(image):
             raise forms.ValidationError(
                 "An image reference looks like registry/name:tag, e.g. "
@@ -114,13 +120,15 @@ class NamespaceRequestForm(_AksRequestForm):
     )
     field_order = ["team", "name", "pool", "gpus", "justification"]
 
-    def __init__(self, *args, pools, **kwargs):
+    def __init__(self, *args: Any, pools: list[PoolRow], **kwargs: Any) -> None:
         """``pools``: clusters.selectors.PoolRow of the chosen team's namespace pools."""
         super().__init__(*args, url_name="workspaces:request-namespace", **kwargs)
         self.pools = pools
-        self.fields["pool"].choices = [(str(r.pool.pk), r.pool.name) for r in pools]
+        cast(forms.ChoiceField, self.fields["pool"]).choices = [
+            (str(r.pool.pk), r.pool.name) for r in pools
+        ]
 
-    def clean_pool(self):
+    def clean_pool(self) -> NodePool:
         chosen = self.cleaned_data["pool"]
         return next(r.pool for r in self.pools if str(r.pool.pk) == chosen)
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from django.conf import settings
@@ -23,7 +23,7 @@ from django.contrib.auth.models import AnonymousUser, User
 
 from agent import cloud_init
 from cloud import azure_resize, azure_vm
-from cloud.azure_vm import Progress, VmSpec
+from cloud.azure_vm import Progress, VmSpec, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
 from workspaces import azure, selectors, states, telemetry
@@ -38,6 +38,7 @@ from workspaces.backends.base import (
     RightsizeOptions,
     SizingOffer,
     Words,
+    WorkspaceBackend,
 )
 from workspaces.backends.vm_form import VM_FORM
 from workspaces.backends.vm_request import VM_KIND
@@ -107,7 +108,7 @@ class VmBackend:
                 return vm_resize.refuse_before_deallocate(workspace, why, clock())
         if workspace.status not in OPERATION:
             return Next.DONE
-        operation, done = OPERATION[workspace.status]
+        operation, done = OPERATION[Status(workspace.status)]
         try:
             progress = _run_operation(self.cloud, workspace, operation, clock)
         except CloudError as exc:
@@ -249,7 +250,9 @@ def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
     return bool(claimed)
 
 
-def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) -> Progress:
+def _run_operation(
+    cloud: VmCloud, workspace: Workspace, operation: str, clock: Callable[[], datetime]
+) -> Progress:
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
@@ -263,9 +266,16 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
     return cloud.poll(azure_settings(), operation, name=name, token=token)
 
 
-def _finish(workspace, operation, done, result, now) -> None:
+def _finish(
+    workspace: Workspace, operation: str, done: Status, result: VmState | None, now: datetime
+) -> None:
     azure.azure_usage_changed(region=workspace.region)
-    fields: dict = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    fields: dict[str, Any] = {
+        "operation": "",
+        "operation_token": "",
+        "error_code": "",
+        "error_message": "",
+    }
     if operation == "create":
         fields["placement_tried"] = []
     if result is not None and result.private_ip:
@@ -325,3 +335,8 @@ def _cloud_init(workspace: Workspace, now: datetime) -> str:
         token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
         interval_seconds=settings.AGENT_INTERVAL_SECONDS,
     )
+
+
+# mypy checks the class against the protocol, signatures included (a runtime_checkable
+# isinstance compares only names).
+_PROTOCOL_CHECKED: type[WorkspaceBackend] = VmBackend

@@ -1,13 +1,16 @@
 """How a GPU VM is requested: its form (the page /workspaces/new/ and the API's body), the
 choices it needs, and the service it goes to (workspaces.backends.vm_request)."""
 
+from __future__ import annotations
+
 from collections.abc import Mapping
 from datetime import datetime
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.contrib.auth.models import User
+from django.db.models import QuerySet
 from django.urls import reverse
 from django.utils import timezone
 
@@ -25,7 +28,7 @@ class WorkspaceRequestForm(forms.Form):
     """The GPU VM's request page: team, name, region, size (an offering of the region), Spot,
     equivalent sizes and their price ceiling, the SSH key and a justification."""
 
-    team = forms.ModelChoiceField(queryset=None, empty_label=None)
+    team: forms.ModelChoiceField[Team] = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = TextField(
         label="Workspace name",
         max_length=40,
@@ -76,12 +79,20 @@ class WorkspaceRequestForm(forms.Form):
     )
     request_key = forms.UUIDField(widget=forms.HiddenInput)
 
-    def __init__(self, *args, teams, regions, offerings, **kwargs):
+    def __init__(
+        self,
+        *args: Any,
+        teams: QuerySet[Team],
+        regions: list[str],
+        offerings: QuerySet[SizeOffering],
+        **kwargs: Any,
+    ) -> None:
         """``offerings`` carry ``spot_hourly`` (workspaces.selectors.offering_list with now)."""
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
+        team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
+        team.queryset = teams
         # Another team has another budget: the size table's runway column follows the choice.
-        self.fields["team"].widget.attrs.update(
+        team.widget.attrs.update(
             {
                 "hx-get": reverse("workspaces:request"),
                 "hx-target": "#size-table",
@@ -90,25 +101,26 @@ class WorkspaceRequestForm(forms.Form):
                 "hx-include": "[name=region],[name=suits]",
             }
         )
-        self.fields["region"].choices = [(r, r) for r in regions]
-        self.fields["offering"].queryset = offerings
+        cast(forms.ChoiceField, self.fields["region"]).choices = [(r, r) for r in regions]
+        cast("forms.ModelChoiceField[SizeOffering]", self.fields["offering"]).queryset = offerings
 
-    def clean_name(self):
+    def clean_name(self) -> str:
         return clean_workspace_name(self.cleaned_data["name"])
 
-    def clean_ssh_public_key(self):
+    def clean_ssh_public_key(self) -> str:
         try:
             return validate_ssh_public_key(self.cleaned_data["ssh_public_key"])
         except forms.ValidationError as exc:
             if exc.code in NOT_ECHOED:
                 # The page shows the error with an empty textarea: a private key pasted by
                 # mistake must not travel back in the HTML (nor a 100 KB blob).
-                self.data = self.data.copy()
-                self.data[self.add_prefix("ssh_public_key")] = ""
+                copied = cast(Any, self.data).copy()  # a QueryDict (a page) or a dict (the API)
+                copied[self.add_prefix("ssh_public_key")] = ""
+                self.data = copied
             raise
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
         offering, region = data.get("offering"), data.get("region")
         if offering and region and offering.region != region:
             self.add_error("offering", "That size is not offered in that region.")
@@ -116,11 +128,12 @@ class WorkspaceRequestForm(forms.Form):
             self.add_error("spot", spot_unavailable(offering))
         return data
 
-    def clean_max_price(self):
+    def clean_max_price(self) -> Decimal | None:
         # A ceiling means something only to a request that accepts equivalent sizes.
         if not self.data.get(self.add_prefix("accept_equivalents")):
             return None
-        return self.cleaned_data["max_price"]
+        ceiling: Decimal | None = self.cleaned_data["max_price"]
+        return ceiling
 
 
 def _choices(team: Team | None) -> dict[str, Any]:

@@ -4,7 +4,7 @@ from django.apps import AppConfig
 class BillingConfig(AppConfig):
     name = "billing"
 
-    def ready(self):
+    def ready(self) -> None:
         # Workspaces sit below billing and import none of it: billing registers with their
         # hooks to open and close meters on transitions, and to answer what a request is
         # measured against (spend, Spot prices) and what a workspace's page shows it cost.

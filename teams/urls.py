@@ -3,8 +3,6 @@ from django.urls import path
 from teams import token_views, views, webhook_views
 
 urlpatterns = [
-    path("notices/", views.notice_list, name="notice-list"),
-    path("notices/<int:pk>/dismiss/", views.notice_dismiss, name="notice-dismiss"),
     path("account/", views.account, name="account"),
     path("account/tokens/", token_views.account_tokens, name="account-tokens"),
     path(

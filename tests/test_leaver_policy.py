@@ -6,8 +6,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from cloudsim.entra.directory import VISION_LAB, demo_oid
+from notifications.models import Notice, NoticeKind
 from teams.entra_sync import entra_sync
-from teams.models import AuditEntry, LeaverPolicy, Membership, Notice, NoticeKind, Team
+from teams.models import AuditEntry, LeaverPolicy, Membership, Team
 from teams.signals import LeaveReason
 from tests.entra_portal import entra_on_fixture, sign_in  # noqa: F401
 from tests.factories import MembershipFactory, TeamFactory, UserFactory, WorkspaceFactory

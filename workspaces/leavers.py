@@ -24,9 +24,9 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.urls import reverse
 
+from notifications.notices import notice_send
 from teams.audit import audit_record
 from teams.models import LeaverPolicy, Membership, Role, Team
-from teams.notices import notice_send
 from teams.signals import LeaveReason
 from workspaces.models import Workspace
 from workspaces.states import Status

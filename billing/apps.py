@@ -18,10 +18,9 @@ class BillingConfig(AppConfig):
         from workspaces import hooks
 
         hooks.on_transition(usage_meter)
-        # The team pages (teams.views) show the overview billing puts together.
-        team_hooks.provide_team_overview(
-            page=team_selectors.team_overview_page, one=team_selectors.team_overview_one
-        )
+        # A team's pages (teams.views) show its row of the overview billing puts together (the
+        # team list itself is billing's page: billing.team_views).
+        team_hooks.provide_team_overview(one=team_selectors.team_overview_one)
         # The workspace page's right-sizing panel (billing.savings).
         hooks.provide_recommendation(workspace_rightsizing)
         hooks.provide_spend(

@@ -17,6 +17,7 @@ the caller.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Sequence
 from datetime import datetime
@@ -25,13 +26,10 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
+from django.db import models, transaction
 
 if TYPE_CHECKING:
-    from django.core.paginator import Page
-    from django.http import QueryDict
-
     from common.permissions import Actor
-    from teams.filters import TeamFilter
     from teams.models import Team
 
 
@@ -102,6 +100,52 @@ def identity_changed(*, user: User) -> None:
         callback(user=user)
 
 
+class LeaveReason(models.TextChoices):
+    REMOVED_BY_ADMIN = "removed_by_admin", "removed from the team by a team admin"
+    REMOVED_BY_ENTRA = "removed_by_entra", "no longer in the team's Entra ID group"
+    DEACTIVATED_BY_ENTRA = "deactivated_by_entra", "disabled or deleted in Entra ID"
+
+
+class MemberLeftCallback(Protocol):
+    """Told once a user stopped being a member of ``team`` (or stays one but was deactivated)
+    and the change committed (never for one rolled back): ``reason`` a LeaveReason value,
+    ``now`` the aware UTC time of the change. workspaces.leavers applies the team's leaver
+    policy to the user's workspaces in that team."""
+
+    def __call__(self, *, team: Team, user: User, reason: str, now: datetime) -> None: ...
+
+
+_member_left_callbacks: list[MemberLeftCallback] = []
+log = logging.getLogger(__name__)
+
+
+def on_member_left(callback: MemberLeftCallback) -> MemberLeftCallback:
+    """Register ``callback`` to hear of every member who left a team; returns it."""
+    if callback not in _member_left_callbacks:
+        _member_left_callbacks.append(callback)
+    return callback
+
+
+def member_left_announce(*, team: Team, user: User, reason: str, now: datetime) -> None:
+    """Tell every member-left callback of (team, user) once the caller's transaction
+    commits."""
+    transaction.on_commit(lambda: _member_left(team, user, reason, now))
+
+
+def _member_left(team: Team, user: User, reason: str, now: datetime) -> None:
+    # A callback's failure must not undo or hide the others': the leave itself is done.
+    for callback in _member_left_callbacks:
+        try:
+            callback(team=team, user=user, reason=reason, now=now)
+        except Exception:
+            log.exception(
+                "member_left callback %s failed for user %s in team %s",
+                getattr(callback, "__qualname__", callback),
+                user.pk,
+                team.pk,
+            )
+
+
 class MergeCallback(Protocol):
     """Called inside the transaction that merges a local account into its Entra ID account
     (teams.account_merge); returns {what: how many moved} for the audit row; e.g. workspaces
@@ -129,13 +173,13 @@ def account_merged(*, local: User, entra: User) -> dict[str, int]:
     return moved
 
 
-# What the team pages show of each team (members, GPUs in use, the month's spend and burn
-# rate): figures of the apps above, put together by billing (billing.team_selectors), which
-# provides them in its AppConfig.ready().
+# What a team's pages show of it (members, GPUs in use, the month's spend and burn rate):
+# figures of the apps above, put together by billing (billing.team_selectors), which provides
+# them in its AppConfig.ready(). The team list is billing's own page (billing.team_views).
 
 
 class TeamOverviewRow(Protocol):
-    """One team's row (templates/teams/_list_table.html, detail.html): the team, its quota
+    """One team's row (templates/teams/detail.html, quota.html): the team, its quota
     lines, members, pending increases and burn rate (USD/hour)."""
 
     @property
@@ -150,51 +194,24 @@ class TeamOverviewRow(Protocol):
     def spend_per_hour(self) -> Decimal: ...
 
 
-class TeamOverviewListing(Protocol):
-    """One page of the team list: the bound filters, Django's Page of teams, their rows and
-    the sort key."""
-
-    @property
-    def filters(self) -> TeamFilter: ...
-    @property
-    def page(self) -> Page[Team]: ...
-    @property
-    def rows(self) -> Sequence[TeamOverviewRow]: ...
-    @property
-    def sort(self) -> str: ...
-
-
-class TeamOverviewPage(Protocol):
-    def __call__(self, *, user: Actor, params: QueryDict, now: datetime) -> TeamOverviewListing: ...
-
-
 class TeamOverviewOne(Protocol):
     """The row of one team; raises Team.DoesNotExist when ``user`` may not see it."""
 
     def __call__(self, *, user: Actor, team: Team, now: datetime) -> TeamOverviewRow: ...
 
 
-_overview_page: list[TeamOverviewPage] = []
 _overview_one: list[TeamOverviewOne] = []
 
 
-def provide_team_overview(*, page: TeamOverviewPage, one: TeamOverviewOne) -> None:
-    """Register the team overview (the Protocols say what each takes and returns)."""
-    _overview_page[:], _overview_one[:] = [page], [one]
+def provide_team_overview(*, one: TeamOverviewOne) -> None:
+    """Register the team overview's row of one team (TeamOverviewOne)."""
+    _overview_one[:] = [one]
 
 
 def _missing() -> ImproperlyConfigured:
     return ImproperlyConfigured(
         "No app provides the team overview (billing registers it in BillingConfig.ready())."
     )
-
-
-def team_overview_page(*, user: Actor, params: QueryDict, now: datetime) -> TeamOverviewListing:
-    """The team list's page of overview rows. Raises ImproperlyConfigured when no app provided
-    it."""
-    if not _overview_page:
-        raise _missing()
-    return _overview_page[0](user=user, params=params, now=now)
 
 
 def team_overview_one(*, user: Actor, team: Team, now: datetime) -> TeamOverviewRow:

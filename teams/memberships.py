@@ -19,8 +19,8 @@ from notifications.models import NoticeKind
 from notifications.notices import notice_about, notice_resolve, notice_send
 from teams.audit import audit_record
 from teams.guards import _locked_team
+from teams.hooks import LeaveReason, member_left_announce
 from teams.models import AuditEntry, Membership, Profile, Role, Team
-from teams.signals import LeaveReason, member_left_announce
 
 
 class MembershipError(Exception):

@@ -10,7 +10,6 @@ urlpatterns = [
         token_views.account_token_revoke,
         name="account-token-revoke",
     ),
-    path("teams/", views.team_list, name="team-list"),
     path("teams/<slug:slug>/", views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/invite/", views.team_invite, name="team-invite"),
     path(

@@ -14,7 +14,6 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from common.listing import bootstrap_form
 from common.permissions import access_require
 from common.validation import text_problem
 from teams import (
@@ -70,23 +69,6 @@ def account(request):
         messages.success(request, "Saved. Your MIG slices let this identity port-forward.")
         return redirect("account")
     return render(request, "teams/account.html", {"form": form})
-
-
-@login_required
-@require_GET
-def team_list(request):
-    access_require(user=request.user, perm="teams.list_teams")
-    listing = hooks.team_overview_page(user=request.user, params=request.GET, now=timezone.now())
-    context = {
-        "filters": listing.filters,
-        "form": bootstrap_form(listing.filters.form),
-        "page": listing.page,
-        "rows": listing.rows,
-        "sort": listing.sort,
-        "can_set_quota": request.user.has_perm("teams.set_quota"),
-    }
-    template = "teams/_list_table.html" if request.htmx else "teams/list.html"
-    return render(request, template, context)
 
 
 def _page_context(request, team: Team, **forms) -> dict:

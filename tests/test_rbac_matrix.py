@@ -14,9 +14,10 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from clusters.models import AksCluster, NodePool, PoolStatus
-from teams.models import Membership, Notice, QuotaRequest, TeamQuotaIncrease
+from notifications.models import Notice
+from teams.models import Membership, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
-from teams.webhooks import webhook_create
+from teams.webhook_settings import webhook_create
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from workspaces.states import Status
 

@@ -199,7 +199,12 @@ def workspace_approve(*, workspace_id: UUID | str, actor: User, reason: str, now
 
 
 def workspace_close_unapproved(
-    *, workspace_id: UUID | str, actor: User, reason: str, now: datetime, outcome: str = "rejected"
+    *,
+    workspace_id: UUID | str,
+    actor: User | None,
+    reason: str,
+    now: datetime,
+    outcome: str = "rejected",
 ) -> bool:
     """Close a workspace whose request was rejected or expired (``outcome``: 'rejected' or
     'expired', shown in its history instead of 'Deleted'); nothing exists in Azure yet.
@@ -219,7 +224,7 @@ def quota_request_decided(
     *,
     workspace_id: UUID | str,
     decision: str,
-    actor: User,
+    actor: User | None,
     reason: str,
     now: datetime,
     resize_to: str = "",
@@ -227,10 +232,11 @@ def quota_request_decided(
     """Apply a decided quota request to its workspace (registered with teams.hooks in
     WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
     expired, it is closed with that outcome (workspace_close_unapproved). A resize request
-    (``resize_to``) is workspaces.resize_approvals' to apply."""
+    (``resize_to``) is workspaces.resize_approvals' to apply; ``actor`` None for an expiry."""
     if resize_to:
         return
     if decision == Decision.APPROVED:
+        assert actor is not None, "an approval has its approver"  # only an expiry has none
         workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
     else:
         workspace_close_unapproved(

@@ -16,8 +16,7 @@ class WorkspacesConfig(AppConfig):
         from workspaces.resize_approvals import resize_request_decided
 
         live_topics.connect()
-        # VmBackend's form and kind annotations differ from the protocol's (issue 30, item 1).
-        register(VmBackend())  # type: ignore[arg-type]
+        register(VmBackend())
         hooks.on_transition(agent_reading_forget_on_resize)
         # Teams sit below workspaces: they tell of decided requests, changed identities and
         # members who left (never importing workspaces).

@@ -15,7 +15,7 @@ from django.urls import reverse
 from common.permissions import access_require
 from common.words import usd
 from teams.audit import audit_record
-from teams.guards import _locked_team
+from teams.guards import team_lock
 from teams.models import (
     AuditEntry,
     Decision,
@@ -80,7 +80,7 @@ def team_limits_set(
     row, or None when nothing changed."""
     access_require(user=actor, perm="teams.set_quota", obj=team)
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         before = _limits(team)
         _apply_limits(team, gpu_quotas, monthly_budget, max_workspaces_per_user, stop_at_budget)
         after = _limits(team)
@@ -204,7 +204,7 @@ def team_increase_approve(
     (audited as a limits change). Raises DecisionError (no longer pending), ActionNotAllowed."""
     with transaction.atomic():
         increase = _decide_increase(increase_id, actor, Decision.APPROVED, comment, now)
-        team = _locked_team(increase.team)
+        team = team_lock(increase.team)
         quotas = {increase.gpu_model: increase.gpus} if increase.gpu_model else {}
         budget = team.monthly_budget if increase.monthly_budget is None else increase.monthly_budget
         team_limits_set(

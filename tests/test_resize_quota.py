@@ -40,11 +40,9 @@ def worker_behind(monkeypatch):
     between being accepted and being carried out (a busy queue, a slow Azure)."""
     queued: list = []
     monkeypatch.setattr(
-        "workspaces.operations._queue_advance", lambda pk, claim="": queued.append(pk)
+        "workspaces.transitions.advance_queue", lambda pk, claim="": queued.append(pk)
     )
-    monkeypatch.setattr(
-        "workspaces.requests._queue_advance", lambda pk, claim="": queued.append(pk)
-    )
+    monkeypatch.setattr("workspaces.requests.advance_queue", lambda pk, claim="": queued.append(pk))
     return queued
 
 

@@ -28,9 +28,9 @@ from workspaces.models import (
     WorkspaceAgent,
     WorkspaceExtension,
 )
-from workspaces.operations import _transition_and_queue
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
+from workspaces.transitions import transition_and_queue
 from workspaces.withdrawals import workspace_withdraw
 
 # The refusal shown on the 403 page when someone else's workspace is acted on.
@@ -56,7 +56,7 @@ def _user_transition(
     with transaction.atomic():
         if guard:
             guard()
-        moved = _transition_and_queue(
+        moved = transition_and_queue(
             workspace_id=workspace.pk,
             expected=workspace.status,
             to=to,
@@ -88,7 +88,7 @@ def workspace_stop_automatically(
     by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
     marked (teams.notice_text), or else ``reason``. False when it was no longer running."""
     with transaction.atomic():
-        moved = _transition_and_queue(
+        moved = transition_and_queue(
             workspace_id=workspace_id,
             expected=Status.RUNNING,
             to=Status.STOPPING,

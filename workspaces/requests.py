@@ -32,10 +32,10 @@ from workspaces.models import (
     SizeOffering,
     Workspace,
 )
-from workspaces.operations import _queue_advance, _transition_and_queue
 from workspaces.selectors import QuotaCheck
 from workspaces.ssh_keys import validate_ssh_public_key
 from workspaces.states import Status
+from workspaces.transitions import advance_queue, transition_and_queue
 
 
 class WorkspaceActionError(Exception):
@@ -190,7 +190,7 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
             )
             if check.fits:
                 workspace = _insert(ask, Status.REQUESTED, now)
-                _queue_advance(workspace.pk)
+                advance_queue(workspace.pk)
             else:
                 workspace = _insert_pending(ask, check, justification, now)
     except IntegrityError:
@@ -313,7 +313,7 @@ def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
 def workspace_approve(*, workspace_id: UUID | str, actor: User, reason: str, now: datetime) -> bool:
     """Move an approved workspace from pending_approval to requested and queue provisioning.
     False when it was no longer pending."""
-    return _transition_and_queue(
+    return transition_and_queue(
         workspace_id=workspace_id,
         expected=Status.PENDING_APPROVAL,
         to=Status.REQUESTED,

@@ -5,7 +5,7 @@ import django_filters
 from django import forms
 from django.db.models import Q
 
-from clusters.models import AksCluster, PoolStatus
+from clusters.models import AksCluster, NodePool, PoolStatus
 from common.listing import TextFilter
 
 
@@ -15,8 +15,6 @@ def _locations() -> list[tuple[str, str]]:
 
 
 def _gpu_models() -> list[tuple[str, str]]:
-    from clusters.models import NodePool
-
     values = NodePool.objects.order_by("gpu_model").values_list("gpu_model", flat=True)
     return [(v, v) for v in values.distinct()]
 

@@ -11,6 +11,19 @@ _VOWEL_SOUND_LETTERS = frozenset("AEFHILMNORSX")
 _VOWELS = frozenset("aeiou")
 
 
+def duration_words(minutes: float) -> str:
+    """A duration in words as the owner would say it: "4 hours", "24 minutes", "1 hour 30
+    minutes", "30 seconds". ``minutes`` may be fractional (scaled demo timings)."""
+    seconds = round(minutes * 60)
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    hours, mins = divmod(round(seconds / 60), 60)
+    parts = [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []
+    if mins:
+        parts.append(f"{mins} minute{'s' if mins != 1 else ''}")
+    return " ".join(parts)
+
+
 def usd(amount, places: int = 2) -> str:
     """``amount`` (Decimal, int, float or numeric str) in USD as '$5,000.00'.
 

@@ -5,6 +5,7 @@ class TeamsConfig(AppConfig):
     name = "teams"
 
     def ready(self):
+        # In ready(): the module imports models, loaded only once the app registry is.
         from teams import live_topics
 
         live_topics.connect()

@@ -5,6 +5,7 @@ Notices written with ``bulk_create`` or ``.update()`` call ``notices_changed`` t
 from django.db.models.signals import post_delete, post_save
 
 from live import stamps
+from teams import models
 
 
 def notices_changed(user_ids) -> None:
@@ -38,8 +39,6 @@ def _on_team(sender, instance, **kwargs) -> None:
 
 def connect() -> None:
     """Called once from TeamsConfig.ready()."""
-    from teams import models
-
     post_save.connect(_on_notice, sender=models.Notice, dispatch_uid="live-notice")
     for signal in (post_save, post_delete):
         signal.connect(_on_membership, sender=models.Membership, dispatch_uid="live-member")

@@ -60,6 +60,7 @@ from workspaces import idle, ratelimit
 from workspaces.gpu_evidence import gpu_readings_merge
 from workspaces.live_topics import telemetry_changed
 from workspaces.models import TelemetrySample, WorkspaceAgent
+from workspaces.states import Status
 from workspaces.telemetry import (
     GONE,
     HeartbeatRefused,
@@ -348,8 +349,6 @@ def agent_reading_forget_on_resize(*, workspace_id, expected: str, to: str, now:
     so its agent's latest reading (the GPUs it listed, NVML's state) is of hardware it no
     longer has; it is forgotten, and the page waits for the first reading of the new size.
     The idle evidence (last_at and the folded activity) is kept: the silence rule holds."""
-    from workspaces.states import Status
-
     if expected == Status.RESIZING:
         WorkspaceAgent.objects.filter(pk=workspace_id).update(gpus=[], nvml="")
 

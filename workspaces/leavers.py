@@ -28,6 +28,7 @@ from teams.audit import audit_record
 from teams.models import LeaverPolicy, Membership, Role, Team
 from teams.notices import notice_send
 from teams.signals import LeaveReason
+from workspaces.actions import workspace_stop_automatically
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -95,8 +96,6 @@ def _why(user, team: Team, reason: str) -> str:
 
 
 def _stop_running(team: Team, user, reason: str, now: datetime) -> list:
-    from workspaces.actions import workspace_stop_automatically
-
     why = _why(user, team, reason)
     stopped = []
     running = Workspace.objects.filter(team=team, owner=user, status=Status.RUNNING)
@@ -115,6 +114,7 @@ def _stop_running(team: Team, user, reason: str, now: datetime) -> list:
 
 
 def _recheck_in_flight(team: Team, user, reason: str) -> list:
+    # A real cycle: workspaces.tasks imports this module (leaver_recheck runs it).
     from workspaces.tasks import leaver_recheck
 
     ids = list(
@@ -158,6 +158,7 @@ def _hand_over(team: Team, leaver, owner, reason: str, now: datetime) -> list:
 def _access_later(workspace_id) -> None:
     """Its provider objects made to grant the new owner (nothing for a kind whose objects do not
     name the owner: WorkspaceBackend.access_refresh)."""
+    # A real cycle: workspaces.tasks imports this module (leaver_recheck runs it).
     from workspaces.tasks import refresh_slice_access
 
     transaction.on_commit(lambda: refresh_slice_access.delay(str(workspace_id)))

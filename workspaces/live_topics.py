@@ -12,6 +12,7 @@ from django.db.models.signals import post_save
 from live import stamps
 from teams.rules import is_platform_admin
 from teams.selectors import team_visible_to
+from workspaces.models import Workspace, WorkspaceEvent, WorkspaceExtension
 
 
 def workspaces_changed(ids) -> None:
@@ -37,8 +38,6 @@ def workspace_topics(*, user) -> list[str]:
 
 
 def _bump(ids) -> None:
-    from workspaces.models import Workspace
-
     topics = {stamps.topic("workspaces"), stamps.topic("approvals")}
     for pk, team_id, owner_id in Workspace.objects.filter(pk__in=ids).values_list(
         "pk", "team_id", "owner_id"
@@ -61,8 +60,6 @@ def _on_child(sender, instance, **kwargs) -> None:
 
 def connect() -> None:
     """Called once from WorkspacesConfig.ready()."""
-    from workspaces.models import Workspace, WorkspaceEvent, WorkspaceExtension
-
     post_save.connect(_on_workspace, sender=Workspace, dispatch_uid="live-workspace")
     post_save.connect(_on_child, sender=WorkspaceEvent, dispatch_uid="live-workspace-event")
     post_save.connect(_on_child, sender=WorkspaceExtension, dispatch_uid="live-extension")

@@ -6,6 +6,7 @@ from fractions import Fraction
 from django.conf import settings
 from django.db import models
 
+from common.words import duration_words
 from workspaces.backends import backend_for
 from workspaces.gpus import format_gpus
 from workspaces.states import STYLE, TRANSITIONS, Status, event_style
@@ -415,8 +416,6 @@ class WorkspaceExtension(models.Model):
     def length_words(self) -> str:
         """How long it really kept the workspace, in words ("4 hours"; "24 minutes" with demo
         timings): ``hours`` is the policy's, ``until`` the real deadline."""
-        from workspaces.telemetry import duration_words
-
         return duration_words((self.until - self.at).total_seconds() / 60)
 
 

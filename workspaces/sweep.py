@@ -25,6 +25,7 @@ from teams.notice_text import mark
 from teams.notices import Message, notice_resolve, notice_send_many
 from teams.webhooks import TeamEvent, webhook_events_emit
 from workspaces import idle
+from workspaces.actions import workspace_stop_automatically
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.leases import lease_release, lease_take
 from workspaces.live_topics import telemetry_changed
@@ -355,8 +356,6 @@ def _stop_one(j: Judged, now: datetime) -> bool:
 def _stop(j: Judged, now: datetime) -> bool:
     """Stop through the same transition and task as a user's Stop; False if the workspace
     moved on meanwhile (the owner stopped it, or another sweep did)."""
-    from workspaces.actions import workspace_stop_automatically
-
     detail = {
         "rule": str(j.verdict.stop_reason),
         "since": j.verdict.since.isoformat(),

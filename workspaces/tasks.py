@@ -8,7 +8,12 @@ from django.utils import timezone
 
 from cloud.errors import CloudError
 from workspaces import chains, operations
+from workspaces.evictions import workspace_evictions_detect
+from workspaces.kube_activity import namespace_activity_scan
+from workspaces.leavers import leaver_workspaces_apply
 from workspaces.models import Workspace
+from workspaces.sweep import idle_sweep as sweep
+from workspaces.telemetry import telemetry_downsample
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +68,6 @@ def detect_spot_evictions() -> int:
     """Beat, every SPOT_EVICTION_CHECK_SECONDS: running Spot workspaces whose VM Azure
     evicted become stopped (see workspaces.evictions). Returns how many. Azure not answering
     is logged; the next run asks again."""
-    from workspaces.evictions import workspace_evictions_detect
-
     try:
         return len(workspace_evictions_detect(now=timezone.now()).evicted)
     except CloudError as exc:
@@ -75,8 +78,6 @@ def detect_spot_evictions() -> int:
 @shared_task
 def idle_sweep() -> dict:
     """Beat, every IDLE_SWEEP_SECONDS: warn, tell and stop by the teams' idle policies."""
-    from workspaces.sweep import idle_sweep as sweep
-
     result = sweep(now=timezone.now())
     return {
         "evaluated": result.evaluated,
@@ -89,8 +90,6 @@ def idle_sweep() -> dict:
 @shared_task
 def downsample_telemetry() -> int:
     """Beat, hourly: fold raw samples older than TELEMETRY_RAW_HOURS into hourly rows."""
-    from workspaces.telemetry import telemetry_downsample
-
     return telemetry_downsample(now=timezone.now())
 
 
@@ -98,8 +97,6 @@ def downsample_telemetry() -> int:
 def namespace_activity() -> int:
     """Beat, every AGENT_INTERVAL_SECONDS: the idle evidence of running namespace workspaces
     (running pods requesting GPUs; see workspaces.kube_activity). Returns samples stored."""
-    from workspaces.kube_activity import namespace_activity_scan
-
     return namespace_activity_scan(now=timezone.now())
 
 
@@ -107,8 +104,6 @@ def namespace_activity() -> int:
 def leaver_recheck(team_id: int, user_id: int, reason: str) -> None:
     """Once, LEAVER_RECHECK_SECONDS after a leave: the team's leaver policy applied again to
     the leaver's workspaces that were provisioning or starting then (workspaces.leavers)."""
-    from workspaces.leavers import leaver_workspaces_apply
-
     leaver_workspaces_apply(
         team_id=team_id, user_id=user_id, reason=reason, now=timezone.now(), recheck=False
     )

@@ -19,10 +19,13 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Avg, Count, Max, Q
+from django.db.models.functions import TruncHour
 
+from common.words import duration_words
 from teams.models import IdlePolicy
 from workspaces import idle
-from workspaces.models import TelemetrySample, WorkspaceAgent
+from workspaces.models import HOUR_FIGURES, TelemetryHour, TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
 
 MAX_BODY_BYTES = 256 * 1024
@@ -294,11 +297,6 @@ def telemetry_downsample(*, now: datetime) -> int:
     TelemetryHour per workspace and hour, then delete them; returns how many were folded.
     The complete hours of the last EARLY_FOLD_HOURS are folded too, their samples kept.
     Idempotent: an hour folded twice is replaced, not doubled. One pass over the samples."""
-    from django.db.models import Avg, Count, Max, Q
-    from django.db.models.functions import TruncHour
-
-    from workspaces.models import HOUR_FIGURES, TelemetryHour
-
     this_hour = now.replace(minute=0, second=0, microsecond=0)
     cutoff = (now - timedelta(hours=settings.TELEMETRY_RAW_HOURS)).replace(
         minute=0, second=0, microsecond=0
@@ -344,19 +342,6 @@ def telemetry_downsample(*, now: datetime) -> int:
         )
         folded, _ = old.delete()
     return folded
-
-
-def duration_words(minutes: float) -> str:
-    """A duration in words as the owner would say it: "4 hours", "24 minutes", "1 hour 30
-    minutes", "30 seconds". ``minutes`` may be fractional (scaled demo timings)."""
-    seconds = round(minutes * 60)
-    if seconds < 60:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    hours, mins = divmod(round(seconds / 60), 60)
-    parts = [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []
-    if mins:
-        parts.append(f"{mins} minute{'s' if mins != 1 else ''}")
-    return " ".join(parts)
 
 
 def extension_minutes(hours: int) -> float:

@@ -2,30 +2,33 @@
 quota, requests and budget alerts bump ``team:<id>``; requests also bump ``approvals``.
 Notices written with ``bulk_create`` or ``.update()`` call ``notices_changed`` there."""
 
+from collections.abc import Iterable
+from typing import Any
+
 from django.db.models.signals import post_delete, post_save
 
 from live import stamps
 from teams import models
 
 
-def notices_changed(user_ids) -> None:
+def notices_changed(user_ids: Iterable[int | None]) -> None:
     """Bump the notice areas of users ``user_ids`` once the transaction commits."""
     stamps.bump(*(stamps.topic("user", pk) for pk in user_ids if pk is not None))
 
 
-def _on_notice(sender, instance, **kwargs) -> None:
+def _on_notice(sender: object, instance: Any, **kwargs: Any) -> None:
     notices_changed([instance.user_id])
 
 
-def _on_membership(sender, instance, **kwargs) -> None:
+def _on_membership(sender: object, instance: Any, **kwargs: Any) -> None:
     stamps.bump(stamps.topic("team", instance.team_id), stamps.topic("user", instance.user_id))
 
 
-def _on_team_row(sender, instance, **kwargs) -> None:
+def _on_team_row(sender: object, instance: Any, **kwargs: Any) -> None:
     stamps.bump(stamps.topic("team", instance.team_id))
 
 
-def _on_request(sender, instance, **kwargs) -> None:
+def _on_request(sender: object, instance: Any, **kwargs: Any) -> None:
     stamps.bump(
         stamps.topic("approvals"),
         stamps.topic("team", instance.team_id),
@@ -33,7 +36,7 @@ def _on_request(sender, instance, **kwargs) -> None:
     )
 
 
-def _on_team(sender, instance, **kwargs) -> None:
+def _on_team(sender: object, instance: Any, **kwargs: Any) -> None:
     stamps.bump(stamps.topic("team", instance.pk))
 
 
@@ -44,6 +47,8 @@ def connect() -> None:
         signal.connect(_on_membership, sender=models.Membership, dispatch_uid="live-member")
     for model in (models.GpuQuota, models.BudgetAlert, models.IdlePolicy):
         post_save.connect(_on_team_row, sender=model, dispatch_uid=f"live-{model.__name__}")
-    for model in (models.QuotaRequest, models.TeamQuotaIncrease):
-        post_save.connect(_on_request, sender=model, dispatch_uid=f"live-{model.__name__}")
+    for request_model in (models.QuotaRequest, models.TeamQuotaIncrease):
+        post_save.connect(
+            _on_request, sender=request_model, dispatch_uid=f"live-{request_model.__name__}"
+        )
     post_save.connect(_on_team, sender=models.Team, dispatch_uid="live-team")

@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers that pass ids to services."""
 
 import logging
+from typing import Any  # a bound task is a Celery Task, which ships no types
 
 from celery import shared_task
 from django.conf import settings
@@ -19,7 +20,7 @@ log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def advance_workspace(self, workspace_id: str, claim: str = "") -> None:
+def advance_workspace(self: Any, workspace_id: str, claim: str = "") -> None:
     """Run the Azure operation that the workspace's status owes (create, start, deallocate,
     delete), polling it every AZURE_POLLING_INTERVAL seconds by re-queueing itself rather than
     sleeping, so a VM create that takes minutes holds no worker. A requested workspace that
@@ -43,7 +44,7 @@ def advance_workspace(self, workspace_id: str, claim: str = "") -> None:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def refresh_slice_access(self, workspace_id: str) -> None:
+def refresh_slice_access(self: Any, workspace_id: str) -> None:
     """Make a MIG slice's owner RoleBinding name its owner's Entra ID identity as it is now.
     Transient Kubernetes errors are retried with back-off up to WORKSPACE_RETRY_MAX times;
     anything else is logged, and the slice's next start applies the identity."""
@@ -76,7 +77,7 @@ def detect_spot_evictions() -> int:
 
 
 @shared_task
-def idle_sweep() -> dict:
+def idle_sweep() -> dict[str, int]:
     """Beat, every IDLE_SWEEP_SECONDS: warn, tell and stop by the teams' idle policies."""
     result = sweep(now=timezone.now())
     return {

@@ -1,9 +1,11 @@
 """The clusters page's node pool filters (django-filter), read from the query string; a
 refused value is a form error and that filter is left out."""
 
+from typing import Any
+
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from clusters.models import AksCluster, NodePool, PoolStatus
 from common.listing import TextFilter
@@ -39,5 +41,5 @@ class PoolFilter(django_filters.FilterSet):
         label="Status", choices=PoolStatus.choices, empty_label="Any status"
     )
 
-    def search(self, queryset, name, value):
+    def search(self, queryset: QuerySet[Any, Any], name: str, value: str) -> QuerySet[Any, Any]:
         return queryset.filter(Q(name__icontains=value) | Q(cluster__name__icontains=value))

@@ -1,9 +1,12 @@
+from typing import Any
+
+from django.http import HttpRequest
 from django.utils import timezone
 
 from teams.selectors import notice_area
 
 
-def notices(request):
+def notices(request: HttpRequest) -> dict[str, Any]:
     """The compact notice area on every page (templates/_notices.html): the user's open
     notices, grouped (one query, none when logged out).
 

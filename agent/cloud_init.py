@@ -13,6 +13,7 @@ import binascii
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
 AGENT_PATH = "/opt/gpu-portal-agent/gpu_portal_agent.py"
@@ -103,7 +104,7 @@ def _packed_agent() -> str:
     return base64.b64encode(gzip.compress(_AGENT_SOURCE.read_bytes(), mtime=0)).decode("ascii")
 
 
-def agent_config(custom_data: str) -> dict | None:
+def agent_config(custom_data: str) -> dict[str, Any] | None:
     """The agent config inside a custom_data document as ``render`` writes it (plain, or
     base64 as on the wire), or None when it holds none."""
     text = _plain_text(custom_data)

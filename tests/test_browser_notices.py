@@ -15,8 +15,8 @@ from teams.quota_requests import quota_request_reject
 from tests import test_browser
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, _screenshot
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import WorkspaceEvent
-from workspaces.requests import workspace_request
 
 pytestmark = test_browser.pytestmark
 browser_page = test_browser.browser_page  # the fixture, shared

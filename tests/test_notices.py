@@ -28,7 +28,7 @@ from teams.quota_requests import quota_request_reject, quota_requests_expire
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import heartbeats, states, telemetry
 from workspaces.actions import workspace_keep_running, workspace_start
-from workspaces.requests import workspace_request
+from workspaces.backends.vm_request import workspace_request
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
 

@@ -20,8 +20,9 @@ from tests.factories import SSH_KEY, OfferingFactory
 from workspaces import resizes
 from workspaces.actions import workspace_stop
 from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import WorkspaceActionError, workspace_request
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -21,8 +21,8 @@ from teams.models import IdlePolicy
 from tests.factories import WorkspaceFactory
 from workspaces import heartbeats, telemetry
 from workspaces.actions import ExtensionRefused, workspace_keep_running
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
 

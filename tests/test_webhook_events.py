@@ -24,8 +24,8 @@ from tests.test_spot import spot_price
 from tests.test_sweep import _at, _report, _running
 from tests.webhook_receiver import start_receiver
 from workspaces import states
+from workspaces.backends.vm_request import workspace_request
 from workspaces.evictions import workspace_evictions_detect
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 
 

@@ -60,7 +60,7 @@ def request_quota_lines(user: User) -> list[tuple[Any, ...]]:
     return [(team, lines, budgets[team.pk]) for team, lines in overview]
 
 
-def _aks_team(request):
+def _chosen_team(request):
     """The user's teams, and the one the form is for: the team asked for (POST or htmx GET),
     else the first."""
     teams = team_list_for_requests(user=request.user)
@@ -69,15 +69,16 @@ def _aks_team(request):
     return teams, team or teams.first()
 
 
-def _aks_form_kwargs(request, teams, team) -> dict:
+def _kind_form_kwargs(request, form_class, teams, team) -> dict:
+    """The kind form's data, initial values and teams. A field of the form named in the query
+    string comes chosen (the GPU memory estimate's link names a MIG slice's ``profile``)."""
+    fields = getattr(form_class, "base_fields", {})
+    asked = {
+        k: v for k, v in request.GET.items() if k in fields and k not in ("team", "request_key")
+    }
     return {
         "data": request.POST if request.method == "POST" else None,
-        # A MIG profile chosen on the GPU memory estimate (its link's ``profile``) comes chosen.
-        "initial": {
-            "request_key": uuid.uuid4(),
-            "team": team,
-            "profile": request.GET.get("profile"),
-        },
+        "initial": {"request_key": uuid.uuid4(), "team": team, **asked},
         "teams": teams,
     }
 
@@ -96,8 +97,9 @@ def workspace_request_kind(request, kind):
         raise Http404("No such workspace kind.") from None
     if page.view:
         return import_string(page.view)(request, kind=kind)
-    teams, team = _aks_team(request)
-    form = page.form_class(**page.choices(team), **_aks_form_kwargs(request, teams, team))
+    teams, team = _chosen_team(request)
+    kwargs = _kind_form_kwargs(request, page.form_class, teams, team)
+    form = page.form_class(**page.choices(team), **kwargs)
     if request.method == "POST" and form.is_valid():
         workspace = kind_form_submit(request, form, page.request)
         if workspace is not None:

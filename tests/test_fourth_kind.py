@@ -136,6 +136,7 @@ class TimeSliceBackend:
         nothing_made="Nothing made yet.",
     )
     spot_capable = False
+    price_note = "A time-sliced GPU costs its share of the node's hourly price while running."
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """Each operation is done at once: requested -> provisioning -> running, and so on."""
@@ -280,6 +281,7 @@ def test_it_has_its_column_on_the_spend_page(client, cast):
         page = client.get(f"/teams/{cast.team.slug}/spend/").content.decode()
         data = json.loads(client.get(f"/teams/{cast.team.slug}/spend/data/").content)
     assert '<th scope="col">Time-sliced GPU</th>' in page
+    assert "A time-sliced GPU costs its share" in page  # its price note
     assert "spent" in page  # by workspace
     assert data["kinds"][KIND] == {"label": "Time-sliced GPU", "colour": "#805ad5"}
     assert sum(Decimal(v) for v in data["series"][KIND]) == Decimal("3.67")  # 2 h x 1.8365

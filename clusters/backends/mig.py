@@ -76,6 +76,9 @@ class MigBackend(AksBackend):
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"
     resizable = True
+    price_note = (
+        "A MIG slice costs its node's hourly price × slices ÷ (7 × GPUs per node) while running."
+    )
     words = Words(
         idle_when="GPU under {threshold}%, no busy Jupyter kernel",
         # NVML has no utilisation counter per MIG device; without DCGM only the kernels count.

@@ -50,6 +50,10 @@ class NamespaceBackend(AksBackend):
     hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
     connect_template = "workspaces/kinds/namespace_connect.html"
+    price_note = (
+        "An AKS namespace costs its GPU quota × the node's hourly price ÷ GPUs per node while "
+        "running."
+    )
     words = Words(
         idle_when="GPU under {threshold}% in its pods",
         idle_unmeasured="no running pod requesting GPUs",

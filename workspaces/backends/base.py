@@ -243,6 +243,8 @@ class WorkspaceBackend(Protocol):
     resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
     connect_template: str  # how to reach it while running (or kinds/generic_connect.html)
     words: Words  # its own words on its page (Words)
+    # How its price is made, for the spend page's note ("" when it is the size's own price).
+    price_note: str
     # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
     # only then (billing.rightsizing).
     spot_capable: bool

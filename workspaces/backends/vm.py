@@ -73,6 +73,7 @@ class VmBackend:
     resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
     spot_capable = True
+    price_note = ""  # its size's own price, as the spend page says of every price
     words = Words(
         idle_when="GPU under {threshold}%, no SSH or Jupyter activity",
         idle_unmeasured="no GPU reading and no SSH or Jupyter activity",

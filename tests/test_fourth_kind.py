@@ -163,6 +163,9 @@ class TimeSliceBackend:
     def size_label(self, workspace: Workspace) -> str:
         return f"{workspace.gpu_count}/{SHARES} of an {workspace.gpu_model}"
 
+    def api_details(self, workspace: Workspace) -> dict[str, Any]:
+        return {"eighths": workspace.gpu_count}
+
     def meters(self, workspace: Workspace) -> Meters:
         return Meters(billable=BILLABLE_ON_AKS, hourly=workspace.price_per_hour)
 
@@ -242,6 +245,7 @@ def test_it_is_requested_through_the_api_and_listed_there(client, cast):
                             "gpu_model": "A100", "share": 3})  # fmt: skip
     assert created.status_code == 201, created.content
     assert created.json()["kind"] == KIND and created.json()["size_label"] == "3/8 of an A100"
+    assert created.json()["details"] == {"eighths": 3}  # its own output field
     refused = _api(client, {"kind": KIND, "team": "vision", "name": "too-big",
                             "gpu_model": "A100", "share": 9})  # fmt: skip
     assert refused.status_code == 400 and refused.json()["errors"][0]["loc"][-1] == "share"

@@ -150,6 +150,10 @@ class MigBackend(AksBackend):
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_slices, SLICES_PER_GPU)
 
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its container image and its sevenths of a GPU."""
+        return {"image": workspace.image, "gpu_slices": workspace.gpu_slices}
+
     def size_label(self, workspace: Workspace) -> str:
         """The slice's GPU model and MIG profile ("A100 1g.10gb"), not its node's VM size."""
         return f"{workspace.gpu_model} {workspace.mig_profile}".strip()

@@ -103,6 +103,10 @@ class NamespaceBackend(AksBackend):
             )
         return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
 
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its GPU quota (whole GPUs, requests.nvidia.com/gpu)."""
+        return {"gpu_quota": workspace.gpu_count}
+
     def size_label(self, workspace: Workspace) -> str:
         """Its GPU quota: "1 × A100 GPU", "2 × A100 GPUs"."""
         return times(workspace.gpu_count, workspace.gpu_model)

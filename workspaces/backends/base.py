@@ -272,6 +272,11 @@ class WorkspaceBackend(Protocol):
         """What billing charges for it (see Meters)."""
         ...
 
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its own facts in the API's workspace object (``details``, docs/api.md), besides the
+        fields every kind's object has; from its own row only (a list answers many)."""
+        ...
+
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         """Extra context of the workspace page for ``user`` (connect information: a Jupyter
         token, whether their Entra ID identity is missing); {} when none."""

@@ -146,6 +146,13 @@ class VmBackend:
     def size_label(self, workspace: Workspace) -> str:
         return workspace.vm_size
 
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its SSH user, and the equivalent sizes it accepts (", "-joined; "" for none)."""
+        return {
+            "ssh_user": workspace.ssh_user,
+            "accepted_sizes": ", ".join(workspace.accepted_sizes),
+        }
+
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated
         (states.BILLABLE), and an OS disk."""

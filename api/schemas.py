@@ -15,6 +15,7 @@ from ninja.errors import ValidationError
 from pydantic import AfterValidator, Field
 
 from common.validation import text_problem
+from workspaces.backends import backend_for
 from workspaces.models import Workspace
 
 # The biggest page a caller may ask for: a page is one query whatever its size, but its
@@ -101,6 +102,8 @@ class WorkspaceOut(Schema):
     created_at: str
     status_changed_at: str
     url: str
+    # Its kind's own facts (WorkspaceBackend.api_details): a VM's ssh_user, a MIG slice's image.
+    details: dict[str, str | int | bool | None]
 
 
 def workspace_out(workspace: Workspace) -> dict[str, Any]:
@@ -129,6 +132,7 @@ def workspace_out(workspace: Workspace) -> dict[str, Any]:
         "created_at": utc(workspace.created_at),
         "status_changed_at": utc(workspace.status_changed_at),
         "url": f"/api/v1/workspaces/{workspace.pk}",
+        "details": backend_for(workspace.kind).api_details(workspace),
     }
 
 

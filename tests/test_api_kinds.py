@@ -5,6 +5,7 @@ import uuid
 
 import pytest
 
+from clusters.backends.mig import DEFAULT_IMAGE
 from tests.test_aks_workspaces import cluster, four_gpu_offering, make_pool  # noqa: F401
 from workspaces.models import Workspace
 
@@ -29,6 +30,7 @@ def test_a_mig_slice_by_profile_runs_and_gives_a_kubeconfig(client, cast, cluste
     ws = client.get(created.json()["url"]).json()
     assert ws["kind"] == "mig" and ws["mig_profile"] == "1g.10gb" and ws["gpu_model"] == "A100"
     assert ws["status"] == "running"
+    assert ws["details"] == {"image": DEFAULT_IMAGE, "gpu_slices": 1}  # its kind's own
     connect = client.get(created.json()["url"] + "/connect").json()
     assert "apiVersion" in connect["kubeconfig"] and connect["ssh_command"] is None
 
@@ -53,5 +55,6 @@ def test_a_namespace_by_gpu_model_and_count(client, cast, cluster):  # noqa: F81
     ws = created.json()
     assert ws["kind"] == "namespace" and ws["gpu_count"] == 2
     assert ws["namespace"] == "vision-team-jobs"
+    assert ws["details"] == {"gpu_quota": 2}
     refused = _post(client, body | {"name": "more", "gpus": 65})
     assert refused.status_code == 400 and refused.json()["errors"][0]["loc"][-1] == "gpus"

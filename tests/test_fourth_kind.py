@@ -2,7 +2,8 @@
 GPU pod, a share (eighths) of one GPU. No product file names it: its backend class, form and
 request service are here, and one register() call makes every layer offer it. The kind is
 requested through its page and through /api/v1/, and shows in the workspace list, the spend
-page, the RBAC matrix (the page of every kind), the API's kinds and OpenAPI document.
+page, the RBAC matrix (the page of every kind), the API's kinds and OpenAPI document, and its
+node pool's capacity.
 
 Each check fails if a layer keeps its own list of the three built-in kinds (a Literal, a
 column per kind, choices fixed in a model or a filter, a MIG-else-namespace default)."""
@@ -20,14 +21,18 @@ import time_machine
 from django import forms
 from django.utils import timezone
 
+from clusters.models import AksCluster, NodePool, PoolStatus
+from clusters.selectors import pool_capacity
 from common.validation import TextField
 from tests import test_rbac_matrix as matrix
+from tests.factories import WorkspaceFactory
 from tests.test_rbac_matrix import objects  # noqa: F401 (the matrix's objects)
 from workspaces import states
 from workspaces.backends import (
     ApiField,
     KindForm,
     Meters,
+    PoolUse,
     ResizeChoice,
     RightsizeOptions,
     SizingOffer,
@@ -110,7 +115,8 @@ class TimeSliceBackend:
         ),
         api_form_data=_api_data,
     )
-    pool_use = None
+    # A pod holds its GPUs (gpu_count: eighths here) of its pool while it runs.
+    pool_use: PoolUse | None = PoolUse(holding=frozenset({Status.RUNNING}), units_field="gpu_count")
     where = "the cluster"
     error_source = "Kubernetes"
     stop_label = "Stop"
@@ -130,6 +136,7 @@ class TimeSliceBackend:
         nothing_made="Nothing made yet.",
     )
     spot_capable = False
+    price_note = "A time-sliced GPU costs its share of the node's hourly price while running."
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """Each operation is done at once: requested -> provisioning -> running, and so on."""
@@ -155,6 +162,9 @@ class TimeSliceBackend:
 
     def size_label(self, workspace: Workspace) -> str:
         return f"{workspace.gpu_count}/{SHARES} of an {workspace.gpu_model}"
+
+    def api_details(self, workspace: Workspace) -> dict[str, Any]:
+        return {"eighths": workspace.gpu_count}
 
     def meters(self, workspace: Workspace) -> Meters:
         return Meters(billable=BILLABLE_ON_AKS, hourly=workspace.price_per_hour)
@@ -235,6 +245,7 @@ def test_it_is_requested_through_the_api_and_listed_there(client, cast):
                             "gpu_model": "A100", "share": 3})  # fmt: skip
     assert created.status_code == 201, created.content
     assert created.json()["kind"] == KIND and created.json()["size_label"] == "3/8 of an A100"
+    assert created.json()["details"] == {"eighths": 3}  # its own output field
     refused = _api(client, {"kind": KIND, "team": "vision", "name": "too-big",
                             "gpu_model": "A100", "share": 9})  # fmt: skip
     assert refused.status_code == 400 and refused.json()["errors"][0]["loc"][-1] == "share"
@@ -274,6 +285,7 @@ def test_it_has_its_column_on_the_spend_page(client, cast):
         page = client.get(f"/teams/{cast.team.slug}/spend/").content.decode()
         data = json.loads(client.get(f"/teams/{cast.team.slug}/spend/data/").content)
     assert '<th scope="col">Time-sliced GPU</th>' in page
+    assert "A time-sliced GPU costs its share" in page  # its price note
     assert "spent" in page  # by workspace
     assert data["kinds"][KIND] == {"label": "Time-sliced GPU", "colour": "#805ad5"}
     assert sum(Decimal(v) for v in data["series"][KIND]) == Decimal("3.67")  # 2 h x 1.8365
@@ -284,6 +296,23 @@ def _api_as(client, cast, body):
     created = _api(client, body)
     assert created.status_code == 201, created.content
     client.force_login(cast.team_admin)
+
+
+def test_its_pods_count_on_their_pools_capacity(cast):
+    now = timezone.now()
+    cluster = AksCluster.objects.create(
+        subscription_id="s", resource_group="rg", name="aks", location="eastus",
+        registered_at=now,
+    )  # fmt: skip
+    pool = NodePool.objects.create(
+        cluster=cluster, name="shared", vm_size="Standard_NC24ads_A100_v4", gpu_model="A100",
+        gpus_per_node=8, gpu_memory_gib=80, node_count=1, price_per_hour=NODE_PRICE,
+        status=PoolStatus.READY, created_at=now, updated_at=now,
+    )  # fmt: skip
+    for status in (Status.RUNNING, Status.STOPPED):
+        WorkspaceFactory(team=cast.team, kind=KIND, node_pool=pool, gpu_count=3, status=status)
+    (row,) = pool_capacity(cluster=cluster)
+    assert (row.total, row.used) == (8, 3)  # as its backend counts: the running pod's 3
 
 
 @pytest.mark.parametrize("role", matrix.ROLES)

@@ -7,6 +7,7 @@ from decimal import Decimal
 from typing import Any
 
 from django import forms
+from django.db.models import QuerySet
 
 from common.validation import TextField
 from workspaces import equivalents
@@ -50,9 +51,9 @@ class EquivalentsQueryForm(forms.Form):
     max_price = CeilingField()
     spot = forms.BooleanField(required=False)
 
-    def __init__(self, *args, offerings, **kwargs):
+    def __init__(self, *args: Any, offerings: QuerySet[SizeOffering], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["offering"].queryset = offerings
+        self.fields["offering"].queryset = offerings  # type: ignore[attr-defined]
 
 
 class ResizeForm(forms.Form):

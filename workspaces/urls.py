@@ -2,7 +2,7 @@ from django.urls import path, re_path
 from django.utils.module_loading import import_string
 
 from workspaces import views
-from workspaces.backends import WorkspaceBackend, backends
+from workspaces.backends import WorkspaceBackend, backends, vm_page
 
 app_name = "workspaces"
 
@@ -18,7 +18,8 @@ def _request_page(backend: WorkspaceBackend) -> object:
 
 urlpatterns = [
     path("", views.workspace_list, name="list"),
-    path("new/equivalents/", views.workspace_request_equivalents, name="request-equivalents"),
+    # The GPU VM's page's equivalent sizes panel (htmx).
+    path("new/equivalents/", vm_page.workspace_request_equivalents, name="request-equivalents"),
     *[_request_page(b) for b in backends()],
     # Any registered kind's page, by its kind (one registered after start-up has no other).
     path("new/<str:kind>/", views.workspace_request_kind, name="request-kind"),

@@ -5,32 +5,29 @@ htmx requests get partials; the status panel polls itself and is answered with 2
 """
 
 import uuid
+from collections.abc import Callable
+from typing import Any
 
-from django.conf import settings
+from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpResponse
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.module_loading import import_string
-from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
 
 from cloud.errors import CloudError
 from common.listing import bootstrap_form
 from common.permissions import access_require
-from common.validation import text_problem
 from teams.selectors import team_list_for_requests
-from workspaces import actions, equivalents, hooks, requests, resizes, selectors
+from workspaces import actions, hooks, requests, resizes, selectors
 from workspaces.backends import UnknownKind, backend_for
-from workspaces.backends.vm_form import WorkspaceRequestForm
-from workspaces.backends.vm_request import workspace_request as vm_request
-from workspaces.filters import OfferingFilter
-from workspaces.forms import EquivalentsQueryForm, ResizeForm
-from workspaces.sizing.forms import EstimateForm
-from workspaces.sizing.views import estimate_on_request_page
+from workspaces.forms import ResizeForm
+from workspaces.models import Workspace
 from workspaces.states import STEADY, Status
 from workspaces.withdrawals import workspace_withdraw
 
@@ -54,156 +51,16 @@ def workspace_list(request):
     return render(request, template, context)
 
 
-def _request_form(request, data=None):
-    regions = selectors.offering_regions()
-    fallback = regions[0] if regions else ""
-    default = settings.AZURE_LOCATION if settings.AZURE_LOCATION in regions else fallback
-    chosen = (data or request.GET).get("region") or default
-    if chosen not in regions:
-        chosen = default
-    initial = {
-        "region": chosen,
-        "request_key": uuid.uuid4(),
-        "ssh_public_key": selectors.user_ssh_key_last_used(user=request.user),
-    }
-    # A size chosen on the GPU memory estimate (its link's ``size``) comes chosen.
-    asked = request.GET.get("size", "")[:100]
-    offerings = selectors.offering_list(now=timezone.now())
-    # Unprintable text names no size (and PostgreSQL refuses a NUL in a query).
-    named = asked and text_problem(asked) is None
-    suggested = offerings.filter(vm_size=asked, region=chosen).first() if named else None
-    if suggested is not None:
-        initial["offering"] = suggested.pk
-    form = WorkspaceRequestForm(
-        data,
-        initial=initial,
-        teams=team_list_for_requests(user=request.user),
-        regions=regions,
-        offerings=offerings,
-    )
-    return form, chosen
-
-
-# A private key pasted by mistake must not reach an error report either.
-@sensitive_post_parameters("ssh_public_key")
-@login_required
-def workspace_request(request, kind):
-    """The GPU VM's request page (its KindForm's ``view``): the size table of the region,
-    Spot, equivalent sizes, and the GPU memory estimate's panel."""
-    if request.method == "POST":
-        form, region = _request_form(request, request.POST)
-        if form.is_valid():
-            workspace = _submit_request(request, form)
-            if workspace is not None:
-                return redirect("workspaces:detail", pk=workspace.pk)
-    else:
-        form, region = _request_form(request)
-    quota = _quota_lines(request.user)
-    sizes = OfferingFilter(
-        request.POST or request.GET,
-        queryset=selectors.offering_list(region=region, now=timezone.now()),
-    )
-    context = {
-        "form": form,
-        "region": region,
-        "offerings": _with_runway(request, quota, sizes.qs),
-        "size_filter": sizes.form,
-        "quota": quota,
-        "equivalents": _equivalents_panel(request.POST if request.method == "POST" else None),
-        "kind": kind,
-    }
-    # The GPU memory estimate's panel (workspaces.sizing.views answers it), with the estimate
-    # a suggested size's link carried.
-    context.update(estimate_on_request_page(request) if request.method == "GET" else {})
-    context.setdefault("estimate_form", EstimateForm(auto_id="est-%s"))
-    if request.htmx and request.method == "GET":
-        return render(request, "workspaces/_size_table.html", context)
-    return render(request, "workspaces/request.html", context)
-
-
-def _equivalents_panel(data) -> dict:
-    """What the equivalent sizes panel shows for ``data`` (the request form's fields or the
-    panel's GET): the chosen offering, the ceiling (USD/hour; the default when blank) and the
-    equivalent sizes within it, cheapest first; or ``errors`` for input that is not valid, or
-    nothing before a size is chosen."""
-    now = timezone.now()
-    form = EquivalentsQueryForm(data, offerings=selectors.offering_list(now=now))
-    if data is None or not data.get("offering"):
-        return {}
-    if not form.is_valid():
-        return {"errors": [e for errs in form.errors.values() for e in errs]}
-    offering, spot = form.cleaned_data["offering"], form.cleaned_data["spot"]
-    price = equivalents.offering_price(offering, spot=spot) or offering.price_per_hour
-    default = equivalents.default_max_price(price)
-    ceiling = form.cleaned_data["max_price"] or default
-    found = equivalents.offering_equivalents(
-        offering=offering, max_price=ceiling, now=now, spot=spot
-    )
-    return {
-        "offering": offering,
-        "price": price,
-        "ceiling": ceiling,
-        "default": default,
-        "sizes": found,
-        "below": ceiling < price,
-    }
-
-
-@login_required
-@require_GET
-def workspace_request_equivalents(request):
-    """The equivalent sizes panel of the request form (htmx partial): which sizes a request
-    for the chosen one would accept under the ceiling; and, out of band, the tick box that
-    accepts them, disabled when there are none."""
-    context = {
-        "equivalents": _equivalents_panel(request.GET),
-        "ticked": request.GET.get("accept_equivalents") == "on",
-        "help": WorkspaceRequestForm.base_fields["accept_equivalents"].help_text,
-    }
-    return render(request, "workspaces/_equivalents_panel.html", context)
-
-
-def _with_runway(request, quota, offerings) -> list:
-    """The offerings, each with ``runway``: what the chosen team's budget does with it."""
-    asked = (request.POST or request.GET).get("team")
-    budgets = {str(team.pk): budget for team, _lines, budget in quota}
-    budget = budgets.get(asked) or next(iter(budgets.values()), None)
-    offerings = list(offerings)
-    for offering in offerings:
-        offering.runway = budget.runway_with(offering.price_per_hour) if budget else ""
-    return offerings
-
-
-def _quota_lines(user) -> list[tuple]:
-    """Per team of the user: (team, GPUs in use and quota per model, budget), for the form."""
+def request_quota_lines(user: User) -> list[tuple[Any, ...]]:
+    """Per team of the user: (team, GPUs in use and quota per model, budget), for the request
+    pages of every kind."""
     teams = list(team_list_for_requests(user=user))
     budgets = selectors.team_budget(teams=teams, now=timezone.now())
     overview = selectors.team_quota_overview(teams=teams)
     return [(team, lines, budgets[team.pk]) for team, lines in overview]
 
 
-def _submit_request(request, form):
-    data = form.cleaned_data
-    try:
-        return vm_request(
-            user=request.user,
-            team=data["team"],
-            name=data["name"],
-            offering=data["offering"],
-            ssh_public_key=data["ssh_public_key"],
-            request_key=data["request_key"],
-            justification=data["justification"],
-            now=timezone.now(),
-            spot=data["spot"],
-            accept_equivalents=data["accept_equivalents"],
-            max_price=data["max_price"],
-        )
-    except requests.WorkspaceActionError as exc:
-        form.add_error(requests.refusal_field(exc), str(exc))
-    return None
-
-
-def _aks_team(request):
+def _chosen_team(request):
     """The user's teams, and the one the form is for: the team asked for (POST or htmx GET),
     else the first."""
     teams = team_list_for_requests(user=request.user)
@@ -212,15 +69,16 @@ def _aks_team(request):
     return teams, team or teams.first()
 
 
-def _aks_form_kwargs(request, teams, team) -> dict:
+def _kind_form_kwargs(request, form_class, teams, team) -> dict:
+    """The kind form's data, initial values and teams. A field of the form named in the query
+    string comes chosen (the GPU memory estimate's link names a MIG slice's ``profile``)."""
+    fields = getattr(form_class, "base_fields", {})
+    asked = {
+        k: v for k, v in request.GET.items() if k in fields and k not in ("team", "request_key")
+    }
     return {
         "data": request.POST if request.method == "POST" else None,
-        # A MIG profile chosen on the GPU memory estimate (its link's ``profile``) comes chosen.
-        "initial": {
-            "request_key": uuid.uuid4(),
-            "team": team,
-            "profile": request.GET.get("profile"),
-        },
+        "initial": {"request_key": uuid.uuid4(), "team": team, **asked},
         "teams": teams,
     }
 
@@ -239,18 +97,23 @@ def workspace_request_kind(request, kind):
         raise Http404("No such workspace kind.") from None
     if page.view:
         return import_string(page.view)(request, kind=kind)
-    teams, team = _aks_team(request)
-    form = page.form_class(**page.choices(team), **_aks_form_kwargs(request, teams, team))
+    teams, team = _chosen_team(request)
+    kwargs = _kind_form_kwargs(request, page.form_class, teams, team)
+    form = page.form_class(**page.choices(team), **kwargs)
     if request.method == "POST" and form.is_valid():
-        workspace = _submit_kind(request, form, page.request)
+        workspace = kind_form_submit(request, form, page.request)
         if workspace is not None:
             return redirect("workspaces:detail", pk=workspace.pk)
-    context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": kind}
+    context = {"form": form, "team": team, "quota": request_quota_lines(request.user), "kind": kind}
     context["label"] = backend_for(kind).label
     return render(request, page.template, context)
 
 
-def _submit_kind(request, form, request_service):
+def kind_form_submit(
+    request: HttpRequest, form: forms.Form, request_service: Callable[..., Workspace]
+) -> Workspace | None:
+    """The workspace ``request_service`` (a KindForm's ``request``) made of the valid ``form``,
+    or None with the refusal on the form's field it is about."""
     data = form.cleaned_data
     try:
         return request_service(

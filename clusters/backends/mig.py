@@ -76,6 +76,9 @@ class MigBackend(AksBackend):
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"
     resizable = True
+    price_note = (
+        "A MIG slice costs its node's hourly price × slices ÷ (7 × GPUs per node) while running."
+    )
     words = Words(
         idle_when="GPU under {threshold}%, no busy Jupyter kernel",
         # NVML has no utilisation counter per MIG device; without DCGM only the kernels count.
@@ -146,6 +149,10 @@ class MigBackend(AksBackend):
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_slices, SLICES_PER_GPU)
+
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its container image and its sevenths of a GPU."""
+        return {"image": workspace.image, "gpu_slices": workspace.gpu_slices}
 
     def size_label(self, workspace: Workspace) -> str:
         """The slice's GPU model and MIG profile ("A100 1g.10gb"), not its node's VM size."""

@@ -50,6 +50,10 @@ class NamespaceBackend(AksBackend):
     hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
     connect_template = "workspaces/kinds/namespace_connect.html"
+    price_note = (
+        "An AKS namespace costs its GPU quota × the node's hourly price ÷ GPUs per node while "
+        "running."
+    )
     words = Words(
         idle_when="GPU under {threshold}% in its pods",
         idle_unmeasured="no running pod requesting GPUs",
@@ -98,6 +102,10 @@ class NamespaceBackend(AksBackend):
                 kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
             )
         return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
+
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its GPU quota (whole GPUs, requests.nvidia.com/gpu)."""
+        return {"gpu_quota": workspace.gpu_count}
 
     def size_label(self, workspace: Workspace) -> str:
         """Its GPU quota: "1 × A100 GPU", "2 × A100 GPUs"."""

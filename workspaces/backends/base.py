@@ -243,6 +243,8 @@ class WorkspaceBackend(Protocol):
     resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
     connect_template: str  # how to reach it while running (or kinds/generic_connect.html)
     words: Words  # its own words on its page (Words)
+    # How its price is made, for the spend page's note ("" when it is the size's own price).
+    price_note: str
     # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
     # only then (billing.rightsizing).
     spot_capable: bool
@@ -268,6 +270,11 @@ class WorkspaceBackend(Protocol):
 
     def meters(self, workspace: Workspace) -> Meters:
         """What billing charges for it (see Meters)."""
+        ...
+
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its own facts in the API's workspace object (``details``, docs/api.md), besides the
+        fields every kind's object has; from its own row only (a list answers many)."""
         ...
 
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:

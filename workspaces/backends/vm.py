@@ -73,6 +73,7 @@ class VmBackend:
     resizable = True
     connect_template = "workspaces/kinds/vm_connect.html"
     spot_capable = True
+    price_note = ""  # its size's own price, as the spend page says of every price
     words = Words(
         idle_when="GPU under {threshold}%, no SSH or Jupyter activity",
         idle_unmeasured="no GPU reading and no SSH or Jupyter activity",
@@ -144,6 +145,13 @@ class VmBackend:
 
     def size_label(self, workspace: Workspace) -> str:
         return workspace.vm_size
+
+    def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
+        """Its SSH user, and the equivalent sizes it accepts (", "-joined; "" for none)."""
+        return {
+            "ssh_user": workspace.ssh_user,
+            "accepted_sizes": ", ".join(workspace.accepted_sizes),
+        }
 
     def meters(self, workspace: Workspace) -> Meters:
         """Compute at its own price_per_hour (the Spot price for a Spot VM) while allocated

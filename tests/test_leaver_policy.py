@@ -7,6 +7,7 @@ from django.utils import timezone
 
 from cloudsim.entra.directory import VISION_LAB, demo_oid
 from notifications.models import Notice, NoticeKind
+from teams import hooks
 from teams.entra_sync import entra_sync
 from teams.hooks import LeaveReason
 from teams.models import AuditEntry, LeaverPolicy, Membership, Team
@@ -260,3 +261,23 @@ def test_a_removal_at_sign_in_applies_the_policy_too(
     assert "no longer in the team's Entra ID group" in (
         running.events.get(to_status=Status.STOPPING).reason
     )
+
+
+@pytest.mark.django_db
+def test_a_failing_member_left_callback_is_logged_and_the_policy_still_applies(
+    client, cast, django_capture_on_commit_callbacks, monkeypatch, caplog
+):
+    def broken(*, team, user, reason, now):
+        raise RuntimeError("a broken app")
+
+    # Registered first, so the leaver policy's callback runs after it fails.
+    monkeypatch.setattr(hooks, "_member_left_callbacks", [broken, *hooks._member_left_callbacks])
+    ws = _workspace(cast.team, cast.researcher)
+
+    response = _after_commit(
+        django_capture_on_commit_callbacks, lambda: _remove(client, cast, cast.researcher)
+    )
+
+    assert response.status_code == 302
+    assert _status(ws) == Status.STOPPING
+    assert "member_left callback" in caplog.text and "a broken app" in caplog.text

@@ -1,23 +1,12 @@
-"""Live topics bumped by teams' changes: a notice bumps its user's ``user:<id>``; membership,
-quota, requests and budget alerts bump ``team:<id>``; requests also bump ``approvals``.
-Notices written with ``bulk_create`` or ``.update()`` call ``notices_changed`` there."""
+"""Live topics bumped by teams' changes: membership, quota, requests and budget alerts bump
+``team:<id>``; requests also bump ``approvals`` (notices: notifications.live_topics)."""
 
-from collections.abc import Iterable
 from typing import Any
 
 from django.db.models.signals import post_delete, post_save
 
 from live import stamps
 from teams import models
-
-
-def notices_changed(user_ids: Iterable[int | None]) -> None:
-    """Bump the notice areas of users ``user_ids`` once the transaction commits."""
-    stamps.bump(*(stamps.topic("user", pk) for pk in user_ids if pk is not None))
-
-
-def _on_notice(sender: object, instance: Any, **kwargs: Any) -> None:
-    notices_changed([instance.user_id])
 
 
 def _on_membership(sender: object, instance: Any, **kwargs: Any) -> None:
@@ -42,7 +31,6 @@ def _on_team(sender: object, instance: Any, **kwargs: Any) -> None:
 
 def connect() -> None:
     """Called once from TeamsConfig.ready()."""
-    post_save.connect(_on_notice, sender=models.Notice, dispatch_uid="live-notice")
     for signal in (post_save, post_delete):
         signal.connect(_on_membership, sender=models.Membership, dispatch_uid="live-member")
     for model in (models.GpuQuota, models.BudgetAlert, models.IdlePolicy):

@@ -16,8 +16,8 @@ from playwright.sync_api import expect
 
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, browser_page, pytestmark  # noqa: F401 (fixture)
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import TelemetrySample, Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
 

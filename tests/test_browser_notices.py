@@ -9,13 +9,14 @@ import uuid
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from teams.models import GpuQuota, Notice
+from notifications.models import Notice
+from teams.models import GpuQuota
 from teams.quota_requests import quota_request_reject
 from tests import test_browser
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, _screenshot
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import WorkspaceEvent
-from workspaces.requests import workspace_request
 
 pytestmark = test_browser.pytestmark
 browser_page = test_browser.browser_page  # the fixture, shared

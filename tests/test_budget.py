@@ -14,7 +14,8 @@ from live.stamps import AfterCommit
 from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import states
-from workspaces.requests import JustificationNeeded, workspace_request
+from workspaces.backends.vm_request import workspace_request
+from workspaces.requests import JustificationNeeded
 from workspaces.selectors import team_budget
 from workspaces.states import Status
 

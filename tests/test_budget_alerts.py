@@ -14,12 +14,14 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from billing.budget_alerts import budget_alerts_check
-from teams.models import AuditEntry, BudgetAlert, IdlePolicy, Notice, Team
+from notifications.models import Notice
+from teams.models import AuditEntry, BudgetAlert, IdlePolicy, Team
 from tests.factories import SSH_KEY, OfferingFactory, TeamFactory, WorkspaceFactory
 from workspaces import states
 from workspaces.actions import workspace_start
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace, WorkspaceEvent
-from workspaces.requests import JustificationNeeded, WorkspaceActionError, workspace_request
+from workspaces.requests import JustificationNeeded, WorkspaceActionError
 from workspaces.states import Status
 
 NOV_1 = datetime(2026, 11, 1, tzinfo=UTC)

@@ -22,8 +22,8 @@ from teams.models import Team
 from tests.factories import SSH_KEY
 from tests.test_sweep import T0, _at, _report, _running
 from workspaces.actions import workspace_keep_running
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import SizeOffering, Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -17,8 +17,9 @@ from common.months import month_bounds
 from teams.models import GpuQuota, Team
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces import equivalents, selectors
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import WorkspaceActionError, workspace_request
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
 

@@ -18,10 +18,11 @@ from cloudsim.skus import load_catalog as sim_catalog
 from clusters.services import PoolRequest, pool_problem
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, WorkspaceFactory
+from workspaces.backends.vm_request import workspace_request
 from workspaces.catalog import read_catalog
 from workspaces.gpus import format_gpus
 from workspaces.models import SizeOffering, Workspace
-from workspaces.requests import JustificationNeeded, workspace_request
+from workspaces.requests import JustificationNeeded
 from workspaces.selectors import quota_check, team_gpus_in_use
 from workspaces.states import Status
 

@@ -8,10 +8,10 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from teams.models import Notice
+from notifications.models import Notice
 from tests.factories import SSH_KEY, OfferingFactory
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import TelemetrySample, Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
 

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from live import stamps, streams, tokens
-from teams.notices import notice_send
+from notifications.notices import notice_send
 from tests.factories import WorkspaceFactory
 from workspaces import states
 from workspaces.states import Status

@@ -25,7 +25,7 @@ from portal import urls as portal_urls
 from portal.sentry import sentry_init
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.api import heartbeat_fast_path
-from workspaces.requests import workspace_request
+from workspaces.backends.vm_request import workspace_request
 from workspaces.states import Status
 
 HEX32 = re.compile(r"[0-9a-f]{32}")

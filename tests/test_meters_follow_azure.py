@@ -15,9 +15,10 @@ from billing.workspace_cost import workspace_cost
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.actions import workspace_delete, workspace_retry
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.quota import team_gpus_in_use
-from workspaces.requests import JustificationNeeded, workspace_request
+from workspaces.requests import JustificationNeeded
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

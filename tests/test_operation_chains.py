@@ -21,8 +21,8 @@ from tests.broker import Broker
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_aks_workspaces import cluster, make_pool  # noqa: F401 (a fixture)
 from workspaces.actions import workspace_delete
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace, reconcile_workspaces
 

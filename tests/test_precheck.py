@@ -15,8 +15,8 @@ from billing.models import Price
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.actions import workspace_delete
 from workspaces.azure import azure_headroom
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
 

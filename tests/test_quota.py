@@ -12,7 +12,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from live.stamps import AfterCommit
-from teams.models import AuditEntry, Decision, GpuQuota, Membership, Notice, QuotaRequest, Team
+from notifications.models import Notice
+from teams.models import AuditEntry, Decision, GpuQuota, Membership, QuotaRequest, Team
 from teams.quota_requests import (
     DecisionError,
     quota_request_approve,
@@ -22,9 +23,10 @@ from teams.quota_requests import (
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from tests.races import race
 from workspaces.actions import workspace_start, workspace_stop
+from workspaces.backends.vm_request import workspace_request
 from workspaces.gpus import mig_slices
 from workspaces.models import Workspace
-from workspaces.requests import JustificationNeeded, WorkspaceActionError, workspace_request
+from workspaces.requests import JustificationNeeded, WorkspaceActionError
 from workspaces.selectors import quota_check, team_gpu_usage
 from workspaces.states import Status
 

@@ -14,9 +14,10 @@ from teams.models import GpuQuota, Membership, Team
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from tests.races import race
 from workspaces import resizes
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.quota import quota_check, team_gpus_in_use
-from workspaces.requests import JustificationNeeded, WorkspaceActionError, workspace_request
+from workspaces.requests import JustificationNeeded, WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -10,8 +10,9 @@ from django.utils import timezone
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_aks_workspaces import cluster, kube, make_pool, request_mig  # noqa: F401
 from workspaces.actions import workspace_delete, workspace_retry
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import WorkspaceActionError, workspace_request
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

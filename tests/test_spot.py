@@ -14,15 +14,17 @@ from django.utils import timezone
 
 from billing.models import Price, UsageInterval
 from cloud import azure_vm
-from teams.models import Notice, Team
-from teams.notice_text import in_zone
+from notifications.models import Notice
+from notifications.notice_text import in_zone
+from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import tasks
 from workspaces.actions import workspace_start
 from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
 from workspaces.evictions import EVICTION_REASON, workspace_evictions_detect
 from workspaces.models import Workspace
-from workspaces.requests import WorkspaceActionError, workspace_request
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 A100 = "Standard_NC24ads_A100_v4"

@@ -15,8 +15,8 @@ from django.utils import timezone
 
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import selectors
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db

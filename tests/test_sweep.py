@@ -15,13 +15,14 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from common.permissions import ActionNotAllowed
-from teams.models import IdlePolicy, Notice, NoticeKind
-from teams.notice_text import in_zone
+from notifications.models import Notice, NoticeKind
+from notifications.notice_text import in_zone
+from teams.models import IdlePolicy
 from tests.factories import WorkspaceFactory
 from workspaces import heartbeats, telemetry
 from workspaces.actions import ExtensionRefused, workspace_keep_running
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
 

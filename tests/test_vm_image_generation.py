@@ -11,8 +11,8 @@ from cloud.clients import compute_client
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from billing.budget_alerts import budget_alerts_check
 from billing.savings_digest import savings_digest_send
-from teams import webhooks
+from notifications.tasks import retry_webhook_deliveries
+from teams import webhook_settings
 from teams.models import GpuQuota, IdlePolicy, Team
 from teams.quota_requests import quota_request_reject
-from teams.tasks import retry_webhook_deliveries
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from tests.test_budget_alerts import NOV_1
 from tests.test_recommendations import NOW as DIGEST_AT
@@ -24,8 +24,8 @@ from tests.test_spot import spot_price
 from tests.test_sweep import _at, _report, _running
 from tests.webhook_receiver import start_receiver
 from workspaces import states
+from workspaces.backends.vm_request import workspace_request
 from workspaces.evictions import workspace_evictions_detect
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 
 
@@ -46,7 +46,7 @@ def receiver(_server, settings):
 
 def _listen(cast, receiver, *events, team=None):
     """A generic hook of the cast's team (or ``team``) for ``events``."""
-    webhooks.webhook_create(
+    webhook_settings.webhook_create(
         actor=cast.platform_admin,
         team=team or cast.team,
         kind="generic",

@@ -10,8 +10,9 @@ from django.utils import timezone
 
 from teams.models import AuditEntry, Decision, GpuQuota
 from tests.factories import SSH_KEY, OfferingFactory
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import JustificationNeeded, workspace_close_unapproved, workspace_request
+from workspaces.requests import JustificationNeeded, workspace_close_unapproved
 from workspaces.states import Status
 from workspaces.withdrawals import workspace_withdraw
 

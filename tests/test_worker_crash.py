@@ -25,8 +25,8 @@ from django.utils import timezone
 
 from portal.celery import app as celery_app
 from tests.factories import SSH_KEY, OfferingFactory
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
 

@@ -10,9 +10,10 @@ from django.utils import timezone
 from common.permissions import ActionNotAllowed
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.actions import workspace_delete, workspace_retry, workspace_start, workspace_stop
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.operations import workspace_reconcile
-from workspaces.requests import WorkspaceActionError, workspace_request
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -9,8 +9,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
-from workspaces.requests import NameTaken, workspace_request
+from workspaces.requests import NameTaken
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db

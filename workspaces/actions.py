@@ -17,10 +17,11 @@ from django.db import transaction
 from django.urls import reverse
 
 from common.permissions import access_require
-from teams.models import IdlePolicy, NoticeKind, Team, WebhookEvent
-from teams.notice_text import mark
-from teams.notices import notice_about, notice_resolve, notice_send
-from teams.webhooks import webhook_event_emit
+from notifications.models import NoticeKind, WebhookEvent
+from notifications.notice_text import mark
+from notifications.notices import notice_about, notice_resolve, notice_send
+from notifications.webhooks import webhook_event_emit
+from teams.models import IdlePolicy, Team
 from workspaces import selectors, states, telemetry
 from workspaces.backends import backend_for
 from workspaces.models import (
@@ -28,6 +29,7 @@ from workspaces.models import (
     WorkspaceAgent,
     WorkspaceExtension,
 )
+from workspaces.quota import QuotaCheck
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 from workspaces.transitions import transition_and_queue
@@ -86,7 +88,7 @@ def workspace_stop_automatically(
     team's budget): the same transition and task as a user's Stop, with ``reason`` (a
     sentence) and its evidence (``detail``) in the history and no actor, and its owner told
     by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
-    marked (teams.notice_text), or else ``reason``. False when it was no longer running."""
+    marked (notifications.notice_text), or else ``reason``. False when it was no longer running."""
     with transaction.atomic():
         moved = transition_and_queue(
             workspace_id=workspace_id,
@@ -115,7 +117,7 @@ def workspace_stopped_tell(
     ``why`` (one or more sentences); the email's subject is the name and ``what``. The
     notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
     once the caller's transaction commits. The team's webhooks that chose ``event``
-    (idle_stop, or eviction) get the same words (teams.webhooks)."""
+    (idle_stop, or eviction) get the same words (notifications.webhooks)."""
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
     policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
     why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."
@@ -228,9 +230,11 @@ def workspace_start(*, user: User, workspace: Workspace, now: datetime) -> None:
     )
 
 
-def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+def _room_for(workspace: Workspace, now: datetime) -> QuotaCheck:
+    """The team's quota check for ``workspace`` coming back, taken holding the team row so
+    that racing starts, retries and requests are decided one after the other."""
     team = Team.objects.select_for_update().get(pk=workspace.team_id)
-    check = selectors.quota_check(
+    return selectors.quota_check(
         team=team,
         user=workspace.owner,
         gpu_model=workspace.gpu_model,
@@ -238,6 +242,10 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
         price_per_hour=workspace.price_per_hour,
         now=now,
     )
+
+
+def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+    check = _room_for(workspace, now)
     if check.over_to_start:
         raise WorkspaceActionError(
             " ".join(check.over_to_start)
@@ -305,15 +313,7 @@ def _check_room_to_retry(workspace: Workspace, now: datetime) -> None:
     """Raises WorkspaceActionError when the team has no room for the workspace again (as a new
     request: GPUs, the owner's per-member cap, budget), checked holding the team row so that
     racing retries and requests are decided one after the other."""
-    team = Team.objects.select_for_update().get(pk=workspace.team_id)
-    check = selectors.quota_check(
-        team=team,
-        user=workspace.owner,
-        gpu_model=workspace.gpu_model,
-        gpus=backend_for(workspace.kind).gpu_share(workspace),
-        price_per_hour=workspace.price_per_hour,
-        now=now,
-    )
+    check = _room_for(workspace, now)
     if check.over:
         raise WorkspaceActionError(
             f"{workspace.name} cannot be tried again now: "

@@ -110,19 +110,7 @@ def team_gpus_in_use(*, team_ids: Iterable[int]) -> dict[int, dict[str, Fraction
     the moment it is accepted until it ends (Workspace.resize_target; the target's model too
     when it changes model), so no request or other resize takes the GPUs it grows into. Two
     queries."""
-    rows = (
-        Workspace.objects.filter(holding_gpus(), team_id__in=team_ids)
-        .values("team_id", "gpu_model", "gpu_partition")
-        .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
-        .order_by()
-    )
-    usage: dict[int, dict[str, Fraction]] = {}
-    for row in rows:
-        share = gpu_share(
-            gpus=row["gpus"] or 0, slices=row["slices"] or 0, partition=row["gpu_partition"]
-        )
-        models = usage.setdefault(row["team_id"], {})
-        models[row["gpu_model"]] = models.get(row["gpu_model"], Fraction(0)) + share
+    usage = _gpus_per_team(Workspace.objects.filter(holding_gpus(), team_id__in=team_ids))
     for team_id, gpu_model, more in _resize_growth(team_ids):
         models = usage.setdefault(team_id, {})
         models[gpu_model] = models.get(gpu_model, Fraction(0)) + more
@@ -180,20 +168,25 @@ def team_gpus_idle(*, quiet_since: datetime) -> dict[int, dict[str, Fraction]]:
     interactive use since ``quiet_since`` (WorkspaceAgent.active_at; never active counts as
     idle). What /metrics' portal_team_gpus_idle shows; one query."""
     quiet = Q(agent__active_at__lt=quiet_since) | Q(agent__active_at__isnull=True)
+    return _gpus_per_team(Workspace.objects.filter(quiet, status=Status.RUNNING))
+
+
+def _gpus_per_team(workspaces: "QuerySet[Workspace]") -> dict[int, dict[str, Fraction]]:
+    """GPUs ``workspaces`` hold per team and model, summed per partition in SQL (one query)
+    and added up here as exact fractions of whole GPUs."""
     rows = (
-        Workspace.objects.filter(quiet, status=Status.RUNNING)
-        .values("team_id", "gpu_model", "gpu_partition")
+        workspaces.values("team_id", "gpu_model", "gpu_partition")
         .annotate(gpus=Sum("gpu_count"), slices=Sum("gpu_slices"))
         .order_by()
     )
-    idle: dict[int, dict[str, Fraction]] = {}
+    per_team: dict[int, dict[str, Fraction]] = {}
     for row in rows:
         share = gpu_share(
             gpus=row["gpus"] or 0, slices=row["slices"] or 0, partition=row["gpu_partition"]
         )
-        models = idle.setdefault(row["team_id"], {})
+        models = per_team.setdefault(row["team_id"], {})
         models[row["gpu_model"]] = models.get(row["gpu_model"], Fraction(0)) + share
-    return idle
+    return per_team
 
 
 def quota_check(

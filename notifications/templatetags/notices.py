@@ -1,4 +1,5 @@
-"""Notice text on a page: each time marked in it (teams.notice_text) in the reader's zone."""
+"""Notice text on a page: each time marked in it (notifications.notice_text) in the reader's
+zone."""
 
 from django import template
 from django.utils import timezone
@@ -6,7 +7,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from common.templatetags.display import when
-from teams import notice_text
+from notifications import notice_text
 
 register = template.Library()
 
@@ -15,7 +16,7 @@ register = template.Library()
 def notice_html(text: str) -> str:
     """The text, escaped, with each marked time shown by the portal's one time rule
     (``{% when %}``: the active time zone, UTC on hover)."""
-    html = []
+    html: list[str] = []
     for part in notice_text.parts(text):
         if isinstance(part, str):
             html.append(escape(part))

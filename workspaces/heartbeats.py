@@ -354,14 +354,14 @@ def _locked_agents(workspace_ids: Iterable[Any]) -> dict[Any, Agent]:
 
 
 def agent_reading_forget_on_resize(
-    *, workspace_id: UUID, expected: str, to: str, now: datetime
+    *, workspace_id: UUID | str, expected: str, to: str, now: datetime
 ) -> None:
     """A transition callback (workspaces.hooks): a workspace leaving Resizing has other GPUs,
     so its agent's latest reading (the GPUs it listed, NVML's state) is of hardware it no
     longer has; it is forgotten, and the page waits for the first reading of the new size.
     The idle evidence (last_at and the folded activity) is kept: the silence rule holds."""
     if expected == Status.RESIZING:
-        WorkspaceAgent.objects.filter(pk=workspace_id).update(gpus=[], nvml="")
+        WorkspaceAgent.objects.filter(pk=UUID(str(workspace_id))).update(gpus=[], nvml="")
 
 
 def _fresh(agent: Agent, samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:

@@ -108,8 +108,8 @@ def _request_fleet(count: int, sim) -> list:
     from django.utils import timezone
 
     from teams.models import GpuQuota, Team
+    from workspaces.backends.vm_request import workspace_request
     from workspaces.models import SizeOffering
-    from workspaces.requests import workspace_request
 
     team = Team.objects.get(slug="vision-lab")
     Team.objects.filter(pk=team.pk).update(monthly_budget=None, max_workspaces_per_user=count)

@@ -71,7 +71,7 @@ def _percentile(values: list[float], pct: float) -> float:
 def _request_above_quota(team, user, offering) -> None:
     from django.utils import timezone
 
-    from workspaces.requests import workspace_request
+    from workspaces.backends.vm_request import workspace_request
 
     workspace_request(
         user=user,

@@ -6,7 +6,7 @@ class ClustersConfig(AppConfig):
     name = "clusters"
     verbose_name = "AKS clusters"
 
-    def ready(self):
+    def ready(self) -> None:
         # The AKS kinds need clusters' models, so clusters registers them into workspaces'
         # registry (workspaces never imports clusters).
         from clusters.backends import forms

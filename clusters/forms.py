@@ -1,10 +1,14 @@
 """Platform admin forms: register a cluster, give a team access, ask for a node pool."""
 
+from typing import TYPE_CHECKING, Any, cast
+
 from django import forms
+from django.db.models import QuerySet
 
 from clusters import mig
 from clusters.services import PoolRequest
 from common.validation import TextField
+from teams.models import Team
 
 
 class ClusterRegisterForm(forms.Form):
@@ -22,10 +26,17 @@ class ClusterRegisterForm(forms.Form):
     )
 
 
-class TeamChoiceField(forms.ModelChoiceField):
+# ModelChoiceField is generic for mypy (django-stubs) only: subscripted at run time it raises.
+if TYPE_CHECKING:
+    _TeamModelChoiceField = forms.ModelChoiceField[Team]
+else:
+    _TeamModelChoiceField = forms.ModelChoiceField
+
+
+class TeamChoiceField(_TeamModelChoiceField):
     """A team with the Entra ID group its namespace RoleBindings will name (the team's own)."""
 
-    def label_from_instance(self, team):
+    def label_from_instance(self, team: Team) -> str:
         group = team.entra_group_name or team.entra_group_id
         return f"{team.name} (group {group})" if group else f"{team.name} (no group linked)"
 
@@ -43,9 +54,9 @@ class ClusterTeamForm(forms.Form):
         "default team-<slug>.",
     )
 
-    def __init__(self, *args, teams, **kwargs):
+    def __init__(self, *args: Any, teams: QuerySet[Team], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["team"].queryset = teams
+        cast(TeamChoiceField, self.fields["team"]).queryset = teams
 
 
 class NodePoolForm(forms.Form):
@@ -71,12 +82,12 @@ class NodePoolForm(forms.Form):
         required=False, max_length=1000, help_text="Comma-separated key=value pairs."
     )
 
-    def __init__(self, *args, sizes, **kwargs):
+    def __init__(self, *args: Any, sizes: list[tuple[str, str]], **kwargs: Any) -> None:
         """``sizes``: (vm_size, label) of the GPU sizes priced in the cluster's region."""
         super().__init__(*args, **kwargs)
-        self.fields["vm_size"].choices = sizes
+        cast(forms.ChoiceField, self.fields["vm_size"]).choices = sizes
 
-    def clean_labels(self):
+    def clean_labels(self) -> tuple[tuple[str, str], ...]:
         pairs = []
         for item in _items(self.cleaned_data["labels"]):
             key, sep, value = item.partition("=")

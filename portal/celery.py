@@ -3,6 +3,7 @@
 import gc
 import os
 import time
+from typing import Any
 
 from celery import Celery
 from celery.schedules import crontab
@@ -27,7 +28,7 @@ app.autodiscover_tasks()
 
 
 @app.on_after_configure.connect
-def _beat_schedule(sender, **kwargs):
+def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
     sender.conf.beat_schedule = {
         "reconcile-workspaces": {
             "task": "workspaces.tasks.reconcile_workspaces",
@@ -91,7 +92,7 @@ def _beat_schedule(sender, **kwargs):
 
 
 @before_task_publish.connect
-def _stamp_sent_at(headers=None, **kwargs):
+def _stamp_sent_at(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
     """Stamp each task message with its send time (Unix seconds), from which /metrics tells
     the age of the oldest waiting task (portal/metrics_collectors.py)."""
     if headers is not None:
@@ -99,7 +100,7 @@ def _stamp_sent_at(headers=None, **kwargs):
 
 
 @task_postrun.connect
-def _beat_job_ran(sender=None, **kwargs):
+def _beat_job_ran(sender: object = None, **kwargs: Any) -> None:
     """Mark when a beat job last ran (common.metrics.beat_job_record), for /metrics' time
     since each beat job ran: in the cache, shared by every worker."""
     name = getattr(sender, "name", None)
@@ -110,7 +111,7 @@ def _beat_job_ran(sender=None, **kwargs):
 
 
 @worker_process_init.connect
-def _pool_process_group(**kwargs):
+def _pool_process_group(**kwargs: Any) -> None:
     """Move a prefork pool process into a process group of its own, so that a SIGTERM to the
     worker's group (honcho's stop in `make run`, Heroku-like supervisors) reaches only the
     worker's main process, which then stops its pool cleanly (a warm shutdown). A pool process
@@ -121,7 +122,7 @@ def _pool_process_group(**kwargs):
 
 
 @worker_shutdown.connect
-def _skip_last_collection(sender=None, **kwargs):
+def _skip_last_collection(sender: object = None, **kwargs: Any) -> None:
     """Once a `celery worker` command has stopped (pool joined, acknowledgements sent), freeze
     its objects, so that the interpreter's last garbage collection at exit skips them: that
     collection, over everything a worker imports (Django, the Azure SDKs, the Kubernetes
@@ -136,7 +137,7 @@ def _skip_last_collection(sender=None, **kwargs):
 
 
 @worker_init.connect
-def _serve_worker_metrics(**kwargs):
+def _serve_worker_metrics(**kwargs: Any) -> None:
     """With METRICS_WORKER_PORT set, serve this worker's counters (idle actions, Azure and
     Kubernetes calls) on that port for Prometheus, for a worker that shares no
     PROMETHEUS_MULTIPROC_DIR with the web process (a pod of its own on AKS). That port has no
@@ -150,7 +151,7 @@ def _serve_worker_metrics(**kwargs):
     registry = REGISTRY
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
-        multiprocess.MultiProcessCollector(registry)
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
     start_http_server(
         int(port), addr=os.environ.get("METRICS_WORKER_ADDR", "0.0.0.0"), registry=registry
     )

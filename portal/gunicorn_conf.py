@@ -7,6 +7,7 @@ dropped, or /metrics would keep showing its last values.
 """
 
 import os
+from typing import Any
 
 from gunicorn.glogging import Logger
 
@@ -17,7 +18,7 @@ class RedactingLogger(Logger):
     """gunicorn's logger whose handlers scrub secret query parameters (``?access_token=…``)
     from every line. uvicorn's worker logs its access lines through these same handlers."""
 
-    def setup(self, cfg):
+    def setup(self, cfg: Any) -> None:  # gunicorn ships no types
         super().setup(cfg)
         for log in (self.access_log, self.error_log):
             for handler in log.handlers:
@@ -27,9 +28,9 @@ class RedactingLogger(Logger):
 logger_class = RedactingLogger
 
 
-def child_exit(server, worker):
+def child_exit(server: Any, worker: Any) -> None:
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         # Loaded only with multiprocess metrics on.
         from prometheus_client import multiprocess
 
-        multiprocess.mark_process_dead(worker.pid)
+        multiprocess.mark_process_dead(worker.pid)  # type: ignore[no-untyped-call]

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import jwt
 import requests
@@ -195,7 +195,9 @@ _REASONS = {
 }
 
 
-def state_matches(flow: Flow | None, state: str) -> bool:
+def state_matches(flow: Flow | None, state: str) -> TypeGuard[Flow]:
+    """Whether the callback's ``state`` is the kept flow's; True only for a flow (so the caller
+    may use it as one)."""
     return flow is not None and hmac.compare_digest(flow.state, state)
 
 

@@ -9,6 +9,7 @@ is off (ENTRA_TENANT_ID or ENTRA_CLIENT_ID unset).
 
 import logging
 import re
+from typing import Any
 
 from django.conf import settings
 from django.contrib import admin
@@ -16,7 +17,8 @@ from django.contrib.auth import login
 from django.contrib.auth import views as auth_views
 from django.contrib.auth.views import redirect_to_login
 from django.db import IntegrityError
-from django.http import Http404, HttpResponseForbidden
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseForbidden
+from django.http.response import HttpResponseBase
 from django.shortcuts import redirect, render, resolve_url
 from django.urls import reverse
 from django.utils import timezone
@@ -44,13 +46,13 @@ class LoginView(auth_views.LoginView):
 
     authentication_form = LoginForm
 
-    def post(self, request, *args, **kwargs):
+    def post(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if not settings.PASSWORD_LOGIN:
             context = self.get_context_data(form=LoginForm(request), entra_error=PASSWORD_OFF)
             return self.render_to_response(context, status=403)
         return super().post(request, *args, **kwargs)
 
-    def get_context_data(self, **kwargs):
+    def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return super().get_context_data(**kwargs) | {
             "entra_enabled": entra_oidc.enabled(),
             "password_login": settings.PASSWORD_LOGIN,
@@ -58,7 +60,7 @@ class LoginView(auth_views.LoginView):
 
 
 @never_cache
-def admin_login(request):
+def admin_login(request: HttpRequest) -> HttpResponseBase:
     """Django admin's own login while PASSWORD_LOGIN is on; off, its GET goes to the portal's
     login page (Sign in with Microsoft) and a posted password is refused (403)."""
     if settings.PASSWORD_LOGIN:
@@ -68,7 +70,7 @@ def admin_login(request):
     return redirect_to_login(request.GET.get("next") or reverse("admin:index"))
 
 
-def _refuse(request, error: SignInError):
+def _refuse(request: HttpRequest, error: SignInError) -> HttpResponse:
     log.warning("Entra ID sign-in refused: %s", error)
     context = {
         "form": LoginForm(request),
@@ -79,11 +81,11 @@ def _refuse(request, error: SignInError):
     return render(request, "registration/login.html", context, status=error.status)
 
 
-def _redirect_uri(request) -> str:
-    return request.build_absolute_uri(reverse("entra-callback"))
+def _redirect_uri(request: HttpRequest) -> str:
+    return str(request.build_absolute_uri(reverse("entra-callback")))
 
 
-def _next(request) -> str:
+def _next(request: HttpRequest) -> str:
     wanted = request.GET.get("next", "")
     safe = url_has_allowed_host_and_scheme(
         wanted, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -93,7 +95,7 @@ def _next(request) -> str:
 
 @never_cache
 @require_GET
-def entra_login(request):
+def entra_login(request: HttpRequest) -> HttpResponseBase:
     """302 to Entra ID's authorize endpoint; state, nonce and the PKCE verifier stay in the
     session for the callback."""
     if not entra_oidc.enabled():
@@ -106,8 +108,8 @@ def entra_login(request):
     return redirect(url)
 
 
-def _param(request, name: str) -> str:
-    value = request.GET.get(name, "")
+def _param(request: HttpRequest, name: str) -> str:
+    value = str(request.GET.get(name, ""))
     if len(value) > PARAM_MAX or not value.isprintable():
         raise SignInError("The sign-in answer was malformed; sign in again.")
     return value
@@ -115,7 +117,7 @@ def _param(request, name: str) -> str:
 
 @never_cache
 @require_GET
-def entra_callback(request):
+def entra_callback(request: HttpRequest) -> HttpResponseBase:
     """Entra ID's answer (?code&state or ?error&error_description): validate, find or create
     the account, set its teams and roles, log in, 302 to where the user was going."""
     if not entra_oidc.enabled():

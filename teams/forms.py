@@ -1,6 +1,8 @@
 """Forms of the team pages: they parse and validate input; the services apply it."""
 
 from decimal import Decimal
+from typing import TYPE_CHECKING, Any, cast
+from uuid import UUID
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from django import forms
@@ -11,9 +13,20 @@ from django.core.validators import (
     MinValueValidator,
     RegexValidator,
 )
+from django.forms import BoundField
+from django.http import HttpRequest
 
 from common.validation import TextField, validate_printable
-from teams.models import IDLE_FIELDS, ApiScope, GpuModel, IdleBounds, IdlePolicy, LeaverPolicy, Role
+from teams.models import (
+    IDLE_FIELDS,
+    ApiScope,
+    GpuModel,
+    IdleBounds,
+    IdlePolicy,
+    LeaverPolicy,
+    Role,
+    Team,
+)
 
 MAX_GPUS = 10_000  # more GPUs of one model than any team could hold: a typo
 MAX_BUDGET = Decimal("10000000000")  # USD/month; max_digits=12 with 2 decimals
@@ -30,9 +43,9 @@ class LoginForm(AuthenticationForm):
     django-axes' record of the failure (username varchar(255)) broke with a 500 on
     PostgreSQL."""
 
-    def __init__(self, request=None, *args, **kwargs):
+    def __init__(self, request: HttpRequest | None = None, *args: Any, **kwargs: Any) -> None:
         super().__init__(request, *args, **kwargs)
-        username = self.fields["username"]
+        username = cast(forms.CharField, self.fields["username"])
         username.validators += [MaxLengthValidator(username.max_length), validate_printable]
         self.fields["password"].validators.append(MaxLengthValidator(MAX_PASSWORD_LENGTH))
 
@@ -58,13 +71,13 @@ class GroupLinkForm(forms.Form):
     )
     unlink = forms.BooleanField(required=False, widget=forms.HiddenInput)
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         if not data.get("unlink") and not data.get("group_id") and "group_id" not in self.errors:
             self.add_error("group_id", "Enter the group's object id.")
         return data
 
-    def group(self):
+    def group(self) -> UUID | None:
         """The group to link, or None to unlink."""
         return None if self.cleaned_data["unlink"] else self.cleaned_data["group_id"]
 
@@ -158,8 +171,8 @@ class IncreaseForm(forms.Form):
         help_text="Why the team needs it, for the platform admins.",
     )
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         if self.errors:
             return data
         model, gpus = data.get("gpu_model"), data.get("gpus")
@@ -189,7 +202,7 @@ class LimitsForm(forms.Form):
         ),
     )
 
-    def __init__(self, *args, **kwargs):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for value, label in GpuModel.choices:
             self.fields[GPU_FIELD_PREFIX + value] = forms.IntegerField(
@@ -200,7 +213,7 @@ class LimitsForm(forms.Form):
                 help_text="GPUs held at once without approval; empty means 0.",
             )
 
-    def clean(self):
+    def clean(self) -> dict[str, Any] | None:
         data = super().clean()
         unknown = [
             key.removeprefix(GPU_FIELD_PREFIX)
@@ -211,7 +224,7 @@ class LimitsForm(forms.Form):
             raise forms.ValidationError(f"Unknown GPU model: {', '.join(sorted(unknown))}.")
         return data
 
-    def gpu_fields(self):
+    def gpu_fields(self) -> list[BoundField]:
         return [self[GPU_FIELD_PREFIX + value] for value, _ in GpuModel.choices]
 
     def gpu_quotas(self) -> dict[str, int]:
@@ -222,7 +235,7 @@ class LimitsForm(forms.Form):
         }
 
     @staticmethod
-    def initial_for(team, row) -> dict:
+    def initial_for(team: Team, row: Any) -> dict[str, Any]:
         """Initial values from the team and its team_overview row."""
         initial = {
             "monthly_budget": team.monthly_budget,
@@ -234,7 +247,14 @@ class LimitsForm(forms.Form):
         return initial
 
 
-class IdlePolicyForm(forms.ModelForm):
+# ModelForm is generic for mypy (django-stubs) only: subscripted at run time it raises.
+if TYPE_CHECKING:
+    _IdlePolicyModelForm = forms.ModelForm[IdlePolicy]
+else:
+    _IdlePolicyModelForm = forms.ModelForm
+
+
+class IdlePolicyForm(_IdlePolicyModelForm):
     """A team's idle policy, checked against the platform admins' IdleBounds."""
 
     class Meta:
@@ -253,7 +273,7 @@ class IdlePolicyForm(forms.ModelForm):
         }
         widgets = {"nightly_stop": forms.TimeInput(attrs={"type": "time"}, format="%H:%M")}
 
-    def __init__(self, *args, bounds: IdleBounds, **kwargs):
+    def __init__(self, *args: Any, bounds: IdleBounds, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.bounds = bounds
         limits = {
@@ -266,14 +286,14 @@ class IdlePolicyForm(forms.ModelForm):
             "silent_minutes": (bounds.min_idle_minutes, 24 * 60),
         }
         for name, (low, high) in limits.items():
-            field = self.fields[name]
+            field = cast(forms.IntegerField, self.fields[name])  # each a number of the model
             field.min_value, field.max_value = low, high
             field.validators = [MinValueValidator(low), MaxValueValidator(high)]
             field.widget.attrs.update({"min": low, "max": high})
             field.help_text = f"From {low} to {high}, set by the platform admins."
 
-    def clean_timezone(self):
-        name = self.cleaned_data["timezone"].strip()
+    def clean_timezone(self) -> str:
+        name = str(self.cleaned_data["timezone"]).strip()
         try:
             ZoneInfo(name)
         except (ZoneInfoNotFoundError, ValueError):
@@ -282,8 +302,8 @@ class IdlePolicyForm(forms.ModelForm):
             ) from None
         return name
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         warn, idle_ = data.get("warn_minutes"), data.get("idle_minutes")
         if warn is not None and idle_ is not None and warn >= idle_:
             self.add_error(

@@ -2,7 +2,7 @@ from django.urls import path, re_path
 from django.utils.module_loading import import_string
 
 from workspaces import views
-from workspaces.backends import WorkspaceBackend, backends, vm_page
+from workspaces.backends import WorkspaceBackend, backends, vm_views
 
 app_name = "workspaces"
 
@@ -19,7 +19,7 @@ def _request_page(backend: WorkspaceBackend) -> object:
 urlpatterns = [
     path("", views.workspace_list, name="list"),
     # The GPU VM's page's equivalent sizes panel (htmx).
-    path("new/equivalents/", vm_page.workspace_request_equivalents, name="request-equivalents"),
+    path("new/equivalents/", vm_views.workspace_request_equivalents, name="request-equivalents"),
     *[_request_page(b) for b in backends()],
     # Any registered kind's page, by its kind (one registered after start-up has no other).
     path("new/<str:kind>/", views.workspace_request_kind, name="request-kind"),

@@ -193,7 +193,7 @@ VM_FORM = KindForm(
     choices=_choices,
     request=_request,
     # Its page has the size table, the equivalent sizes and the GPU memory estimate.
-    view="workspaces.backends.vm_page.workspace_request",
+    view="workspaces.backends.vm_views.workspace_request",
     api_fields=(
         ApiField("vm_size", str, max_length=64, required=True),
         ApiField("region", str, max_length=32, required=True),

@@ -156,15 +156,18 @@ def keyset_page(
 
 
 def number_page(
-    queryset: QuerySet[Any, Any],
+    queryset: QuerySet[Any, Any] | list[Any],
     *,
     sort: Sort | None,
     number: int | str | None,
     size: int = DEFAULT_PAGE_SIZE,
 ) -> Page[Any]:
     """Django's Page ``number`` (any junk gives the first or the last page) of ``queryset``
-    in ``sort``'s order; for small tables, where a count is cheap."""
+    (or a list already in order) in ``sort``'s order; for small tables, where a count is
+    cheap. Raises TypeError for a ``sort`` of a list."""
     if sort is not None:
+        if not isinstance(queryset, QuerySet):
+            raise TypeError("only a query set is sorted here; sort the list first")
         queryset = queryset.order_by(*sort.order_by)
     return Paginator(queryset, size).get_page(number)
 

@@ -4,12 +4,13 @@ a member who is not its admin 403 (billing/rules.py). Paged with Django's Pagina
 tables, common.listing); htmx asks for the table alone."""
 
 from django.contrib.auth.decorators import login_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from billing.rightsizing import MIN_HOURS
 from billing.savings import savings_by_team, savings_of_teams, team_savings_list
+from common.htmx import HtmxRequest
 from common.listing import number_page
 from common.permissions import access_require
 from teams.models import Team
@@ -20,7 +21,7 @@ PAGE_SIZE = 25
 
 @login_required
 @require_GET
-def team_savings(request: HttpRequest, slug: str) -> HttpResponse:
+def team_savings(request: HtmxRequest, slug: str) -> HttpResponse:
     """The team's right-sizing advice, largest monthly saving first, and its total."""
     try:
         team = team_get(user=request.user, slug=slug)
@@ -44,7 +45,7 @@ def team_savings(request: HttpRequest, slug: str) -> HttpResponse:
 
 @login_required
 @require_GET
-def platform_savings(request: HttpRequest) -> HttpResponse:
+def platform_savings(request: HtmxRequest) -> HttpResponse:
     """Every team's right-sizing saving, largest first, and the total across teams."""
     access_require(
         user=request.user,

@@ -18,7 +18,7 @@ from common.permissions import access_require
 def team_list(request: HttpRequest) -> HttpResponse:
     access_require(user=request.user, perm="teams.list_teams")
     listing = team_overview_page(user=request.user, params=request.GET, now=timezone.now())
-    form = bootstrap_form(listing.filters.form)  # type: ignore[no-untyped-call]
+    form = bootstrap_form(listing.filters.form)
     context = {
         "filters": listing.filters,
         "form": form,

@@ -4,8 +4,12 @@ The pools table polls itself (htmx) while a pool is being created or deleted, an
 with 286 (stop polling) once every pool is steady.
 """
 
+from typing import Any, cast
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.models import User
+from django.http import HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
@@ -13,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from clusters import selectors, services
 from clusters.forms import ClusterRegisterForm, ClusterTeamForm, NodePoolForm
 from clusters.models import POOL_IN_PROGRESS, AksCluster, NodePool
+from common.htmx import HtmxRequest
 from common.listing import bootstrap_form
 from common.permissions import access_require
 from common.words import usd_hourly
@@ -22,7 +27,12 @@ from workspaces.models import SizeOffering
 HTMX_STOP_POLLING = 286
 
 
-def _platform_admin(request) -> None:
+def _actor(request: HttpRequest) -> User:
+    """The signed-in platform admin (every view here is login_required)."""
+    return cast(User, request.user)
+
+
+def _platform_admin(request: HttpRequest) -> None:
     access_require(
         user=request.user,
         perm="clusters.manage_clusters",
@@ -31,7 +41,7 @@ def _platform_admin(request) -> None:
 
 
 @login_required
-def cluster_list(request):
+def cluster_list(request: HtmxRequest) -> HttpResponse:
     """Every registered cluster and the capacity of all node pools (one query for the
     pools, whatever their number); POST registers a cluster."""
     _platform_admin(request)
@@ -39,7 +49,7 @@ def cluster_list(request):
     if request.method == "POST" and form.is_valid():
         try:
             cluster = services.cluster_register(
-                actor=request.user, now=timezone.now(), **form.cleaned_data
+                actor=_actor(request), now=timezone.now(), **form.cleaned_data
             )
         except services.ClusterError as exc:
             form.add_error(None, str(exc))
@@ -70,7 +80,12 @@ def _sizes(cluster: AksCluster) -> list[tuple[str, str]]:
     ]
 
 
-def _detail_context(request, cluster, pool_form=None, team_form=None) -> dict:
+def _detail_context(
+    request: HttpRequest,
+    cluster: AksCluster,
+    pool_form: NodePoolForm | None = None,
+    team_form: ClusterTeamForm | None = None,
+) -> dict[str, Any]:
     rows = selectors.pool_capacity(cluster=cluster)
     return {
         "cluster": cluster,
@@ -84,7 +99,7 @@ def _detail_context(request, cluster, pool_form=None, team_form=None) -> dict:
 
 @login_required
 @require_GET
-def cluster_detail(request, pk):
+def cluster_detail(request: HtmxRequest, pk: int) -> HttpResponse:
     """A cluster's node pools with their MIG capacity, its teams, and the forms to add
     pools and teams. An htmx request gets the pools table alone."""
     _platform_admin(request)
@@ -100,14 +115,14 @@ def cluster_detail(request, pk):
 
 @login_required
 @require_POST
-def pool_create(request, pk):
+def pool_create(request: HttpRequest, pk: int) -> HttpResponse:
     _platform_admin(request)
     cluster = get_object_or_404(AksCluster, pk=pk)
     form = NodePoolForm(request.POST, sizes=_sizes(cluster))
     if form.is_valid():
         try:
             pool = services.pool_create(
-                actor=request.user, cluster=cluster, ask=form.request(), now=timezone.now()
+                actor=_actor(request), cluster=cluster, ask=form.request(), now=timezone.now()
             )
         except services.ClusterError as exc:
             form.add_error(None, str(exc))
@@ -120,14 +135,14 @@ def pool_create(request, pk):
 
 @login_required
 @require_POST
-def cluster_team(request, pk):
+def cluster_team(request: HttpRequest, pk: int) -> HttpResponse:
     _platform_admin(request)
     cluster = get_object_or_404(AksCluster, pk=pk)
     form = ClusterTeamForm(request.POST, teams=Team.objects.all())
     if form.is_valid():
         try:
             services.cluster_team_set(
-                actor=request.user, cluster=cluster, now=timezone.now(), **form.cleaned_data
+                actor=_actor(request), cluster=cluster, now=timezone.now(), **form.cleaned_data
             )
         except services.ClusterError as exc:
             form.add_error("namespace", str(exc))
@@ -140,7 +155,7 @@ def cluster_team(request, pk):
 
 @login_required
 @require_GET
-def pools_adoptable(request, pk):
+def pools_adoptable(request: HttpRequest, pk: int) -> HttpResponse:
     """GPU node pools Azure has in the cluster that the portal does not know (htmx partial)."""
     _platform_admin(request)
     cluster = get_object_or_404(AksCluster, pk=pk)
@@ -154,12 +169,12 @@ def pools_adoptable(request, pk):
 
 @login_required
 @require_POST
-def pool_adopt(request, pk):
+def pool_adopt(request: HttpRequest, pk: int) -> HttpResponse:
     _platform_admin(request)
     cluster = get_object_or_404(AksCluster, pk=pk)
     try:
         pool = services.pool_adopt(
-            actor=request.user,
+            actor=_actor(request),
             cluster=cluster,
             name=request.POST.get("name", ""),
             now=timezone.now(),
@@ -173,11 +188,11 @@ def pool_adopt(request, pk):
 
 @login_required
 @require_POST
-def pool_delete(request, pk, pool_pk):
+def pool_delete(request: HttpRequest, pk: int, pool_pk: int) -> HttpResponse:
     _platform_admin(request)
     pool = get_object_or_404(NodePool, pk=pool_pk, cluster_id=pk)
     try:
-        services.pool_delete(actor=request.user, pool=pool, now=timezone.now())
+        services.pool_delete(actor=_actor(request), pool=pool, now=timezone.now())
     except services.ClusterError as exc:
         messages.error(request, str(exc))
     else:

@@ -15,20 +15,24 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
+from typing import Any, TypeVar, cast
 
 import django_filters
 from django import forms
 from django.core import signing
 from django.core.exceptions import ValidationError
-from django.core.paginator import Paginator
-from django.db.models import F, Q, QuerySet
+from django.core.paginator import Page, Paginator
+from django.db.models import F, Model, Q, QuerySet
+from django.db.models.expressions import OrderBy
 from django.forms.utils import flatatt
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from common.validation import TextField
 
 CURSOR_SALT = "common.listing.cursor"
 DEFAULT_PAGE_SIZE = 50
+FormT = TypeVar("FormT", bound=forms.BaseForm)
 
 
 @dataclass(frozen=True)
@@ -41,7 +45,7 @@ class Sort:
     fields: tuple[tuple[str, bool], ...]
 
     @property
-    def order_by(self) -> list:
+    def order_by(self) -> list[OrderBy]:
         return [F(name).desc() if desc else F(name).asc() for name, desc in self.fields]
 
 
@@ -64,7 +68,7 @@ class KeysetPage:
     """One page of rows: ``rows`` (a list), ``next_cursor`` ("" on the last page) and
     ``first`` (whether this is the first page)."""
 
-    rows: list
+    rows: list[Any]
     next_cursor: str = ""
     first: bool = True
     sort: Sort | None = field(default=None, repr=False)
@@ -74,7 +78,7 @@ class KeysetPage:
         return bool(self.next_cursor)
 
 
-def _plain(value):
+def _plain(value: object) -> str | int | bool | None:
     """A sort value as JSON can carry it (datetimes and Decimals as text)."""
     if isinstance(value, datetime):
         return value.isoformat()
@@ -85,13 +89,15 @@ def _plain(value):
     return str(value)
 
 
-def _value_of(row, name: str):
+def _value_of(row: object, name: str) -> object:
     for part in name.split("__"):
         row = getattr(row, part)
     return row
 
 
-def _cursor_values(queryset: QuerySet, sort: Sort, cursor: str | None) -> list | None:
+def _cursor_values(
+    queryset: QuerySet[Any, Any], sort: Sort, cursor: str | None
+) -> list[Any] | None:
     """The sort values a cursor carries, converted back to Python by each field, or None if
     the cursor is missing, forged, or made for another sort."""
     if not cursor or not isinstance(cursor, str):
@@ -108,16 +114,18 @@ def _cursor_values(queryset: QuerySet, sort: Sort, cursor: str | None) -> list |
         return None
 
 
-def _model_field(model, name: str):
+def _model_field(model: type[Model], name: str) -> Any:  # a Field (its to_python)
     if name == "pk":
         return model._meta.pk
     *path, last = name.split("__")
     for part in path:
-        model = model._meta.get_field(part).related_model
+        related = model._meta.get_field(part).related_model
+        assert isinstance(related, type), name  # the sort names a relation's fields
+        model = related
     return model._meta.get_field(last)
 
 
-def _after(sort: Sort, values: list) -> Q:
+def _after(sort: Sort, values: list[Any]) -> Q:
     """Rows strictly after ``values`` in ``sort``'s order (lexicographic, per direction)."""
     query = Q(pk__in=[])
     for i, (name, desc) in enumerate(sort.fields):
@@ -129,7 +137,7 @@ def _after(sort: Sort, values: list) -> Q:
 
 
 def keyset_page(
-    queryset: QuerySet, *, sort: Sort, cursor: str | None, size: int = DEFAULT_PAGE_SIZE
+    queryset: QuerySet[Any, Any], *, sort: Sort, cursor: str | None, size: int = DEFAULT_PAGE_SIZE
 ) -> KeysetPage:
     """The page of ``queryset`` after ``cursor`` in ``sort``'s order (the first page for a
     missing or bad cursor): one query, fetching ``size`` + 1 rows to know whether more
@@ -147,10 +155,19 @@ def keyset_page(
     return page
 
 
-def number_page(queryset, *, sort: Sort | None, number, size: int = DEFAULT_PAGE_SIZE):
+def number_page(
+    queryset: QuerySet[Any, Any] | list[Any],
+    *,
+    sort: Sort | None,
+    number: int | str | None,
+    size: int = DEFAULT_PAGE_SIZE,
+) -> Page[Any]:
     """Django's Page ``number`` (any junk gives the first or the last page) of ``queryset``
-    in ``sort``'s order; for small tables, where a count is cheap."""
+    (or a list already in order) in ``sort``'s order; for small tables, where a count is
+    cheap. Raises TypeError for a ``sort`` of a list."""
     if sort is not None:
+        if not isinstance(queryset, QuerySet):
+            raise TypeError("only a query set is sorted here; sort the list first")
         queryset = queryset.order_by(*sort.order_by)
     return Paginator(queryset, size).get_page(number)
 
@@ -166,7 +183,13 @@ class QuickSelect(forms.Select):
     """A <select> rendered in Python: Django renders each <option> through its form
     templates, which for a filter of 200 teams cost more than the rest of the page."""
 
-    def render(self, name, value, attrs=None, renderer=None):
+    def render(
+        self,
+        name: str,
+        value: Any,
+        attrs: dict[str, Any] | None = None,
+        renderer: Any = None,
+    ) -> SafeString:
         chosen = {str(v) for v in self.format_value(value)}
         options = format_html_join(
             "",
@@ -177,13 +200,14 @@ class QuickSelect(forms.Select):
         return format_html('<select name="{}"{}>{}</select>', name, final, options)
 
 
-def bootstrap_form(form):
+def bootstrap_form(form: FormT) -> FormT:
     """``form`` with Bootstrap 5 classes on its widgets (form-select on selects, form-control
     elsewhere, is-invalid where a value was refused), selects rendered by QuickSelect;
     returns the form."""
     for name, bound in form.fields.items():
         if type(bound.widget) is forms.Select:
-            bound.widget = QuickSelect(attrs=bound.widget.attrs, choices=bound.choices)
+            choices: Any = cast(forms.ChoiceField, bound).choices  # a Select is a choice field's
+            bound.widget = QuickSelect(attrs=bound.widget.attrs, choices=choices)
         widget = bound.widget
         select = getattr(widget, "input_type", None) == "select"
         css = "form-select form-select-sm" if select else "form-control form-control-sm"

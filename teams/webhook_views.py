@@ -33,7 +33,7 @@ def _hook(request: HttpRequest, slug: str, pk: int) -> Webhook:
 def _page(
     request: HttpRequest, team: Team, form: WebhookAddForm, status: int = 200
 ) -> HttpResponse:
-    bootstrap_form(form)  # type: ignore[no-untyped-call]
+    bootstrap_form(form)
     form.fields["events"].widget.attrs["class"] = "form-check-input"  # boxes, not text fields
     context = {
         "team": team,

@@ -347,9 +347,9 @@ def sample(
 
 
 def driver_state(nvml_status: str, proc_path: str = NVIDIA_PROC_PATH) -> str:
-    """"loaded" when NVML answered or the NVIDIA kernel module is loaded (``proc_path`` exists),
-    else "missing": no driver yet (the driver extension still installing, or an image without
-    one), which the portal tells apart from idle GPUs."""
+    """The driver's state: "loaded" when NVML answered or the NVIDIA kernel module is loaded
+    (``proc_path`` exists), else "missing": no driver yet (the driver extension still
+    installing, or an image without one), which the portal tells apart from idle GPUs."""
     if nvml_status == "ok" or os.path.exists(proc_path):
         return "loaded"
     return "missing"

@@ -2,6 +2,9 @@
 
 Images are pinned to versions that existed when this was written; docs/environments.md says how
 to list the current ones. PyTorch 2.5.1 wheels are built for CUDA 12.4 (pytorch.org).
+NC and ND sizes get Ubuntu-HPC, whose driver is preinstalled: ready minutes sooner than the
+extension, and the extension's CUDA drivers are documented for Ubuntu 20.04 only (end of
+standard support 2025). NVadsA10 v5 gets the extension, which installs GRID on 22.04.
 """
 
 from datetime import datetime
@@ -58,26 +61,20 @@ DEMO_ENVIRONMENTS: list[dict[str, Any]] = [
     },
     {
         "rank": 50,
-        "name": "CUDA minimal (driver extension)",
+        "name": "CUDA minimal (Ubuntu-HPC)",
         "slug": "cuda-minimal",
-        "description": "Plain Ubuntu with the NVIDIA driver and the CUDA toolkit from the driver "
-        "extension, and JupyterLab; bring your own frameworks.",
+        "description": "The Ubuntu-HPC image's NVIDIA driver, CUDA and NCCL with a plain Python "
+        "venv and JupyterLab: bring your own frameworks.",
         "contents": {
-            "os": "Ubuntu 22.04",
-            "driver": "NVIDIA CUDA driver or GRID 17.x (driver extension)",
-            "cuda": "latest the extension supports",
+            "os": "Ubuntu 22.04 (Ubuntu-HPC)",
+            "driver": "NVIDIA datacenter driver (preinstalled)",
+            "cuda": "12 (preinstalled)",
             "python": "3.10",
         },
         "kinds": ["vm"],
-        "vm_image": UBUNTU_JAMMY,
-        "driver_method": "extension",
-        "gpu_families": ["T4", "A10", "A100", "H100", "V100"],
-        "extension_settings": {
-            "T4": {"installCUDA": True},
-            "A100": {"installCUDA": True},
-            "H100": {"installCUDA": True},
-            "V100": {"installCUDA": True},
-        },
+        "vm_image": UBUNTU_HPC,
+        "driver_method": "preinstalled",
+        "gpu_families": ["T4", "A100", "H100", "V100"],
         "layer": {"packages": ["python3-venv", "python3-pip"]},
     },
     {

@@ -43,7 +43,7 @@ def catalog(cast):
     ("size", "expected"),
     [
         ("Standard_NC4as_T4_v3", ["pytorch-cuda", "cuda-minimal"]),
-        ("Standard_NV6ads_A10_v5", ["pytorch-a10", "cuda-minimal"]),
+        ("Standard_NV6ads_A10_v5", ["pytorch-a10"]),
         ("Standard_NC24ads_A100_v4", ["pytorch-cuda", "cuda-minimal"]),
         ("Standard_NC40ads_H100_v5", ["pytorch-cuda", "cuda-minimal"]),
         ("Standard_ND96isr_H100_v5", ["pytorch-cuda", "cuda-minimal"]),
@@ -65,11 +65,13 @@ def test_slices_and_namespaces_are_offered_the_container(cast, catalog):
 
 
 def test_the_preinstalled_driver_wins_a_tie_because_it_is_ready_sooner(cast, catalog):
-    environment_update(
-        actor=cast.platform_admin, environment=catalog["cuda-minimal"], values={"rank": 10}, now=NOW
+    extension = environment_create(
+        actor=cast.team_admin, team=cast.team, values=_values(name="A CUDA"), now=NOW, rank=10
     )
+    assert extension.name < catalog["pytorch-cuda"].name  # it would win on its name
     default = environment_default(team=cast.team, kind="vm", gpu_family="A100")
     assert default.slug == "pytorch-cuda"
+    assert extension in environment_choices(team=cast.team, kind="vm", gpu_family="A100")
 
 
 def test_seeding_twice_keeps_one_of_each(cast, catalog):

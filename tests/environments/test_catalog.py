@@ -7,6 +7,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 
 from environments.demo import seed_demo_environments
 from environments.models import Environment
+from environments.recipes import recipe_for, vm_recipe
 from environments.selectors import environment_choice, environment_choices, environment_default
 from environments.services import (
     environment_create,
@@ -190,3 +191,27 @@ def test_the_recipe_says_exactly_what_a_workspace_is_made_from(cast, catalog):
     assert recipe["driver_method"] == "extension"
     assert recipe["extension_settings"] == {"A10": {"updateOS": False}}
     assert recipe["layer"]["pip"][0] == "torch==2.5.1"
+
+
+def test_a_workspace_records_the_settings_for_its_family_only(cast, catalog):
+    environment = environment_create(
+        actor=cast.platform_admin,
+        team=None,
+        values=_values(
+            gpu_families=["A100", "A10"],
+            extension_settings={"A100": {"installCUDA": True}, "A10": {"driverVersion": "550.1"}},
+        ),
+        now=NOW,
+    )
+    recorded = recipe_for(environment, vm_size="Standard_NV12ads_A10_v5")
+    assert recorded["gpu_family"] == "A10"
+    assert recorded["extension_settings"] == {"driverVersion": "550.1"}
+    parsed = vm_recipe(recorded)
+    assert parsed.image == JAMMY and parsed.extension_settings == {"driverVersion": "550.1"}
+    assert vm_recipe(recipe_for(catalog["pytorch-cuda"], vm_size="Standard_NC4as_T4_v3")) == (
+        vm_recipe(recipe_for(catalog["pytorch-cuda"], vm_size="Standard_NC8as_T4_v3"))
+    )
+    assert vm_recipe(catalog["pytorch-cuda"].recipe()).extension_settings is None
+    with pytest.raises(ValueError, match="does not drive"):
+        recipe_for(catalog["pytorch-cuda"], vm_size="Standard_NV12ads_A10_v5")
+    assert vm_recipe(catalog["jupyter-pytorch-container"].recipe()) is None

@@ -188,3 +188,16 @@ def test_the_extension_settings_are_shown_by_the_control_api(ctl):
         "seconds": 2.0,
         "drivers_required": True,
     }
+
+
+def test_drivers_required_at_start_outlives_a_reset():
+    from cloudsim import start_server
+
+    server = start_server(port=0, latency=0.05, retry_after=0)
+    try:
+        with server.state.lock:
+            server.state.drivers_required = True
+            server.state.reset()
+            assert server.state.extension_play.drivers_required is True
+    finally:
+        server.shutdown()

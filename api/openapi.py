@@ -54,6 +54,7 @@ READ_ONLY_POSTS = {("post", "/sizing/estimate")}
 NAMES_IN_INPUT = {
     ("post", "/sizing/estimate"),
     ("get", "/environments"),
+    ("post", "/environments"),
     ("get", "/recommendations"),
     ("post", "/workspaces"),
 }

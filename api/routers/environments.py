@@ -1,14 +1,21 @@
 """/api/v1/environments: what a team can choose for a kind (and a VM size), best first, with
-the default; the same list the request page offers (environments.selectors)."""
+the default; the same list the request page offers (environments.selectors). POST adds one:
+to a team (its admins) or to the catalog (platform admins), checked and audited as
+environments.services does."""
 
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest
-from ninja import Field, Query, Router, Schema
+from django.utils import timezone
+from ninja import Field, Query, Router, Schema, Status
 
-from api.schemas import Printable
+from api.auth import require_write
+from api.errors import FieldErrors
+from api.schemas import Printable, caller
 from environments.models import Environment
 from environments.selectors import environment_choices
+from environments.services import environment_create
 from teams.models import Team
 from teams.selectors import team_get
 
@@ -76,3 +83,47 @@ def environment_list(request: HttpRequest, filters: Query[EnvironmentsQuery]) ->
         gpu_family=filters.gpu_family or None,
     )
     return {"items": [_out(e, default=i == 0) for i, e in enumerate(choices)]}
+
+
+class EnvironmentIn(Schema):
+    """An environment's fields (docs/environments.md); ``team`` empty: the catalog."""
+
+    team: Printable = Field("", max_length=50, pattern=r"^[-a-zA-Z0-9_]*$")
+    name: Printable = Field(min_length=1, max_length=64)
+    slug: Printable = Field(min_length=1, max_length=64, pattern=r"^[-a-zA-Z0-9_]+$")
+    description: str = Field("", max_length=2000)
+    contents: dict[str, Any] = Field(default_factory=dict)
+    kinds: list[str] = Field(min_length=1, max_length=8)
+    vm_image: Printable = Field("", max_length=400)
+    driver_method: Printable = Field("", max_length=16)
+    gpu_families: list[str] = Field(default_factory=list, max_length=8)
+    extension_settings: dict[str, Any] = Field(default_factory=dict)
+    layer: dict[str, Any] = Field(default_factory=dict)
+    container_image: Printable = Field("", max_length=300)
+    rank: int = Field(100, ge=0, le=1000)
+
+
+@router.post("/environments", response={201: EnvironmentOut}, summary="Add an environment (admins)")
+def environment_add(request: HttpRequest, body: EnvironmentIn) -> Any:
+    """201 with the new environment; 400 naming each wrong field; 403 unless the caller is
+    the team's admin (or, for the catalog, a platform admin); 404 for a team not theirs."""
+    require_write(request)
+    team = None
+    if body.team:
+        try:
+            team = team_get(user=request.user, slug=body.team)
+        except Team.DoesNotExist:
+            raise Http404("No such team among yours.") from None
+    values = body.dict(exclude={"team", "rank"})
+    try:
+        environment = environment_create(
+            actor=caller(request), team=team, values=values, now=timezone.now(), rank=body.rank
+        )
+    except ValidationError as err:
+        errors = [
+            {"loc": ["body", field], "msg": str(message)}
+            for field, messages in err.message_dict.items()
+            for message in messages
+        ]
+        raise FieldErrors(errors) from None
+    return Status(201, _out(environment, default=False))

@@ -10,6 +10,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpRequest
 from django.utils import timezone
 
+from common.admin_access import PlatformAdminAccess
 from environments.models import Environment, HiddenEnvironment
 from environments.services import FIELDS
 from environments.validation import EnvironmentInvalid, environment_clean
@@ -43,7 +44,7 @@ class EnvironmentForm(_Form):
 
 
 @admin.register(Environment)
-class EnvironmentAdmin(_EnvironmentAdmin):
+class EnvironmentAdmin(PlatformAdminAccess, _EnvironmentAdmin):
     form = EnvironmentForm
     list_display = ("name", "slug", "team", "kinds", "driver_method", "gpu_families", "rank")
     list_filter = ("driver_method", "team")
@@ -69,6 +70,6 @@ class EnvironmentAdmin(_EnvironmentAdmin):
 
 
 @admin.register(HiddenEnvironment)
-class HiddenEnvironmentAdmin(_HiddenAdmin):
+class HiddenEnvironmentAdmin(PlatformAdminAccess, _HiddenAdmin):
     list_display = ("team", "environment", "hidden_by", "hidden_at")
     list_filter = ("team",)

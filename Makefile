@@ -86,6 +86,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/python scripts/kind_branches.py
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py check
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python scripts/mypy_strict_checked.py

@@ -59,7 +59,7 @@ def _add_workspaces(pools, now) -> None:
     from django.contrib.auth import get_user_model
 
     from teams.models import Team
-    from workspaces.models import Kind, Workspace
+    from workspaces.models import Workspace
     from workspaces.states import Status
 
     team, owner = (
@@ -75,7 +75,7 @@ def _add_workspaces(pools, now) -> None:
                     team=team,
                     owner=owner,
                     name="bench",
-                    kind=Kind.MIG if mig else Kind.NAMESPACE,
+                    kind="mig" if mig else "namespace",
                     status=Status.RUNNING,
                     status_changed_at=now,
                     vm_size=pool.vm_size,

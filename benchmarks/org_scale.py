@@ -122,7 +122,7 @@ def _workspaces(rng: random.Random, teams, members, now: datetime) -> list:
     """10,000 workspaces, every status in turn, created over the past year; one in ten a MIG
     slice and one in ten a namespace on the demo's node pools."""
     from clusters.models import NodePool
-    from workspaces.models import Kind, SizeOffering, Workspace
+    from workspaces.models import SizeOffering, Workspace
     from workspaces.states import Status
 
     offerings = list(SizeOffering.objects.filter(offered=True))
@@ -132,7 +132,7 @@ def _workspaces(rng: random.Random, teams, members, now: datetime) -> list:
     for n in range(WORKSPACES):
         team = teams[n % len(teams)]
         offering = offerings[n % len(offerings)]
-        kind = Kind.VM if not pools or n % 10 > 1 else (Kind.MIG if n % 10 == 0 else Kind.NAMESPACE)
+        kind = "vm" if not pools or n % 10 > 1 else ("mig" if n % 10 == 0 else "namespace")
         created = now - timedelta(days=rng.uniform(0, 365))
         rows.append(
             Workspace(
@@ -140,7 +140,7 @@ def _workspaces(rng: random.Random, teams, members, now: datetime) -> list:
                 team=team,
                 owner_id=rng.choice(members[team.pk]),
                 kind=kind,
-                node_pool=pools[n % len(pools)] if kind != Kind.VM else None,
+                node_pool=pools[n % len(pools)] if kind != "vm" else None,
                 name=f"ws-{n:05d}",
                 status=statuses[n % len(statuses)],
                 status_changed_at=created,

@@ -90,7 +90,7 @@ def _measure(receiver, n: int) -> list[float]:
     from django.utils import timezone
 
     from teams.models import GpuQuota, Team
-    from teams.webhooks import webhook_create
+    from teams.webhook_settings import webhook_create
     from workspaces.models import SizeOffering
 
     user = get_user_model().objects.get(username="alice")
@@ -125,7 +125,7 @@ def _measure(receiver, n: int) -> list[float]:
 
 def _detail() -> None:
     """Where the time went, per event: queued (commit to the worker's attempt) and the POST."""
-    from teams.models import WebhookAttempt
+    from notifications.models import WebhookAttempt
 
     for a in WebhookAttempt.objects.select_related("delivery").order_by("at"):
         queued = (a.at - a.delivery.created_at).total_seconds() * 1000

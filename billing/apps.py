@@ -4,7 +4,7 @@ from django.apps import AppConfig
 class BillingConfig(AppConfig):
     name = "billing"
 
-    def ready(self):
+    def ready(self) -> None:
         # Workspaces sit below billing and import none of it: billing registers with their
         # hooks to open and close meters on transitions, and to answer what a request is
         # measured against (spend, Spot prices) and what a workspace's page shows it cost.
@@ -18,10 +18,9 @@ class BillingConfig(AppConfig):
         from workspaces import hooks
 
         hooks.on_transition(usage_meter)
-        # The team pages (teams.views) show the overview billing puts together.
-        team_hooks.provide_team_overview(
-            page=team_selectors.team_overview_page, one=team_selectors.team_overview_one
-        )
+        # A team's pages (teams.views) show its row of the overview billing puts together (the
+        # team list itself is billing's page: billing.team_views).
+        team_hooks.provide_team_overview(one=team_selectors.team_overview_one)
         # The workspace page's right-sizing panel (billing.savings).
         hooks.provide_recommendation(workspace_rightsizing)
         hooks.provide_spend(

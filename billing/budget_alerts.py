@@ -17,18 +17,11 @@ from django.urls import reverse
 from billing.month_spend import team_spend
 from common.months import month_bounds
 from common.words import usd
-from teams.models import (
-    ALERT_THRESHOLDS,
-    BudgetAlert,
-    Membership,
-    NoticeKind,
-    Role,
-    Team,
-    WebhookEvent,
-)
-from teams.notices import notice_about, notice_send
+from notifications.models import NoticeKind, WebhookEvent
+from notifications.notices import notice_about, notice_send
+from notifications.webhooks import webhook_event_emit
+from teams.models import ALERT_THRESHOLDS, BudgetAlert, Membership, Role, Team
 from teams.selectors import budget_alerts_of, platform_admins, team_months, team_timezones
-from teams.webhooks import webhook_event_emit
 from workspaces.actions import workspace_stop_automatically
 from workspaces.selectors import workspace_running_begun_by
 

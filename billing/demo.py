@@ -16,8 +16,8 @@ from django.contrib.auth import get_user_model
 
 from billing.recommendations import recommendations_refresh
 from teams.models import Team
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import SizeOffering, Workspace
-from workspaces.requests import workspace_request
 from workspaces.states import Status
 from workspaces.telemetry_seed import HourFigures, telemetry_hours_import
 

@@ -20,7 +20,7 @@ OS_DISK_TIER = "P10 LRS"
 UNTIL_GONE = frozenset({Status.DELETING, Status.FAILED})
 
 
-def usage_meter(*, workspace_id: UUID, expected: str, to: str, now: datetime) -> None:
+def usage_meter(*, workspace_id: UUID | str, expected: str, to: str, now: datetime) -> None:
     """Open or close the workspace's meters for the change ``expected -> to`` (called inside
     workspaces.states.transition's transaction), as its kind's backend says
     (WorkspaceBackend.meters): compute while its status is billable, at its hourly price times
@@ -77,13 +77,13 @@ def _open(
     )
 
 
-def _close(workspace_id: UUID, meter: str, now: datetime) -> None:
+def _close(workspace_id: UUID | str, meter: str, now: datetime) -> None:
     UsageInterval.objects.filter(workspace_id=workspace_id, meter=meter, ended_at=None).update(
         ended_at=now
     )
 
 
-def _is_open(workspace_id: UUID, meter: str) -> bool:
+def _is_open(workspace_id: UUID | str, meter: str) -> bool:
     return UsageInterval.objects.filter(
         workspace_id=workspace_id, meter=meter, ended_at=None
     ).exists()

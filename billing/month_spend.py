@@ -37,9 +37,9 @@ from billing.pricing import Windows, Zones, day_start
 from common.months import month_bounds
 from teams.models import Team
 from teams.selectors import team_timezones
-from workspaces.models import Kind, Workspace
+from workspaces.backends import backends
+from workspaces.models import Workspace
 
-KINDS = tuple(Kind.values)  # the spend chart's series, in workspaces.models.Kind's order
 DayCosts = list[tuple[date, dict[str, Decimal]]]  # [(day, {kind: USD})], a chart's days
 
 
@@ -279,12 +279,18 @@ def _by_day(by_day: ByDay, first: date, last: date) -> DayCosts:
     """[(day, {kind: USD})] for every day first..last (none when last < first), zero where
     nothing ran."""
     days = {
-        first + timedelta(days=n): dict.fromkeys(KINDS, Decimal(0))
+        first + timedelta(days=n): dict.fromkeys(spend_kinds(), Decimal(0))
         for n in range((last - first).days + 1)
     }
     for (day, kind), cost in by_day.items():
-        days[day][kind] += cost
+        days[day][kind] = days[day].get(kind, Decimal(0)) + cost
     return sorted(days.items())
+
+
+def spend_kinds() -> list[str]:
+    """The spend chart's series and the table's columns: every registered kind, in the
+    registry's order (workspaces.backends)."""
+    return [backend.kind for backend in backends()]
 
 
 # What Workspace.size_label reads: the shown size is the kind's (a MIG slice's profile).

@@ -29,26 +29,13 @@ from decimal import ROUND_HALF_UP, Decimal
 from billing.metering import HOURS_PER_MONTH
 from billing.models import Advice
 from billing.usage import Usage
+from workspaces.backends import RightsizeOption as Option  # what the kinds' backends propose
 
 HEADROOM = Decimal("0.20")  # above the measured peak: what a size must hold besides it
 CEILING = Decimal("0.95")  # of a GPU's memory: at or over it, the workspace needs more
 MARGIN = f"{HEADROOM:.0%}"  # in words: "20%"
 SPOT_UNATTENDED = Decimal("0.80")  # of busy hours with nobody logged in: batch work
 MIN_HOURS = 24  # hours with telemetry in the window before any advice
-
-
-@dataclass(frozen=True)
-class Option:
-    """A size or MIG profile it could move to, in its region. ``kind`` "vm" or "mig";
-    ``name`` the vm_size or MIG profile; ``devices`` the GPUs or MIG devices it gets (a
-    fractional vGPU size is one device); ``memory_mib`` per device; USD/hour."""
-
-    kind: str
-    name: str
-    gpu_model: str
-    devices: int
-    memory_mib: int
-    price_per_hour: Decimal
 
 
 @dataclass(frozen=True)
@@ -166,7 +153,7 @@ def _larger(usage: Usage, holding: Holding, fitting: list[Option], per_gpu: int)
 
 
 def _downsize(usage: Usage, holding: Holding, option: Option, per_gpu: int) -> Verdict:
-    if option.kind == "mig":
+    if option.mig_profile:  # a share of a GPU
         advice = Advice.MIG
     elif option.gpu_model == holding.gpu_model and option.devices < holding.gpu_count:
         advice = Advice.FEWER_GPUS

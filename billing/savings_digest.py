@@ -15,11 +15,12 @@ from django.urls import reverse
 from billing.models import Recommendation
 from billing.savings import Savings, savings_of_teams, team_savings_list
 from common.words import usd
-from teams.models import Membership, Role, Team, WebhookEvent
-from teams.notice_text import mark
-from teams.notices import notice_send
+from notifications.models import WebhookEvent
+from notifications.notice_text import mark
+from notifications.notices import notice_send
+from notifications.webhooks import webhook_event_emit
+from teams.models import Membership, Role, Team
 from teams.selectors import team_timezones
-from teams.webhooks import webhook_event_emit
 
 TOP = 5  # savings named in the digest
 CENT = Decimal("0.01")

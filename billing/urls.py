@@ -4,9 +4,10 @@ view."""
 
 from django.urls import path
 
-from billing import savings_views, views
+from billing import savings_views, team_views, views
 
 urlpatterns = [
+    path("teams/", team_views.team_list, name="team-list"),
     path("teams/<slug:slug>/spend/", views.team_spend, name="team-spend"),
     path("teams/<slug:slug>/spend/data/", views.team_spend_data, name="team-spend-data"),
     path(

@@ -14,13 +14,14 @@ from django.views.decorators.http import require_GET
 from billing import csv_export
 from billing.forecast import FORECAST_METHOD
 from billing.forms import ExportForm, MonthForm
-from billing.month_spend import KINDS, spend_days, spend_month
+from billing.month_spend import spend_days, spend_kinds, spend_month
 from billing.overview import spend_overview, spend_overview_chart, team_month_page
 from billing.reconciliation import cost_reconciliation
 from common.listing import bootstrap_form
 from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import budget_alert_list, team_get
+from workspaces.backends import backend_for, kind_choices
 
 
 def _team(request, slug: str) -> Team:
@@ -61,6 +62,7 @@ def _team_spend_page(request, team: Team, export: ExportForm | None = None):
     spend = spend_month(team=team, month=month, now=now)
     export = export or ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
+    context["kind_columns"] = kind_choices()  # the per-day table's columns, as in _by_day
     context["method"] = FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
     return render(request, "billing/team_spend.html", context, status=400 if export.errors else 200)
@@ -92,18 +94,25 @@ def _reconciliation(request, reconciliation, title: str, back: str):
 @require_GET
 def team_spend_data(request, slug):
     """JSON for the chart: {"month", "currency", "days": [ISO dates], "series": {kind:
-    [USD as strings, one per day]}, "total"}; 400 {"error"} for a bad month."""
+    [USD as strings, one per day]}, "kinds": {kind: {"label", "colour"}}, "total"}; 400
+    {"error"} for a bad month."""
     team, now = _team(request, slug), timezone.now()
     month, form = _month(request, now)
     if month is None:
         return JsonResponse({"error": form.errors["month"][0]}, status=400)
     days, total = spend_days(team=team, month=month, now=now)
+    kinds = spend_kinds()
     return JsonResponse(
         {
             "month": month.strftime("%Y-%m"),
             "currency": "USD",
             "days": [day.isoformat() for day, _ in days],
-            "series": {kind: [f"{costs[kind]:.2f}" for _, costs in days] for kind in KINDS},
+            "series": {kind: [f"{costs[kind]:.2f}" for _, costs in days] for kind in kinds},
+            # Each series' legend and colour, as its kind's backend gives them.
+            "kinds": {
+                kind: {"label": backend_for(kind).label, "colour": backend_for(kind).spend_colour}
+                for kind in kinds
+            },
             "total": f"{total:.2f}",
         }
     )

@@ -57,6 +57,7 @@ from .kube_core import (
     ROLE_BINDING_NAME,
     TOKEN_MARGIN,
     WORKSPACE_LABEL,
+    KubeApi,
     PoolCapacity,
     _errors,
     _TokenHook,
@@ -87,6 +88,7 @@ from .kube_namespace import (
 )
 
 __all__ = [
+    "KubeApi",
     "AGENT_DIR",
     "AGENT_EXIT_GONE",
     "AGENT_FILE",

@@ -86,6 +86,10 @@ def _ca_file(ca_data: str) -> str:
     return path
 
 
+# What kube_api returns, as the apps name it (only cloud/ imports the Kubernetes SDK).
+KubeApi = ApiClient
+
+
 @functools.lru_cache(maxsize=32)
 def kube_api(settings: AzureSettings, server: str, ca_data: str | None) -> ApiClient:
     """The cached ApiClient of one AKS API server.

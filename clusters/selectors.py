@@ -11,25 +11,20 @@ from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Q, QuerySet, Sum
+from django.db.models import Count, Q, QuerySet, Sum, Value
+from django.db.models.functions import Coalesce
 from django.http import QueryDict
 
 from clusters.filters import PoolFilter
 from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
 from common.listing import DEFAULT_PAGE_SIZE
 from teams.models import Team
+from workspaces.backends import backends
 from workspaces.gpus import SLICES_PER_GPU
-from workspaces.models import Kind
-from workspaces.states import HOLDS_GPUS, Status
 from workspaces.suitability import Suits, mig_profile_suits
 
 if TYPE_CHECKING:
     from django_stubs_ext import WithAnnotations
-
-# A MIG pod holds its slice from the moment it is bound: running, or on its way down.
-SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
-# On its way to a slice: created or started, not bound yet (possibly waiting for a free one).
-SLICE_WAITING = frozenset({Status.REQUESTED, Status.PROVISIONING, Status.STARTING})
 
 
 @dataclass(frozen=True)
@@ -95,29 +90,43 @@ def pool_capacity_page(*, params: QueryDict, size: int = DEFAULT_PAGE_SIZE) -> P
 
 
 class _Capacity(TypedDict):
-    mig_bound: int
-    mig_waiting: int
-    ns_gpus: int | None
+    used: int | None
+    waiting: int | None
 
 
 def _with_capacity(pools: QuerySet[NodePool]) -> "QuerySet[WithAnnotations[NodePool, _Capacity]]":
-    mig = Q(workspaces__kind=Kind.MIG)
-    return pools.annotate(
-        mig_bound=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_BOUND)),
-        mig_waiting=Count("workspaces", filter=mig & Q(workspaces__status__in=SLICE_WAITING)),
-        ns_gpus=Sum(
-            "workspaces__gpu_count",
-            filter=Q(workspaces__kind=Kind.NAMESPACE, workspaces__status__in=HOLDS_GPUS),
-        ),
-    )
+    """``used`` and ``waiting``: the units the pool's workspaces hold and wait for, summed over
+    the kinds, each as its backend counts them (workspaces.backends.PoolUse). A pool serves
+    one kind of unit (MIG instances, or whole GPUs), so the sum is that unit's."""
+    used: list[Any] = []
+    waiting: list[Any] = []
+    for backend in backends():
+        use = backend.pool_use
+        if use is None:
+            continue
+        field = f"workspaces__{use.units_field}" if use.units_field else "workspaces"
+        aggregate = Sum if use.units_field else Count
+        for statuses, into in ((use.holding, used), (use.waiting, waiting)):
+            if statuses:
+                only = Q(workspaces__kind=backend.kind, workspaces__status__in=statuses)
+                into.append(aggregate(field, filter=only))
+    return pools.annotate(used=_total(used), waiting=_total(waiting))
+
+
+def _total(counts: list[Any]) -> Any:
+    """The sum of the aggregates ``counts`` (each 0 where it counts nothing), or 0."""
+    if not counts:
+        return Value(0)
+    total: Any = Coalesce(counts[0], 0)
+    for count in counts[1:]:
+        total = total + Coalesce(count, 0)
+    return total
 
 
 def _row(pool: "WithAnnotations[NodePool, _Capacity]") -> PoolRow:
     capacity = pool.capacity
     total = capacity.total if pool.status == PoolStatus.READY else 0
-    if pool.gpu_instance_profile:
-        return PoolRow(pool, capacity.unit, total, pool.mig_bound, pool.mig_waiting)
-    return PoolRow(pool, capacity.unit, total, pool.ns_gpus or 0, 0)
+    return PoolRow(pool, capacity.unit, total, pool.used or 0, pool.waiting or 0)
 
 
 def team_clusters(*, team: Team) -> list[ClusterTeam]:

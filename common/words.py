@@ -106,7 +106,7 @@ def label(value) -> str:
     if value is None:
         return ""
     text = str(value)
-    known = _labels().get(text)
+    known = _labels().get(text) or kind_label(text)
     if known:
         return known
     if text.islower() and ("_" in text or "." in text):
@@ -118,7 +118,16 @@ def label(value) -> str:
 def stored_label(value: str) -> str:
     """The label of a value the portal stores as a choice (a status, role, decision),
     else ``value`` unchanged: for free text such as a username or an e-mail address."""
-    return _labels().get(value, value)
+    return _labels().get(value) or kind_label(value) or value
+
+
+def kind_label(value: str) -> str | None:
+    """A registered workspace kind's label ("GPU VM"), else None. Read from the registry on
+    each call: a kind may be registered after the first label was asked for."""
+    # Imported late, as _collect_labels: workspaces.backends imports this module.
+    from workspaces.backends import registry
+
+    return registry.kind_label(value)
 
 
 def _labels() -> dict[str, str]:
@@ -135,11 +144,10 @@ def _collect_labels() -> dict[str, str]:
     # Imported late: this module is imported by models' modules and template tags alike.
     from clusters.models import PoolStatus
     from teams.models import Decision, Role
-    from workspaces.models import Kind
     from workspaces.states import STYLE
 
     found: dict[str, str] = {}
-    for choices in (PoolStatus, Decision, Role, Kind):
+    for choices in (PoolStatus, Decision, Role):
         found.update({str(value): str(text) for value, text in choices.choices})
     found.update({str(status): style.label for status, style in STYLE.items()})
     return found

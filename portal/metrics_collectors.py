@@ -29,7 +29,8 @@ from billing.month_usage import TeamUsage, team_month_usage
 from common.metrics import beat_jobs_last_run
 from portal.celery import app
 from teams.models import Team
-from workspaces.models import Kind, Workspace
+from workspaces.backends import backends
+from workspaces.models import Workspace
 from workspaces.selectors import team_gpus_idle, team_gpus_in_use
 from workspaces.states import Status
 
@@ -65,7 +66,7 @@ def _workspaces() -> Metric:
         (r["kind"], r["status"]): r["n"]
         for r in Workspace.objects.values("kind", "status").annotate(n=Count("pk")).order_by()
     }
-    for kind in Kind.values:
+    for kind in (backend.kind for backend in backends()):
         for status in Status.values:
             family.add_metric([kind, status], counts.get((kind, status), 0))
     return family

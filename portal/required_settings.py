@@ -61,7 +61,7 @@ def metrics_token_sha256(*, token: str, sha256: str) -> str:
 def webhook_allow_loopback(*, configured: bool, embedded: bool, azure_credential: str) -> bool:
     """WEBHOOK_ALLOW_LOOPBACK as given. Raises ImproperlyConfigured when production (see the
     module's docstring) turns it on: a team admin could then make the worker post to the
-    portal's own host (teams/webhook_addresses.py)."""
+    portal's own host (notifications/webhook_addresses.py)."""
     if configured and not embedded and azure_credential != "emulator":
         raise ImproperlyConfigured(
             "WEBHOOK_ALLOW_LOOPBACK is for the embedded demo and the emulator only: in "

@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "axes",
     "django_filters",
     "common",
+    "notifications",
     "teams",
     "environments",
     "workspaces",
@@ -105,7 +106,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "teams.context_processors.notices",
+                "notifications.context_processors.notices",
                 "workspaces.context_processors.demo_timings",
             ],
             # The one money filter, time tag and labels, in every template (no {% load %}).
@@ -312,7 +313,7 @@ TEAM_INVITE_MISSES_PER_HOUR = env.int("TEAM_INVITE_MISSES_PER_HOUR", default=10)
 # Days a request above quota waits for a platform admin before it expires.
 QUOTA_REQUEST_EXPIRY_DAYS = env.int("QUOTA_REQUEST_EXPIRY_DAYS", default=7)
 
-# Team webhooks (teams/webhook_delivery.py, docs/notifications.md): each POST waits at most
+# Team webhooks (notifications/webhook_delivery.py, docs/notifications.md): each POST waits at most
 # WEBHOOK_TIMEOUT_SECONDS; a delivery is tried WEBHOOK_MAX_ATTEMPTS times, waiting
 # WEBHOOK_BACKOFF_SECONDS doubled after each failure; WEBHOOK_DISABLE_AFTER failed deliveries
 # in a row disable the hook. WEBHOOK_ENCRYPTION_KEYS: Fernet keys, newest first (comma
@@ -402,7 +403,7 @@ AZURE_CREDENTIAL = env.str(
 require_production_settings(
     environ=os.environ, embedded=_EMBEDDED, azure_credential=AZURE_CREDENTIAL
 )
-# Plain-http webhooks to a loopback address (teams/webhook_addresses.py): on in the embedded
+# Plain-http webhooks to a loopback address (notifications/webhook_addresses.py): on in the embedded
 # demo, for a local receiver; a deployment on the emulator (the tests, the benchmarks) may turn it
 # on; anywhere else, production, it is refused. Hooks never reach private, link-local, reserved
 # or cluster addresses.

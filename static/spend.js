@@ -5,16 +5,16 @@ document.addEventListener("DOMContentLoaded", async () => {
   const response = await fetch(canvas.dataset.url, { headers: { Accept: "application/json" } });
   if (!response.ok) return;
   const data = await response.json();
-  const colours = { vm: "#2b6cb0", mig: "#38a169", namespace: "#d69e2e" };
-  const labels = { vm: "VM", mig: "MIG slice", namespace: "AKS namespace" };
+  // Each kind's legend and colour come with the data (its backend's label and spend_colour).
+  const kinds = data.kinds || {};
   const chart = new Chart(canvas, {
     type: "bar",
     data: {
       labels: data.days,
       datasets: Object.entries(data.series).map(([kind, values]) => ({
-        label: labels[kind] || kind,
+        label: (kinds[kind] || {}).label || kind,
         data: values.map(Number),
-        backgroundColor: colours[kind],
+        backgroundColor: (kinds[kind] || {}).colour,
       })),
     },
     options: {

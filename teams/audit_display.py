@@ -57,7 +57,7 @@ DESCRIBE: dict[str, tuple[tuple[str, ...], Describe]] = {
         ("user", "team"),
         lambda m: (f"{m.user.username} in {m.team.name}", _team(m.team)[1]),
     ),
-    "teams.Webhook": (
+    "notifications.Webhook": (
         ("team",),
         lambda h: (
             f"webhook {h.name} of {h.team.name}",

@@ -14,7 +14,7 @@ token's groups and app roles make that account in the portal.
   ENTRA_PLATFORM_ADMIN_APP_ROLE.
 - An account the Graph sync deactivated (teams.entra_sync: disabled or deleted in Entra ID)
   is reactivated by its next successful sign-in; one a portal admin deactivated is not.
-- A membership Entra ID ends announces teams.signals.member_left (the leaver policy).
+- A membership Entra ID ends announces teams.hooks.member_left_announce (the leaver policy).
 Every change is audited with the action "entra.*" and no user as actor: the audit log shows
 "Entra ID" as who did it.
 """
@@ -26,8 +26,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from teams.audit import audit_record
+from teams.hooks import LeaveReason, member_left_announce
 from teams.models import Membership, Profile, Role, Team
-from teams.signals import LeaveReason, member_left_announce
 
 ACTOR = "Entra ID"  # Shown as the actor of the "entra.*" audit rows.
 USERNAME_MAX = 150  # Django's User.username.

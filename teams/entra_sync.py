@@ -31,8 +31,8 @@ from live import stamps
 from teams import entra, entra_oidc
 from teams.audit import audit_record
 from teams.graph import GraphClient, GraphError
+from teams.hooks import LeaveReason, member_left_announce
 from teams.models import Membership, Profile
-from teams.signals import LeaveReason, member_left_announce
 
 log = logging.getLogger(__name__)
 

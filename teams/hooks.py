@@ -1,22 +1,53 @@
-"""Hooks through which the teams app tells the apps above it (workspaces) what happened,
-without importing them: imports point down only (../shared/DESIGN.md; the import-linter
-contracts in pyproject.toml). An app above registers once, in its ``AppConfig.ready()``;
-registering a callback twice keeps one.
+"""Hooks through which the teams app tells the apps above it (workspaces) what happened, and
+asks billing for the team overview its pages show, without importing them: imports point down
+only (../shared/DESIGN.md; the import-linter contracts in pyproject.toml). An app above
+registers once, in its ``AppConfig.ready()``; registering a callback twice keeps one.
+
+Every hook is a Protocol: mypy checks the registered function against it at the registration
+call (workspaces/apps.py and billing/apps.py are in mypy's files), so a changed signature fails
+``make lint``, not a request at run time.
 
 Decision callbacks are called by teams.quota_requests when a quota request is approved, rejected
 or expires, inside the transaction that records the decision and before the requester is
-told, as ``callback(workspace_id=..., decision=..., actor=..., reason=..., now=...)``
-(``decision``: a teams.models.Decision value; ``actor`` None for an expiry). What they write
-commits or rolls back with the decision; an exception raised by one reaches the caller.
+told, as ``callback(workspace_id=..., decision=..., actor=..., reason=..., now=...,
+resize_to=...)`` (``decision``: a teams.models.Decision value; ``actor`` None for an expiry).
+What they write commits or rolls back with the decision; an exception raised by one reaches
+the caller.
 """
 
-from collections.abc import Callable
+from __future__ import annotations
+
+import logging
+import uuid
+from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from decimal import Decimal
+from typing import TYPE_CHECKING, Any, Protocol
 
+from django.contrib.auth.models import User
 from django.core.exceptions import ImproperlyConfigured
+from django.db import models, transaction
 
-DecisionCallback = Callable[..., None]
+if TYPE_CHECKING:
+    from common.permissions import Actor
+    from teams.models import Team
+
+
+class DecisionCallback(Protocol):
+    """Told of a decided quota request (see the module's docstring); ``resize_to`` is the
+    target of a resize request, "" for a workspace request."""
+
+    def __call__(
+        self,
+        *,
+        workspace_id: uuid.UUID | str,
+        decision: str,
+        actor: User | None,
+        reason: str,
+        now: datetime,
+        resize_to: str = "",
+    ) -> None: ...
+
 
 _decision_callbacks: list[DecisionCallback] = []
 
@@ -29,10 +60,15 @@ def on_request_decided(callback: DecisionCallback) -> DecisionCallback:
 
 
 def request_decided(
-    *, workspace_id, decision: str, actor, reason: str, now: datetime, resize_to: str = ""
+    *,
+    workspace_id: uuid.UUID | str,
+    decision: str,
+    actor: User | None,
+    reason: str,
+    now: datetime,
+    resize_to: str = "",
 ) -> None:
-    """Call every registered decision callback (see the module's docstring); ``resize_to`` is
-    the target of a resize request, "" for a workspace request."""
+    """Call every registered decision callback (see the module's docstring)."""
     for callback in _decision_callbacks:
         callback(
             workspace_id=workspace_id, decision=decision, actor=actor, reason=reason, now=now,
@@ -40,13 +76,17 @@ def request_decided(
         )  # fmt: skip
 
 
-# Identity callbacks: called once a user's own Entra ID identity (object id, UPN) changed and
-# committed, as ``callback(user=...)``; e.g. workspaces brings the user's MIG slices' RoleBindings
-# up to date.
-_identity_callbacks: list[Callable[..., None]] = []
+class IdentityCallback(Protocol):
+    """Told once a user's own Entra ID identity (object id, UPN) changed and committed; e.g.
+    workspaces brings the user's MIG slices' RoleBindings up to date. Its result is unused."""
+
+    def __call__(self, *, user: User) -> object: ...
 
 
-def on_identity_changed(callback: Callable[..., None]) -> Callable[..., None]:
+_identity_callbacks: list[IdentityCallback] = []
+
+
+def on_identity_changed(callback: IdentityCallback) -> IdentityCallback:
     """Register ``callback`` to hear of every committed change of a user's Entra ID identity;
     returns it."""
     if callback not in _identity_callbacks:
@@ -54,27 +94,78 @@ def on_identity_changed(callback: Callable[..., None]) -> Callable[..., None]:
     return callback
 
 
-def identity_changed(*, user) -> None:
+def identity_changed(*, user: User) -> None:
     """Call every registered identity callback (after the change committed)."""
     for callback in _identity_callbacks:
         callback(user=user)
 
 
-# Account-merge callbacks: called inside the transaction that merges a local account into its
-# Entra ID account (teams.account_merge), as ``callback(local=..., entra=...)``, each returning
-# {what: how many moved} for the audit row; e.g. workspaces hands the local account's
-# workspaces to the Entra ID one. An exception rolls the merge back.
-_merge_callbacks: list[Callable[..., dict[str, int]]] = []
+class LeaveReason(models.TextChoices):
+    REMOVED_BY_ADMIN = "removed_by_admin", "removed from the team by a team admin"
+    REMOVED_BY_ENTRA = "removed_by_entra", "no longer in the team's Entra ID group"
+    DEACTIVATED_BY_ENTRA = "deactivated_by_entra", "disabled or deleted in Entra ID"
 
 
-def on_account_merged(callback: Callable[..., dict[str, int]]) -> Callable[..., dict[str, int]]:
+class MemberLeftCallback(Protocol):
+    """Told once a user stopped being a member of ``team`` (or stays one but was deactivated)
+    and the change committed (never for one rolled back): ``reason`` a LeaveReason value,
+    ``now`` the aware UTC time of the change. workspaces.leavers applies the team's leaver
+    policy to the user's workspaces in that team."""
+
+    def __call__(self, *, team: Team, user: User, reason: str, now: datetime) -> None: ...
+
+
+_member_left_callbacks: list[MemberLeftCallback] = []
+log = logging.getLogger(__name__)
+
+
+def on_member_left(callback: MemberLeftCallback) -> MemberLeftCallback:
+    """Register ``callback`` to hear of every member who left a team; returns it."""
+    if callback not in _member_left_callbacks:
+        _member_left_callbacks.append(callback)
+    return callback
+
+
+def member_left_announce(*, team: Team, user: User, reason: str, now: datetime) -> None:
+    """Tell every member-left callback of (team, user) once the caller's transaction
+    commits."""
+    transaction.on_commit(lambda: _member_left(team, user, reason, now))
+
+
+def _member_left(team: Team, user: User, reason: str, now: datetime) -> None:
+    # A callback's failure must not undo or hide the others': the leave itself is done.
+    for callback in _member_left_callbacks:
+        try:
+            callback(team=team, user=user, reason=reason, now=now)
+        except Exception:
+            log.exception(
+                "member_left callback %s failed for user %s in team %s",
+                getattr(callback, "__qualname__", callback),
+                user.pk,
+                team.pk,
+            )
+
+
+class MergeCallback(Protocol):
+    """Called inside the transaction that merges a local account into its Entra ID account
+    (teams.account_merge); returns {what: how many moved} for the audit row; e.g. workspaces
+    hands the local account's workspaces to the Entra ID one. An exception rolls the merge
+    back."""
+
+    def __call__(self, *, local: User, entra: User) -> dict[str, int]: ...
+
+
+_merge_callbacks: list[MergeCallback] = []
+
+
+def on_account_merged(callback: MergeCallback) -> MergeCallback:
     """Register ``callback`` to move what the apps above own of a merged account; returns it."""
     if callback not in _merge_callbacks:
         _merge_callbacks.append(callback)
     return callback
 
 
-def account_merged(*, local, entra) -> dict[str, int]:
+def account_merged(*, local: User, entra: User) -> dict[str, int]:
     """Call every registered merge callback; their counts, together."""
     moved: dict[str, int] = {}
     for callback in _merge_callbacks:
@@ -82,34 +173,49 @@ def account_merged(*, local, entra) -> dict[str, int]:
     return moved
 
 
-# What the team pages show of each team (members, GPUs in use, the month's spend and burn
-# rate): figures of the apps above, put together by billing (billing.team_selectors), which
-# provides them in its AppConfig.ready().
-_overview: dict[str, Callable[..., Any]] = {}
+# What a team's pages show of it (members, GPUs in use, the month's spend and burn rate):
+# figures of the apps above, put together by billing (billing.team_selectors), which provides
+# them in its AppConfig.ready(). The team list is billing's own page (billing.team_views).
 
 
-def provide_team_overview(*, page: Callable[..., Any], one: Callable[..., Any]) -> None:
-    """Register the team overview: ``page(user=, params=, now=)`` -> the team list's filtered,
-    sorted page of rows; ``one(user=, team=, now=)`` -> the row of one team."""
-    _overview.update(page=page, one=one)
+class TeamOverviewRow(Protocol):
+    """One team's row (templates/teams/detail.html, quota.html): the team, its quota
+    lines, members, pending increases and burn rate (USD/hour)."""
+
+    @property
+    def team(self) -> Team: ...
+    @property
+    def lines(self) -> Sequence[Any]: ...  # the templates read each line's fields
+    @property
+    def members(self) -> int: ...
+    @property
+    def pending_increases(self) -> int: ...
+    @property
+    def spend_per_hour(self) -> Decimal: ...
 
 
-def team_overview_page(*, user, params, now: datetime) -> Any:
-    """The team list's page of overview rows, as provide_team_overview says. Raises
-    ImproperlyConfigured when no app provided it."""
-    return _provided_overview("page")(user=user, params=params, now=now)
+class TeamOverviewOne(Protocol):
+    """The row of one team; raises Team.DoesNotExist when ``user`` may not see it."""
+
+    def __call__(self, *, user: Actor, team: Team, now: datetime) -> TeamOverviewRow: ...
 
 
-def team_overview_one(*, user, team, now: datetime) -> Any:
-    """One team's overview row, as provide_team_overview says. Raises ImproperlyConfigured
-    when no app provided it."""
-    return _provided_overview("one")(user=user, team=team, now=now)
+_overview_one: list[TeamOverviewOne] = []
 
 
-def _provided_overview(name: str) -> Callable[..., Any]:
-    try:
-        return _overview[name]
-    except KeyError:
-        raise ImproperlyConfigured(
-            "No app provides the team overview (billing registers it in BillingConfig.ready())."
-        ) from None
+def provide_team_overview(*, one: TeamOverviewOne) -> None:
+    """Register the team overview's row of one team (TeamOverviewOne)."""
+    _overview_one[:] = [one]
+
+
+def _missing() -> ImproperlyConfigured:
+    return ImproperlyConfigured(
+        "No app provides the team overview (billing registers it in BillingConfig.ready())."
+    )
+
+
+def team_overview_one(*, user: Actor, team: Team, now: datetime) -> TeamOverviewRow:
+    """One team's overview row. Raises ImproperlyConfigured when no app provided it."""
+    if not _overview_one:
+        raise _missing()
+    return _overview_one[0](user=user, team=team, now=now)

@@ -14,17 +14,11 @@ from django.urls import reverse
 
 from common.permissions import access_require
 from common.words import usd
+from notifications.models import NoticeKind
+from notifications.notices import notice_about, notice_resolve, notice_send
 from teams.audit import audit_record
 from teams.guards import _locked_team
-from teams.models import (
-    AuditEntry,
-    Decision,
-    GpuQuota,
-    NoticeKind,
-    Team,
-    TeamQuotaIncrease,
-)
-from teams.notices import notice_about, notice_resolve, notice_send
+from teams.models import AuditEntry, Decision, GpuQuota, Team, TeamQuotaIncrease
 from teams.quota_requests import decision_pending_check, decision_record
 from teams.selectors import platform_admins
 

@@ -1,19 +1,9 @@
-"""Live topics bumped by teams' changes: a notice bumps its user's ``user:<id>``; membership,
-quota, requests and budget alerts bump ``team:<id>``; requests also bump ``approvals``.
-Notices written with ``bulk_create`` or ``.update()`` call ``notices_changed`` there."""
+"""Live topics bumped by teams' changes: membership, quota, requests and budget alerts bump
+``team:<id>``; requests also bump ``approvals`` (notices: notifications.live_topics)."""
 
 from django.db.models.signals import post_delete, post_save
 
 from live import stamps
-
-
-def notices_changed(user_ids) -> None:
-    """Bump the notice areas of users ``user_ids`` once the transaction commits."""
-    stamps.bump(*(stamps.topic("user", pk) for pk in user_ids if pk is not None))
-
-
-def _on_notice(sender, instance, **kwargs) -> None:
-    notices_changed([instance.user_id])
 
 
 def _on_membership(sender, instance, **kwargs) -> None:
@@ -40,7 +30,6 @@ def connect() -> None:
     """Called once from TeamsConfig.ready()."""
     from teams import models
 
-    post_save.connect(_on_notice, sender=models.Notice, dispatch_uid="live-notice")
     for signal in (post_save, post_delete):
         signal.connect(_on_membership, sender=models.Membership, dispatch_uid="live-member")
     for model in (models.GpuQuota, models.BudgetAlert, models.IdlePolicy):

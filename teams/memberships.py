@@ -15,18 +15,12 @@ from django.db.models import Q
 from django.urls import reverse
 
 from common.permissions import access_require
+from notifications.models import NoticeKind
+from notifications.notices import notice_about, notice_resolve, notice_send
 from teams.audit import audit_record
 from teams.guards import _locked_team
-from teams.models import (
-    AuditEntry,
-    Membership,
-    NoticeKind,
-    Profile,
-    Role,
-    Team,
-)
-from teams.notices import notice_about, notice_resolve, notice_send
-from teams.signals import LeaveReason, member_left_announce
+from teams.hooks import LeaveReason, member_left_announce
+from teams.models import AuditEntry, Membership, Profile, Role, Team
 
 
 class MembershipError(Exception):

@@ -265,67 +265,6 @@ class AuditEntry(models.Model):
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor}: {self.action} {self.object_type}"
 
 
-class NoticeKind(models.TextChoices):
-    """What a notice is about, which says when it stops being true (see Notice.about)."""
-
-    INFO = "info", "Information"
-    STOP_WARNING = "stop_warning", "Stop warning"
-    NO_TELEMETRY = "no_telemetry", "No telemetry"
-    AWAITING_APPROVAL = "awaiting_approval", "Waiting for approval"
-    APPROVAL_ASKED = "approval_asked", "Approval asked"
-    INCREASE_ASKED = "increase_asked", "Quota increase asked"
-    BUDGET = "budget", "Budget alert"
-    AUTO_STOP = "auto_stop", "Stopped automatically"
-    MEMBER_ADDED = "member_added", "Added to a team"
-
-
-class Notice(models.Model):
-    """An in-app message for one user, shown on every page until dismissed (``read_at``) or
-    until what it says is no longer true (``resolved_at``, set by the service that ends that
-    state, or ``expires_at`` passing).
-
-    ``about`` names the object whose state the notice reports, as "<model>:<pk>" (e.g.
-    "workspace:12", "team:3", "teamquotaincrease:7"; teams.notices.notice_about), and
-    ``kind`` which state of it: together they are the key the resolving service looks up.
-    Informative notices (kind "info") never resolve by themselves."""
-
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="notices"
-    )
-    text = models.TextField()
-    link = models.CharField(max_length=200, blank=True)
-    created_at = models.DateTimeField()
-    read_at = models.DateTimeField(null=True, blank=True)
-    kind = models.CharField(max_length=24, choices=NoticeKind.choices, default=NoticeKind.INFO)
-    about = models.CharField(max_length=64, blank=True)
-    expires_at = models.DateTimeField(
-        null=True, blank=True, help_text="No longer true from then on (e.g. a month's budget)"
-    )
-    resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL,
-        null=True,
-        blank=True,
-        on_delete=models.SET_NULL,
-        related_name="+",
-    )
-    resolved_reason = models.CharField(max_length=300, blank=True)
-
-    class Meta:
-        ordering = ["-created_at", "-id"]
-        indexes = [
-            models.Index(fields=["user", "read_at"]),
-            models.Index(
-                fields=["about", "kind"],
-                name="notice_open_about",
-                condition=models.Q(resolved_at__isnull=True),
-            ),
-        ]
-
-    def __str__(self):
-        return f"{self.user}: {self.text[:40]}"
-
-
 class TeamQuotaIncrease(Decided):
     """A team admin's request for a permanent rise of the team's GPU quota of one model
     and/or its monthly budget, waiting for a platform admin's decision."""
@@ -503,15 +442,3 @@ class ApiToken(models.Model):
 
     def __str__(self):
         return f"API token {self.prefix}… ({self.name}) of {self.user}"
-
-
-# The webhook models live in their own module (this one is long); importing them here
-# registers them with the teams app.
-from teams.webhook_models import (  # noqa: E402, F401
-    DeliveryState,
-    Webhook,
-    WebhookAttempt,
-    WebhookDelivery,
-    WebhookEvent,
-    WebhookKind,
-)

@@ -15,18 +15,13 @@ from django.db import transaction
 from django.urls import reverse
 
 from common.permissions import access_require
+from notifications.models import NoticeKind, WebhookEvent
+from notifications.notices import Message, notice_about, notice_send, notice_send_many
+from notifications.webhooks import webhook_event_emit
 from teams import hooks
 from teams.audit import audit_record
-from teams.models import (
-    Decision,
-    NoticeKind,
-    QuotaRequest,
-    TeamQuotaIncrease,
-    WebhookEvent,
-)
-from teams.notices import Message, notice_about, notice_send, notice_send_many
+from teams.models import Decision, QuotaRequest, TeamQuotaIncrease
 from teams.selectors import platform_admins
-from teams.webhooks import webhook_event_emit
 
 
 class DecisionError(Exception):

@@ -2,7 +2,7 @@
 ``teams.services.<name>``. The rules live in one module per concern; code imports those:
 
 - teams.audit: the audit log (audit_record).
-- teams.notices: in-app notices with an email copy, resolved by what they are about.
+- notifications.notices: in-app notices with an email copy, resolved by what they are about.
 - teams.quota_requests: approvals of workspace requests above quota; the approver's estimate.
 - teams.memberships: invite, change role, remove (MembershipError, InviteThrottled).
 - teams.limits: quotas and budgets; a team's requests for a permanent increase.
@@ -11,6 +11,14 @@
 - teams.guards: the permission check and team-row lock every team-admin change passes.
 """
 
+from notifications.notices import (
+    Message,
+    notice_about,
+    notice_dismiss,
+    notice_resolve,
+    notice_send,
+    notice_send_many,
+)
 from teams.accounts import entra_identity_set, login_lockout_record, login_lockout_reset
 from teams.audit import audit_record
 from teams.limits import (
@@ -27,14 +35,6 @@ from teams.memberships import (
     membership_change_role,
     membership_invite,
     membership_remove,
-)
-from teams.notices import (
-    Message,
-    notice_about,
-    notice_dismiss,
-    notice_resolve,
-    notice_send,
-    notice_send_many,
 )
 from teams.policies import idle_policy_set, team_leaver_policy_set
 from teams.quota_requests import (

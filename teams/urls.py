@@ -3,8 +3,6 @@ from django.urls import path
 from teams import token_views, views, webhook_views
 
 urlpatterns = [
-    path("notices/", views.notice_list, name="notice-list"),
-    path("notices/<int:pk>/dismiss/", views.notice_dismiss, name="notice-dismiss"),
     path("account/", views.account, name="account"),
     path("account/tokens/", token_views.account_tokens, name="account-tokens"),
     path(
@@ -12,7 +10,6 @@ urlpatterns = [
         token_views.account_token_revoke,
         name="account-token-revoke",
     ),
-    path("teams/", views.team_list, name="team-list"),
     path("teams/<slug:slug>/", views.team_detail, name="team-detail"),
     path("teams/<slug:slug>/members/invite/", views.team_invite, name="team-invite"),
     path(

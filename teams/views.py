@@ -1,5 +1,5 @@
 """Team pages: teams overview, a team's page (members, usage, increase requests), quota
-settings, the platform admins' approval queue, the audit log, and notices.
+settings, the platform admins' approval queue and the audit log.
 
 Every team is looked up in the user's visible scope first (a stranger gets 404), then the
 permission from teams/rules.py is checked (a member without the right gets 403). htmx
@@ -11,12 +11,9 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
-from django.urls import reverse
 from django.utils import timezone
-from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from common.listing import bootstrap_form
 from common.permissions import access_require
 from common.validation import text_problem
 from teams import (
@@ -27,7 +24,6 @@ from teams import (
     hooks,
     limits,
     memberships,
-    notices,
     policies,
     selectors,
 )
@@ -73,23 +69,6 @@ def account(request):
         messages.success(request, "Saved. Your MIG slices let this identity port-forward.")
         return redirect("account")
     return render(request, "teams/account.html", {"form": form})
-
-
-@login_required
-@require_GET
-def team_list(request):
-    access_require(user=request.user, perm="teams.list_teams")
-    listing = hooks.team_overview_page(user=request.user, params=request.GET, now=timezone.now())
-    context = {
-        "filters": listing.filters,
-        "form": bootstrap_form(listing.filters.form),
-        "page": listing.page,
-        "rows": listing.rows,
-        "sort": listing.sort,
-        "can_set_quota": request.user.has_perm("teams.set_quota"),
-    }
-    template = "teams/_list_table.html" if request.htmx else "teams/list.html"
-    return render(request, template, context)
 
 
 def _page_context(request, team: Team, **forms) -> dict:
@@ -364,34 +343,3 @@ def audit_log(request):
     }
     template = "teams/_audit_rows.html" if request.htmx else "teams/audit.html"
     return render(request, template, context, status=200 if valid else 400)
-
-
-@login_required
-@require_GET
-def notice_list(request):
-    """The user's open notices in full. For htmx, the compact area alone
-    (templates/_notices.html), its Dismiss buttons returning to the page that asked for it,
-    so a page can fetch it again to show notices as they come and go."""
-    if request.htmx:
-        here = request.htmx.current_url_abs_path or ""
-        next_path = here if _safe_next(request, here) else reverse("home")
-        return render(request, "_notices.html", {"notices_next": next_path})
-    now = timezone.now()
-    area = selectors.notice_area(user=request.user, now=now)
-    resolved = selectors.notice_resolved_recent(user=request.user, now=now)
-    return render(request, "teams/notices.html", {"area": area, "resolved": resolved})
-
-
-def _safe_next(request, target: str) -> bool:
-    # Only a path on this site: redirect() would take a bare word for a URL name.
-    return target.startswith("/") and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}
-    )
-
-
-@login_required
-@require_POST
-def notice_dismiss(request, pk):
-    notices.notice_dismiss(user=request.user, notice_id=pk, now=timezone.now())
-    target = request.POST.get("next", "")
-    return redirect(target if _safe_next(request, target) else reverse("home"))

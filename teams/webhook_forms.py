@@ -1,18 +1,18 @@
 """Forms of the team's Webhooks page (teams.webhook_views): checked again by the services
-(teams.webhooks), whose WebhookInvalid becomes the same form error."""
+(notifications.webhooks), whose WebhookInvalid becomes the same form error."""
 
 from django import forms
 from django.conf import settings
 from django.core.exceptions import ValidationError
 
-from teams.models import WebhookKind
-from teams.webhooks import CHOOSABLE, NAME_MAX, URL_MAX, WebhookInvalid, webhook_url_check
+from notifications.models import WebhookKind
+from notifications.webhooks import CHOOSABLE, NAME_MAX, URL_MAX, WebhookInvalid, webhook_url_check
 
 EVENT_CHOICES = [(e.value, e.label) for e in CHOOSABLE]
 
 
 def url_help() -> str:
-    """The URL field's help: the rule of teams.webhook_addresses, with the demo's loopback
+    """The URL field's help: the rule of notifications.webhook_addresses, with the demo's loopback
     exception where WEBHOOK_ALLOW_LOOPBACK is on."""
     rule = (
         "The incoming-webhook URL from Teams (a workflow's) or Slack, or your endpoint: "

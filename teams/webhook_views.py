@@ -11,18 +11,20 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from common.listing import bootstrap_form
-from teams import webhooks
-from teams.models import Team, Webhook
+from notifications import webhooks
+from notifications.models import Webhook
+from notifications.selectors import webhook_attempts, webhook_waiting_count, webhooks_of_team
+from teams import webhook_settings
+from teams.models import Team
 from teams.views import _team
 from teams.webhook_forms import EVENT_CHOICES, WebhookAddForm, WebhookChangeForm
-from teams.webhook_selectors import webhook_attempts, webhook_waiting_count, webhooks_of_team
 
 PERM = "teams.manage_webhooks"
 
 
 def _hook(request: HttpRequest, slug: str, pk: int) -> Webhook:
     team = _team(request, slug, PERM)
-    hook = webhooks_of_team(team=team).filter(pk=pk).first()
+    hook = webhooks_of_team(team_id=team.pk).filter(pk=pk).first()
     if hook is None:
         raise Http404("No such webhook.")
     return hook
@@ -35,7 +37,7 @@ def _page(
     form.fields["events"].widget.attrs["class"] = "form-check-input"  # boxes, not text fields
     context = {
         "team": team,
-        "hooks": webhooks_of_team(team=team),
+        "hooks": webhooks_of_team(team_id=team.pk),
         "form": form,
         "event_choices": EVENT_CHOICES,
     }
@@ -54,7 +56,7 @@ def team_webhooks(request: HttpRequest, slug: str) -> HttpResponse:
         return _page(request, team, form)
     if form.is_valid():
         try:
-            hook, secret = webhooks.webhook_create(
+            hook, secret = webhook_settings.webhook_create(
                 actor=request.user,  # type: ignore[arg-type]
                 team=team,
                 now=timezone.now(),
@@ -79,7 +81,7 @@ def team_webhook_change(request: HttpRequest, slug: str, pk: int) -> HttpRespons
     if not form.is_valid():
         messages.error(request, "Choose one or more of the listed events.")
         return redirect("team-webhooks", slug=slug)
-    webhooks.webhook_update(
+    webhook_settings.webhook_update(
         actor=request.user,  # type: ignore[arg-type]
         hook=hook,
         events=form.cleaned_data["events"],
@@ -103,7 +105,7 @@ def team_webhook_test(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
 @require_POST
 def team_webhook_delete(request: HttpRequest, slug: str, pk: int) -> HttpResponse:
     hook = _hook(request, slug, pk)
-    webhooks.webhook_delete(actor=request.user, hook=hook, now=timezone.now())  # type: ignore[arg-type]
+    webhook_settings.webhook_delete(actor=request.user, hook=hook, now=timezone.now())  # type: ignore[arg-type]
     messages.success(request, f"Webhook {hook.name} deleted.")
     return redirect("team-webhooks", slug=slug)
 

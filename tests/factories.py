@@ -66,6 +66,7 @@ class WorkspaceFactory(factory.django.DjangoModelFactory):
 
     team = factory.SubFactory(TeamFactory)
     owner = factory.SubFactory(UserFactory)
+    kind = "vm"
     name = factory.Sequence(lambda n: f"ws-{n}")
     status = Status.REQUESTED
     status_changed_at = factory.LazyFunction(timezone.now)

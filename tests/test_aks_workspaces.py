@@ -23,7 +23,7 @@ from clusters.models import NodePool, PoolStatus
 from teams.models import GpuQuota, Team
 from tests.factories import OfferingFactory
 from workspaces import services
-from workspaces.models import Kind, Workspace, WorkspaceAgent
+from workspaces.models import Workspace, WorkspaceAgent
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -155,7 +155,7 @@ def test_mig_slice_runs_as_a_pinned_pod_with_home_and_service(cast, cluster, sim
     ws = Workspace.objects.get(pk=request_mig(cast).pk)
     assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
     assert statuses(ws) == [Status.REQUESTED, Status.PROVISIONING, Status.RUNNING]
-    assert ws.kind == Kind.MIG and ws.gpu_slices == 1 and ws.node_pool == pool
+    assert ws.kind == "mig" and ws.gpu_slices == 1 and ws.node_pool == pool
     # 1/7 of the node's price.
     assert ws.price_per_hour == (Decimal("3.6730") / 7).quantize(Decimal("0.0001"))
     pods = [p for p in kube(sim)["pods"] if p["namespace"] == "team-vision"]
@@ -287,7 +287,7 @@ def test_a_namespace_for_a_team_with_no_linked_group_is_refused_at_request(cast,
     with pytest.raises(services.WorkspaceActionError, match="has no Entra ID group linked"):
         request_namespace(cast, pool)
 
-    assert not Workspace.objects.filter(kind=Kind.NAMESPACE).exists()
+    assert not Workspace.objects.filter(kind="namespace").exists()
     assert not kube(sim)["rolebindings"]
 
 

@@ -9,8 +9,9 @@ import uuid
 from django.utils import timezone
 from playwright.sync_api import expect
 
+from notifications.models import Notice
 from teams import services as team_services
-from teams.models import GpuQuota, Notice
+from teams.models import GpuQuota
 from tests import test_browser
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, _screenshot

@@ -7,7 +7,7 @@ import pytest
 from django.utils import timezone
 from playwright.sync_api import expect
 
-from teams import webhooks
+from teams import webhook_settings
 from tests.test_browser import _log_in, _screenshot, browser_page, pytestmark  # noqa: F401
 from tests.webhook_receiver import start_receiver
 
@@ -87,7 +87,7 @@ def test_a_test_message_shows_in_the_open_delivery_log(
     browser_page,  # noqa: F811
     receiver,
 ):
-    hook, _ = webhooks.webhook_create(
+    hook, _ = webhook_settings.webhook_create(
         actor=cast.team_admin, team=cast.team, kind="slack", name="lab-alerts",
         url=receiver.url("/hook"), events=["budget"], now=timezone.now(),
     )  # fmt: skip

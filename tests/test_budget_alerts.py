@@ -14,7 +14,8 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from billing.budget_alerts import budget_alerts_check
-from teams.models import AuditEntry, BudgetAlert, IdlePolicy, Notice, Team
+from notifications.models import Notice
+from teams.models import AuditEntry, BudgetAlert, IdlePolicy, Team
 from tests.factories import SSH_KEY, OfferingFactory, TeamFactory, WorkspaceFactory
 from workspaces import services, states
 from workspaces.models import Workspace, WorkspaceEvent

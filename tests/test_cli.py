@@ -303,6 +303,29 @@ def test_rm_withdraws_a_request_waiting_for_approval(signed_in, cast):
     assert ws.status == Status.DELETED and ws.quota_request.decision == "withdrawn"
 
 
+def test_request_new_takes_any_kind_the_portal_lists(signed_in, cast):
+    OfferingFactory()
+    listed = _cli("request", "kinds", "--json")
+    assert listed.exit_code == 0, listed.output
+    kinds = {k["kind"]: k for k in json.loads(listed.output)["items"]}
+    assert list(kinds) == ["vm", "mig", "namespace"]  # the portal's registry, in its order
+    assert {"name": "vm_size", "type": "string", "required": True} in kinds["vm"]["fields"]
+    assert "vm_size*" in _cli("request", "kinds").output
+
+    requested = _cli(
+        "request", "new", "vm", "--team", "vision", "--name", "by-kind",
+        "-f", "vm_size=Standard_NC24ads_A100_v4", "-f", "region=eastus",
+        "-f", f"ssh_public_key={SSH_KEY}", "-f", "spot=false", "--json",
+    )  # fmt: skip
+    assert requested.exit_code == 0, requested.output
+    assert json.loads(requested.output)["kind"] == "vm"
+
+    unknown = _cli("request", "new", "tpu", "--team", "vision", "--name", "x")
+    assert unknown.exit_code == 2 and "the portal offers vm, mig, namespace" in unknown.output
+    wrong = _cli("request", "new", "vm", "--team", "vision", "--name", "x", "-f", "gpus=2")
+    assert wrong.exit_code == 2 and "vm_size" in wrong.output  # the fields it takes
+
+
 def test_request_vm_wait_running_ssh_keep_stop_rm(signed_in, cast, sim, celery_worker_thread):
     OfferingFactory()
 

@@ -18,7 +18,7 @@ from cloud import prometheus
 from cloud.errors import CloudError
 from cloudsim.agent_protocol import GpuModel, make_sample
 from clusters.backends.aks import kube_api
-from teams.models import Notice
+from notifications.models import Notice
 from tests.test_aks_workspaces import (  # noqa: F401 (fixtures)
     cluster,
     four_gpu_offering,

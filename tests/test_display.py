@@ -11,7 +11,7 @@ from django.utils import timezone
 
 from common import words
 from teams.models import Decision, Role, TeamQuotaIncrease
-from workspaces.models import Kind
+from workspaces.backends import backends
 from workspaces.states import STYLE, Status, event_style
 
 
@@ -140,10 +140,12 @@ def test_counts_agree_with_their_noun(number, noun, text):
 
 
 def test_every_status_kind_decision_and_role_has_a_word_label():
-    for choices in (Status, Kind, Decision, Role):
-        for value in choices.values:
+    kinds = [backend.kind for backend in backends()]
+    for values in (Status.values, kinds, Decision.values, Role.values):
+        for value in values:
             shown = _render("{{ v|label }}", v=value)
             assert shown and "_" not in shown and shown[0].isupper(), (value, shown)
+    assert _render("{{ v|label }}", v="mig") == "MIG slice"  # its backend's label
     assert _render("{{ v|label }}", v="pending_approval") == "Pending approval"
     assert _render("{{ v|label }}", v="quota_request.approved") == "Quota request approved"
     assert _render("{{ v|label }}", v="A100") == "A100"

@@ -252,7 +252,7 @@ def test_out_of_range_dates_and_control_characters_get_400(cast, name, query):
 @pytest.mark.django_db
 @pytest.mark.parametrize("target", ["9999-12", "' OR '1'='1", "\U0001f600", "a\x00b"])
 def test_dismissing_a_notice_with_a_bad_next_goes_home(client, cast, target):
-    from teams.models import Notice
+    from notifications.models import Notice
 
     notice = Notice.objects.create(user=cast.researcher, text="hi", created_at=timezone.now())
     client.force_login(cast.researcher)

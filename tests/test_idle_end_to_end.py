@@ -8,7 +8,7 @@ import uuid
 import pytest
 from django.utils import timezone
 
-from teams.models import Notice
+from notifications.models import Notice
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces import services
 from workspaces.models import TelemetrySample, Workspace

@@ -6,9 +6,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from cloudsim.entra.directory import VISION_LAB, demo_oid
+from notifications.models import Notice, NoticeKind
 from teams.entra_sync import entra_sync
-from teams.models import AuditEntry, LeaverPolicy, Membership, Notice, NoticeKind, Team
-from teams.signals import LeaveReason
+from teams.hooks import LeaveReason
+from teams.models import AuditEntry, LeaverPolicy, Membership, Team
 from tests.entra_portal import entra_on_fixture, sign_in  # noqa: F401
 from tests.factories import MembershipFactory, TeamFactory, UserFactory, WorkspaceFactory
 from workspaces import states
@@ -31,7 +32,7 @@ def _policy(team, policy):
 
 
 def _after_commit(django_capture_on_commit_callbacks, action):
-    """Run ``action`` and then what it left for after its commit (member_left's receivers),
+    """Run ``action`` and then what it left for after its commit (the member-left callbacks),
     without the Stop tasks those queue in turn: those would call Azure (they are
     test_budget_alerts' and test_workspace_flow's subject)."""
     with django_capture_on_commit_callbacks() as callbacks:

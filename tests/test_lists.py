@@ -13,7 +13,6 @@ from django.utils import timezone
 
 from common.listing import DEFAULT_PAGE_SIZE
 from tests.factories import OfferingFactory, WorkspaceFactory
-from workspaces.models import Kind
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db
@@ -105,7 +104,7 @@ def test_search_finds_by_name_and_owner(client, cast):
     "params,expected",
     [
         ({"status": Status.RUNNING}, ["running-one"]),
-        ({"kind": Kind.MIG}, ["mig-one"]),
+        ({"kind": "mig"}, ["mig-one"]),
         ({"gpu_model": "T4"}, ["t4-one"]),
         ({"region": "westeurope"}, ["t4-one"]),
         ({"owner": "carol"}, ["t4-one"]),
@@ -121,7 +120,7 @@ def test_each_filter_narrows_the_list(client, cast, params, expected):
         status=Status.RUNNING,
         gpu_model="A100",
     )
-    WorkspaceFactory(team=cast.team, owner=cast.researcher, name="mig-one", kind=Kind.MIG)
+    WorkspaceFactory(team=cast.team, owner=cast.researcher, name="mig-one", kind="mig")
     WorkspaceFactory(
         team=cast.team, owner=cast.teammate, name="t4-one", gpu_model="T4", region="westeurope"
     )

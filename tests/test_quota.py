@@ -12,8 +12,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from live.stamps import AfterCommit
+from notifications.models import Notice
 from teams import services as team_services
-from teams.models import AuditEntry, Decision, GpuQuota, Membership, Notice, QuotaRequest, Team
+from teams.models import AuditEntry, Decision, GpuQuota, Membership, QuotaRequest, Team
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from tests.races import race
 from workspaces import services

@@ -326,7 +326,8 @@ def test_the_resize_list_marks_the_sizes_over_quota(client, cast, sim, offerings
 def test_a_resize_over_quota_waits_for_approval_and_runs_once_approved(
     client, cast, sim, offerings
 ):
-    from teams.models import Decision, Notice, QuotaRequest
+    from notifications.models import Notice
+    from teams.models import Decision, QuotaRequest
     from teams.quota_requests import quota_request_approve
 
     ws = _stopped(cast, sim)
@@ -359,7 +360,8 @@ def test_a_resize_over_quota_waits_for_approval_and_runs_once_approved(
 def test_a_resize_request_that_expires_changes_nothing_and_resolves_its_notices(
     cast, sim, offerings
 ):
-    from teams.models import Decision, Notice, QuotaRequest
+    from notifications.models import Notice
+    from teams.models import Decision, QuotaRequest
     from teams.quota_requests import quota_requests_expire
 
     ws = _stopped(cast, sim)

@@ -14,8 +14,9 @@ from django.utils import timezone
 
 from billing.models import Price, UsageInterval
 from cloud import azure_vm
-from teams.models import Notice, Team
-from teams.notice_text import in_zone
+from notifications.models import Notice
+from notifications.notice_text import in_zone
+from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from workspaces import services, tasks
 from workspaces.evictions import EVICTION_REASON, workspace_evictions_detect

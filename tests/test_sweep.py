@@ -15,8 +15,9 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from common.permissions import ActionNotAllowed
-from teams.models import IdlePolicy, Notice, NoticeKind
-from teams.notice_text import in_zone
+from notifications.models import Notice, NoticeKind
+from notifications.notice_text import in_zone
+from teams.models import IdlePolicy
 from tests.factories import WorkspaceFactory
 from workspaces import heartbeats, services, telemetry
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension

@@ -15,17 +15,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from common.permissions import ActionNotAllowed
+from notifications.models import Notice
 from teams import services
-from teams.models import (
-    AuditEntry,
-    Decision,
-    GpuQuota,
-    Membership,
-    Notice,
-    Role,
-    Team,
-    TeamQuotaIncrease,
-)
+from teams.models import AuditEntry, Decision, GpuQuota, Membership, Role, Team, TeamQuotaIncrease
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
 pytestmark = pytest.mark.django_db

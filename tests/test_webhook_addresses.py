@@ -11,10 +11,11 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
+from notifications import webhook_addresses, webhooks
+from notifications.models import Webhook, WebhookAttempt
+from notifications.webhook_delivery import webhook_deliver
 from portal.required_settings import webhook_allow_loopback
-from teams import webhook_addresses, webhooks
-from teams.models import Webhook, WebhookAttempt
-from teams.webhook_delivery import webhook_deliver
+from teams import webhook_settings
 from tests.webhook_receiver import start_receiver
 
 pytestmark = pytest.mark.django_db
@@ -139,7 +140,7 @@ def test_dns_rebinding_fails_at_the_connected_address(cast, settings, dns, recei
     settings.WEBHOOK_ALLOW_LOOPBACK = False
     dns["rebind.example.org"] = [PUBLIC]  # what the portal's own look-ups see
     port = receiver.server.server_address[1]
-    hook, _ = webhooks.webhook_create(
+    hook, _ = webhook_settings.webhook_create(
         actor=cast.team_admin, team=cast.team, kind="slack", name="rebind",
         url=f"https://rebind.example.org:{port}/hook", events=ALL, now=T0,
     )  # fmt: skip
@@ -159,7 +160,7 @@ def test_dns_rebinding_fails_at_the_connected_address(cast, settings, dns, recei
 def test_a_stored_internal_url_is_refused_at_delivery(cast, settings, receiver):
     """A hook saved while loopback was allowed (or before the rule) is not posted to."""
     settings.WEBHOOK_ALLOW_LOOPBACK = True
-    hook, _ = webhooks.webhook_create(
+    hook, _ = webhook_settings.webhook_create(
         actor=cast.team_admin, team=cast.team, kind="generic", name="old",
         url=receiver.url("/old"), events=ALL, now=T0,
     )  # fmt: skip
@@ -171,7 +172,7 @@ def test_a_stored_internal_url_is_refused_at_delivery(cast, settings, receiver):
 
 def test_the_log_shows_the_status_never_the_remotes_body(cast, settings, receiver):
     settings.WEBHOOK_ALLOW_LOOPBACK = True
-    hook, _ = webhooks.webhook_create(
+    hook, _ = webhook_settings.webhook_create(
         actor=cast.team_admin, team=cast.team, kind="generic", name="internal",
         url=receiver.url("/secret-service"), events=ALL, now=T0,
     )  # fmt: skip

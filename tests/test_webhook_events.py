@@ -11,10 +11,10 @@ from django.utils import timezone
 
 from billing.budget_alerts import budget_alerts_check
 from billing.savings_digest import savings_digest_send
+from notifications.tasks import retry_webhook_deliveries
 from teams import services as team_services
-from teams import webhooks
+from teams import webhook_settings
 from teams.models import GpuQuota, IdlePolicy, Team
-from teams.tasks import retry_webhook_deliveries
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from tests.test_budget_alerts import NOV_1
 from tests.test_recommendations import NOW as DIGEST_AT
@@ -45,7 +45,7 @@ def receiver(_server, settings):
 
 def _listen(cast, receiver, *events, team=None):
     """A generic hook of the cast's team (or ``team``) for ``events``."""
-    webhooks.webhook_create(
+    webhook_settings.webhook_create(
         actor=cast.platform_admin,
         team=team or cast.team,
         kind="generic",

@@ -7,7 +7,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from django.urls import reverse
 
-from teams.models import AuditEntry, Webhook, WebhookAttempt
+from notifications.models import Webhook, WebhookAttempt
+from teams.models import AuditEntry
 from tests.webhook_receiver import start_receiver
 
 pytestmark = pytest.mark.django_db

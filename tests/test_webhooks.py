@@ -13,17 +13,12 @@ import time_machine
 from django.core import mail
 from django.core.management import call_command
 
-from teams import webhook_crypto, webhooks
-from teams.models import (
-    AuditEntry,
-    DeliveryState,
-    Notice,
-    Webhook,
-    WebhookAttempt,
-    WebhookDelivery,
-)
-from teams.tasks import retry_webhook_deliveries
-from teams.webhook_payloads import verify
+from notifications import webhook_crypto, webhooks
+from notifications.models import DeliveryState, Notice, Webhook, WebhookAttempt, WebhookDelivery
+from notifications.tasks import retry_webhook_deliveries
+from notifications.webhook_payloads import verify
+from teams import webhook_settings
+from teams.models import AuditEntry
 from tests.webhook_receiver import start_receiver
 
 T0 = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
@@ -72,7 +67,7 @@ def emit(django_capture_on_commit_callbacks):
 
 
 def _hook(cast, receiver, kind="generic", path="/hook", events=None, name=None):
-    return webhooks.webhook_create(
+    return webhook_settings.webhook_create(
         actor=cast.team_admin,
         team=cast.team,
         kind=kind,
@@ -274,7 +269,7 @@ def test_a_hook_that_times_out_or_refuses_does_not_hold_up_another(cast, receive
     settings.WEBHOOK_TIMEOUT_SECONDS = 0.3
     receiver.delay["/slow"] = 1.0
     _hook(cast, receiver, path="/slow")
-    webhooks.webhook_create(
+    webhook_settings.webhook_create(
         actor=cast.team_admin,
         team=cast.team,
         kind="slack",
@@ -301,7 +296,7 @@ def test_a_hook_that_times_out_or_refuses_does_not_hold_up_another(cast, receive
 
 def test_the_database_holds_no_url_or_secret_in_clear(cast, receiver, emit):
     url = "https://hooks.slack.com/services/T0AAA/B0BBB/xoxSecretToken123"
-    hook, _ = webhooks.webhook_create(
+    hook, _ = webhook_settings.webhook_create(
         actor=cast.team_admin, team=cast.team, kind="slack", name="s", url=url, events=ALL,
         now=T0,
     )  # fmt: skip

@@ -14,7 +14,6 @@ from django.utils.html import strip_tags
 from api.schemas import workspace_out
 from cli.gpuportal.render import size_of
 from tests.factories import UserFactory, WorkspaceFactory
-from workspaces.models import Kind
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db
@@ -25,7 +24,7 @@ def mig_slice(cast, **fields):
     return WorkspaceFactory(
         team=cast.team,
         owner=cast.researcher,
-        kind=Kind.MIG,
+        kind="mig",
         vm_size=A100,
         gpu_model="A100",
         mig_profile="1g.10gb",
@@ -47,8 +46,8 @@ def test_a_mig_slice_shows_its_profile_not_its_node_size_on_the_list_api_and_cli
 
 
 def test_a_namespace_names_its_gpu_quota_with_the_right_plural(cast):
-    one = WorkspaceFactory(team=cast.team, kind=Kind.NAMESPACE, gpu_model="A100", gpu_count=1)
-    two = WorkspaceFactory(team=cast.team, kind=Kind.NAMESPACE, gpu_model="A100", gpu_count=2)
+    one = WorkspaceFactory(team=cast.team, kind="namespace", gpu_model="A100", gpu_count=1)
+    two = WorkspaceFactory(team=cast.team, kind="namespace", gpu_model="A100", gpu_count=2)
     assert one.size_label == "1 × A100 GPU"
     assert two.size_label == "2 × A100 GPUs"
 
@@ -89,7 +88,7 @@ def _telemetry_text(client, user, ws, now) -> str:
 
 def test_a_namespace_page_speaks_of_pods_not_ssh_a_vm_or_an_agent(client, cast):
     now = datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
-    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, kind=Kind.NAMESPACE,
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, kind="namespace",
                           status=Status.RUNNING, status_changed_at=now - timedelta(hours=1),
                           gpu_model="A100", gpu_count=1)  # fmt: skip
     silent = _telemetry_text(client, cast.researcher, ws, now)

@@ -17,10 +17,11 @@ from django.db import transaction
 from django.urls import reverse
 
 from common.permissions import access_require
-from teams.models import IdlePolicy, NoticeKind, Team, WebhookEvent
-from teams.notice_text import mark
-from teams.notices import notice_about, notice_resolve, notice_send
-from teams.webhooks import webhook_event_emit
+from notifications.models import NoticeKind, WebhookEvent
+from notifications.notice_text import mark
+from notifications.notices import notice_about, notice_resolve, notice_send
+from notifications.webhooks import webhook_event_emit
+from teams.models import IdlePolicy, Team
 from workspaces import selectors, states, telemetry
 from workspaces.backends import backend_for
 from workspaces.models import (
@@ -87,7 +88,7 @@ def workspace_stop_automatically(
     team's budget): the same transition and task as a user's Stop, with ``reason`` (a
     sentence) and its evidence (``detail``) in the history and no actor, and its owner told
     by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
-    marked (teams.notice_text), or else ``reason``. False when it was no longer running."""
+    marked (notifications.notice_text), or else ``reason``. False when it was no longer running."""
     with transaction.atomic():
         moved = _transition_and_queue(
             workspace_id=workspace_id,
@@ -116,7 +117,7 @@ def workspace_stopped_tell(
     ``why`` (one or more sentences); the email's subject is the name and ``what``. The
     notice stays while the workspace is stopped (states.NOTICE_TRUE_WHILE); the email leaves
     once the caller's transaction commits. The team's webhooks that chose ``event``
-    (idle_stop, or eviction) get the same words (teams.webhooks)."""
+    (idle_stop, or eviction) get the same words (notifications.webhooks)."""
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
     policies = IdlePolicy.objects.filter(team_id=workspace.team_id)
     why = why.strip() if why.strip().endswith(".") else f"{why.strip()}."

@@ -4,10 +4,9 @@ from django.apps import AppConfig
 class WorkspacesConfig(AppConfig):
     name = "workspaces"
 
-    def ready(self):
+    def ready(self) -> None:
         # Imported here, not at the top: this module loads before the models do.
         from teams import hooks as team_hooks
-        from teams.signals import member_left
         from workspaces import checks, hooks, leavers, live_topics  # noqa: F401 (checks registers)
         from workspaces.backends import register
         from workspaces.backends.vm import VmBackend
@@ -25,4 +24,4 @@ class WorkspacesConfig(AppConfig):
         team_hooks.on_request_decided(resize_request_decided)
         team_hooks.on_identity_changed(workspace_access_queue)
         team_hooks.on_account_merged(leavers.workspaces_hand_to_merged_account)
-        member_left.connect(leavers.member_left_receive, dispatch_uid="workspaces.leavers")
+        team_hooks.on_member_left(leavers.member_left_receive)

@@ -28,7 +28,7 @@ from datetime import datetime
 from django.db import transaction
 
 from cloud import azure_vm
-from teams.models import WebhookEvent
+from notifications.models import WebhookEvent
 from workspaces import states
 from workspaces.actions import workspace_stopped_tell
 from workspaces.azure import azure_settings

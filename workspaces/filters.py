@@ -17,7 +17,8 @@ from django.http import QueryDict
 
 from common.listing import TextFilter
 from teams.models import Team
-from workspaces.models import Kind, SizeOffering, Workspace
+from workspaces.backends import kind_choices
+from workspaces.models import SizeOffering, Workspace
 from workspaces.states import Status
 from workspaces.suitability import LABELS, Suits, accepts, size_suits
 
@@ -45,7 +46,7 @@ class WorkspaceFilter(django_filters.FilterSet):
     status = django_filters.ChoiceFilter(
         label="Status", choices=Status.choices, empty_label="Any status"
     )
-    kind = django_filters.ChoiceFilter(label="Kind", choices=Kind.choices, empty_label="Any kind")
+    kind = django_filters.ChoiceFilter(label="Kind", choices=kind_choices, empty_label="Any kind")
     gpu_model = django_filters.ChoiceFilter(
         label="GPU model", choices=lambda: offered_choices("gpu_model"), empty_label="Any GPU"
     )
@@ -111,7 +112,7 @@ class QueueFilter(django_filters.FilterSet):
         choices=lambda: offered_choices("region"), empty_label="Any region",
     )  # fmt: skip
     kind = django_filters.ChoiceFilter(
-        label="Kind", field_name="workspace__kind", choices=Kind.choices, empty_label="Any kind"
+        label="Kind", field_name="workspace__kind", choices=kind_choices, empty_label="Any kind"
     )
 
     def search(self, queryset, name, value):

@@ -3,6 +3,10 @@ asks them what only they know (a team's spend, a Spot price), without importing 
 point down only (../shared/DESIGN.md; the import-linter contracts in pyproject.toml). An app
 above registers once, in its ``AppConfig.ready()``; registering a callback twice keeps one.
 
+Every hook is a Protocol: mypy checks the provider's function against it at the registration
+call (billing/apps.py is in mypy's files), so a changed signature fails ``make lint``, not a
+page at run time.
+
 Transition callbacks are called by workspaces.states.transition inside the transaction that
 changed the status, after its WorkspaceEvent is written, in registration order, as
 ``callback(workspace_id=..., expected=..., to=..., now=...)``: what they write commits or
@@ -10,12 +14,31 @@ rolls back with the status. An exception raised by one rolls the transition back
 transition's caller.
 """
 
-from collections.abc import Callable
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
+from decimal import Decimal
+from typing import TYPE_CHECKING, Protocol
 
 from django.core.exceptions import ImproperlyConfigured
 
-TransitionCallback = Callable[..., None]
+if TYPE_CHECKING:
+    from django.db.models import Expression, Subquery
+
+    from workspaces.models import Workspace
+
+
+class TransitionCallback(Protocol):
+    """Told of a status change (see the module's docstring); ``expected`` and ``to`` are
+    workspaces.states.Status values."""
+
+    def __call__(
+        self, *, workspace_id: uuid.UUID | str, expected: str, to: str, now: datetime
+    ) -> None: ...
+
 
 _transition_callbacks: list[TransitionCallback] = []
 
@@ -28,7 +51,9 @@ def on_transition(callback: TransitionCallback) -> TransitionCallback:
     return callback
 
 
-def transition_happened(*, workspace_id, expected: str, to: str, now: datetime) -> None:
+def transition_happened(
+    *, workspace_id: uuid.UUID | str, expected: str, to: str, now: datetime
+) -> None:
     """Call every registered transition callback (see the module's docstring)."""
     for callback in _transition_callbacks:
         callback(workspace_id=workspace_id, expected=expected, to=to, now=now)
@@ -36,60 +61,129 @@ def transition_happened(*, workspace_id, expected: str, to: str, now: datetime) 
 
 # What the workspaces app asks of billing: a request is measured against the team's monthly
 # budget, a Spot VM's size is offered at Azure's Spot price, and a workspace's page shows what
-# it has cost. Billing provides both in its
-# AppConfig.ready() (provide_spend); without billing installed there is nothing to ask.
-_spend: dict[str, Callable] = {}
+# it has cost and its right-sizing panel. Billing provides them in its AppConfig.ready()
+# (provide_spend, provide_recommendation); without billing there is nothing to ask.
 
 
-def provide_spend(*, team_spend: Callable, spot_price: Callable, workspace_cost: Callable) -> None:
-    """Register billing's answers: ``team_spend(team_ids=, now=)`` -> {team_id: an object
-    with ``spent`` (USD this month) and ``burn_per_hour`` (USD/hour)}, every team present;
-    ``spot_price(now=)`` -> a query expression, for SizeOffering rows, of the Spot price
-    (USD/hour, Decimal or None) of the row's vm_size and region in effect at ``now``;
-    ``workspace_cost(workspace=, now=)`` -> what the workspace's page shows it has cost (an
-    object with ``total``, ``month``, ``per_hour`` and ``disk_per_hour``, USD)."""
-    _spend.update(team_spend=team_spend, spot_price=spot_price, workspace_cost=workspace_cost)
+class TeamSpendFigures(Protocol):
+    """A team's month so far: ``spent`` USD since the 1st, ``burn_per_hour`` USD/hour."""
+
+    @property
+    def spent(self) -> Decimal: ...
+    @property
+    def burn_per_hour(self) -> Decimal: ...
 
 
-def team_spend(*, team_ids, now: datetime) -> dict:
-    """Each team's month-to-date spend and burn rate, as provide_spend says. Raises
-    ImproperlyConfigured when no app provided them."""
-    return _provided("team_spend")(team_ids=team_ids, now=now)
+class WorkspaceCostFigures(Protocol):
+    """What a workspace's page shows it has cost (USD; per_hour and disk_per_hour USD/hour);
+    ``delete_asked_at`` and ``since_delete`` while a delete is asked, else None."""
+
+    @property
+    def total(self) -> Decimal: ...
+    @property
+    def month(self) -> Decimal: ...
+    @property
+    def per_hour(self) -> Decimal: ...
+    @property
+    def disk_per_hour(self) -> Decimal: ...
+    @property
+    def delete_asked_at(self) -> datetime | None: ...
+    @property
+    def since_delete(self) -> Decimal | None: ...
 
 
-def spot_price(*, now: datetime):
-    """The Spot price expression for SizeOffering rows, as provide_spend says. Raises
-    ImproperlyConfigured when no app provided it."""
-    return _provided("spot_price")(now=now)
+class TeamSpend(Protocol):
+    """{team_id: its figures}, every team of ``team_ids`` present."""
+
+    def __call__(
+        self, *, team_ids: Iterable[int], now: datetime
+    ) -> Mapping[int, TeamSpendFigures]: ...
 
 
-def workspace_cost(*, workspace, now: datetime):
-    """What the workspace has cost, as provide_spend says. Raises ImproperlyConfigured when
-    no app provided it."""
-    return _provided("workspace_cost")(workspace=workspace, now=now)
+class SpotPrice(Protocol):
+    """A query expression, for SizeOffering rows, of the Spot price (USD/hour, Decimal or
+    None) of the row's vm_size and region in effect at ``now``."""
+
+    def __call__(self, *, now: datetime) -> Subquery | Expression: ...
 
 
-def _provided(name: str) -> Callable:
-    try:
-        return _spend[name]
-    except KeyError:
+class WorkspaceCost(Protocol):
+    def __call__(self, *, workspace: Workspace, now: datetime) -> WorkspaceCostFigures: ...
+
+
+class Advice(Protocol):
+    """What the workspace page reads of a right-sizing recommendation: the size it advises
+    (``target``, "" for none) and that size's kind."""
+
+    @property
+    def target(self) -> str: ...
+    @property
+    def target_kind(self) -> str: ...
+
+
+class RightsizingPanel(Protocol):
+    """The workspace page's right-sizing panel (templates/workspaces/_rightsizing.html):
+    its recommendation, None until one comes."""
+
+    @property
+    def recommendation(self) -> Advice | None: ...
+
+
+class WorkspaceRecommendation(Protocol):
+    def __call__(self, *, workspace: Workspace) -> RightsizingPanel: ...
+
+
+@dataclass(frozen=True)
+class _Spend:
+    team_spend: TeamSpend
+    spot_price: SpotPrice
+    workspace_cost: WorkspaceCost
+
+
+_spend: list[_Spend] = []
+
+
+def provide_spend(
+    *, team_spend: TeamSpend, spot_price: SpotPrice, workspace_cost: WorkspaceCost
+) -> None:
+    """Register billing's answers (their Protocols say what each takes and returns)."""
+    _spend[:] = [_Spend(team_spend, spot_price, workspace_cost)]
+
+
+def _provided() -> _Spend:
+    if not _spend:
         raise ImproperlyConfigured(
-            f"No app provides {name} (billing registers it in BillingConfig.ready())."
-        ) from None
+            "No app provides spend (billing registers it in BillingConfig.ready())."
+        )
+    return _spend[0]
 
 
-# What a workspace's page shows of right-sizing (billing.recommendations): billing provides it
-# in its AppConfig.ready(); without billing the page shows no panel.
-_recommendation: list[Callable] = []
+def team_spend(*, team_ids: Iterable[int], now: datetime) -> Mapping[int, TeamSpendFigures]:
+    """Each team's month-to-date spend and burn rate (TeamSpend). Raises ImproperlyConfigured
+    when no app provided it."""
+    return _provided().team_spend(team_ids=team_ids, now=now)
 
 
-def provide_recommendation(callback: Callable) -> None:
-    """Register billing's ``callback(workspace=)`` -> the workspace's right-sizing panel (an
-    object, or None when it has none yet)."""
+def spot_price(*, now: datetime) -> Subquery | Expression:
+    """The Spot price expression for SizeOffering rows (SpotPrice). Raises
+    ImproperlyConfigured when no app provided it."""
+    return _provided().spot_price(now=now)
+
+
+def workspace_cost(*, workspace: Workspace, now: datetime) -> WorkspaceCostFigures:
+    """What the workspace has cost (WorkspaceCost). Raises ImproperlyConfigured when no app
+    provided it."""
+    return _provided().workspace_cost(workspace=workspace, now=now)
+
+
+_recommendation: list[WorkspaceRecommendation] = []
+
+
+def provide_recommendation(callback: WorkspaceRecommendation) -> None:
+    """Register billing's right-sizing panel of a workspace."""
     _recommendation[:] = [callback]
 
 
-def workspace_recommendation(*, workspace):
-    """The workspace's right-sizing panel as provide_recommendation says; None when no app
-    provides one."""
+def workspace_recommendation(*, workspace: Workspace) -> RightsizingPanel | None:
+    """The workspace's right-sizing panel; None when no app provides one."""
     return _recommendation[0](workspace=workspace) if _recommendation else None

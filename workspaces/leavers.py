@@ -1,8 +1,8 @@
 """A leaver's workspaces follow their team's leaver policy (Team.leaver_policy).
 
-teams announces a leave with teams.signals.member_left (a team admin's removal, Entra ID's
+teams announces a leave (teams.hooks.member_left_announce: a team admin's removal, Entra ID's
 removal at sign-in or by the Graph sync, a deactivation by the sync), after it committed;
-``member_left_receive`` (connected in WorkspacesConfig.ready) applies the policy to the
+``member_left_receive`` (registered in WorkspacesConfig.ready) applies the policy to the
 leaver's workspaces in that team:
 
 - stop: each running one is stopped as an idle stop is (the same transition and task, no
@@ -21,13 +21,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
 
+from notifications.notices import notice_send
 from teams.audit import audit_record
+from teams.hooks import LeaveReason
 from teams.models import LeaverPolicy, Membership, Role, Team
-from teams.notices import notice_send
-from teams.signals import LeaveReason
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -47,8 +48,8 @@ class LeaverOutcome:
     in_flight: list = field(default_factory=list)
 
 
-def member_left_receive(sender, *, team, user, reason, now, **kwargs) -> None:
-    """teams.signals.member_left receiver."""
+def member_left_receive(*, team: Team, user: User, reason: str, now: datetime) -> None:
+    """A teams.hooks member-left callback (registered in WorkspacesConfig.ready())."""
     leaver_workspaces_apply(team_id=team.pk, user_id=user.pk, reason=reason, now=now)
 
 

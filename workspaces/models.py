@@ -12,12 +12,6 @@ from workspaces.states import STYLE, TRANSITIONS, Status, event_style
 from workspaces.suitability import Suits, size_suits
 
 
-class Kind(models.TextChoices):
-    VM = "vm", "GPU VM"
-    MIG = "mig", "MIG slice"
-    NAMESPACE = "namespace", "AKS namespace"
-
-
 class SizeOffering(models.Model):
     """One Azure GPU VM size in one region, with its Linux pay-as-you-go price.
 
@@ -97,7 +91,10 @@ class Workspace(models.Model):
     owner = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workspaces"
     )
-    kind = models.CharField(max_length=16, choices=Kind.choices, default=Kind.VM)
+    # A registered kind (workspaces.backends.registry): no fixed choices, so a new kind is
+    # its backend module and needs no migration; forms, filters and the API check the kind
+    # against the registry, and only a kind's own request service writes it.
+    kind = models.CharField(max_length=16)
     name = models.CharField(max_length=64)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.REQUESTED)
     status_changed_at = models.DateTimeField()

@@ -1,7 +1,8 @@
-"""Asking for a workspace: validate the ask, insert the row (within quota: queued at once;
-above it: pending a quota request), and the approval side of requests above quota (approve,
-close unapproved, the decision callback from teams). Shared with clusters' kinds: Ask,
-check_member, workspace_insert.
+"""Asking for a workspace of any kind: validate the ask, insert the row (within quota: queued
+at once; above it: pending a quota request), and the approval side of requests above quota (approve,
+close unapproved, the decision callback from teams). Each kind's own request service, next to
+its backend (workspaces.backends.vm_request, clusters.backends.mig...), builds an Ask and calls
+workspace_insert.
 
 Errors raised: WorkspaceActionError and its kinds NameTaken, JustificationNeeded (the message
 is shown to the user as is; refusal_field names the form field it is about).
@@ -13,28 +14,20 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from datetime import datetime
-from decimal import Decimal
 from fractions import Fraction
 from typing import Any
 from uuid import UUID
 
-from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from common.words import usd_hourly
 from teams.models import Decision, Team
 from teams.quota_requests import quota_request_open
 from teams.selectors import membership_role
-from workspaces import equivalents, selectors, states
-from workspaces.models import (
-    Kind,
-    SizeOffering,
-    Workspace,
-)
+from workspaces import selectors, states
+from workspaces.models import Workspace
 from workspaces.operations import _queue_advance, _transition_and_queue
 from workspaces.selectors import QuotaCheck
-from workspaces.ssh_keys import validate_ssh_public_key
 from workspaces.states import Status
 
 
@@ -42,107 +35,8 @@ class WorkspaceActionError(Exception):
     """An action the user may not take now; the message is shown to them as is."""
 
 
-def workspace_request(
-    *,
-    user: User,
-    team: Team,
-    name: str,
-    offering: SizeOffering,
-    ssh_public_key: str,
-    request_key: uuid.UUID,
-    now: datetime,
-    justification: str = "",
-    spot: bool = False,
-    accept_equivalents: bool = False,
-    max_price: Decimal | None = None,
-) -> Workspace:
-    """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
-    monthly budget (at the current burn plus this request, it lasts the month), queue
-    its provisioning. Above either, the workspace waits as ``pending_approval`` with a
-    QuotaRequest that a platform admin decides. A ``spot`` workspace is an Azure Spot VM,
-    priced (and measured against the budget) at the Spot price in effect at ``now``.
-
-    The quota is checked while holding the team row (``select_for_update``) in the transaction
-    that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
-    second submit of the same form returns the first workspace.
-    Raises django.core.exceptions.ValidationError when ``ssh_public_key`` is not a key Azure
-    takes (see workspaces.ssh_keys; a private key among them), WorkspaceActionError when the
-    user is not in the team, the size is not offered or has no Spot price there (for ``spot``),
-    and JustificationNeeded when the request is above quota and says no reason.
-
-    With ``accept_equivalents``, the workspace stores the sizes equivalent to the chosen one
-    (workspaces.equivalents) that cost at most ``max_price`` (USD/hour; by default the chosen
-    price x 1.5), which the worker tries when Azure has no room for the chosen one. Raises
-    CeilingTooLow when ``max_price`` is below the chosen size's price.
-    """
-    # Checked here too, not only by the form: every caller (a later API) gets the same rules,
-    # and only the normal form of a public key is stored and sent to Azure.
-    ssh_public_key = validate_ssh_public_key(ssh_public_key)
-    existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
-    if existing:
-        return existing
-    check_member(user=user, team=team)
-    if not SizeOffering.objects.filter(pk=offering.pk, offered=True).exists():
-        raise WorkspaceActionError(f"{offering.vm_size} in {offering.region} is not offered.")
-    price = _request_price(offering, spot, now)
-    fields = {
-        "kind": Kind.VM,
-        "name": name,
-        "vm_size": offering.vm_size,
-        "region": offering.region,
-        "price_per_hour": price,
-        "spot": spot,
-        "gpu_model": offering.gpu_model,
-        "gpu_count": offering.gpu_count,
-        "gpu_partition": offering.gpu_partition,
-        "ssh_user": settings.WORKSPACE_SSH_USER,
-        "ssh_public_key": ssh_public_key,
-    }
-    reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
-    if accept_equivalents:
-        accepted = _accepted(offering, price, spot, max_price, now)
-        others, ceiling = accepted["accepted_sizes"][1:], usd_hourly(accepted["accepted_max_price"])
-        if others:
-            fields.update(accepted)
-            reason += f", accepting equivalent sizes up to {ceiling}/hour ({', '.join(others)})"
-        else:
-            # Nothing to take instead (the form disables the tick box then): a request for
-            # this size alone, so no history promises a "next accepted size".
-            reason += f"; no size is equivalent up to {ceiling}/hour, so only this one"
-    ask = Ask(
-        user,
-        team,
-        request_key,
-        fields,
-        offering.gpu_share,
-        reason + (" as a Spot VM" if spot else ""),
-    )
-    return workspace_insert(ask=ask, justification=justification, now=now)
-
-
 class CeilingTooLow(WorkspaceActionError):
     """The price ceiling for equivalent sizes is below the chosen size's own price."""
-
-
-def _accepted(
-    offering: SizeOffering, price: Decimal, spot: bool, max_price: Decimal | None, now: datetime
-) -> dict[str, Any]:
-    """The workspace fields of a request that accepts equivalent sizes: the chosen size, then
-    its equivalents within the ceiling, cheapest first; the ceiling (USD/hour); the region."""
-    ceiling = equivalents.default_max_price(price) if max_price is None else max_price
-    if ceiling < price:
-        raise CeilingTooLow(
-            f"The price ceiling {usd_hourly(ceiling)}/hour is below {offering.vm_size}'s own "
-            f"{usd_hourly(price)}/hour."
-        )
-    found = equivalents.offering_equivalents(
-        offering=offering, max_price=ceiling, now=now, spot=spot
-    )
-    return {
-        "accepted_sizes": [offering.vm_size, *(e.vm_size for e in found)],
-        "accepted_max_price": ceiling,
-        "requested_region": offering.region,
-    }
 
 
 def check_member(*, user: User, team: Team) -> None:
@@ -228,25 +122,6 @@ class RequestKeyTaken(WorkspaceActionError):
 REQUEST_KEY_TAKEN = "That request key was used for another request; send a new one."
 
 
-def _request_price(offering: SizeOffering, spot: bool, now: datetime) -> Decimal:
-    """USD/hour the request is quoted at: the pay-as-you-go price, or for Spot the Spot price
-    in effect now. Raises WorkspaceActionError when the size has no Spot price there."""
-    if not spot:
-        return offering.price_per_hour
-    price = selectors.offering_spot_price(offering=offering, now=now)
-    if price is None:
-        raise WorkspaceActionError(spot_unavailable(offering))
-    return price.quantize(Decimal("0.0001"))
-
-
-def spot_unavailable(offering: SizeOffering) -> str:
-    """Why a size cannot be a Spot VM in its region, in words."""
-    return (
-        f"Azure has no Spot price for {offering.vm_size} in {offering.region}, so it cannot be "
-        "requested as a Spot VM. Untick Spot VM or choose a size with a Spot price."
-    )
-
-
 class NameTaken(WorkspaceActionError):
     """The team already has a workspace of that name that is not deleted."""
 
@@ -324,7 +199,12 @@ def workspace_approve(*, workspace_id: UUID | str, actor: User, reason: str, now
 
 
 def workspace_close_unapproved(
-    *, workspace_id: UUID | str, actor: User, reason: str, now: datetime, outcome: str = "rejected"
+    *,
+    workspace_id: UUID | str,
+    actor: User | None,
+    reason: str,
+    now: datetime,
+    outcome: str = "rejected",
 ) -> bool:
     """Close a workspace whose request was rejected or expired (``outcome``: 'rejected' or
     'expired', shown in its history instead of 'Deleted'); nothing exists in Azure yet.
@@ -344,7 +224,7 @@ def quota_request_decided(
     *,
     workspace_id: UUID | str,
     decision: str,
-    actor: User,
+    actor: User | None,
     reason: str,
     now: datetime,
     resize_to: str = "",
@@ -352,10 +232,11 @@ def quota_request_decided(
     """Apply a decided quota request to its workspace (registered with teams.hooks in
     WorkspacesConfig.ready()): approved, it is provisioned (workspace_approve); rejected or
     expired, it is closed with that outcome (workspace_close_unapproved). A resize request
-    (``resize_to``) is workspaces.resize_approvals' to apply."""
+    (``resize_to``) is workspaces.resize_approvals' to apply; ``actor`` None for an expiry."""
     if resize_to:
         return
     if decision == Decision.APPROVED:
+        assert actor is not None, "an approval has its approver"  # only an expiry has none
         workspace_approve(workspace_id=workspace_id, actor=actor, reason=reason, now=now)
     else:
         workspace_close_unapproved(

@@ -14,8 +14,9 @@ from uuid import UUID
 
 from django.contrib.auth.models import User
 
-from teams.models import Decision, NoticeKind
-from teams.notices import notice_resolve
+from notifications.models import NoticeKind
+from notifications.notices import notice_resolve
+from teams.models import Decision
 from teams.quota_requests import DecisionError
 from workspaces.models import Workspace
 from workspaces.requests import WorkspaceActionError

@@ -28,6 +28,7 @@ from workspaces.azure import (
     azure_settings,
     azure_usage_changed,
 )
+from workspaces.backends.vm_request import spot_unavailable, workspace_request
 from workspaces.chains import Next
 from workspaces.operations import (
     FAILED_TO,
@@ -44,11 +45,9 @@ from workspaces.requests import (
     WorkspaceActionError,
     check_member,
     quota_request_decided,
-    spot_unavailable,
     workspace_approve,
     workspace_close_unapproved,
     workspace_insert,
-    workspace_request,
 )
 from workspaces.withdrawals import workspace_withdraw
 

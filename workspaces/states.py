@@ -18,9 +18,9 @@ from django.contrib.auth.models import User
 from django.db import models, transaction
 from django.urls import reverse
 
-from teams.models import WebhookEvent
-from teams.notices import notice_resolve
-from teams.webhooks import webhook_event_emit
+from notifications.models import WebhookEvent
+from notifications.notices import notice_resolve
+from notifications.webhooks import webhook_event_emit
 from workspaces import hooks
 
 if TYPE_CHECKING:  # workspaces.models imports this module

@@ -20,10 +20,11 @@ from django.db import transaction
 from django.urls import reverse
 
 from common import metrics
-from teams.models import IdlePolicy, NoticeKind, WebhookEvent
-from teams.notice_text import mark
-from teams.notices import Message, notice_resolve, notice_send_many
-from teams.webhooks import TeamEvent, webhook_events_emit
+from notifications.models import NoticeKind, WebhookEvent
+from notifications.notice_text import mark
+from notifications.notices import Message, notice_resolve, notice_send_many
+from notifications.webhooks import TeamEvent, webhook_events_emit
+from teams.models import IdlePolicy
 from workspaces import idle
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.leases import lease_release, lease_take

@@ -1,20 +1,27 @@
 from django.urls import path, re_path
+from django.utils.module_loading import import_string
 
 from workspaces import views
-from workspaces.backends import backends
+from workspaces.backends import WorkspaceBackend, backends
 
 app_name = "workspaces"
 
+
+def _request_page(backend: WorkspaceBackend) -> object:
+    """The request page of a kind registered at start-up (the apps' ready()), under its own
+    URL name: new/<its path>/ (new/ for a path of ""), its own view or the generic one."""
+    form = backend.form
+    view = import_string(form.view) if form.view else views.workspace_request_kind
+    route = f"new/{form.path}/" if form.path else "new/"
+    return path(route, view, {"kind": backend.kind}, form.name)
+
+
 urlpatterns = [
     path("", views.workspace_list, name="list"),
-    path("new/", views.workspace_request, name="request"),
     path("new/equivalents/", views.workspace_request_equivalents, name="request-equivalents"),
-    # One request page per kind that has its own (the registry is filled by the apps' ready()).
-    *[
-        path(f"new/{b.form.path}/", views.workspace_request_kind, {"kind": b.kind}, b.form.name)
-        for b in backends()
-        if b.form is not None
-    ],
+    *[_request_page(b) for b in backends()],
+    # Any registered kind's page, by its kind (one registered after start-up has no other).
+    path("new/<str:kind>/", views.workspace_request_kind, name="request-kind"),
     path("<uuid:pk>/", views.workspace_detail, name="detail"),
     path("<uuid:pk>/telemetry/", views.workspace_telemetry, name="telemetry"),
     path("<uuid:pk>/kubeconfig/", views.workspace_kubeconfig, name="kubeconfig"),

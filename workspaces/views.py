@@ -13,6 +13,7 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.module_loading import import_string
 from django.views.decorators.debug import sensitive_post_parameters
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect, HttpResponseStopPolling
@@ -23,9 +24,11 @@ from common.permissions import access_require
 from common.validation import text_problem
 from teams.selectors import team_list_for_requests
 from workspaces import actions, equivalents, hooks, requests, resizes, selectors
-from workspaces.backends import backend_for
+from workspaces.backends import UnknownKind, backend_for
+from workspaces.backends.vm_form import WorkspaceRequestForm
+from workspaces.backends.vm_request import workspace_request as vm_request
 from workspaces.filters import OfferingFilter
-from workspaces.forms import EquivalentsQueryForm, ResizeForm, WorkspaceRequestForm
+from workspaces.forms import EquivalentsQueryForm, ResizeForm
 from workspaces.sizing.forms import EstimateForm
 from workspaces.sizing.views import estimate_on_request_page
 from workspaces.states import STEADY, Status
@@ -84,7 +87,9 @@ def _request_form(request, data=None):
 # A private key pasted by mistake must not reach an error report either.
 @sensitive_post_parameters("ssh_public_key")
 @login_required
-def workspace_request(request):
+def workspace_request(request, kind):
+    """The GPU VM's request page (its KindForm's ``view``): the size table of the region,
+    Spot, equivalent sizes, and the GPU memory estimate's panel."""
     if request.method == "POST":
         form, region = _request_form(request, request.POST)
         if form.is_valid():
@@ -105,6 +110,7 @@ def workspace_request(request):
         "size_filter": sizes.form,
         "quota": quota,
         "equivalents": _equivalents_panel(request.POST if request.method == "POST" else None),
+        "kind": kind,
     }
     # The GPU memory estimate's panel (workspaces.sizing.views answers it), with the estimate
     # a suggested size's link carried.
@@ -179,7 +185,7 @@ def _quota_lines(user) -> list[tuple]:
 def _submit_request(request, form):
     data = form.cleaned_data
     try:
-        return requests.workspace_request(
+        return vm_request(
             user=request.user,
             team=data["team"],
             name=data["name"],
@@ -224,8 +230,15 @@ def workspace_request_kind(request, kind):
     """Request a workspace of a kind with its own page (a MIG slice: the profiles the team's
     node pools serve, with free instances and price per hour; an AKS namespace: a GPU quota on
     one of the team's whole-GPU pools). The kind's backend gives the form, its choices and the
-    service (workspaces.backends.KindForm); workspaces.urls routes one page per kind."""
-    page = backend_for(kind).form
+    service (workspaces.backends.KindForm); workspaces.urls routes one page per kind, and
+    /workspaces/new/<kind>/ for a kind registered later. A kind with a page view of its own
+    (KindForm.view) gets that one; an unknown kind is a 404."""
+    try:
+        page = backend_for(kind).form
+    except UnknownKind:
+        raise Http404("No such workspace kind.") from None
+    if page.view:
+        return import_string(page.view)(request, kind=kind)
     teams, team = _aks_team(request)
     form = page.form_class(**page.choices(team), **_aks_form_kwargs(request, teams, team))
     if request.method == "POST" and form.is_valid():
@@ -233,6 +246,7 @@ def workspace_request_kind(request, kind):
         if workspace is not None:
             return redirect("workspaces:detail", pk=workspace.pk)
     context = {"form": form, "team": team, "quota": _quota_lines(request.user), "kind": kind}
+    context["label"] = backend_for(kind).label
     return render(request, page.template, context)
 
 

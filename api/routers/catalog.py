@@ -1,6 +1,7 @@
-"""/api/v1/offerings, /sizing/estimate and /recommendations: the sizes offered with their
-prices, the GPU memory estimate of the request page, and a team's right-sizing advice (the
-savings page's), each from the selector or form its page uses."""
+"""/api/v1/kinds, /offerings, /sizing/estimate and /recommendations: the workspace kinds one
+may request and their fields, the sizes offered with their prices, the GPU memory estimate of
+the request page, and a team's right-sizing advice (the savings page's), each from the
+registry, selector or form its page uses."""
 
 from decimal import Decimal
 from typing import Any
@@ -17,6 +18,7 @@ from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import team_get
 from workspaces import selectors
+from workspaces.backends import backends
 from workspaces.sizing import fits
 from workspaces.sizing.estimate import PRECISION_LABELS, WORKLOAD_LABELS
 from workspaces.sizing.forms import (
@@ -31,6 +33,44 @@ from workspaces.sizing.presets import PRESETS
 from workspaces.sizing.views import estimate_document, estimate_of_form, estimate_team
 
 router = Router(tags=["catalog"])
+
+# The JSON Schema type of each Python type a kind's API field may have (ApiField.type).
+_JSON_TYPES = {str: "string", int: "integer", bool: "boolean", Decimal: "number"}
+
+
+class KindFieldOut(Schema):
+    name: str
+    type: str = Field(description='"string", "integer", "boolean" or "number"')
+    required: bool
+
+
+class KindOut(Schema):
+    kind: str
+    label: str
+    fields: list[KindFieldOut]
+
+
+class KindsOut(Schema):
+    items: list[KindOut]
+
+
+@router.get("/kinds", response=KindsOut, summary="The workspace kinds one may request")
+def kind_list(request: HttpRequest) -> Any:
+    """Every registered kind (workspaces.backends), in the request pages' order, with the
+    fields of its own that POST /workspaces takes besides kind, team, name and
+    justification (docs/api.md). No query."""
+    items = [
+        {
+            "kind": backend.kind,
+            "label": backend.label,
+            "fields": [
+                {"name": f.name, "type": _JSON_TYPES.get(f.type, "string"), "required": f.required}
+                for f in backend.form.api_fields
+            ],
+        }
+        for backend in backends()
+    ]
+    return {"items": items}
 
 
 class OfferingsQuery(Schema):

@@ -1,10 +1,13 @@
-"""POST /api/v1/workspaces: ask for a VM, a MIG slice or a namespace, through the same form
-and service as the kind's HTML page (workspaces.views / the kind's KindForm), so every rule
-and message is the page's. The ``Idempotency-Key`` header is the form's request key: the same
-key again returns the first workspace (200 instead of 201) if the caller may still see it."""
+"""POST /api/v1/workspaces: ask for a workspace of any registered kind (a VM, a MIG slice, a
+namespace...), through the same form and service as the kind's HTML page (the kind's
+backend's KindForm), so every rule and message is the page's; the body's kind fields are the
+kind's (KindForm.api_fields) and an unknown kind is a 400 naming ``kind``. The
+``Idempotency-Key`` header is the form's request key: the same key again returns the first
+workspace (200 instead of 201) if the caller may still see it."""
 
-from decimal import Decimal
-from typing import Annotated, Any, Literal
+import functools
+import json
+from typing import Annotated, Any
 from uuid import UUID
 
 from django import forms
@@ -12,7 +15,7 @@ from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Field, Header, Schema, Status
-from pydantic import ConfigDict, JsonValue
+from pydantic import BaseModel, ConfigDict, ValidationError, create_model, field_validator
 
 from api.auth import require_write
 from api.errors import CreateRefused, FieldErrors, form_errors
@@ -21,52 +24,87 @@ from api.schemas import Printable, PrintableLines, WorkspaceOut, caller, workspa
 from teams.models import Team
 from teams.selectors import team_list_for_requests
 from workspaces import requests, selectors
-from workspaces.backends import backend_for
-from workspaces.forms import NAME_RE, WorkspaceRequestForm
-from workspaces.models import Kind, Workspace
-
-# What each kind's form needs besides kind, team and name (the document says so; the form
-# checks it: a VM's size and region, a slice's profile, a namespace's GPUs and model).
-KIND_NEEDS: dict[str, list[JsonValue]] = {
-    "vm": ["vm_size", "region"],
-    "mig": ["mig_profile"],
-    "namespace": ["gpus", "gpu_model"],
-}
+from workspaces.backends import ApiField, backend_for, backends
+from workspaces.forms import NAME_RE
+from workspaces.models import Workspace
 
 
 class WorkspaceRequestIn(Schema):
-    """What the request pages ask, per kind (docs/api.md); the kind's form checks the rest."""
+    """What the request pages ask: the kind, team, name and justification, and the kind's own
+    fields (its backend's KindForm.api_fields: the document lists every registered kind's
+    and says which each kind requires); the kind's form checks the rest (docs/api.md)."""
 
-    model_config = ConfigDict(
-        json_schema_extra={
-            "allOf": [
-                {
-                    "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
-                    "then": {"required": needs},
-                }
-                for kind, needs in KIND_NEEDS.items()
-            ]
-        }
-    )
+    model_config = ConfigDict(extra="allow", json_schema_extra=lambda s, _: _document_kinds(s))
 
-    kind: Literal["vm", "mig", "namespace"]
+    kind: str = Field(max_length=16)
     team: Printable = Field(max_length=50)
     name: Printable = Field(max_length=40, json_schema_extra={"pattern": NAME_RE.pattern})
     justification: PrintableLines = Field("", max_length=2000)
-    # vm
-    vm_size: Printable = Field("", max_length=64)
-    region: Printable = Field("", max_length=32)
-    spot: bool = False
-    ssh_public_key: PrintableLines = Field("", max_length=16_000)
-    accept_equivalents: bool = False
-    max_price: Decimal | None = Field(default=None, ge=Decimal("0.01"), le=Decimal("1000"))
-    # mig
-    mig_profile: Printable = Field("", max_length=16)
-    gpu_model: Printable = Field("", max_length=16)
-    image: Printable = Field("", max_length=200)
-    # namespace
-    gpus: int | None = Field(default=None, ge=1, le=64)
-    pool: Printable = Field("", max_length=12)
+
+    @field_validator("kind")
+    @classmethod
+    def _registered(cls, kind: str) -> str:
+        known = [backend.kind for backend in backends()]
+        if kind not in known:
+            raise ValueError(f"Ask for one of the kinds {', '.join(known)}.")
+        return kind
+
+
+def _api_field(spec: ApiField) -> tuple[Any, Any]:
+    """The pydantic (annotation, field) of one kind field: text printable (one line unless
+    ``multiline``), numbers within their bounds; defaults "", False or None."""
+    if spec.type is str:
+        text = PrintableLines if spec.multiline else Printable
+        return text, Field("", max_length=spec.max_length)
+    if spec.type is bool:
+        return bool, Field(False)
+    return spec.type | None, Field(None, ge=spec.ge, le=spec.le)
+
+
+def _kind_fields() -> type[BaseModel]:
+    """One model of every registered kind's own fields (a field two kinds share is the first
+    kind's), made again when the registry changes."""
+    specs: dict[str, ApiField] = {}
+    for backend in backends():
+        for spec in backend.form.api_fields:
+            specs.setdefault(spec.name, spec)
+    return _fields_model(tuple(specs.values()))
+
+
+@functools.lru_cache(maxsize=8)
+def _fields_model(specs: tuple[ApiField, ...]) -> type[BaseModel]:
+    fields: dict[str, Any] = {spec.name: _api_field(spec) for spec in specs}
+    return create_model("KindFields", **fields)
+
+
+def _document_kinds(schema: dict[str, Any]) -> None:
+    """The document's body: the registered kinds as ``kind``'s values, every kind's fields,
+    and (allOf, if/then) the fields each kind requires."""
+    properties = schema.setdefault("properties", {})
+    properties["kind"]["enum"] = [backend.kind for backend in backends()]
+    properties.update(_kind_fields().model_json_schema()["properties"])
+    schema["allOf"] = [
+        {
+            "if": {"properties": {"kind": {"const": backend.kind}}, "required": ["kind"]},
+            "then": {"required": needs},
+        }
+        for backend in backends()
+        if (needs := [f.name for f in backend.form.api_fields if f.required])
+    ]
+
+
+def _kind_values(request: HttpRequest) -> dict[str, Any]:
+    """The body's kind fields, checked by their types and bounds (missing ones at their
+    defaults; others ignored). Read from the JSON body itself: ninja keeps only the fields
+    WorkspaceRequestIn declares, and a kind's are the registry's. Raises FieldErrors naming
+    each refused field."""
+    sent = json.loads(request.body or b"{}")  # ninja has parsed it: an object
+    try:
+        values = _kind_fields().model_validate(sent if isinstance(sent, dict) else {})
+    except ValidationError as exc:
+        errors = [{"loc": ["body", *map(str, e["loc"])], "msg": e["msg"]} for e in exc.errors()]
+        raise FieldErrors(errors) from None
+    return values.model_dump()
 
 
 def _key(raw: str | None) -> UUID:
@@ -101,9 +139,8 @@ def workspace_create(
             raise requests.RequestKeyTaken(requests.REQUEST_KEY_TAKEN)
         return Status(200, workspace_out(_visible(request, twin.pk)))
     team = Team.objects.filter(slug=body.team).first()
-    submit = _submit_vm if body.kind == Kind.VM else _submit_kind
     with requests.inserts_recorded() as inserted:
-        workspace = submit(request, body, team, key)
+        workspace = _submit(request, body, team, key)
     return Status(
         201 if workspace.pk in inserted else 200, workspace_out(_visible(request, workspace.pk))
     )
@@ -125,49 +162,6 @@ def _common(body: WorkspaceRequestIn, team: Team | None, key: UUID) -> dict[str,
     }
 
 
-def _submit_vm(
-    request: HttpRequest, body: WorkspaceRequestIn, team: Team | None, key: UUID
-) -> Workspace:
-    now = timezone.now()
-    offerings = selectors.offering_list(now=now)
-    offering = offerings.filter(vm_size=body.vm_size, region=body.region).first()
-    data = _common(body, team, key) | {
-        "region": body.region,
-        "offering": offering.pk if offering else "",
-        "spot": "on" if body.spot else "",
-        "accept_equivalents": "on" if body.accept_equivalents else "",
-        "max_price": "" if body.max_price is None else str(body.max_price),
-        "ssh_public_key": body.ssh_public_key
-        or selectors.user_ssh_key_last_used(user=caller(request)),
-    }
-    form = WorkspaceRequestForm(  # type: ignore[no-untyped-call]
-        data,
-        teams=team_list_for_requests(user=request.user),
-        regions=selectors.offering_regions(),
-        offerings=offerings,
-    )
-    _check(form, {"offering": "vm_size"})
-    cleaned = form.cleaned_data
-    try:
-        return requests.workspace_request(
-            user=caller(request),
-            team=cleaned["team"],
-            name=cleaned["name"],
-            offering=cleaned["offering"],
-            ssh_public_key=cleaned["ssh_public_key"],
-            request_key=key,
-            justification=cleaned["justification"],
-            now=now,
-            spot=cleaned["spot"],
-            accept_equivalents=cleaned["accept_equivalents"],
-            max_price=cleaned["max_price"],
-        )
-    except requests.WorkspaceActionError as exc:
-        if _answered_as_is(exc):
-            raise
-        raise CreateRefused(str(exc)) from exc
-
-
 def _answered_as_is(exc: requests.WorkspaceActionError) -> bool:
     """Whether a request service's refusal travels to its own handler in api.errors: one
     about a field (requests.refusal_field: 400 naming it, or 409 for a taken name) or about
@@ -180,40 +174,24 @@ def _check(form: forms.Form, names: dict[str, str]) -> None:
         raise form_errors(form, names)
 
 
-def _kind_choice(body: WorkspaceRequestIn, form: Any) -> dict[str, str]:
-    """The kind form's own field (a MIG ``profile``: "A100|1g.10gb"; a namespace's ``pool``:
-    its id) picked from its choices by the API's names: mig_profile, gpu_model, pool."""
-    if body.kind == Kind.MIG:
-        found = [
-            c
-            for c in form.choices
-            if c.profile == body.mig_profile and body.gpu_model in ("", c.gpu_model)
-        ]
-        model = body.gpu_model or (found[0].gpu_model if len(found) == 1 else "")
-        return {"profile": f"{model}|{body.mig_profile}", "image": body.image}
-    pools = [
-        r.pool
-        for r in form.pools
-        if r.pool.gpu_model == body.gpu_model and body.pool in ("", r.pool.name)
-    ]
-    return {"pool": str(pools[0].pk) if len(pools) == 1 else "", "gpus": str(body.gpus or "")}
-
-
-def _submit_kind(
+def _submit(
     request: HttpRequest, body: WorkspaceRequestIn, team: Team | None, key: UUID
 ) -> Workspace:
+    """The kind's page's form, filled from the body by the kind (KindForm.api_form_data),
+    and its service. Raises FieldErrors, CreateRefused, WorkspaceActionError."""
     page = backend_for(body.kind).form
-    assert page is not None  # The cluster kinds have their own request form.
-    teams = team_list_for_requests(user=request.user)
+    values = _kind_values(request)
+    user = caller(request)
+    teams = team_list_for_requests(user=user)
     mine = teams.filter(pk=team.pk).first() if team else None
     data = _common(body, team, key)
     form = page.form_class(data, teams=teams, **page.choices(mine))
-    form.data = data | _kind_choice(body, form)
-    _check(form, {"profile": "mig_profile", "pool": "gpu_model"})
+    form.data = data | page.api_form_data(values, form, user)
+    _check(form, dict(page.api_names))
     cleaned = form.cleaned_data
     try:
         return page.request(
-            user=request.user,
+            user=user,
             team=cleaned["team"],
             name=cleaned["name"],
             request_key=key,

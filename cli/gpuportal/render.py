@@ -22,17 +22,10 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
 
 
 def size_of(ws: dict[str, Any]) -> str:
-    """What a workspace holds, as the portal names it (the API's ``size_label``: the VM
-    size, "A100 1g.10gb" for a MIG slice, "2 × A100 GPUs" for a namespace); older portals
-    without it get the same words made here."""
-    if ws.get("size_label"):
-        return str(ws["size_label"])
-    kind = ws.get("kind")
-    if kind == "mig":
-        return f"{ws.get('gpu_model', '')} {ws.get('mig_profile', '')}".strip()
-    if kind == "namespace":
-        return f"{ws.get('gpu_count', '')} x {ws.get('gpu_model', '')}"
-    return str(ws.get("vm_size") or "")
+    """What a workspace holds, as the portal names it (the API's ``size_label``, its kind's
+    words: the VM size, "A100 1g.10gb" for a MIG slice, "2 × A100 GPUs" for a namespace);
+    the VM size from portals older than ``size_label``."""
+    return str(ws.get("size_label") or ws.get("vm_size") or "")
 
 
 def workspace_rows(items: Sequence[dict[str, Any]]) -> None:

@@ -1,4 +1,6 @@
-"""`gpuportal request vm|mig|namespace`: POST /api/v1/workspaces with a fresh Idempotency-Key.
+"""`gpuportal request new KIND`: POST /api/v1/workspaces with a fresh Idempotency-Key, for any
+kind the portal offers (`gpuportal request kinds`: GET /api/v1/kinds, so the CLI knows no kind
+of its own); `request vm|mig|namespace` are presets of it with typed options, kept for scripts.
 
 The options mirror the API's body (docs/api.md); the portal checks every value, and its
 refusal comes back as problem details (exit 1)."""
@@ -10,10 +12,11 @@ import typer
 
 from gpuportal import waiting
 from gpuportal.common import JsonOpt, echo_or_json, handled, signed_in
-from gpuportal.render import workspace_line
+from gpuportal.render import table, workspace_line
 
 app = typer.Typer(
-    help="Request a workspace: a VM, a MIG slice or a Kubernetes namespace.", no_args_is_help=True
+    help="Request a workspace of a kind the portal offers (see `request kinds`).",
+    no_args_is_help=True,
 )
 
 Team = Annotated[str, typer.Option(help="The team's slug (see `gpuportal teams`).")]
@@ -79,7 +82,7 @@ def vm(
 ) -> None:
     """Request a GPU VM."""
     body: dict[str, Any] = {
-        "kind": "vm",
+        "kind": "vm",  # kind-ok: a preset of `request new vm`, kept for scripts
         "team": team,
         "name": name,
         "justification": justification,
@@ -114,7 +117,7 @@ def mig(
 ) -> None:
     """Request a MIG slice of a GPU on the team's AKS cluster."""
     body: dict[str, Any] = {
-        "kind": "mig",
+        "kind": "mig",  # kind-ok: a preset of `request new mig`, kept for scripts
         "team": team,
         "name": name,
         "justification": justification,
@@ -142,7 +145,7 @@ def namespace(
 ) -> None:
     """Request a Kubernetes namespace with a GPU quota on the team's AKS cluster."""
     body: dict[str, Any] = {
-        "kind": "namespace",
+        "kind": "namespace",  # kind-ok: a preset of `request new namespace`
         "team": team,
         "name": name,
         "justification": justification,
@@ -152,3 +155,94 @@ def namespace(
     if pool:
         body["pool"] = pool
     _send(body, as_json, wait)
+
+
+# The text of `--field NAME=VALUE` as the API's JSON type (GET /kinds gives each field's).
+TRUE, FALSE = ("true", "yes", "on", "1"), ("false", "no", "off", "0")
+
+
+def _typed(name: str, kind_type: str, text: str) -> Any:
+    """``text`` as the field's JSON type: an integer, a boolean; a number is sent as its text
+    (the portal reads it exactly); an SSH key may be a .pub file's path."""
+    hint = f"--field {name}"
+    if kind_type == "integer":
+        try:
+            return int(text)
+        except ValueError:
+            raise typer.BadParameter(f"{name} takes a whole number", param_hint=hint) from None
+    if kind_type == "boolean":
+        if text.lower() not in TRUE + FALSE:
+            raise typer.BadParameter(f"{name} takes true or false", param_hint=hint)
+        return text.lower() in TRUE
+    if name == "ssh_public_key":
+        return _ssh_key(text)
+    return text
+
+
+def _fields(kind: dict[str, Any], given: list[str]) -> dict[str, Any]:
+    """The body's fields of ``kind`` (an item of GET /kinds) from NAME=VALUE options."""
+    types = {f["name"]: f["type"] for f in kind["fields"]}
+    body: dict[str, Any] = {}
+    for item in given:
+        name, sep, text = item.partition("=")
+        if not sep or name not in types:
+            known = ", ".join(types) or "none"
+            raise typer.BadParameter(
+                f"give NAME=VALUE, NAME one of the {kind['kind']} fields: {known}",
+                param_hint="--field",
+            )
+        body[name] = _typed(name, types[name], text)
+    return body
+
+
+def _kind(client_kinds: dict[str, Any], kind: str) -> dict[str, Any]:
+    found = {k["kind"]: k for k in client_kinds["items"]}
+    if kind not in found:
+        offered = ", ".join(found) or "none"
+        raise typer.BadParameter(f"the portal offers {offered}", param_hint="KIND")
+    chosen: dict[str, Any] = found[kind]
+    return chosen
+
+
+@app.command("new")
+@handled
+def new(
+    kind: Annotated[str, typer.Argument(help="The kind, as `gpuportal request kinds` lists.")],
+    team: Team,
+    name: Name,
+    field: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--field", "-f", help="One of the kind's fields as NAME=VALUE; give it again for more."
+        ),
+    ] = None,
+    justification: Justification = "",
+    wait: Wait = False,
+    as_json: JsonOpt = False,
+) -> None:
+    """Request a workspace of any kind the portal offers, e.g.
+    `request new mig --team vision --name nb -f mig_profile=1g.10gb`."""
+    chosen = _kind(signed_in().get("/kinds"), kind)
+    body = {"kind": kind, "team": team, "name": name, "justification": justification}
+    _send(body | _fields(chosen, field or []), as_json, wait)
+
+
+@app.command("kinds")
+@handled
+def kinds(as_json: JsonOpt = False) -> None:
+    """The kinds the portal offers, with the fields of each (* required)."""
+
+    def rows(data: dict[str, Any]) -> None:
+        table(
+            ["KIND", "LABEL", "FIELDS"],
+            [
+                [
+                    k["kind"],
+                    k["label"],
+                    " ".join(f"{f['name']}{'*' if f['required'] else ''}" for f in k["fields"]),
+                ]
+                for k in data["items"]
+            ],
+        )
+
+    echo_or_json(signed_in().get("/kinds"), as_json, rows)

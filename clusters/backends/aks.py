@@ -13,25 +13,31 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
+from uuid import UUID
 
+from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
 
 from cloud import aks, kube
+from cloud.errors import CloudError
 from clusters.models import NodePool
 from clusters.services import cluster_ref
 from common.words import counted
+from teams.models import Team
 from workspaces import states
 from workspaces.azure import azure_in_request, azure_settings
-from workspaces.backends import Meters, ResizeChoice, SizingOffer, Step
+from workspaces.backends import Meters, ResizeChoice, RightsizeOptions, SizingOffer, Step
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
 from workspaces.states import BILLABLE_ON_AKS, Status
+from workspaces.telemetry import ParsedSample
 
 KUBE_ENDPOINT_CACHE_SECONDS = 3600
 
 
-def kube_api(pool: NodePool):
+def kube_api(pool: NodePool) -> kube.KubeApi:
     """The Kubernetes API client of the pool's cluster. The API server's address comes from
     the cluster's user kubeconfig (one ARM call, kept KUBE_ENDPOINT_CACHE_SECONDS).
     Raises CloudError."""
@@ -41,6 +47,15 @@ def kube_api(pool: NodePool):
         endpoint = aks.kube_endpoint(azure_settings(), cluster_ref(pool.cluster))
         cache.set(key, endpoint, KUBE_ENDPOINT_CACHE_SECONDS)
     return kube.kube_api(azure_settings(), endpoint.server, endpoint.ca_data)
+
+
+def pool_of(workspace: Workspace) -> NodePool:
+    """The node pool an AKS workspace runs on: every AKS kind's request sets it. Raises
+    CloudError (not transient) for a workspace without one."""
+    pool = workspace.node_pool
+    if pool is None:
+        raise CloudError("NoNodePool", f"Workspace {workspace.pk} has no node pool.")
+    return pool
 
 
 def object_labels(workspace: Workspace) -> tuple[tuple[str, str], ...]:
@@ -55,7 +70,7 @@ def _label(text: str) -> str:
         return "unknown"
 
 
-def aks_fields(pool: NodePool, name: str, price, kind: str) -> dict:
+def aks_fields(pool: NodePool, name: str, price: Decimal, kind: str) -> dict[str, Any]:
     """The model fields of a workspace of ``kind`` on ``pool`` costing ``price`` USD/hour."""
     return {
         "kind": kind,
@@ -80,14 +95,14 @@ class AksBackend:
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}
 
-    @property
-    def request_url(self) -> str:
-        return f"workspaces:{self.form.name}"
-
-    def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
+    def send(
+        self, api: kube.KubeApi, workspace: Workspace, operation: str, now: datetime | None
+    ) -> None:
+        """Send what ``operation`` asks of Kubernetes (idempotent; ``now`` None for a clean-up
+        of a refused create)."""
         raise NotImplementedError
 
-    def look(self, api, workspace: Workspace, operation: str) -> Step:
+    def look(self, api: kube.KubeApi, workspace: Workspace, operation: str) -> Step:
         raise NotImplementedError
 
     def what(self, workspace: Workspace) -> str:
@@ -101,14 +116,18 @@ class AksBackend:
         """The fraction of one node's price it costs while billable, as (num, den)."""
         raise NotImplementedError
 
-    def sizing_offers(self, *, team) -> list[SizingOffer]:
+    def sizing_offers(self, *, team: Team | None) -> list[SizingOffer]:
         """None by default: a namespace is a GPU quota on a pool, not a size to right-size."""
         return []
+
+    def rightsizing_options(self, *, regions: set[str]) -> RightsizeOptions:
+        """None by default: nothing moves to a namespace."""
+        return {}
 
     def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """One step of the Kubernetes work the workspace's status owes. Raises CloudError."""
         if workspace.status == Status.REQUESTED:
-            where = f"namespace {workspace.namespace} on node pool {workspace.node_pool.name}"
+            where = f"namespace {workspace.namespace} on node pool {pool_of(workspace).name}"
             moved = states.transition(
                 workspace_id=workspace.pk,
                 expected=Status.REQUESTED,
@@ -122,7 +141,7 @@ class AksBackend:
             workspace.refresh_from_db()
         if workspace.status not in states.OPERATION:
             return Next.DONE
-        step = self._act(kube_api(workspace.node_pool), workspace, clock())
+        step = self._act(kube_api(pool_of(workspace)), workspace, clock())
         if not step.done:
             if step.waiting != workspace.waiting_reason:
                 workspaces_changed([workspace.pk])
@@ -132,9 +151,9 @@ class AksBackend:
             return Next.PENDING if step.waiting else Next.POLL
         return self._finish(workspace, clock())
 
-    def _act(self, api, workspace: Workspace, now: datetime) -> Step:
+    def _act(self, api: kube.KubeApi, workspace: Workspace, now: datetime) -> Step:
         """Send what the status owes once (remembered in ``operation``), then look."""
-        operation = states.OPERATION[workspace.status][0]
+        operation = states.OPERATION[Status(workspace.status)][0]
         if workspace.operation != operation:
             self.send(api, workspace, operation, now)
             Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
@@ -145,7 +164,7 @@ class AksBackend:
     def _finish(self, workspace: Workspace, now: datetime) -> Next:
         """Move to the status the operation leads to; stopped for a resize, on to Resizing
         (its backend's advance carries it: the chain goes on)."""
-        operation, done = states.OPERATION[workspace.status]
+        operation, done = states.OPERATION[Status(workspace.status)]
         if operation == "create":
             self.on_created(workspace, now)
         reason = self.finished[operation].format(
@@ -171,34 +190,34 @@ class AksBackend:
 
     def clean_up_failed_create(self, workspace: Workspace) -> None:
         """Remove what a refused create left in Kubernetes (nothing half-made stays)."""
-        self.send(kube_api(workspace.node_pool), workspace, "delete", now=None)
+        self.send(kube_api(pool_of(workspace)), workspace, "delete", now=None)
 
     def meters(self, workspace: Workspace) -> Meters:
         """Its share of its node pool's VM price while running (states.BILLABLE_ON_AKS), with
         no disk of its own."""
-        hourly: Decimal = workspace.node_pool.price_per_hour
+        hourly: Decimal = pool_of(workspace).price_per_hour
         return Meters(billable=BILLABLE_ON_AKS, hourly=hourly, share=self.share(workspace))
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_count)
 
-    def detail_context(self, workspace: Workspace, user) -> dict:
+    def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         return {}
 
     def connect_download(self, workspace: Workspace) -> tuple[str, bytes]:
         """The cluster's user kubeconfig (Entra ID login through kubelogin; it holds no
         secret), as (file name, YAML). Raises CloudError (CloudBusy, CloudTimeout: see
         workspaces.azure.azure_in_request)."""
-        cluster = workspace.node_pool.cluster
+        cluster = pool_of(workspace).cluster
         ref = cluster_ref(cluster)
         # A web request waits for it: bounded, with short timeouts (workspaces.azure).
         body = azure_in_request(lambda settings: aks.user_kubeconfig(settings, ref))
         return f"kubeconfig-{cluster.name}-{workspace.namespace}.yaml", body
 
-    def idle_evidence(self, now: datetime) -> list:
+    def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:
         return []
 
-    def access_to_refresh(self, *, owner) -> list:
+    def access_to_refresh(self, *, owner: User) -> list[UUID]:
         return []
 
     def access_refresh(self, workspace: Workspace) -> None:

@@ -11,34 +11,53 @@ instance merged in when PROMETHEUS_URL is set (idle_evidence). Errors raised: Cl
 from __future__ import annotations
 
 import hmac
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from uuid import UUID
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 
 from agent import cloud_init
 from cloud import kube
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.backends import mig_resize
-from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels, pool_of
+from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, ResizeChoice, SizingOffer, Step, Words, backend_for
+from workspaces.backends import (
+    KindForm,
+    PoolUse,
+    ResizeChoice,
+    RightsizeOptions,
+    SizingOffer,
+    Step,
+    Words,
+    WorkspaceBackend,
+    backend_for,
+)
 from workspaces.chains import Next
 from workspaces.gpu_evidence import GpuReading, gpu_readings_record
 from workspaces.gpus import SLICES_PER_GPU
-from workspaces.models import Kind, Workspace
+from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
+from workspaces.telemetry import ParsedSample
 
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
 JUPYTER_PORT = 8888
 # A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
+# A MIG pod holds its slice from the moment it is bound: running, or on its way down.
+SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
+# On its way to a slice: created or started, not bound yet (possibly waiting for a free one).
+SLICE_WAITING = frozenset({Status.REQUESTED, Status.PROVISIONING, Status.STARTING})
 ACCESS_STATUSES = frozenset(
     {Status.PROVISIONING, Status.RUNNING, Status.STOPPING, Status.STOPPED, Status.STARTING}
 )
@@ -47,7 +66,11 @@ ACCESS_STATUSES = frozenset(
 class MigBackend(AksBackend):
     """Kind "mig" (see workspaces.backends.base.WorkspaceBackend)."""
 
-    kind = Kind.MIG
+    kind = "mig"
+    label = "MIG slice"
+    spend_colour = "#38a169"
+    # A slice holds one MIG instance of its pool from the moment its pod is bound.
+    pool_use: PoolUse | None = PoolUse(holding=SLICE_BOUND, waiting=SLICE_WAITING)
     delete_warning = "The pod, its Service and its /home volume"
     hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
@@ -71,10 +94,10 @@ class MigBackend(AksBackend):
         "delete": "Pod, Service and /home volume deleted",
     }
 
-    def __init__(self, form: KindForm | None = None):
+    def __init__(self, form: KindForm) -> None:
         self.form = form
 
-    def advance(self, workspace: Workspace, clock) -> Next:
+    def advance(self, workspace: Workspace, clock: Callable[[], datetime]) -> Next:
         """As every AKS kind's, and Resizing: a move to another profile (mig_resize)."""
         if workspace.status == Status.RESIZING:
             return mig_resize.resize_step(workspace, clock)
@@ -87,9 +110,13 @@ class MigBackend(AksBackend):
     def what(self, workspace: Workspace) -> str:
         return f"the {workspace.mig_profile} pod {kube_name(workspace)}"
 
-    def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
+    def send(
+        self, api: kube.KubeApi, workspace: Workspace, operation: str, now: datetime | None
+    ) -> None:
         ns, name = workspace.namespace, kube_name(workspace)
         if operation == "create":
+            if now is None:
+                raise ValueError("A create is sent at a time: give now.")
             kube.mig_ensure(api, _mig_spec(workspace, now))
         elif operation == "delete":
             kube.mig_delete(api, namespace=ns, name=name)
@@ -98,7 +125,7 @@ class MigBackend(AksBackend):
                 kube.mig_access(api, slice_access(workspace))
             kube.mig_scale(api, namespace=ns, name=name, replicas=int(operation == "start"))
 
-    def look(self, api, workspace: Workspace, operation: str) -> Step:
+    def look(self, api: kube.KubeApi, workspace: Workspace, operation: str) -> Step:
         ns, name = workspace.namespace, kube_name(workspace)
         if operation == "delete":
             return Step(kube.mig_delete(api, namespace=ns, name=name))
@@ -115,7 +142,7 @@ class MigBackend(AksBackend):
 
     def share(self, workspace: Workspace) -> tuple[int, int]:
         """slices / (7 x GPUs per node)."""
-        return workspace.gpu_slices, SLICES_PER_GPU * workspace.node_pool.gpus_per_node
+        return workspace.gpu_slices, SLICES_PER_GPU * pool_of(workspace).gpus_per_node
 
     def gpu_share(self, workspace: Workspace) -> Fraction:
         return Fraction(workspace.gpu_slices, SLICES_PER_GPU)
@@ -124,17 +151,17 @@ class MigBackend(AksBackend):
         """The slice's GPU model and MIG profile ("A100 1g.10gb"), not its node's VM size."""
         return f"{workspace.gpu_model} {workspace.mig_profile}".strip()
 
-    def detail_context(self, workspace: Workspace, user) -> dict:
+    def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         """The JupyterLab token for those who may act on it; for its owner, whether they gave
         no Entra ID identity (then nobody may port-forward to the pod)."""
-        context = {}
+        context: dict[str, object] = {}
         if user.has_perm("workspaces.act_on_workspace", workspace):
             context["jupyter_token"] = jupyter_token(workspace)
-        if workspace.owner_id == user.pk:
+        if workspace.owner_id == user.pk and isinstance(user, User):
             context["entra_missing"] = not owner_users(user)
         return context
 
-    def access_to_refresh(self, *, owner) -> list:
+    def access_to_refresh(self, *, owner: User) -> list[UUID]:
         """Its owner's slices whose objects may exist."""
         return list(
             Workspace.objects.filter(
@@ -146,9 +173,9 @@ class MigBackend(AksBackend):
         """The slice's owner Role and RoleBinding made to name its owner's identity now
         (nothing for a slice gone or not yet made). Raises CloudError."""
         if workspace.status in ACCESS_STATUSES:
-            kube.mig_access(kube_api(workspace.node_pool), slice_access(workspace))
+            kube.mig_access(kube_api(pool_of(workspace)), slice_access(workspace))
 
-    def idle_evidence(self, now: datetime) -> list:
+    def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:
         """No samples of its own: the agent in the pod reports. With PROMETHEUS_URL
         (clusters.dcgm), what DCGM sees of each running slice's MIG instance at ``now``
         (DCGM_FI_PROF_GR_ENGINE_ACTIVE as percent, DCGM_FI_DEV_FB_USED in MiB) is recorded
@@ -163,7 +190,7 @@ class MigBackend(AksBackend):
         for workspace in running.select_related("node_pool__cluster"):
             seen = dcgm_pod_use_of(
                 use,
-                cluster=workspace.node_pool.cluster.name,
+                cluster=pool_of(workspace).cluster.name,
                 namespace=workspace.namespace,
                 pod=f"{kube_name(workspace)}-0",  # A StatefulSet's one pod.
             )
@@ -172,7 +199,11 @@ class MigBackend(AksBackend):
         gpu_readings_record(readings=readings)
         return []
 
-    def sizing_offers(self, *, team) -> list[SizingOffer]:
+    def rightsizing_options(self, *, regions: set[str]) -> RightsizeOptions:
+        """The MIG profiles of the ready MIG pools each team may use (mig_rightsizing)."""
+        return mig_rightsizing_options(kind=self.kind, regions=regions)
+
+    def sizing_offers(self, *, team: Team | None) -> list[SizingOffer]:
         """The MIG profiles the team's ready pools serve (cluster_selectors.mig_choices: per
         profile and GPU model, the pool a request would be placed on), in its cluster's
         region, at the slice's share of the node price. Memory per instance is the profile's
@@ -188,7 +219,7 @@ class MigBackend(AksBackend):
                 region=c.pool.cluster.location,
                 gpu_model=c.gpu_model,
                 gpus=1,
-                gpu_memory_gib=Decimal(c.pool.mig.memory_gb),
+                gpu_memory_gib=Decimal(c.memory_gib),
                 gpu_share=c.gpu_share,
                 price_per_hour=c.price_per_hour,
                 suits=c.suits,
@@ -202,11 +233,11 @@ def kube_name(workspace: Workspace) -> str:
     return f"ws-{workspace.short_id}"
 
 
-def slice_waiting(api, workspace: Workspace) -> str:
+def slice_waiting(api: kube.KubeApi, workspace: Workspace) -> str:
     """Why a MIG pod is Pending, from the cluster's own count, and which profiles the team
     could take now instead: "Waiting for a free 1g.10gb slice (0 of 7 free on pool mig1g).
     Free now: 3g.40gb (2)." Raises CloudError."""
-    pool = workspace.node_pool
+    pool = pool_of(workspace)
     resource = f"nvidia.com/mig-{workspace.mig_profile}"
     lines = [c for c in kube.pool_capacity(api) if c.pool == pool.name and c.resource == resource]
     total = sum(c.total for c in lines)
@@ -226,7 +257,7 @@ def slice_waiting(api, workspace: Workspace) -> str:
 
 
 def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
-    pool = workspace.node_pool
+    pool = pool_of(workspace)
     return kube.MigSpec(
         workspace_id=str(workspace.pk),
         namespace=workspace.namespace,
@@ -251,7 +282,7 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
     )
 
 
-def owner_users(user) -> tuple[str, ...]:
+def owner_users(user: User) -> tuple[str, ...]:
     """The Kubernetes user names of the user's Entra ID identity (teams.models.Profile), () when
     they gave none: their slices' pods then let nobody port-forward."""
     profile = Profile.objects.filter(user=user).first()
@@ -281,12 +312,12 @@ def jupyter_token(workspace: Workspace) -> str:
 
 def workspace_request_mig(
     *,
-    user,
+    user: User,
     team: Team,
     name: str,
     profile: str,
     gpu_model: str,
-    request_key,
+    request_key: UUID,
     now: datetime,
     image: str = "",
     justification: str = "",
@@ -339,3 +370,8 @@ def slice_access_refresh_all() -> dict[str, str]:
         except CloudError as exc:
             done[str(workspace.pk)] = f"{exc.code}: {exc.message}"
     return done
+
+
+# mypy checks the class against the protocol, signatures included (a runtime_checkable
+# isinstance compares only names).
+_PROTOCOL_CHECKED: type[WorkspaceBackend] = MigBackend

@@ -11,20 +11,23 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime
+from uuid import UUID
+
+from django.contrib.auth.models import User
 
 from cloud import kube
 from cloud.errors import CloudError
 from cloud.prometheus import NamespaceGpuUse
-from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels
+from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels, pool_of
 from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from common.words import counted, times
 from teams.models import Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, Step, Words
-from workspaces.models import Kind, Workspace
+from workspaces.backends import KindForm, PoolUse, Step, Words, WorkspaceBackend
+from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
-from workspaces.states import Status
+from workspaces.states import HOLDS_GPUS, Status
 from workspaces.telemetry import ParsedSample
 
 log = logging.getLogger(__name__)
@@ -38,7 +41,11 @@ NO_GROUP = (
 class NamespaceBackend(AksBackend):
     """Kind "namespace" (see workspaces.backends.base.WorkspaceBackend)."""
 
-    kind = Kind.NAMESPACE
+    kind = "namespace"
+    label = "AKS namespace"
+    spend_colour = "#d69e2e"
+    # Its GPU quota holds that many GPUs of its pool while the quota is in force.
+    pool_use: PoolUse | None = PoolUse(holding=HOLDS_GPUS, units_field="gpu_count")
     delete_warning = "The namespace and everything in it"
     hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
@@ -61,7 +68,7 @@ class NamespaceBackend(AksBackend):
         "delete": "Namespace deleted",
     }
 
-    def __init__(self, form: KindForm | None = None):
+    def __init__(self, form: KindForm) -> None:
         self.form = form
 
     def what(self, workspace: Workspace) -> str:
@@ -72,7 +79,9 @@ class NamespaceBackend(AksBackend):
         # Its agent row holds the idle evidence idle_evidence stores.
         telemetry.agent_token_issue(workspace_id=workspace.pk, now=now)
 
-    def send(self, api, workspace: Workspace, operation: str, now: datetime) -> None:
+    def send(
+        self, api: kube.KubeApi, workspace: Workspace, operation: str, now: datetime | None
+    ) -> None:
         ns = workspace.namespace
         if operation == "create":
             kube.namespace_ensure(api, namespace_spec(workspace))
@@ -83,7 +92,7 @@ class NamespaceBackend(AksBackend):
         else:
             kube.namespace_delete(api, name=ns, workspace_id=str(workspace.pk))
 
-    def look(self, api, workspace: Workspace, operation: str) -> Step:
+    def look(self, api: kube.KubeApi, workspace: Workspace, operation: str) -> Step:
         if operation == "delete":
             return Step(
                 kube.namespace_delete(api, name=workspace.namespace, workspace_id=str(workspace.pk))
@@ -96,9 +105,9 @@ class NamespaceBackend(AksBackend):
 
     def share(self, workspace: Workspace) -> tuple[int, int]:
         """GPU quota / GPUs per node."""
-        return workspace.gpu_count, workspace.node_pool.gpus_per_node
+        return workspace.gpu_count, pool_of(workspace).gpus_per_node
 
-    def idle_evidence(self, now: datetime) -> list[tuple[object, list[ParsedSample]]]:
+    def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:
         """One sample per running namespace. With PROMETHEUS_URL (clusters.dcgm): the GPU
         utilisation and memory DCGM sees in it, so a pod that holds GPUs without using them
         is idle. Otherwise, or for a namespace DCGM does not see: 100 % while a pod in it that
@@ -110,13 +119,13 @@ class NamespaceBackend(AksBackend):
         use = dcgm_use_read(now=now)
         batch = []
         for workspace in running:
-            cluster = workspace.node_pool.cluster.name
+            cluster = pool_of(workspace).cluster.name
             seen = dcgm_use_of(use, cluster=cluster, namespace=workspace.namespace) if use else None
             if seen is not None:
                 batch.append((workspace.pk, [_dcgm_sample(seen, now)]))
                 continue
             try:
-                api = kube_api(workspace.node_pool)
+                api = kube_api(pool_of(workspace))
                 pods = kube.namespace_gpu_pods(api, name=workspace.namespace)
             except CloudError as exc:
                 log.warning("GPU pods of %s: %s: %s", workspace.namespace, exc.code, exc.message)
@@ -170,12 +179,12 @@ def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
 
 def workspace_request_namespace(
     *,
-    user,
+    user: User,
     team: Team,
     name: str,
     pool: NodePool,
     gpus: int,
-    request_key,
+    request_key: UUID,
     now: datetime,
     justification: str = "",
 ) -> Workspace:
@@ -213,3 +222,8 @@ def namespace_name(*, team: Team, name: str) -> str:
         return kube.dns_label(f"{team.slug}-{name}")
     except ValueError as exc:
         raise WorkspaceActionError(str(exc)) from exc
+
+
+# mypy checks the class against the protocol, signatures included (a runtime_checkable
+# isinstance compares only names).
+_PROTOCOL_CHECKED: type[WorkspaceBackend] = NamespaceBackend

@@ -2,20 +2,37 @@
 one registry (registry.backend_for)."""
 
 from workspaces.backends.base import (
+    ApiField,
     KindForm,
     Meters,
+    PoolUse,
     ResizeChoice,
+    RightsizeOption,
+    RightsizeOptions,
     SizingOffer,
     Step,
     Words,
     WorkspaceBackend,
 )
-from workspaces.backends.registry import UnknownKind, backend_for, backends, register
+from workspaces.backends.registry import (
+    UnknownKind,
+    backend_for,
+    backends,
+    kind_choices,
+    kind_label,
+    register,
+    request_path,
+    unregister,
+)
 
 __all__ = [
+    "ApiField",
     "KindForm",
     "Meters",
+    "PoolUse",
     "ResizeChoice",
+    "RightsizeOption",
+    "RightsizeOptions",
     "SizingOffer",
     "Step",
     "UnknownKind",
@@ -23,5 +40,9 @@ __all__ = [
     "WorkspaceBackend",
     "backend_for",
     "backends",
+    "kind_choices",
+    "kind_label",
     "register",
+    "request_path",
+    "unregister",
 ]

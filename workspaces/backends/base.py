@@ -1,24 +1,31 @@
 """What every workspace kind provides: the WorkspaceBackend protocol and the shapes it returns.
 
-A backend is one object per Kind (workspaces.models.Kind), registered once in
-workspaces.backends.registry. The state machine (workspaces.operations.workspace_advance), billing
-(billing.meters.usage_meter), the idle scan (workspaces.kube_activity), the views and the
-task that refreshes owners' access ask the registry for it instead of testing the kind.
+A backend is one object per kind, registered once in workspaces.backends.registry; the kinds
+there are the valid values of Workspace.kind (no fixed list: see docs/adding-a-workspace-kind.md).
+The state machine (workspaces.operations.workspace_advance), billing (billing.meters.usage_meter,
+the spend page, right-sizing), node pool capacity (clusters.selectors), the idle scan
+(workspaces.kube_activity), the views, the API and the task that refreshes owners' access ask
+the registry for it instead of testing the kind.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from uuid import UUID
 
 from common import words
 from workspaces.gpus import format_gpus
 
 if TYPE_CHECKING:
+    from django import forms
+    from django.contrib.auth.models import AnonymousUser, User
+
+    from teams.models import Team
     from workspaces.chains import Next
     from workspaces.models import Workspace
     from workspaces.telemetry import ParsedSample
@@ -96,20 +103,90 @@ class Step:
 
 
 @dataclass(frozen=True)
+class ApiField:
+    """One field of a kind's own in the body of POST /api/v1/workspaces (docs/api.md): its
+    ``name``, Python ``type`` (str, int, bool or Decimal), bounds (``max_length`` for text;
+    ``ge``/``le`` for numbers), whether text may span lines (``multiline``), and whether the
+    kind ``required``s it (the OpenAPI document says so). A field not required defaults to ""
+    for text, False, or None. Kinds may share a field by its name (the first registered
+    kind's bounds are the document's)."""
+
+    name: str
+    type: type
+    max_length: int | None = None
+    ge: int | Decimal | None = None
+    le: int | Decimal | None = None
+    multiline: bool = False
+    required: bool = False
+
+
+def _no_api_data(values: Mapping[str, Any], form: Any, user: User) -> dict[str, str]:
+    return {}
+
+
+@dataclass(frozen=True)
 class KindForm:
-    """How a kind is requested on its own page (workspaces.urls adds one per registered kind):
-    ``path`` under /workspaces/new/, the URL ``name``, the ``template``, the ``form_class``,
-    ``choices(team)``, the form's kind-specific keyword arguments (e.g. the MIG profiles the
-    team's pools offer; ``team`` may be None), and ``request(user=, team=, name=, request_key=,
-    justification=, now=, data=)``, the service that asks for the workspace from the form's
-    cleaned ``data`` (raises WorkspaceActionError, JustificationNeeded, NameTaken)."""
+    """How a kind is requested, on its page and through the API.
+
+    The page: ``path`` under /workspaces/new/ ("" for /workspaces/new/ itself), the URL
+    ``name``, the ``template`` (by default one that shows the form's fields in order), the
+    ``form_class`` (bound as ``form_class(data, teams=,
+    **choices(team))``), ``choices(team)``, the form's kind-specific keyword arguments (e.g. the
+    MIG profiles the team's pools offer; ``team`` may be None), and ``request(user=, team=,
+    name=, request_key=, justification=, now=, data=)``, the service that asks for the
+    workspace from the form's cleaned ``data`` (raises WorkspaceActionError,
+    JustificationNeeded, NameTaken). ``view`` is the dotted path of a page view of the kind's
+    own ("" for workspaces.views.workspace_request_kind; it is called with ``kind``).
+
+    The API (api.routers.workspace_requests): ``api_fields`` of its body, and
+    ``api_form_data(values, form, user)``, the form's data of the kind's own fields from the
+    body's ``values`` (by the API's names; ``form`` is bound, with its choices), so the API
+    runs the page's form and service; ``api_names`` maps a form field to the API's name in
+    errors (``{"offering": "vm_size"}``)."""
 
     path: str
     name: str
-    template: str
-    form_class: type
-    choices: Callable[..., dict]
+    form_class: Callable[..., forms.Form]  # (data, teams=, **choices(team))
+    choices: Callable[[Team | None], dict[str, Any]]
     request: Callable[..., Workspace]
+    template: str = "workspaces/request_kind.html"  # every field of the form, in order
+    view: str = ""
+    api_fields: tuple[ApiField, ...] = ()
+    api_form_data: Callable[[Mapping[str, Any], Any, User], dict[str, str]] = _no_api_data
+    api_names: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PoolUse:
+    """How a kind's workspaces use their node pool's capacity (clusters.selectors): a
+    workspace in a ``holding`` status holds capacity, one in a ``waiting`` status waits for
+    it; each counts as one instance (a MIG slice), or, with ``units_field``, as that
+    Workspace field's value (``gpu_count``: a namespace's GPU quota)."""
+
+    holding: frozenset[str]
+    waiting: frozenset[str] = frozenset()
+    units_field: str = ""
+
+
+@dataclass(frozen=True)
+class RightsizeOption:
+    """Something a workspace could move to, in its region, for right-sizing
+    (billing.rightsizing): ``kind``, ``name`` (a VM size, or the MIG profile), ``mig_profile``
+    ("" for a whole size; a share of a GPU otherwise, which right-sizing calls "A MIG
+    slice"), ``gpu_model``, ``devices`` (GPUs or MIG devices it gets; a fractional vGPU size
+    is one), ``memory_mib`` per device and ``price_per_hour`` (USD, Decimal)."""
+
+    kind: str
+    name: str
+    gpu_model: str
+    devices: int
+    memory_mib: int
+    price_per_hour: Decimal
+    mig_profile: str = ""
+
+
+# Right-sizing options by (team id, region); a team id of None: for every team.
+RightsizeOptions = Mapping[tuple[int | None, str], list[RightsizeOption]]
 
 
 @dataclass(frozen=True)
@@ -144,12 +221,14 @@ class WorkspaceBackend(Protocol):
     """One workspace kind. Errors: CloudError from the provider (transient ones are retried by
     the caller), WorkspaceActionError for what a user may not ask."""
 
-    kind: str
+    kind: str  # what Workspace.kind stores ("vm"): at most 16 characters
+    label: str  # what users read ("GPU VM"): the kind tabs, filters, lists, the spend page
+    spend_colour: str  # its series on the spend chart and its column ("#2b6cb0")
     # Where its operations run, for messages ("Azure", "Kubernetes").
     service: str
-    # Its own request page, or None (the GPU VM's page is workspaces.views.workspace_request).
-    form: KindForm | None
-    request_url: str  # the URL name of its request page, for the kind tabs
+    form: KindForm  # how it is requested, on its page and through the API
+    # How its workspaces use node pools' capacity (clusters.selectors); None: they use none.
+    pool_use: PoolUse | None
     # Its page's words and parts (templates/workspaces/_status_panel.html, detail.html):
     where: str  # where its operations run: "Azure", "the cluster"
     error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"
@@ -158,9 +237,11 @@ class WorkspaceBackend(Protocol):
     # Told to whoever is handed a leaver's workspace (workspaces.leavers): what access stays
     # with the leaver; "{leaver}" is their username.
     hand_over_note: str
-    facts_template: str  # its facts in the page's list (templates/workspaces/kinds/)
+    # Its facts in the page's list (templates/workspaces/kinds/; generic_facts.html shows
+    # its label, size, region and price).
+    facts_template: str
     resizable: bool  # whether the page offers Resize (resize_choices, workspaces.resizes)
-    connect_template: str  # how to reach it while running
+    connect_template: str  # how to reach it while running (or kinds/generic_connect.html)
     words: Words  # its own words on its page (Words)
     # Whether it is an Azure VM of its own that may run as Spot: right-sizing proposes Spot
     # only then (billing.rightsizing).
@@ -189,7 +270,7 @@ class WorkspaceBackend(Protocol):
         """What billing charges for it (see Meters)."""
         ...
 
-    def detail_context(self, workspace: Workspace, user) -> dict:
+    def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         """Extra context of the workspace page for ``user`` (connect information: a Jupyter
         token, whether their Entra ID identity is missing); {} when none."""
         ...
@@ -199,12 +280,12 @@ class WorkspaceBackend(Protocol):
         kind without one. Raises CloudError."""
         ...
 
-    def idle_evidence(self, now: datetime) -> list[tuple[object, list[ParsedSample]]]:
+    def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:
         """Samples the portal collects itself for this kind's running workspaces, as
         [(workspace id, [sample])]; [] for kinds whose agent reports on its own."""
         ...
 
-    def access_to_refresh(self, *, owner) -> list:
+    def access_to_refresh(self, *, owner: User) -> list[UUID]:
         """Ids of ``owner``'s workspaces whose provider objects name their owner's identity
         (see access_refresh), after the owner changed it."""
         ...
@@ -217,8 +298,15 @@ class WorkspaceBackend(Protocol):
     def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
         """The sizes the workspace can move to (workspaces.resizes), not its own; [] for a
         kind that cannot be resized. Its ``advance`` carries out Resizing."""
+        ...
 
-    def sizing_offers(self, *, team) -> list[SizingOffer]:
-        """What of this kind ``team`` (or anyone, for None) could request now, for
-        right-sizing (workspaces.sizing.fits); [] for a kind it does not propose."""
+    def sizing_offers(self, *, team: Team | None) -> list[SizingOffer]:
+        """What of this kind ``team`` (or anyone, for None) could request now, for the GPU
+        memory estimate (workspaces.sizing.fits); [] for a kind it does not propose."""
+        ...
+
+    def rightsizing_options(self, *, regions: set[str]) -> RightsizeOptions:
+        """What a workspace in one of ``regions`` could move to, for right-sizing
+        (billing.recommendations), by (team id or None for every team, region); {} for a kind
+        it does not propose."""
         ...

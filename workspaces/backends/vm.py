@@ -10,34 +10,56 @@ Errors raised: CloudError.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
 
 from django.conf import settings
+from django.contrib.auth.models import AnonymousUser, User
 
 from agent import cloud_init
 from cloud import azure_resize, azure_vm
-from cloud.azure_vm import Progress, VmSpec
+from cloud.azure_vm import Progress, VmSpec, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_placement, vm_resize
-from workspaces.backends.base import Meters, ResizeChoice, SizingOffer, Words
+from workspaces.backends.base import (
+    KindForm,
+    Meters,
+    PoolUse,
+    ResizeChoice,
+    RightsizeOption,
+    RightsizeOptions,
+    SizingOffer,
+    Words,
+    WorkspaceBackend,
+)
+from workspaces.backends.vm_form import VM_FORM
+from workspaces.backends.vm_request import VM_KIND
 from workspaces.chains import Next
-from workspaces.models import Kind, Workspace
+from workspaces.models import SizeOffering, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
+
+if TYPE_CHECKING:
+    from teams.models import Team
+    from workspaces.telemetry import ParsedSample
 
 
 class VmBackend:
     """Kind "vm" (see workspaces.backends.base.WorkspaceBackend)."""
 
-    kind = Kind.VM
+    kind = VM_KIND
+    label = "GPU VM"
+    spend_colour = "#2b6cb0"
     service = "Azure"
-    form = None  # Its request page is workspaces.views.workspace_request.
-    request_url = "workspaces:request"
+    form: KindForm = VM_FORM
+    pool_use: PoolUse | None = None  # a VM of its own, on no node pool
     where = "Azure"
     error_source = "Azure"
     stop_label = "Stop (deallocate)"
@@ -86,7 +108,7 @@ class VmBackend:
                 return vm_resize.refuse_before_deallocate(workspace, why, clock())
         if workspace.status not in OPERATION:
             return Next.DONE
-        operation, done = OPERATION[workspace.status]
+        operation, done = OPERATION[Status(workspace.status)]
         try:
             progress = _run_operation(self.cloud, workspace, operation, clock)
         except CloudError as exc:
@@ -128,16 +150,16 @@ class VmBackend:
         (states.BILLABLE), and an OS disk."""
         return Meters(billable=BILLABLE, hourly=workspace.price_per_hour, os_disk=True)
 
-    def detail_context(self, workspace: Workspace, user) -> dict:
+    def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         return {}  # Its ssh command is on the model (Workspace.ssh_command).
 
     def connect_download(self, workspace: Workspace) -> None:
         return None  # Nothing to download: it is reached by ssh.
 
-    def idle_evidence(self, now: datetime) -> list:
+    def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:
         return []  # Its agent reports on its own (workspaces.heartbeats).
 
-    def access_to_refresh(self, *, owner) -> list:
+    def access_to_refresh(self, *, owner: User) -> list[UUID]:
         return []
 
     def access_refresh(self, workspace: Workspace) -> None:
@@ -147,7 +169,7 @@ class VmBackend:
         """The other sizes offered in its region (workspaces.backends.vm_resize)."""
         return vm_resize.vm_resize_choices(workspace, now)
 
-    def sizing_offers(self, *, team) -> list[SizingOffer]:
+    def sizing_offers(self, *, team: Team | None) -> list[SizingOffer]:
         """Every offered size in every region (the catalog is the same for all teams), at
         its Linux pay-as-you-go price; a fractional (vGPU) size with its partition's memory
         and its share of a GPU. One query."""
@@ -167,6 +189,36 @@ class VmBackend:
             )
             for o in selectors.offering_list()
         ]
+
+    def rightsizing_options(self, *, regions: set[str]) -> RightsizeOptions:
+        """The offered, priced sizes of ``regions``, for every team. One query."""
+        offerings = SizeOffering.objects.filter(
+            offered=True, region__in=regions, price_per_hour__gt=0
+        )
+        options: defaultdict[tuple[int | None, str], list[RightsizeOption]] = defaultdict(list)
+        for o in offerings:
+            options[(None, o.region)].append(offering_option(o))
+        return options
+
+
+def offering_option(offering: SizeOffering) -> RightsizeOption:
+    """A catalog size as a RightsizeOption. Memory per device is the smaller of its GPU's
+    memory and its total GPU memory over its GPUs, so a fractional vGPU size (one device, a
+    share of a GPU: ``total_gpu_memory_gib`` where the catalog has it) counts only the memory
+    it gets."""
+    devices = max(offering.gpu_count, 1)
+    per_gpu = float(offering.gpu_memory_gib)
+    total = getattr(offering, "total_gpu_memory_gib", None)
+    if total is not None:
+        per_gpu = min(per_gpu, float(total) / devices)
+    return RightsizeOption(
+        kind=VM_KIND,
+        name=offering.vm_size,
+        gpu_model=offering.gpu_model,
+        devices=devices,
+        memory_mib=int(per_gpu * 1024),
+        price_per_hour=offering.price_per_hour,
+    )
 
 
 def _provision_or_wait(
@@ -198,7 +250,9 @@ def _claim_precheck(workspace: Workspace, now: datetime) -> bool:
     return bool(claimed)
 
 
-def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) -> Progress:
+def _run_operation(
+    cloud: VmCloud, workspace: Workspace, operation: str, clock: Callable[[], datetime]
+) -> Progress:
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
@@ -212,9 +266,16 @@ def _run_operation(cloud: VmCloud, workspace: Workspace, operation: str, clock) 
     return cloud.poll(azure_settings(), operation, name=name, token=token)
 
 
-def _finish(workspace, operation, done, result, now) -> None:
+def _finish(
+    workspace: Workspace, operation: str, done: Status, result: VmState | None, now: datetime
+) -> None:
     azure.azure_usage_changed(region=workspace.region)
-    fields: dict = {"operation": "", "operation_token": "", "error_code": "", "error_message": ""}
+    fields: dict[str, Any] = {
+        "operation": "",
+        "operation_token": "",
+        "error_code": "",
+        "error_message": "",
+    }
     if operation == "create":
         fields["placement_tried"] = []
     if result is not None and result.private_ip:
@@ -274,3 +335,8 @@ def _cloud_init(workspace: Workspace, now: datetime) -> str:
         token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
         interval_seconds=settings.AGENT_INTERVAL_SECONDS,
     )
+
+
+# mypy checks the class against the protocol, signatures included (a runtime_checkable
+# isinstance compares only names).
+_PROTOCOL_CHECKED: type[WorkspaceBackend] = VmBackend

@@ -16,13 +16,12 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
-from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
 from teams.models import Team
 from teams.selectors import team_list_for_requests
-from workspaces.backends import backend_for
+from workspaces.backends import request_path
 from workspaces.gpus import format_gpus
 from workspaces.sizing import fits
 from workspaces.sizing.estimate import (
@@ -228,7 +227,7 @@ def fit_document(fit: fits.Fit) -> dict[str, Any]:
         "quota_ok": fit.quota_ok,
         "budget_ok": fit.budget_ok,
         "over": fit.over,
-        "request_url": reverse(backend_for(o.kind).request_url),
+        "request_url": request_path(o.kind),
     }
 
 
@@ -272,7 +271,7 @@ def _fit_url(fit: fits.Fit, carried: dict[str, str]) -> str:
         query["profile"] = f"{offer.gpu_model}|{offer.mig_profile}"
     else:
         query["size"] = offer.vm_size
-    return f"{reverse(backend_for(offer.kind).request_url)}?{urlencode(query)}"
+    return f"{request_path(offer.kind)}?{urlencode(query)}"
 
 
 def _display(

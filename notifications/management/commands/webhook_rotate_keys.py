@@ -1,13 +1,13 @@
 """Re-encrypt every webhook's URL and signing secret with the first of
-WEBHOOK_ENCRYPTION_KEYS (teams.webhook_crypto), so older keys can then be dropped."""
+WEBHOOK_ENCRYPTION_KEYS (notifications.webhook_crypto), so older keys can then be dropped."""
 
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from teams import webhook_crypto
-from teams.models import Webhook
+from notifications import webhook_crypto
+from notifications.models import Webhook
 
 
 class Command(BaseCommand):

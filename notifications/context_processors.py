@@ -1,9 +1,10 @@
+from django.http import HttpRequest
 from django.utils import timezone
 
-from teams.selectors import notice_area
+from notifications.selectors import NoticeArea, notice_area
 
 
-def notices(request):
+def notices(request: HttpRequest) -> dict[str, NoticeArea | None]:
     """The compact notice area on every page (templates/_notices.html): the user's open
     notices, grouped (one query, none when logged out).
 

@@ -1,31 +1,31 @@
-"""A team's webhooks: add, change and delete them (audited), and emit a team event to them.
+"""A team's webhooks: the checks of their fields, and a team event emitted to them (adding,
+changing and deleting them is teams.webhook_settings', audited in the team's log).
 
 ``webhook_events_emit`` is the one way an event reaches chat: the services that send the
 portal's notices (approvals, idle warnings and stops, budget alerts, evictions, failures,
 the savings digest) call it with the notice's own words, inside their transaction. It
 records one WebhookDelivery per enabled hook that chose the event and queues its delivery
-(teams.webhook_delivery) once the transaction commits, so a rolled-back event is never sent.
+(notifications.webhook_delivery) once the transaction commits, so a rolled-back event is never sent.
 """
 
 import ipaddress
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
+from django.db.models import F, QuerySet
 
 from live import stamps
-from teams import notice_text, webhook_crypto
-from teams.audit import audit_record
-from teams.models import Team, Webhook, WebhookDelivery, WebhookEvent, WebhookKind
-from teams.selectors import team_timezones
-from teams.webhook_addresses import address_refusal
-from teams.webhook_payloads import Facts
+from notifications import notice_text
+from notifications.models import Webhook, WebhookDelivery, WebhookEvent
+from notifications.webhook_addresses import address_refusal
+from notifications.webhook_payloads import Facts
 
 URL_MAX = 2048  # Teams workflow URLs run to ~500 characters; Slack's to ~80
 NAME_MAX = 100
@@ -56,7 +56,7 @@ def _allowed_http(host: str) -> bool:
 
 def webhook_url_check(url: str) -> str:
     """``url`` stripped, if a hook may post to it: https to a host on the public internet
-    (teams.webhook_addresses: no loopback, private, link-local, reserved or cluster address,
+    (notifications.webhook_addresses: no loopback, private, link-local, reserved or cluster address,
     however spelt or resolved; plain http only to a loopback address where
     WEBHOOK_ALLOW_LOOPBACK is on, i.e. the embedded demo and the tests), no user or password, a
     valid port, printable ASCII without spaces, at most URL_MAX characters. Raises
@@ -92,97 +92,28 @@ def webhook_url_redact(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc}/…"[:120]
 
 
-def _name_check(name: str) -> str:
+def webhook_name_check(name: str) -> str:
+    """``name`` stripped, if 1 to NAME_MAX printable characters. Raises
+    WebhookInvalid("name", why)."""
     name = name.strip()
     if not name or len(name) > NAME_MAX or not name.isprintable():
         raise WebhookInvalid("name", f"Give a name of 1 to {NAME_MAX} printable characters.")
     return name
 
 
-def _events_check(events: Sequence[str]) -> list[str]:
+def webhook_events_check(events: Sequence[str]) -> list[str]:
+    """``events`` without repeats, if one or more, each CHOOSABLE. Raises
+    WebhookInvalid("events", why)."""
     chosen = list(dict.fromkeys(events))
     if not chosen or any(e not in CHOOSABLE for e in chosen):
         raise WebhookInvalid("events", "Choose one or more of the listed events.")
     return chosen
 
 
-def _snapshot(hook: Webhook) -> dict[str, Any]:
-    """The audited fields: never the URL or the secret, only the redacted URL."""
-    return {
-        "name": hook.name,
-        "kind": hook.kind,
-        "url": hook.url_redacted,
-        "events": hook.events,
-        "enabled": hook.enabled,
-    }
-
-
-def webhook_create(
-    *, actor: User, team: Team, kind: str, name: str, url: str, events: Sequence[str], now: datetime
-) -> tuple[Webhook, str]:
-    """Add a hook to ``team``; returns it and, for a generic hook, its new signing secret
-    (shown once; "" otherwise). Raises WebhookInvalid for a refused field or a taken name."""
-    if kind not in WebhookKind.values:
-        raise WebhookInvalid("kind", "Choose Microsoft Teams, Slack or JSON.")
-    name, url, chosen = _name_check(name), webhook_url_check(url), _events_check(events)
-    if Webhook.objects.filter(team=team, name=name).exists():
-        raise WebhookInvalid("name", "The team has a webhook of this name already.")
-    secret = secrets.token_urlsafe(32) if kind == WebhookKind.GENERIC else ""
-    with transaction.atomic():
-        hook = Webhook.objects.create(
-            team=team,
-            kind=kind,
-            name=name,
-            url_encrypted=webhook_crypto.encrypt(url),
-            url_redacted=webhook_url_redact(url),
-            secret_encrypted=webhook_crypto.encrypt(secret) if secret else "",
-            events=chosen,
-            created_by=actor,
-            created_at=now,
-        )
-        audit_record(
-            actor=actor, team=team, action="webhook.add", obj=hook, before={},
-            after=_snapshot(hook), now=now,
-        )  # fmt: skip
-    return hook, secret
-
-
-def webhook_update(
-    *, actor: User, hook: Webhook, events: Sequence[str], enabled: bool, now: datetime
-) -> Webhook:
-    """Change a hook's events and switch it on or off; switching on clears an automatic
-    disabling and its count of failures. Audited. Raises WebhookInvalid("events", why)."""
-    chosen = _events_check(events)
-    before = _snapshot(hook)
-    hook.events = chosen
-    if enabled and not hook.enabled:
-        hook.consecutive_failures, hook.disabled_at, hook.disabled_reason = 0, None, ""
-    elif not enabled and hook.enabled:
-        hook.disabled_at, hook.disabled_reason = now, f"Disabled by {actor.username}"
-    hook.enabled = enabled
-    with transaction.atomic():
-        hook.save()
-        audit_record(
-            actor=actor, team=hook.team, action="webhook.change", obj=hook, before=before,
-            after=_snapshot(hook), now=now,
-        )  # fmt: skip
-    return hook
-
-
-def webhook_delete(*, actor: User, hook: Webhook, now: datetime) -> None:
-    """Delete a hook with its deliveries and log. Audited."""
-    with transaction.atomic():
-        audit_record(
-            actor=actor, team=hook.team, action="webhook.delete", obj=hook,
-            before=_snapshot(hook), after={}, now=now,
-        )  # fmt: skip
-        hook.delete()
-
-
 @dataclass(frozen=True)
 class TeamEvent:
     """One event of one team, in the words of its notice: ``title`` (the subject), ``text``
-    (times marked with teams.notice_text.mark; written in the team's zone for chat),
+    (times marked with notifications.notice_text.mark; written in the team's zone for chat),
     ``link`` (a path of the portal), ``data`` (JSON-safe figures: ids, "12.34" USD, ISO
     times)."""
 
@@ -205,22 +136,21 @@ def webhook_event_emit(
 def webhook_events_emit(*, events: Sequence[TeamEvent], now: datetime) -> list[str]:
     """Record a delivery per enabled hook of each event's team that chose its event, in the
     caller's transaction, and queue each once it commits. Returns the deliveries' ids. One
-    query when no team has a hook; three more, and one INSERT, when some have."""
+    query when no team has a hook (it reads their teams and zones too), and one INSERT when
+    some have."""
     team_ids = {e.team_id for e in events}
     hooks = [
         h
-        for h in Webhook.objects.filter(team_id__in=team_ids, enabled=True)
+        for h in _with_team_zone(Webhook.objects.filter(team_id__in=team_ids, enabled=True))
         if any(e.team_id == h.team_id and e.event in h.events for e in events)
     ]
     if not hooks:
         return []
-    teams = Team.objects.in_bulk({h.team_id for h in hooks})
-    zones = team_timezones(team_ids=list(teams))
     deliveries = [
         WebhookDelivery(
             webhook=h,
             event=e.event,
-            payload=_facts(e, teams[h.team_id], zones[h.team_id]).as_json(),
+            payload=_facts(e, h).as_json(),
             created_at=now,
             next_attempt_at=now,
         )
@@ -234,18 +164,28 @@ def webhook_events_emit(*, events: Sequence[TeamEvent], now: datetime) -> list[s
     return ids
 
 
-def _facts(event: TeamEvent, team: Team, zone: Any) -> Facts:
+def _with_team_zone(hooks: QuerySet[Webhook]) -> QuerySet[Webhook]:
+    """``hooks`` with their team and its time zone (``team_zone``, an IANA name or None), in
+    the same query. The zone is the team's idle policy's, else UTC (teams.selectors.
+    team_timezones' rule), read through the relation: notifications sits below teams and
+    imports none of it."""
+    return hooks.select_related("team").annotate(team_zone=F("team__idle_policy__timezone"))
+
+
+def _facts(event: TeamEvent, hook: Webhook) -> Facts:
+    """The event's facts for ``hook`` (one of _with_team_zone's)."""
+    zone = ZoneInfo(getattr(hook, "team_zone", None) or "UTC")
     return Facts(
         title=notice_text.in_zone(event.title, zone),
         text=notice_text.in_zone(event.text, zone),
         url=f"{settings.PORTAL_URL}{event.link}",
         data=event.data,
-        team={"slug": team.slug, "name": team.name},
+        team={"slug": hook.team.slug, "name": hook.team.name},
     )
 
 
 def _queue(ids: list[str]) -> None:
-    from teams.tasks import deliver_webhook  # the task module imports the services
+    from notifications.tasks import deliver_webhook  # the task module imports the services
 
     for pk in ids:
         deliver_webhook.delay(pk)
@@ -263,11 +203,11 @@ def webhook_test_send(*, actor: User, hook: Webhook, now: datetime) -> str:
         f"/teams/{hook.team.slug}/webhooks/",
         {"sent_by": actor.username},
     )
-    zone = team_timezones(team_ids=[hook.team_id])[hook.team_id]
+    hook = _with_team_zone(Webhook.objects.filter(pk=hook.pk)).get()
     delivery = WebhookDelivery.objects.create(
         webhook=hook,
         event=event.event,
-        payload=_facts(event, hook.team, zone).as_json(),
+        payload=_facts(event, hook).as_json(),
         created_at=now,
         next_attempt_at=now,
     )

@@ -10,7 +10,7 @@ names of a cluster or a private zone (``*.svc``, ``*.cluster.local``, ``*.intern
 
 Checked twice: when a hook is saved (``address_refusal`` on every address the host resolves
 to), and at delivery against the address the socket actually connected to
-(``peer_refusal``; teams.webhook_delivery), so a name that resolves to a public address when
+(``peer_refusal``; notifications.webhook_delivery), so a name that resolves to a public address when
 saved and to an internal one later (DNS rebinding) still fails. Plain-http loopback is allowed
 where settings.WEBHOOK_ALLOW_LOOPBACK is on: the embedded demo and the tests, never production
 (portal/settings.py refuses it there).

@@ -4,8 +4,8 @@ A notice's text is written once but read in two places: on a page, where every t
 the reader's time zone (the ``tz`` cookie, portal/middleware.py) with UTC on hover, and in its
 email, where the team's time zone is used (as the idle policy's times are). So a service puts
 ``mark(at)`` in the text where a time belongs, and each reader renders the marks: ``in_zone``
-for an email, the ``notice_html`` template filter (teams/templatetags/notices.py) for a page.
-Pure functions: no ORM, no clock.
+for an email, the ``notice_html`` template filter (notifications/templatetags/notices.py) for a
+page. Pure functions: no ORM, no clock.
 """
 
 import re

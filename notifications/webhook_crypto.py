@@ -1,4 +1,4 @@
-"""Encryption at rest of webhook URLs and signing secrets (teams.webhook_models.Webhook).
+"""Encryption at rest of webhook URLs and signing secrets (notifications.models.Webhook).
 
 An incoming-webhook URL of Microsoft Teams or Slack is itself the credential that lets anyone
 post to the channel, so it is stored like the generic hook's signing secret: encrypted with

@@ -13,12 +13,9 @@ from django.core.mail import send_mass_mail
 from django.db import transaction
 from django.db.models import Model
 
-from teams import notice_text
-from teams.live_topics import notices_changed
-from teams.models import (
-    Notice,
-    NoticeKind,
-)
+from notifications import notice_text
+from notifications.live_topics import notices_changed
+from notifications.models import Notice, NoticeKind
 
 
 def notice_about(obj: Model) -> str:
@@ -41,7 +38,7 @@ def notice_send(
     zone: str = "UTC",
 ) -> None:
     """Tell each user in-app (a Notice of ``kind`` about ``about``, see Notice) and by email
-    with ``subject`` (Django's email backend). Times marked in ``text`` (teams.notice_text)
+    with ``subject`` (Django's email backend). Times marked in ``text`` (notifications.notice_text)
     show in the reader's zone on a page and in ``zone`` (an IANA name) in the email. The
     notices are written in the caller's transaction, so they exist exactly when the state they
     report does; the emails leave once it commits."""

@@ -1,4 +1,5 @@
-"""Notice text on a page: each time marked in it (teams.notice_text) in the reader's zone."""
+"""Notice text on a page: each time marked in it (notifications.notice_text) in the reader's
+zone."""
 
 from django import template
 from django.utils import timezone
@@ -6,7 +7,7 @@ from django.utils.html import escape
 from django.utils.safestring import mark_safe
 
 from common.templatetags.display import when
-from teams import notice_text
+from notifications import notice_text
 
 register = template.Library()
 
@@ -20,7 +21,7 @@ def notice_html(text: str) -> str:
         if isinstance(part, str):
             html.append(escape(part))
             continue
-        html.append(when(part, "time"))
+        html.append(when(part, "time"))  # type: ignore[no-untyped-call]  # common is untyped
     return mark_safe("".join(html))
 
 

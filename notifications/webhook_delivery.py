@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 
 import requests
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import F
 from django.urls import reverse
@@ -26,19 +27,17 @@ from urllib3.connection import HTTPConnection, HTTPSConnection
 from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
 
 from live import stamps
-from teams import webhook_crypto
-from teams.models import (
+from notifications import webhook_crypto
+from notifications.models import (
     DeliveryState,
-    Membership,
-    Role,
     Webhook,
     WebhookAttempt,
     WebhookDelivery,
     WebhookEvent,
 )
-from teams.notices import notice_about, notice_send
-from teams.webhook_addresses import address_refusal, peer_refusal
-from teams.webhook_payloads import Facts, build
+from notifications.notices import notice_about, notice_send
+from notifications.webhook_addresses import address_refusal, peer_refusal
+from notifications.webhook_payloads import Facts, build
 
 Outcome = WebhookAttempt.Outcome
 
@@ -113,7 +112,7 @@ def _claim(delivery_id: str, now: datetime) -> WebhookDelivery | None:
 
 
 class AddressRefused(OSError):
-    """The socket connected to an address a hook may not reach (teams.webhook_addresses)."""
+    """The socket connected to an address a hook may not reach (notifications.webhook_addresses)."""
 
 
 def _guarded(base: type[HTTPConnection], scheme: str) -> type[HTTPConnection]:
@@ -277,12 +276,13 @@ def _disable(hook: Webhook, reason: str, now: datetime) -> None:
         enabled=False, disabled_at=now, disabled_reason=reason[:300]
     ):
         return
-    admins = [
-        m.user
-        for m in Membership.objects.filter(
-            team_id=hook.team_id, role=Role.TEAM_ADMIN, user__is_active=True
-        ).select_related("user")
-    ]
+    # The team's admins, read through the memberships relation ("team_admin" is
+    # teams.models.Role.TEAM_ADMIN): notifications sits below teams and imports none of it.
+    admins = list(
+        User.objects.filter(
+            is_active=True, memberships__team_id=hook.team_id, memberships__role="team_admin"
+        )
+    )
     notice_send(
         users=admins,
         subject=f"Webhook {hook.name} of {hook.team.name} was disabled",

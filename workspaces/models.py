@@ -174,6 +174,19 @@ class Workspace(models.Model):
     waiting_reason = models.TextField(blank=True)
     # One per request form; a double-clicked Request finds the workspace already made.
     request_key = models.UUIDField(unique=True)
+    # What it is made from (environments.recipes.recipe_for): kept exactly as it was at the
+    # request, whatever later happens to the environment, so it can be cited and made again.
+    environment = models.ForeignKey(
+        "environments.Environment",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="workspaces",
+    )
+    environment_recipe = models.JSONField(default=dict, blank=True)
+    setup_step = models.CharField(
+        max_length=200, blank=True, help_text="Setting up: the step it is at, in words"
+    )
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 

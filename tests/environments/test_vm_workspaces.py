@@ -1,0 +1,111 @@
+"""A VM workspace made from an environment, in the emulator: the default of each GPU family
+ends Running with the right driver method, and a failed driver extension fails it with Azure's
+exit code. Celery runs eagerly; only Azure is faked."""
+
+import uuid
+from datetime import UTC, datetime
+from decimal import Decimal
+
+import pytest
+from django.utils import timezone
+
+from cloud import azure_extensions
+from cloud.clients import compute_client
+from environments.demo import seed_demo_environments
+from teams.models import GpuQuota
+from tests.factories import SSH_KEY, OfferingFactory
+from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
+from workspaces.models import Workspace
+from workspaces.requests import WorkspaceActionError
+from workspaces.states import Status
+
+pytestmark = pytest.mark.django_db(transaction=True)
+NOW = datetime(2026, 11, 2, 9, 0, tzinfo=UTC)
+# size -> (GPU model, GPUs, partition, GPU memory GiB, default environment, driver method)
+FAMILIES = {
+    "Standard_NC4as_T4_v3": ("T4", 1, 1, 16, "pytorch-cuda", "preinstalled"),
+    "Standard_NV12ads_A10_v5": ("A10", 1, 3, 8, "pytorch-a10", "extension"),
+    "Standard_NC24ads_A100_v4": ("A100", 1, 1, 80, "pytorch-cuda", "preinstalled"),
+    "Standard_NC40ads_H100_v5": ("H100", 1, 1, 94, "pytorch-cuda", "preinstalled"),
+}
+
+
+@pytest.fixture
+def catalog(cast, sim):
+    for model in ("A10", "H100"):
+        GpuQuota.objects.create(team=cast.team, gpu_model=model, gpus=2)
+    return {e.slug: e for e in seed_demo_environments(now=NOW)}
+
+
+def _offering(size):
+    model, gpus, partition, memory, _, _ = FAMILIES[size]
+    return OfferingFactory(
+        vm_size=size,
+        gpu_model=model,
+        gpu_count=gpus,
+        gpu_partition=partition,
+        gpu_memory_gib=memory,
+        price_per_hour=Decimal("1.0000"),
+    )
+
+
+def _request(cast, size, **kwargs):
+    return workspace_request(
+        user=cast.researcher,
+        team=cast.team,
+        name="paper-run",
+        offering=_offering(size),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("size", sorted(FAMILIES))
+def test_the_default_environment_of_each_family_ends_running(cast, sim, catalog, size):
+    ws = Workspace.objects.get(pk=_request(cast, size).pk)
+    _, _, _, _, slug, method = FAMILIES[size]
+    assert (ws.status, ws.error_message) == (Status.RUNNING, "")
+    assert ws.environment.slug == slug and ws.setup_step == ""
+    assert ws.environment_recipe["driver_method"] == method
+    assert ws.environment_recipe["vm_image"] == catalog[slug].vm_image
+    name = f"ws-{ws.pk.hex[:12]}"
+    vm = compute_client(azure_settings()).virtual_machines.get(
+        azure_settings().resource_group, name
+    )
+    offer = vm.storage_profile.image_reference.offer
+    assert offer == ("ubuntu-hpc" if method == "preinstalled" else "0001-com-ubuntu-server-jammy")
+    extension = azure_extensions.get(azure_settings(), vm=name)
+    if method == "extension":
+        assert extension.succeeded and extension.exit_code == 0
+    else:
+        assert extension is None  # the image carries the driver
+
+
+def test_a_failed_driver_extension_fails_the_workspace_with_azures_exit_code(cast, sim, catalog):
+    sim.inject("vm.extension.create", "extension_no_gpu")
+    ws = Workspace.objects.get(pk=_request(cast, "Standard_NV12ads_A10_v5").pk)
+    assert ws.status == Status.FAILED
+    assert ws.error_code == "VMExtensionProvisioningError"
+    assert "exit code 11 (NVIDIA GPU not found on this VM size)" in ws.error_message
+
+
+def test_an_environment_chosen_for_a_size_it_cannot_drive_is_refused(cast, sim, catalog):
+    with pytest.raises(WorkspaceActionError, match="does not drive"):
+        _request(cast, "Standard_NV12ads_A10_v5", environment=catalog["pytorch-cuda"])
+
+
+def test_the_vm_gets_the_environments_image_and_layer(cast, sim, catalog):
+    import base64
+    import json
+
+    ws = Workspace.objects.get(
+        pk=_request(cast, "Standard_NC24ads_A100_v4", environment=catalog["cuda-minimal"]).pk
+    )
+    vm = next(v for v in sim.state()["virtualMachines"] if v["name"] == f"ws-{ws.pk.hex[:12]}")
+    document = json.loads(base64.b64decode(vm["customData"]).decode().split("\n", 1)[1])
+    paths = {entry["path"] for entry in document["write_files"]}
+    assert "/etc/systemd/system/gpu-portal-jupyter.service" in paths
+    assert ws.environment_recipe["slug"] == "cuda-minimal"

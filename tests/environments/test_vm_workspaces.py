@@ -109,3 +109,41 @@ def test_the_vm_gets_the_environments_image_and_layer(cast, sim, catalog):
     paths = {entry["path"] for entry in document["write_files"]}
     assert "/etc/systemd/system/gpu-portal-jupyter.service" in paths
     assert ws.environment_recipe["slug"] == "cuda-minimal"
+
+
+def test_the_page_shows_the_recipe_and_makes_one_like_this(client, cast, sim, catalog):
+    ws = _request(cast, "Standard_NV12ads_A10_v5")
+    client.force_login(cast.researcher)
+    page = client.get(f"/workspaces/{ws.pk}/").content.decode()
+    assert "PyTorch 2.5 on a fractional A10 (GRID)" in page
+    assert "NvidiaGpuDriverLinux 1.6" in page and catalog["pytorch-a10"].vm_image in page
+    like = (
+        "/workspaces/new/?size=Standard_NV12ads_A10_v5&amp;region=eastus"
+        "&amp;environment=pytorch-a10"
+    )
+    assert like in page
+    form = client.get(like.replace("&amp;", "&")).content.decode()
+    assert '<option value="pytorch-a10" selected>' in form
+
+
+def test_the_api_takes_an_environment_by_slug(client, cast, sim, catalog):
+    _offering("Standard_NC24ads_A100_v4")
+    client.force_login(cast.researcher)
+    body = {
+        "kind": "vm",
+        "team": "vision",
+        "name": "from-api",
+        "vm_size": "Standard_NC24ads_A100_v4",
+        "region": "eastus",
+        "ssh_public_key": SSH_KEY,
+        "environment": "cuda-minimal",
+    }
+    key = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())}
+    created = client.post("/api/v1/workspaces", body, content_type="application/json", **key)
+    assert created.status_code == 201, created.content
+    assert Workspace.objects.get(name="from-api").environment.slug == "cuda-minimal"
+    wrong = {**body, "name": "wrong", "environment": "pytorch-a10"}
+    key = {"HTTP_IDEMPOTENCY_KEY": str(uuid.uuid4())}
+    refused = client.post("/api/v1/workspaces", wrong, content_type="application/json", **key)
+    assert refused.status_code == 400
+    assert refused.json()["errors"][0]["loc"] == ["body", "environment"]

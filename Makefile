@@ -26,6 +26,9 @@ run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-
 # The demo subscription's vCPU quota (cloudsim/demo.py): Azure's default 96 vCPUs per family
 # does not fit the demo pools, let alone a VM, a MIG slice and a namespace requested at once.
 run: export CLOUDSIM_DEMO_QUOTA ?= 1
+# A VM's GPUs appear to its agent only once its NVIDIA driver is there (the image's, or the
+# driver extension's), as on Azure (docs/environments.md).
+run: export CLOUDSIM_DRIVERS_REQUIRED ?= 1
 # "Sign in with Microsoft" against the emulator's Entra ID tenant (portal/settings.py): only the
 # embedded default takes it up; a deployment with DATABASE_URL etc. keeps Entra ID sign-in off.
 run: export ENTRA_DEMO ?= 1

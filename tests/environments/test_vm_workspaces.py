@@ -2,17 +2,22 @@
 ends Running with the right driver method, and a failed driver extension fails it with Azure's
 exit code. Celery runs eagerly; only Azure is faked."""
 
+import base64
+import json
 import uuid
 from datetime import UTC, datetime
 from decimal import Decimal
 
 import pytest
 from django.utils import timezone
+from gpuportal.app import app
+from typer.testing import CliRunner
 
 from cloud import azure_extensions
 from cloud.clients import compute_client
 from environments.demo import seed_demo_environments
 from teams.models import GpuQuota
+from teams.tokens import api_token_create
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.azure import azure_settings
 from workspaces.backends.vm_request import workspace_request
@@ -98,9 +103,6 @@ def test_an_environment_chosen_for_a_size_it_cannot_drive_is_refused(cast, sim, 
 
 
 def test_the_vm_gets_the_environments_image_and_layer(cast, sim, catalog):
-    import base64
-    import json
-
     ws = Workspace.objects.get(
         pk=_request(cast, "Standard_NC24ads_A100_v4", environment=catalog["cuda-minimal"]).pk
     )
@@ -147,3 +149,24 @@ def test_the_api_takes_an_environment_by_slug(client, cast, sim, catalog):
     refused = client.post("/api/v1/workspaces", wrong, content_type="application/json", **key)
     assert refused.status_code == 400
     assert refused.json()["errors"][0]["loc"] == ["body", "environment"]
+
+
+def test_the_cli_lists_environments_and_requests_a_vm_with_one(live_server, cast, sim, catalog):
+    token = api_token_create(
+        user=cast.researcher, name="cli", scope="write", expires_in_days=1, now=timezone.now()
+    )[1]
+    run = CliRunner().invoke
+    assert (
+        run(app, ["login", "--url", live_server.url, "--token-stdin"], input=token).exit_code == 0
+    )
+    listed = run(app, ["environments", "--team", "vision", "--size", "Standard_NV12ads_A10_v5"])
+    assert listed.exit_code == 0, listed.output
+    assert "pytorch-a10" in listed.output and "extension" in listed.output
+    assert "pytorch-cuda" not in listed.output
+    _offering("Standard_NC24ads_A100_v4")
+    args = ["request", "vm", "--team", "vision", "--name", "cli-vm", "--region", "eastus"]
+    args += ["--size", "Standard_NC24ads_A100_v4", "--environment", "cuda-minimal"]
+    args += ["--ssh-key", SSH_KEY]
+    requested = run(app, args)
+    assert requested.exit_code == 0, requested.output
+    assert Workspace.objects.get(name="cli-vm").environment.slug == "cuda-minimal"

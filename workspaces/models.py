@@ -318,6 +318,10 @@ class WorkspaceAgent(models.Model):
     )
     interactive = models.PositiveSmallIntegerField(default=0)
     cpu_percent = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The NVIDIA driver ("loaded", "missing", "" unknown) and the environment setup's
+    # "step: state", as the latest sample said (docs/agent-protocol.md).
+    driver = models.CharField(max_length=16, blank=True)
+    setup = models.CharField(max_length=64, blank=True)
     # The owner was warned of the stop due at this time (one warning per stop time).
     warned_stop_at = models.DateTimeField(null=True, blank=True)
     # The owner was told the agent is silent since this time (once per silence).

@@ -93,6 +93,8 @@ lint: venv
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py check
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/python manage.py makemigrations --check --dry-run
 	$(BIN)/python scripts/mypy_strict_checked.py
+	$(BIN)/python scripts/mypy_share.py
+	$(BIN)/python scripts/local_imports.py
 	PORTAL_VAR_DIR=$(CURDIR)/var/lint $(BIN)/mypy
 
 # The suite (README, "Tests"; tests/suite_plan.py says which test runs where):

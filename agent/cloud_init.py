@@ -13,6 +13,7 @@ import binascii
 import gzip
 import json
 from pathlib import Path
+from typing import Any
 
 CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
 AGENT_PATH = "/opt/gpu-portal-agent/gpu_portal_agent.py"
@@ -60,7 +61,7 @@ def render(*, portal_url: str, workspace: str, token: str, interval_seconds: flo
     return dump(document)
 
 
-def dump(document: dict) -> str:
+def dump(document: dict[str, Any]) -> str:
     """A cloud-config document as custom_data text: the header line, then the document."""
     # json.dumps' default ", " and ": " separators keep the text valid YAML 1.1 as well.
     return _HEADER + json.dumps(document)
@@ -72,8 +73,8 @@ def agent_document(
     workspace: str,
     token: str,
     interval_seconds: float,
-    extra_config: dict | None = None,
-) -> dict:
+    extra_config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """The cloud-config (a dict: write_files and runcmd) that installs and starts the agent;
     ``extra_config`` adds keys to its config.json (e.g. jupyter_url, jupyter_token). Raises
     ValueError for an interval that is not a positive number."""
@@ -125,7 +126,7 @@ def _packed_agent() -> str:
     return base64.b64encode(gzip.compress(_AGENT_SOURCE.read_bytes(), mtime=0)).decode("ascii")
 
 
-def agent_config(custom_data: str) -> dict | None:
+def agent_config(custom_data: str) -> dict[str, Any] | None:
     """The agent config inside a custom_data document as ``render`` writes it (plain, or
     base64 as on the wire), or None when it holds none."""
     text = _plain_text(custom_data)

@@ -71,9 +71,9 @@ def _percentile(values: list[float], pct: float) -> float:
 def _request_above_quota(team, user, offering) -> None:
     from django.utils import timezone
 
-    from workspaces import services
+    from workspaces.requests import workspace_request
 
-    services.workspace_request(
+    workspace_request(
         user=user,
         team=team,
         name=f"bench-{uuid.uuid4().hex[:8]}",

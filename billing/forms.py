@@ -1,6 +1,7 @@
 """Forms of the spend pages: which month, which period to export."""
 
 from datetime import date, timedelta
+from typing import Any
 
 from django import forms
 
@@ -34,8 +35,8 @@ class ExportForm(forms.Form):
     start = DateInRangeField(label="From")
     end = DateInRangeField(label="To")
 
-    def clean(self):
-        data = super().clean()
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
         start, end = data.get("start"), data.get("end")
         if start and end:
             if end < start:

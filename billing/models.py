@@ -41,7 +41,7 @@ class Price(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         spot = " Spot" if self.spot else ""
         since = f"{self.effective_start:%Y-%m-%d}"
         return f"{self.sku}{spot} {self.region}: ${self.unit_price}/{self.unit} from {since}"
@@ -99,7 +99,7 @@ class UsageInterval(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         end = self.ended_at or "now"
         return f"{self.workspace_id} {self.meter} {self.started_at:%Y-%m-%d %H:%M} - {end}"
 
@@ -131,7 +131,7 @@ class DailySpend(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id} {self.day} {self.meter}: ${self.cost}"
 
 
@@ -151,7 +151,7 @@ class DaySpend(models.Model):
             models.UniqueConstraint(fields=["team", "day", "kind"], name="dayspend_unique")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.team_id} {self.day} {self.kind}: ${self.cost}"
 
 
@@ -176,7 +176,7 @@ class MonthSpend(models.Model):
             models.UniqueConstraint(fields=["workspace", "month"], name="monthspend_unique")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id} {self.month:%Y-%m}: ${self.cost}"
 
 
@@ -191,7 +191,7 @@ class SpendRollup(models.Model):
     rolled_through = models.DateField()
     rebuilt_at = models.DateTimeField()
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.team_id} rolled through {self.rolled_through}"
 
 
@@ -226,7 +226,7 @@ class ActualCost(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_tag or 'untagged'} {self.day}: {self.cost} {self.currency}"
 
 
@@ -241,7 +241,7 @@ class ActualCostDay(models.Model):
     class Meta:
         ordering = ["day"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.day} fetched at {self.fetched_at:%Y-%m-%d %H:%M}"
 
 
@@ -267,7 +267,7 @@ class EstimatedCost(models.Model):
             models.UniqueConstraint(fields=["workspace", "day"], name="estimatedcost_unique_day")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id} {self.day}: {self.cost} USD estimated"
 
 
@@ -316,7 +316,7 @@ class Recommendation(models.Model):
     class Meta:
         indexes = [models.Index(fields=["team", "-saving_usd_month"], name="rec_team_saving")]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id}: {self.advice}"
 
     @property

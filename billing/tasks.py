@@ -1,6 +1,8 @@
 """Billing's beat tasks: thin wrappers over billing.rollups, billing.actual_costs and
 billing.budget_alerts."""
 
+from typing import Any  # a bound task is a Celery Task, which ships no types
+
 from celery import shared_task
 from django.utils import timezone
 
@@ -19,7 +21,7 @@ def rollup_spend() -> int:
 
 
 @shared_task(bind=True, ignore_result=True, max_retries=3)
-def sync_actual_costs(self) -> int:
+def sync_actual_costs(self: Any) -> int:
     """Nightly: fetch Azure's actual costs (Cost Management) of the month so far and the last
     complete days; returns rows stored. A second delivery stores the same rows again. Azure
     throttling past the client's retries is retried later, as Azure asks (or in 10 minutes)."""
@@ -34,7 +36,7 @@ def sync_actual_costs(self) -> int:
 # Its name from when budget alerts were teams' code: beat schedules and messages already
 # queued carry it, so it stays.
 @shared_task(name="teams.tasks.check_budget_alerts")
-def check_budget_alerts() -> dict:
+def check_budget_alerts() -> dict[str, int]:
     """Beat, every SPEND_ALERT_SECONDS: alert teams at 50/80/100 % of their monthly budget and
     stop the running workspaces of those with stop at 100 % on. Returns counts."""
     result = budget_alerts_check(now=timezone.now())
@@ -46,7 +48,7 @@ def check_budget_alerts() -> dict:
 
 
 @shared_task(ignore_result=True)
-def refresh_recommendations() -> dict:
+def refresh_recommendations() -> dict[str, int]:
     """Beat, daily: recompute every workspace's right-sizing advice from its telemetry."""
     result = recommendations_refresh(now=timezone.now())
     return {"advised": result.advised, "removed": result.removed}

@@ -1,11 +1,13 @@
 """The clusters page's node pool filters (django-filter), read from the query string; a
 refused value is a form error and that filter is left out."""
 
+from typing import Any
+
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
-from clusters.models import AksCluster, PoolStatus
+from clusters.models import AksCluster, NodePool, PoolStatus
 from common.listing import TextFilter
 
 
@@ -15,8 +17,6 @@ def _locations() -> list[tuple[str, str]]:
 
 
 def _gpu_models() -> list[tuple[str, str]]:
-    from clusters.models import NodePool
-
     values = NodePool.objects.order_by("gpu_model").values_list("gpu_model", flat=True)
     return [(v, v) for v in values.distinct()]
 
@@ -41,5 +41,5 @@ class PoolFilter(django_filters.FilterSet):
         label="Status", choices=PoolStatus.choices, empty_label="Any status"
     )
 
-    def search(self, queryset, name, value):
+    def search(self, queryset: QuerySet[Any, Any], name: str, value: str) -> QuerySet[Any, Any]:
         return queryset.filter(Q(name__icontains=value) | Q(cluster__name__icontains=value))

@@ -32,7 +32,7 @@ class AksCluster(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name} ({self.location})"
 
 
@@ -54,7 +54,7 @@ class ClusterTeam(models.Model):
             models.UniqueConstraint(fields=["cluster", "team"], name="clusterteam_unique")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.team} on {self.cluster}"
 
 
@@ -118,12 +118,12 @@ class NodePool(models.Model):
             models.UniqueConstraint(fields=["cluster", "name"], name="nodepool_unique_name")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.name} on {self.cluster.name}"
 
     @property
     def colour(self) -> str:
-        return POOL_COLOUR[self.status]
+        return POOL_COLOUR[PoolStatus(self.status)]
 
     @property
     def mig(self) -> "mig.MigProfile | None":
@@ -135,9 +135,10 @@ class NodePool(models.Model):
     @property
     def capacity(self) -> "PoolCapacity":
         """What the pool holds: MIG instances of its profile, or whole GPUs."""
-        if self.gpu_instance_profile:
+        profile = self.mig
+        if profile is not None:
             per_node = mig.instances_per_node(self.gpu_instance_profile, self.gpus_per_node)
-            return PoolCapacity(self.mig.name, per_node * self.node_count)
+            return PoolCapacity(profile.name, per_node * self.node_count)
         return PoolCapacity("gpu", self.gpus_per_node * self.node_count)
 
     @property

@@ -19,6 +19,7 @@ from django.db import IntegrityError, transaction
 
 from cloud import aks
 from cloud.errors import CloudError
+from cloud.kube import dns_label
 from clusters import mig
 from clusters.models import POOL_IN_PROGRESS, AksCluster, ClusterTeam, NodePool, PoolStatus
 from common.permissions import access_require
@@ -103,8 +104,6 @@ def cluster_team_set(
     (Team.entra_group_id, linked on the team's page). Idempotent. Raises ClusterError (the
     namespace is not a DNS-1123 label)."""
     access_require(user=actor, perm=MANAGE)
-    from cloud.kube import dns_label
-
     try:
         namespace = dns_label(namespace or f"team-{team.slug}")
     except ValueError as exc:
@@ -226,6 +225,7 @@ def _insert_pool(
 def _queue_pool(pool_id: int, claim: str = "") -> None:
     """Queue ``advance_pool`` after commit: the first run of a new chain, or with the
     ``claim`` of a chain the reconcile sweep took over (workspaces.chains)."""
+    # A real cycle: clusters.tasks imports this module (advance_pool runs it).
     from clusters.tasks import advance_pool
 
     kwargs = {"claim": claim} if claim else {}

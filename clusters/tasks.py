@@ -1,5 +1,7 @@
 """Celery tasks for node pools: thin wrappers that pass ids to clusters.services."""
 
+from typing import Any  # a bound task is a Celery Task, which ships no types
+
 from celery import shared_task
 from django.utils import timezone
 
@@ -9,7 +11,7 @@ from workspaces import chains
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def advance_pool(self, pool_id: int, claim: str = "") -> None:
+def advance_pool(self: Any, pool_id: int, claim: str = "") -> None:
     """Run the node pool's Azure operation (create or delete), polling it every
     AZURE_POLLING_INTERVAL seconds by re-queueing itself rather than sleeping. Transient Azure
     errors are retried with back-off, at most WORKSPACE_RETRY_MAX times in a row counted on the

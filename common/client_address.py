@@ -10,11 +10,13 @@ strict-mode refusal of the plain one-proxy case.
 """
 
 import ipaddress
+from collections.abc import Mapping
+from typing import Any
 
 from django.conf import settings
 
 
-def client_address(meta) -> str:
+def client_address(meta: Mapping[str, Any]) -> str:
     """The client's address from a request's META or a WSGI environ (a mapping with
     REMOTE_ADDR and HTTP_X_FORWARDED_FOR); "" when the server gave none."""
     remote = meta.get("REMOTE_ADDR") or ""

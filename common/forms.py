@@ -1,6 +1,8 @@
 """Bootstrap 5 classes on every form field the portal renders, set once here (Django 5.2's
 renderer-wide ``bound_field_class``) rather than in each form or template."""
 
+from typing import Any
+
 from django import forms
 from django.forms.boundfield import BoundField
 from django.forms.renderers import DjangoTemplates
@@ -26,7 +28,9 @@ class BootstrapBoundField(BoundField):
     """Adds the widget's Bootstrap class, and ``is-invalid`` when the field has errors (which
     shows its ``invalid-feedback`` message), to what the widget already carries."""
 
-    def build_widget_attrs(self, attrs, widget=None):
+    def build_widget_attrs(
+        self, attrs: dict[str, Any], widget: forms.Widget | None = None
+    ) -> dict[str, Any]:
         attrs = super().build_widget_attrs(attrs, widget)
         widget = widget or self.field.widget
         wanted = bootstrap_class(widget)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import unicodedata
 from datetime import date
+from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
@@ -66,7 +67,7 @@ class TextField(forms.CharField):
     """A CharField of printable text; ``multiline=True`` allows newlines and tabs. Django's
     CharField already refuses NUL; this refuses the other controls too."""
 
-    def __init__(self, *, multiline: bool = False, **kwargs):
+    def __init__(self, *, multiline: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.validators.append(validate_printable_multiline if multiline else validate_printable)
 

@@ -11,7 +11,20 @@ _VOWEL_SOUND_LETTERS = frozenset("AEFHILMNORSX")
 _VOWELS = frozenset("aeiou")
 
 
-def usd(amount, places: int = 2) -> str:
+def duration_words(minutes: float) -> str:
+    """A duration in words as the owner would say it: "4 hours", "24 minutes", "1 hour 30
+    minutes", "30 seconds". ``minutes`` may be fractional (scaled demo timings)."""
+    seconds = round(minutes * 60)
+    if seconds < 60:
+        return f"{seconds} second{'s' if seconds != 1 else ''}"
+    hours, mins = divmod(round(seconds / 60), 60)
+    parts = [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []
+    if mins:
+        parts.append(f"{mins} minute{'s' if mins != 1 else ''}")
+    return " ".join(parts)
+
+
+def usd(amount: object, places: int = 2) -> str:
     """``amount`` (Decimal, int, float or numeric str) in USD as '$5,000.00'.
 
     ``places`` decimals, rounded half up (per-hour prices may want 3 or 4). A negative amount
@@ -34,20 +47,20 @@ def usd(amount, places: int = 2) -> str:
 HOURLY_PLACES = 4
 
 
-def usd_hourly(amount) -> str:
+def usd_hourly(amount: object) -> str:
     """A rate per hour in USD to HOURLY_PLACES decimals, '$3.6730'; the caller writes the
     unit ('/hour', ' per hour'). '' for None or anything that is not a number."""
     return usd(amount, HOURLY_PLACES)
 
 
-def sentence(text) -> str:
+def sentence(text: object) -> str:
     """``text`` ending in exactly one full stop: a reason that already ends with one (e.g.
     "... to 08:54 UTC.") is not given a second ("08:54 UTC.."). '' stays ''."""
     body = str(text or "").rstrip().rstrip(".").rstrip()
     return f"{body}." if body else ""
 
 
-def article(word) -> str:
+def article(word: object) -> str:
     """'a' or 'an' for ``word`` as it is spoken: 'an A100', 'a T4', 'an hour', 'a MIG slice'
     is 'an MIG slice' read letter by letter, so acronyms (all capitals or a capital followed by
     a digit) go by their first letter's name."""
@@ -65,12 +78,12 @@ def article(word) -> str:
     return "an" if head[0].lower() in _VOWELS else "a"
 
 
-def with_article(word) -> str:
+def with_article(word: object) -> str:
     """'an A100', 'a T4'."""
     return f"{article(word)} {word}"
 
 
-def counted(number, noun: str, plural: str = "") -> str:
+def counted(number: object, noun: str, plural: str = "") -> str:
     """'1 GPU', '2 GPUs', '0 GPUs', '3/7 GPU' (a fraction of one is singular).
 
     ``plural`` defaults to ``noun`` + 's'. ``number`` may be an int, Decimal, Fraction or str.
@@ -83,13 +96,13 @@ def counted(number, noun: str, plural: str = "") -> str:
     return f"{_number(number)} {word}"
 
 
-def times(number, model: str, noun: str = "GPU") -> str:
+def times(number: object, model: str, noun: str = "GPU") -> str:
     """'1 × A100 GPU', '2 × A100 GPUs': ``number`` of ``model`` ``noun``s, plural by count."""
     word = noun if str(number) == "1" else f"{noun}s"
     return f"{number} × {model} {word}".replace("  ", " ")
 
 
-def _number(number) -> str:
+def _number(number: object) -> str:
     if isinstance(number, Fraction):
         whole, part = divmod(number, 1)
         if not part:
@@ -98,7 +111,7 @@ def _number(number) -> str:
     return str(number)
 
 
-def label(value) -> str:
+def label(value: object) -> str:
     """The word label of a value the portal stores: a workspace status or kind, a decision, a
     node pool status, a team role; an audit action such as 'quota_request.approved' reads
     'Quota request approved'. Other values come back as given (GPU models such as 'A100' are

@@ -13,7 +13,8 @@ cache read per process per second whatever their number.
 import hashlib
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from django.core.cache import cache
 from django.db import transaction
@@ -26,7 +27,7 @@ GENERATION = "live:generation"
 STAMP_SECONDS = 7 * 24 * 3600
 
 
-def topic(kind: str, key=None) -> str:
+def topic(kind: str, key: object = None) -> str:
     """``topic("ws", uuid)`` -> "ws:<uuid>"; ``topic("approvals")`` -> "approvals"."""
     return kind if key is None else f"{kind}:{key}"
 
@@ -35,14 +36,14 @@ class AfterCommit:
     """A live bump waiting for its transaction to commit: ``run(*args)`` then. A class, not a
     lambda, so that a test counting on_commit callbacks can tell these from other work."""
 
-    def __init__(self, run, *args):
+    def __init__(self, run: Callable[..., object], *args: Any) -> None:
         self.run, self.args = run, args
 
-    def __call__(self):
+    def __call__(self) -> None:
         self.run(*self.args)
 
 
-def after_commit(run, *args) -> None:
+def after_commit(run: Callable[..., object], *args: Any) -> None:
     """Call ``run(*args)`` once the current transaction commits (at once outside one), never
     on rollback; an exception it raises is logged, not raised into the committing code."""
     transaction.on_commit(AfterCommit(run, *args), robust=True)
@@ -69,7 +70,8 @@ def bump_now(topics: Iterable[str]) -> None:
 
 def generation() -> str | None:
     """The value of the generation key (None when unset)."""
-    return cache.get(GENERATION)
+    value: str | None = cache.get(GENERATION)
+    return value
 
 
 def read(topics: Iterable[str]) -> dict[str, str | None]:

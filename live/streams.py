@@ -19,6 +19,7 @@ lifetime; its reconnect is refused (403) as the session is gone.
 
 import asyncio
 import time
+from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 from django.db import connections
@@ -50,7 +51,7 @@ def _stamp(topic: str | None) -> str | None:
 
 def sync_stream(
     topics: list[str], seen: str, lifetime: float | None = None, ends_on: str | None = None
-):
+) -> Iterator[bytes]:
     """A WSGI response body: events for ``topics`` whose version differs from ``seen``."""
     _release_database()
     ended = _stamp(ends_on)
@@ -85,7 +86,7 @@ def _release_database() -> None:
 class _Subscriber:
     __slots__ = ("topics", "wake")
 
-    def __init__(self, topics):
+    def __init__(self, topics: list[str]) -> None:
         self.topics = topics
         self.wake = asyncio.Event()
 
@@ -93,18 +94,22 @@ class _Subscriber:
 class Hub:
     """The per-process reader of stamps for all ASGI streams (see the module docstring)."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self.subscribers: set[_Subscriber] = set()
         self.values: dict[str, str | None] = {}
-        self.generation = None
+        self.generation: str | None = None
         self.changed: set[str] = set()
-        self.task: asyncio.Task | None = None
+        self.task: asyncio.Task[None] | None = None
         # One thread: Django's cache connections are per thread, so it keeps its own.
         self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="live-hub")
 
     async def stream(
-        self, topics: list[str], seen: str, lifetime: float | None = None, ends_on=None
-    ):
+        self,
+        topics: list[str],
+        seen: str,
+        lifetime: float | None = None,
+        ends_on: str | None = None,
+    ) -> AsyncIterator[bytes]:
         """An ASGI response body: as ``sync_stream``, fed by the hub."""
         lifetime = ASGI_LIFETIME if lifetime is None else lifetime
         subscriber = _Subscriber([*topics, ends_on] if ends_on else topics)

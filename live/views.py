@@ -4,8 +4,10 @@ Both take ``t``, a subscription signed for the logged-in user (live.tokens). Ano
 a missing, tampered or expired ``t``: 400; another user's: 403.
 """
 
+from collections.abc import AsyncIterator, Iterator
+
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpResponse, JsonResponse, StreamingHttpResponse
+from django.http import HttpRequest, HttpResponse, JsonResponse, StreamingHttpResponse
 from django.views.decorators.http import require_GET
 
 from live import stamps, streams, tokens
@@ -13,7 +15,7 @@ from live import stamps, streams, tokens
 _VERSION_CHARS = frozenset("0123456789abcdef")
 
 
-def _topics(request) -> list[str]:
+def _topics(request: HttpRequest) -> list[str]:
     if not request.user.is_authenticated:
         raise tokens.Refused(403, "Log in first.")
     return tokens.parse(request.GET.get("t", ""), user_id=request.user.pk)
@@ -26,7 +28,7 @@ def _seen(value: str) -> str:
 
 
 @require_GET
-def live_stream(request):
+def live_stream(request: HttpRequest) -> HttpResponse | StreamingHttpResponse:
     """``GET /live/stream/?t=<token>&v=<version>``: text/event-stream of ``change`` events."""
     try:
         topics = _topics(request)
@@ -34,6 +36,7 @@ def live_stream(request):
         return HttpResponse(str(refused), status=refused.status, content_type="text/plain")
     seen = _seen(request.headers.get("Last-Event-ID") or request.GET.get("v", ""))
     ends_on = stamps.topic("session", request.user.pk)  # bumped when the user is deactivated
+    body: Iterator[bytes] | AsyncIterator[bytes]
     if isinstance(request, ASGIRequest):
         body = streams.hub.stream(topics, seen, ends_on=ends_on)
     else:
@@ -46,7 +49,7 @@ def live_stream(request):
 
 
 @require_GET
-def live_poll(request):
+def live_poll(request: HttpRequest) -> HttpResponse:
     """``GET /live/poll/?t=<token>``: 304 while If-None-Match is the topics' version, else
     200 {"version": "<hex>"} with that ETag. For browsers whose EventSource failed."""
     try:

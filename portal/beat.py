@@ -76,6 +76,7 @@ class LeaderScheduler(PersistentScheduler):
         return (due - now).total_seconds()
 
     def _lead(self, now: datetime) -> None:
+        # Not at the top: Celery imports this module before Django has its apps (see above).
         from workspaces.beat_selectors import BEAT_LEASE
         from workspaces.leases import lease_renew, lease_take
 
@@ -101,6 +102,7 @@ class LeaderScheduler(PersistentScheduler):
             self._step_down()
 
     def _took(self, until: datetime, now: datetime) -> None:
+        # Not at the top: Celery imports this module before Django has its apps (see above).
         from workspaces.beat_selectors import beat_last_runs
 
         self.lease_until, self.renewed_at = until, now
@@ -117,6 +119,7 @@ class LeaderScheduler(PersistentScheduler):
         self.lease_until = self.renewed_at = None
 
     def apply_async(self, entry: Any, producer: Any = None, advance: bool = True, **kw: Any) -> Any:
+        # Not at the top: Celery imports this module before Django has its apps (see above).
         from workspaces.leases import beat_run_record
 
         result = super().apply_async(entry, producer=producer, advance=advance, **kw)
@@ -127,6 +130,7 @@ class LeaderScheduler(PersistentScheduler):
         return result
 
     def close(self) -> None:
+        # Not at the top: Celery imports this module before Django has its apps (see above).
         from workspaces.beat_selectors import BEAT_LEASE
         from workspaces.leases import lease_release
 

@@ -13,6 +13,7 @@ from celery.signals import (
     worker_process_init,
     worker_shutdown,
 )
+from django.conf import settings
 from kombu.transport import TRANSPORT_ALIASES
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
@@ -27,8 +28,6 @@ app.autodiscover_tasks()
 
 @app.on_after_configure.connect
 def _beat_schedule(sender, **kwargs):
-    from django.conf import settings
-
     sender.conf.beat_schedule = {
         "reconcile-workspaces": {
             "task": "workspaces.tasks.reconcile_workspaces",
@@ -129,6 +128,7 @@ def _skip_last_collection(sender=None, **kwargs):
     client), took 1.5-2.5 s on a busy 2-core machine, enough to push a stop past honcho's
     5 s. The memory goes back to the OS at exit all the same. Not for a worker embedded in
     another process (the tests' in-process worker), whose objects must stay collectable."""
+    # Loaded only as a worker stops; the web process never needs it.
     from celery.apps.worker import Worker
 
     if isinstance(sender, Worker):
@@ -144,6 +144,7 @@ def _serve_worker_metrics(**kwargs):
     port = os.environ.get("METRICS_WORKER_PORT", "").strip()
     if not port:
         return
+    # Loaded only where the worker serves its metrics.
     from prometheus_client import REGISTRY, CollectorRegistry, multiprocess, start_http_server
 
     registry = REGISTRY

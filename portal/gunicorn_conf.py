@@ -29,6 +29,7 @@ logger_class = RedactingLogger
 
 def child_exit(server, worker):
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # Loaded only with multiprocess metrics on.
         from prometheus_client import multiprocess
 
         multiprocess.mark_process_dead(worker.pid)

@@ -7,7 +7,7 @@ is down; the driver's error, which names internal hosts and ports, goes to the l
 import logging
 
 from django.db import connection
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from portal.celery import app
@@ -15,7 +15,7 @@ from portal.celery import app
 log = logging.getLogger(__name__)
 
 
-def _database() -> dict:
+def _database() -> dict[str, object]:
     try:
         with connection.cursor() as cursor:
             cursor.execute("SELECT 1")
@@ -25,7 +25,7 @@ def _database() -> dict:
         return {"ok": False, "vendor": connection.vendor, "error": "unreachable"}
 
 
-def _broker() -> dict:
+def _broker() -> dict[str, object]:
     transport = app.conf.broker_url.split("://", 1)[0]
     try:
         with app.connection_for_write() as conn:
@@ -37,7 +37,7 @@ def _broker() -> dict:
 
 
 @require_GET
-def healthz(request):
+def healthz(request: HttpRequest) -> JsonResponse:
     """200 with {"status": "ok", "database": {...}, "broker": {...}}, or 503 naming the one
     that is down ({"ok": false, "error": "unreachable"}; the detail is logged)."""
     checks = {"database": _database(), "broker": _broker()}

@@ -2,8 +2,10 @@
 
 import time
 import zoneinfo
+from collections.abc import Callable
 
 from django.conf import settings
+from django.http import HttpRequest, HttpResponse
 from django.utils import timezone
 
 from common.metrics import REQUEST_SECONDS
@@ -18,10 +20,10 @@ class UserTimezoneMiddleware:
     PORTAL_DISPLAY_TIME_ZONE.
     """
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         name = request.COOKIES.get("tz") or settings.PORTAL_DISPLAY_TIME_ZONE
         try:
             timezone.activate(zoneinfo.ZoneInfo(name))
@@ -40,10 +42,10 @@ class RequestMetricsMiddleware:
     resolves to no route is ``unresolved``. The agents' heartbeats take a fast path around
     Django (workspaces/api.py) and are counted by portal_heartbeats_total instead."""
 
-    def __init__(self, get_response):
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
-    def __call__(self, request):
+    def __call__(self, request: HttpRequest) -> HttpResponse:
         started = time.perf_counter()
         response = self.get_response(request)
         match = getattr(request, "resolver_match", None)

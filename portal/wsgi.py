@@ -1,10 +1,11 @@
 import gc
 import os
+from wsgiref.types import WSGIApplication
 
 from django.core.wsgi import get_wsgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
-application = get_wsgi_application()
+application: WSGIApplication = get_wsgi_application()
 
 from django.urls import get_resolver  # noqa: E402 (needs the apps loaded)
 

@@ -17,7 +17,7 @@ from django.apps import apps
 from django.urls import reverse
 
 from common.words import stored_label
-from teams.models import AuditEntry
+from teams.models import AuditEntry, Team
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ class AuditRow:
 Describe = Callable[[Any], tuple[str, str]]  # object -> (words, URL or "")
 
 
-def _team(team) -> tuple[str, str]:
+def _team(team: Team) -> tuple[str, str]:
     return team.name, reverse("team-detail", kwargs={"slug": team.slug})
 
 

@@ -1,7 +1,10 @@
 """Authentication backends of the portal's own (settings.AUTHENTICATION_BACKENDS)."""
 
+from typing import Any
+
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.http import HttpRequest
 
 
 class PasswordLoginSwitch:
@@ -10,7 +13,13 @@ class PasswordLoginSwitch:
     before ModelBackend, so it covers every caller (the login page, the admin's login, a
     future API), not only the views that check the setting themselves."""
 
-    def authenticate(self, request, username=None, password=None, **kwargs):
+    def authenticate(
+        self,
+        request: HttpRequest | None,
+        username: str | None = None,
+        password: str | None = None,
+        **kwargs: Any,
+    ) -> None:
         if password is not None and not settings.PASSWORD_LOGIN:
             raise PermissionDenied("Password sign-in is off (PASSWORD_LOGIN=false).")
         return None

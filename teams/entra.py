@@ -20,9 +20,11 @@ Every change is audited with the action "entra.*" and no user as actor: the audi
 """
 
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from teams.audit import audit_record
@@ -43,7 +45,7 @@ def _unique_username(wanted: str) -> str:
     return name
 
 
-def user_from_claims(*, claims: dict, now: datetime):
+def user_from_claims(*, claims: dict[str, Any], now: datetime) -> User:
     """The portal user of a validated ID token's claims (oid, preferred_username, name),
     created at the first sign-in; the UPN and name are refreshed at every one."""
     upn = str(claims.get("preferred_username") or claims.get("upn") or "")[:113]
@@ -73,7 +75,7 @@ def user_from_claims(*, claims: dict, now: datetime):
     return user
 
 
-def platform_admin_set(*, user, roles: list[str], now: datetime) -> None:
+def platform_admin_set(*, user: User, roles: list[str], now: datetime) -> None:
     """is_staff exactly when the token carries the platform admin app role; audited."""
     wanted = settings.ENTRA_PLATFORM_ADMIN_APP_ROLE in roles
     if user.is_staff == wanted:
@@ -98,7 +100,13 @@ def _linked_teams() -> dict[int, tuple[Team, set[str]]]:
     return {team.pk: (team, {str(team.entra_group_id).lower()}) for team in teams}
 
 
-def _audit_membership(membership, action: str, before: dict, after: dict, now) -> None:
+def _audit_membership(
+    membership: Membership,
+    action: str,
+    before: dict[str, Any],
+    after: dict[str, Any],
+    now: datetime,
+) -> None:
     after = {**after, "by": ACTOR} if after else {"by": ACTOR}
     audit_record(
         actor=None,
@@ -111,7 +119,7 @@ def _audit_membership(membership, action: str, before: dict, after: dict, now) -
     )
 
 
-def memberships_sync(*, user, groups: list[str], roles: list[str], now: datetime) -> None:
+def memberships_sync(*, user: User, groups: list[str], roles: list[str], now: datetime) -> None:
     """Make `user` a member of exactly the linked teams whose group is in `groups`, as team
     admin with the team admin app role, else researcher; audited per change."""
     held = {str(g).lower() for g in groups}
@@ -124,7 +132,7 @@ def memberships_sync(*, user, groups: list[str], roles: list[str], now: datetime
             _audit_membership(
                 membership, "entra.membership.add", {}, {"user": user.username, "role": role}, now
             )
-        elif team_groups & held and membership.role != role:
+        elif team_groups & held and membership is not None and membership.role != role:
             before = {"user": user.username, "role": membership.role}
             membership.role = role
             membership.save(update_fields=["role"])
@@ -145,7 +153,7 @@ def membership_end(*, membership: Membership, now: datetime) -> None:
     membership.delete()
 
 
-def user_reactivate(*, user, now: datetime) -> None:
+def user_reactivate(*, user: User, now: datetime) -> None:
     """A successful sign-in of an account the Graph sync deactivated (Entra ID had disabled
     or deleted the user, Profile.entra_disabled_at): active again, audited. An account a
     portal admin deactivated carries no such mark and stays deactivated."""
@@ -166,7 +174,7 @@ def user_reactivate(*, user, now: datetime) -> None:
     Profile.objects.filter(pk=profile.pk).update(entra_disabled_at=None)
 
 
-def user_sign_in(*, claims: dict, groups: list[str], now: datetime):
+def user_sign_in(*, claims: dict[str, Any], groups: list[str], now: datetime) -> User:
     """The account for a validated ID token, its platform admin flag and linked teams' memberships
     set from the token's app roles and `groups` (the claim, or Graph's answer past the
     overage). One transaction: a failure changes nothing."""

@@ -19,6 +19,7 @@ from datetime import datetime
 
 import requests
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
 from common.permissions import access_require
@@ -89,12 +90,12 @@ def _checked_group(team: Team, group_id: uuid.UUID) -> EntraGroup:
     return group
 
 
-def _state(team: Team) -> dict:
+def _state(team: Team) -> dict[str, str | None]:
     group = str(team.entra_group_id) if team.entra_group_id else None
     return {"group": group, "group_name": team.entra_group_name}
 
 
-def team_group_link(*, actor, team: Team, group_id: uuid.UUID | None, now: datetime) -> Team:
+def team_group_link(*, actor: User, team: Team, group_id: uuid.UUID | None, now: datetime) -> Team:
     """Link ``team`` to the Entra ID security group ``group_id`` (None: unlink), checked in
     Graph; audited as "team.group_link" with before/after. Returns the team as saved. Raises
     ActionNotAllowed (actor may not manage the team), GroupLinkError (sign-in off, unknown or

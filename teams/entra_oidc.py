@@ -18,6 +18,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass
+from typing import Any
 
 import jwt
 import requests
@@ -31,7 +32,7 @@ SCOPE = "openid profile email"
 GRAPH_SCOPE = "https://graph.microsoft.com/.default"
 DISCOVERY_SECONDS = 24 * 3600  # Entra's discovery document changes rarely; keys rotate.
 _lock = threading.Lock()
-_discovery: dict[str, tuple[float, dict]] = {}  # URL -> (fetched at, document)
+_discovery: dict[str, tuple[float, dict[str, Any]]] = {}  # URL -> (fetched at, document)
 _jwks: dict[str, dict[str, jwt.PyJWK]] = {}  # jwks_uri -> kid -> key
 
 
@@ -55,7 +56,7 @@ class Flow:
     nonce: str
     verifier: str
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {"state": self.state, "nonce": self.nonce, "verifier": self.verifier}
 
 
@@ -63,17 +64,18 @@ def enabled() -> bool:
     return bool(settings.ENTRA_TENANT_ID and settings.ENTRA_CLIENT_ID)
 
 
-def _get_json(url: str) -> dict:
+def _get_json(url: str) -> dict[str, Any]:
     try:
         response = requests.get(url, timeout=settings.ENTRA_HTTP_TIMEOUT)
         response.raise_for_status()
-        return response.json()
+        document: dict[str, Any] = response.json()
+        return document
     except (requests.RequestException, ValueError) as err:
         reason = "Microsoft Entra ID could not be reached; try again shortly."
         raise EntraUnavailable(reason) from err
 
 
-def discovery() -> dict:
+def discovery() -> dict[str, Any]:
     """The tenant's discovery document (cached a day); its issuer must name the tenant."""
     url = (
         f"{settings.ENTRA_AUTHORITY.rstrip('/')}/{settings.ENTRA_TENANT_ID}"
@@ -115,7 +117,7 @@ def forget_cached() -> None:
         _jwks.clear()
 
 
-def _session(**kwargs) -> OAuth2Session:
+def _session(**kwargs: Any) -> OAuth2Session:
     return OAuth2Session(
         settings.ENTRA_CLIENT_ID,
         settings.ENTRA_CLIENT_SECRET,
@@ -149,10 +151,10 @@ def code_redeem(*, code: str, flow: Flow, redirect_uri: str) -> str:
         raise SignInError("Microsoft Entra ID did not accept the sign-in; try again.") from err
     if not token.get("id_token"):
         raise SignInError("Microsoft Entra ID returned no ID token.")
-    return token["id_token"]
+    return str(token["id_token"])
 
 
-def id_token_claims(token: str, *, nonce: str) -> dict:
+def id_token_claims(token: str, *, nonce: str) -> dict[str, Any]:
     """The claims of a valid ID token: RS256 by a key of the tenant's JWKS, iss the discovery
     document's, aud the client id, exp/nbf/iat within ENTRA_LEEWAY_SECONDS, tid the tenant,
     nonce the flow's and never seen before. SignInError otherwise."""
@@ -206,7 +208,7 @@ def graph_token() -> str:
     except Exception as err:
         log.warning("Entra ID refused the portal's Graph token: %s", type(err).__name__)
         raise EntraUnavailable("Microsoft Graph could not be asked for your groups.") from err
-    return token["access_token"]
+    return str(token["access_token"])
 
 
 def member_groups(*, oid: str) -> list[str]:
@@ -227,7 +229,7 @@ def member_groups(*, oid: str) -> list[str]:
         raise EntraUnavailable("Microsoft Graph could not be asked for your groups.") from err
 
 
-def token_groups(claims: dict) -> list[str]:
+def token_groups(claims: dict[str, Any]) -> list[str]:
     """The user's group ids: the `groups` claim, or Graph's answer when the token carries the
     overage claims (`_claim_names.groups`) instead. The overage's own endpoint is not called:
     Microsoft says to ask Graph, whose address is ENTRA_GRAPH_ENDPOINT."""

@@ -25,6 +25,7 @@ import logging
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from live import stamps
@@ -32,7 +33,7 @@ from teams import entra, entra_oidc
 from teams.audit import audit_record
 from teams.graph import GraphClient, GraphError
 from teams.hooks import LeaveReason, member_left_announce
-from teams.models import Membership, Profile
+from teams.models import Membership, Profile, Team
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +54,9 @@ class SyncResult:
     aborted: bool = False
 
 
-def _read_groups(graph: GraphClient, groups: set[str], result: SyncResult):
+def _read_groups(
+    graph: GraphClient, groups: set[str], result: SyncResult
+) -> tuple[dict[str, set[str]], dict[str, bool]]:
     """({group id: member ids, for the groups read}, {object id: accountEnabled seen})."""
     members: dict[str, set[str]] = {}
     enabled: dict[str, bool] = {}
@@ -71,7 +74,7 @@ def _read_groups(graph: GraphClient, groups: set[str], result: SyncResult):
     return members, enabled
 
 
-def _entra_accounts() -> dict[str, object]:
+def _entra_accounts() -> dict[str, User]:
     """Object id (lower case) -> active user, for accounts made by Entra ID sign-in (not the
     service accounts of managed identities: Graph knows no user by their id)."""
     profiles = Profile.objects.select_related("user").filter(
@@ -80,7 +83,9 @@ def _entra_accounts() -> dict[str, object]:
     return {str(p.signin_object_id).lower(): p.user for p in profiles}
 
 
-def _look_up_unseen(graph, accounts: dict, enabled: dict, result: SyncResult) -> None:
+def _look_up_unseen(
+    graph: GraphClient, accounts: dict[str, User], enabled: dict[str, bool], result: SyncResult
+) -> None:
     """Fill ``enabled`` for accounts in no group read: one GET /users/{id} each."""
     for oid in accounts.keys() - enabled.keys():
         try:
@@ -92,7 +97,7 @@ def _look_up_unseen(graph, accounts: dict, enabled: dict, result: SyncResult) ->
         enabled[oid] = found is not None and found.get("accountEnabled") is not False
 
 
-def _deactivate(user, now: datetime) -> None:
+def _deactivate(user: User, now: datetime) -> None:
     with transaction.atomic():
         audit_record(
             actor=None,
@@ -114,7 +119,9 @@ def _deactivate(user, now: datetime) -> None:
             )
 
 
-def _deactivate_disabled(accounts: dict, enabled: dict, result: SyncResult, now) -> None:
+def _deactivate_disabled(
+    accounts: dict[str, User], enabled: dict[str, bool], result: SyncResult, now: datetime
+) -> None:
     for oid, user in accounts.items():
         if enabled.get(oid, True):
             continue
@@ -126,12 +133,17 @@ def _deactivate_disabled(accounts: dict, enabled: dict, result: SyncResult, now)
             result.failures += 1
 
 
-def _remove_leavers(linked: dict, members: dict, result: SyncResult, now) -> None:
+def _remove_leavers(
+    linked: dict[int, tuple[Team, set[str]]],
+    members: dict[str, set[str]],
+    result: SyncResult,
+    now: datetime,
+) -> None:
     """Remove Entra ID members of linked teams that are in none of the team's groups, judged
     only when every one of the team's groups was read. One query for all the teams."""
     held: dict[int, set[str]] = {}
-    for team_id, (_team, groups) in linked.items():
-        groups = {g.lower() for g in groups}
+    for team_id, (_team, team_groups) in linked.items():
+        groups = {g.lower() for g in team_groups}
         if groups <= members.keys():  # else a group unread: nobody leaves on its account
             held[team_id] = set().union(*(members[g] for g in groups))
     memberships = Membership.objects.filter(

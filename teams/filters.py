@@ -2,9 +2,11 @@
 value (text with control characters, too long) is a form error; the queryset given is
 already what the user may see, so a filter only narrows it."""
 
+from typing import Any
+
 import django_filters
 from django import forms
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from common.listing import TextFilter
 
@@ -27,5 +29,5 @@ class TeamFilter(django_filters.FilterSet):
         widget=forms.TextInput(attrs={"type": "search", "placeholder": "team name"}),
     )
 
-    def search(self, queryset, name, value):
+    def search(self, queryset: QuerySet[Any, Any], name: str, value: str) -> QuerySet[Any, Any]:
         return queryset.filter(Q(name__icontains=value) | Q(slug__icontains=value))

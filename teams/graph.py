@@ -17,8 +17,9 @@ the token.
 import logging
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Any
 
 import requests
 from django.conf import settings
@@ -42,7 +43,7 @@ class GraphNotFound(GraphError):
     """404: the user or group does not exist (deleted)."""
 
 
-def _wait_seconds(response) -> float:
+def _wait_seconds(response: requests.Response) -> float:
     try:
         wanted = float(response.headers.get("Retry-After", RETRY_DEFAULT))
     except ValueError:
@@ -50,7 +51,7 @@ def _wait_seconds(response) -> float:
     return min(max(wanted, 0.0), RETRY_AFTER_CAP)
 
 
-def _error(response) -> GraphError:
+def _error(response: requests.Response) -> GraphError:
     try:
         code = response.json()["error"]["code"]
     except (ValueError, KeyError, TypeError):
@@ -68,11 +69,11 @@ class GraphClient:
     calls: int = 0
     session: requests.Session = field(default_factory=requests.Session)
 
-    def _url(self, path: str, query: dict) -> str:
+    def _url(self, path: str, query: dict[str, Any]) -> str:
         base = settings.ENTRA_GRAPH_ENDPOINT.rstrip("/")
         return f"{base}/v1.0/{path}?{urllib.parse.urlencode(query, safe='$,')}"
 
-    def get(self, url: str) -> dict:
+    def get(self, url: str) -> dict[str, Any]:
         """The JSON body of GET ``url``, retried on 429/503 as the module says."""
         for attempt in range(1, MAX_TRIES + 1):
             self.calls += 1
@@ -94,12 +95,15 @@ class GraphClient:
             if response.status_code != 200:
                 raise _error(response)
             try:
-                return response.json()
+                body = response.json()
             except ValueError as err:
                 raise GraphError("Graph answered with malformed JSON", 200) from err
+            if not isinstance(body, dict):  # every Graph answer read here is an object
+                raise GraphError("Graph answered with malformed JSON", 200)
+            return body
         raise AssertionError("unreachable")  # the loop returns or raises
 
-    def pages(self, url: str):
+    def pages(self, url: str) -> Iterator[dict[str, Any]]:
         """Each item of ``value`` on every page, following @odata.nextLink."""
         while url:
             body = self.get(url)
@@ -109,7 +113,7 @@ class GraphClient:
             yield from (i for i in items if isinstance(i, dict))
             url = body.get("@odata.nextLink") or ""
 
-    def group_members(self, group_id: str) -> list[dict]:
+    def group_members(self, group_id: str) -> list[dict[str, Any]]:
         """The group's direct members as [{"id", "accountEnabled"}] (users only):
         GET /v1.0/groups/{id}/members?$select=id,accountEnabled&$top=999, all pages.
         GraphNotFound when the group is gone."""
@@ -121,7 +125,7 @@ class GraphClient:
             if m.get("@odata.type", "#microsoft.graph.user") == "#microsoft.graph.user"
         ]
 
-    def user(self, object_id: str) -> dict | None:
+    def user(self, object_id: str) -> dict[str, Any] | None:
         """{"id", "accountEnabled"} of one user (GET /v1.0/users/{id}); None when the user
         does not exist (404: deleted from the tenant)."""
         query = {"$select": "id,accountEnabled"}

@@ -5,6 +5,7 @@ lock of the team row (membership and quota changes of one team are serialised).
 from teams.models import Team
 
 
-def _locked_team(team: Team) -> Team:
-    """Lock the team row: membership and quota changes of one team are serialised."""
+def team_lock(team: Team) -> Team:
+    """The team row, locked until the transaction ends: membership, limit and policy changes of
+    one team are serialised. Call inside transaction.atomic(); raises Team.DoesNotExist."""
     return Team.objects.select_for_update().get(pk=team.pk)

@@ -17,7 +17,7 @@ from common.words import usd
 from notifications.models import NoticeKind
 from notifications.notices import notice_about, notice_resolve, notice_send
 from teams.audit import audit_record
-from teams.guards import _locked_team
+from teams.guards import team_lock
 from teams.models import AuditEntry, Decision, GpuQuota, Team, TeamQuotaIncrease
 from teams.quota_requests import decision_pending_check, decision_record
 from teams.selectors import platform_admins
@@ -74,7 +74,7 @@ def team_limits_set(
     row, or None when nothing changed."""
     access_require(user=actor, perm="teams.set_quota", obj=team)
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         before = _limits(team)
         _apply_limits(team, gpu_quotas, monthly_budget, max_workspaces_per_user, stop_at_budget)
         after = _limits(team)
@@ -198,7 +198,7 @@ def team_increase_approve(
     (audited as a limits change). Raises DecisionError (no longer pending), ActionNotAllowed."""
     with transaction.atomic():
         increase = _decide_increase(increase_id, actor, Decision.APPROVED, comment, now)
-        team = _locked_team(increase.team)
+        team = team_lock(increase.team)
         quotas = {increase.gpu_model: increase.gpus} if increase.gpu_model else {}
         budget = team.monthly_budget if increase.monthly_budget is None else increase.monthly_budget
         team_limits_set(

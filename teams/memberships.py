@@ -18,7 +18,7 @@ from common.permissions import access_require
 from notifications.models import NoticeKind
 from notifications.notices import notice_about, notice_resolve, notice_send
 from teams.audit import audit_record
-from teams.guards import _locked_team
+from teams.guards import team_lock
 from teams.hooks import LeaveReason, member_left_announce
 from teams.models import AuditEntry, Membership, Profile, Role, Team
 
@@ -111,7 +111,7 @@ def membership_invite(
 def _membership_add(*, actor: User, team: Team, user: User, role: str, now: datetime) -> Membership:
     """Add ``user`` to the locked ``team``, audited; tell them once committed."""
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         if Membership.objects.filter(team=team, user=user).exists():
             raise MembershipError(f"{user.username} is already a member of {team.name}.")
         membership = Membership.objects.create(team=team, user=user, role=Role(role))
@@ -163,7 +163,7 @@ def membership_change_role(
     linked team: its role follows the Team.Admin app role), ActionNotAllowed."""
     access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         membership = _membership_for_change(team, membership_id)
         role = Role(role)
         if role == membership.role:
@@ -195,7 +195,7 @@ def membership_remove(*, actor: User, team: Team, membership_id: int, now: datet
     follows the group), ActionNotAllowed."""
     access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         membership = _membership_for_change(team, membership_id)
         _refuse_entra_managed(team, membership.user, "remove them from the group")
         _refuse_last_admin(team, membership, "remove")

@@ -75,7 +75,7 @@ class Team(models.Model):
     class Meta:
         ordering = ["name"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -92,7 +92,7 @@ class Membership(models.Model):
             models.UniqueConstraint(fields=["team", "user"], name="membership_unique_team_user")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.user} in {self.team} ({self.role})"
 
 
@@ -136,7 +136,7 @@ class Profile(models.Model):
     service_account = models.BooleanField(default=False, editable=False)
     updated_at = models.DateTimeField(auto_now=True)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Entra ID identity of {self.user}"
 
     @property
@@ -160,7 +160,7 @@ class GpuQuota(models.Model):
             models.UniqueConstraint(fields=["team", "gpu_model"], name="gpuquota_unique_model")
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.team}: {self.gpus} x {self.gpu_model}"
 
 
@@ -238,7 +238,7 @@ class QuotaRequest(Decided):
             ),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.requester}: {self.summary} ({self.decision})"
 
 
@@ -261,7 +261,7 @@ class AuditEntry(models.Model):
         # The log is paged by keyset on (at, id), newest first: one index scan per page.
         indexes = [models.Index(fields=["team", "at"]), models.Index(fields=["at", "id"])]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M} {self.actor}: {self.action} {self.object_type}"
 
 
@@ -286,7 +286,7 @@ class TeamQuotaIncrease(Decided):
         ordering = ["created_at"]
         indexes = [models.Index(fields=["decision", "created_at"])]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.requester}: {self.summary} ({self.decision})"
 
     @property
@@ -316,7 +316,7 @@ class IdleBounds(models.Model):
     class Meta:
         verbose_name_plural = "idle bounds"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "Idle policy bounds"
 
     @classmethod
@@ -373,7 +373,7 @@ class IdlePolicy(models.Model):
     class Meta:
         verbose_name_plural = "idle policies"
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Idle policy of {self.team}"
 
 
@@ -405,7 +405,7 @@ class BudgetAlert(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.team}: {self.threshold}% of {self.month:%B %Y} budget"
 
 
@@ -440,5 +440,5 @@ class ApiToken(models.Model):
         ordering = ["-created_at", "-id"]
         indexes = [models.Index(fields=["user", "created_at"])]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"API token {self.prefix}… ({self.name}) of {self.user}"

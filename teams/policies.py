@@ -10,7 +10,7 @@ from django.db import transaction
 
 from common.permissions import access_require
 from teams.audit import audit_record
-from teams.guards import _locked_team
+from teams.guards import team_lock
 from teams.models import (
     IDLE_FIELDS,
     AuditEntry,
@@ -27,7 +27,7 @@ def idle_policy_set(
     admins (ActionNotAllowed otherwise). Audited before and after; None when nothing changed."""
     access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         policy = IdlePolicy.objects.filter(team=team).first() or IdlePolicy(team=team)
         before = _idle_values(policy)
         for name in IDLE_FIELDS:
@@ -55,7 +55,7 @@ def team_leaver_policy_set(
     (ActionNotAllowed otherwise). Audited; None when nothing changed."""
     access_require(user=actor, perm="teams.manage_team", obj=team)
     with transaction.atomic():
-        team = _locked_team(team)
+        team = team_lock(team)
         if team.leaver_policy == policy:
             return None
         before = {"leaver_policy": team.leaver_policy}

@@ -1,6 +1,7 @@
 """Celery tasks of teams: thin wrappers over the business rules (quota_requests)."""
 
 from dataclasses import asdict
+from typing import Any
 
 from celery import shared_task
 from django.utils import timezone
@@ -16,7 +17,7 @@ def expire_quota_requests() -> int:
 
 
 @shared_task
-def entra_sync() -> dict:
+def entra_sync() -> dict[str, Any]:
     """Beat, every ENTRA_SYNC_SECONDS: the Graph sync (teams.entra_sync) when Entra ID sign-in
     is on. Returns its counts."""
     return asdict(entra_sync_run(now=timezone.now()))

@@ -6,9 +6,12 @@ one. A new token's text is rendered in the answer to the create POST itself and 
 back button cannot bring it back either.
 """
 
+from typing import cast
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.http import Http404
+from django.contrib.auth.models import User
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
@@ -22,14 +25,15 @@ from teams.models import ApiToken
 @never_cache
 @login_required
 @require_http_methods(["GET", "POST"])
-def account_tokens(request):
+def account_tokens(request: HttpRequest) -> HttpResponse:
     """GET: the user's tokens and the create form. POST: create one and show it once."""
+    user = cast(User, request.user)  # login_required: never anonymous here
     form = ApiTokenForm(request.POST or None)
     created = None
     if request.method == "POST" and form.is_valid():
         try:
             token, text = tokens.api_token_create(
-                user=request.user,
+                user=user,
                 name=form.cleaned_data["name"],
                 scope=form.cleaned_data["scope"],
                 expires_in_days=form.cleaned_data["expires_in_days"],
@@ -43,7 +47,7 @@ def account_tokens(request):
     context = {
         "form": form,
         "created": created,
-        "tokens": tokens.api_token_list(user=request.user),
+        "tokens": tokens.api_token_list(user=user),
         "now": timezone.now(),
     }
     return render(request, "teams/tokens.html", context, status=400 if form.errors else 200)
@@ -51,10 +55,14 @@ def account_tokens(request):
 
 @login_required
 @require_POST
-def account_token_revoke(request, pk: int):
+def account_token_revoke(request: HttpRequest, pk: int) -> HttpResponse:
     """Revoke the user's token ``pk``; 404 when it is not theirs."""
     try:
-        token = tokens.api_token_revoke(user=request.user, token_id=pk, now=timezone.now())
+        token = tokens.api_token_revoke(
+            user=cast(User, request.user),  # login_required: never anonymous here
+            token_id=pk,
+            now=timezone.now(),
+        )
     except ApiToken.DoesNotExist:
         raise Http404("No such token.") from None
     messages.success(request, f"Revoked “{token.name}” ({token.prefix}…): it no longer works.")

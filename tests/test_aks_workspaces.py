@@ -22,8 +22,10 @@ from clusters import services as cluster_services
 from clusters.models import NodePool, PoolStatus
 from teams.models import GpuQuota, Team
 from tests.factories import OfferingFactory
-from workspaces import services
+from workspaces.actions import workspace_delete, workspace_start, workspace_stop
 from workspaces.models import Workspace, WorkspaceAgent
+from workspaces.operations import workspace_advance
+from workspaces.requests import JustificationNeeded, WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -192,7 +194,7 @@ def test_the_emulator_plays_the_agent_in_a_mig_pod_and_the_portal_stores_its_hea
     row = next(a for a in sim.agents() if a["workspace"] == str(ws.pk))
     assert (row["vm"], row["profile"], row["last_status"]) == (
         f"ws-{ws.short_id}", "idle", 202)  # fmt: skip
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     posts = next(a for a in sim.agents() if a["workspace"] == str(ws.pk))["posts"]
     time.sleep(1)  # 5 intervals: a post under way at the stop may still land, no more.
     row = next(a for a in sim.agents() if a["workspace"] == str(ws.pk))
@@ -202,16 +204,16 @@ def test_the_emulator_plays_the_agent_in_a_mig_pod_and_the_portal_stores_its_hea
 def test_stop_scales_to_zero_keeping_home_then_start_and_delete(cast, cluster, sim):
     make_pool(cast, cluster)
     ws = request_mig(cast)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.STOPPED
     state = kube(sim)
     assert not [p for p in state["pods"] if p["namespace"] == "team-vision"]
     assert f"ws-{ws.short_id}-home" in {c["name"] for c in state["persistentvolumeclaims"]}
-    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.RUNNING
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.DELETED
     state = kube(sim)
@@ -230,10 +232,10 @@ def test_without_a_free_slice_it_waits_and_starts_when_one_frees_up(cast, cluste
     assert second.waiting_reason.startswith(
         "Waiting for a free 7g.80gb slice (0 of 1 free on pool mig7g)"
     )
-    services.workspace_delete(user=cast.researcher, workspace=first, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=first, now=timezone.now())
     # What the waiting task does every KUBE_PENDING_RETRY_SECONDS (the pod starts once bound).
     for _ in range(40):
-        services.workspace_advance(workspace_id=second.pk, clock=timezone.now)
+        workspace_advance(workspace_id=second.pk, clock=timezone.now)
         second.refresh_from_db()
         if second.status == Status.RUNNING:
             break
@@ -243,7 +245,7 @@ def test_without_a_free_slice_it_waits_and_starts_when_one_frees_up(cast, cluste
 
 def test_a_profile_no_pool_offers_is_refused(cast, cluster):
     make_pool(cast, cluster)
-    with pytest.raises(services.WorkspaceActionError, match="No node pool offers A100 3g.40gb"):
+    with pytest.raises(WorkspaceActionError, match="No node pool offers A100 3g.40gb"):
         request_mig(cast, profile="3g.40gb")
     assert not Workspace.objects.exists()
 
@@ -255,7 +257,7 @@ def test_slices_count_as_sevenths_against_the_team_quota(cast, cluster):
     cast.team.save()
     for n in range(7):
         assert request_mig(cast, name=f"s{n}").status == Status.RUNNING
-    with pytest.raises(services.JustificationNeeded):
+    with pytest.raises(JustificationNeeded):
         request_mig(cast, name="eighth")
     from workspaces.selectors import team_gpu_usage
 
@@ -284,7 +286,7 @@ def test_a_namespace_for_a_team_with_no_linked_group_is_refused_at_request(cast,
     Team.objects.filter(pk=cast.team.pk).update(entra_group_id=None)
     cast.team.refresh_from_db()
 
-    with pytest.raises(services.WorkspaceActionError, match="has no Entra ID group linked"):
+    with pytest.raises(WorkspaceActionError, match="has no Entra ID group linked"):
         request_namespace(cast, pool)
 
     assert not Workspace.objects.filter(kind="namespace").exists()
@@ -294,11 +296,11 @@ def test_a_namespace_for_a_team_with_no_linked_group_is_refused_at_request(cast,
 def test_a_group_unlinked_after_the_request_fails_the_namespace_not_the_worker(cast, cluster, sim):
     pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
     ws = request_namespace(cast, pool)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     Team.objects.filter(pk=cast.team.pk).update(entra_group_id=None)
     ws.refresh_from_db()
 
-    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
 
     ws.refresh_from_db()
     assert "has no Entra ID group linked" in ws.error_message
@@ -307,7 +309,7 @@ def test_a_group_unlinked_after_the_request_fails_the_namespace_not_the_worker(c
 def test_namespace_stop_sets_gpu_quota_to_zero_and_start_restores_it(cast, cluster, sim):
     pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
     ws = request_namespace(cast, pool)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.STOPPED
 
@@ -318,11 +320,11 @@ def test_namespace_stop_sets_gpu_quota_to_zero_and_start_restores_it(cast, clust
         ]
 
     assert gpu_quota() == "0"
-    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.RUNNING and gpu_quota() == "2"
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
-    services.workspace_advance(workspace_id=ws.pk, clock=timezone.now)
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_advance(workspace_id=ws.pk, clock=timezone.now)
     ws.refresh_from_db()
     assert ws.status == Status.DELETED
     assert ws.namespace not in {n["name"] for n in kube(sim)["namespaces"]}
@@ -330,7 +332,7 @@ def test_namespace_stop_sets_gpu_quota_to_zero_and_start_restores_it(cast, clust
 
 def test_namespace_above_the_team_quota_goes_to_approval(cast, cluster):
     pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
-    with pytest.raises(services.JustificationNeeded, match="A100"):
+    with pytest.raises(JustificationNeeded, match="A100"):
         request_namespace(cast, pool, gpus=5)
     ws = request_namespace(cast, pool, gpus=5, justification="Big sweep")
     assert ws.status == Status.PENDING_APPROVAL
@@ -346,7 +348,7 @@ def test_mig_and_namespace_are_billed_their_share_of_the_node(cast, cluster):
     ns = request_namespace(cast, pool, gpus=3)
     interval = UsageInterval.objects.get(workspace=ns)
     assert (interval.share_num, interval.share_den) == (3, 4)
-    services.workspace_stop(user=cast.researcher, workspace=ns, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ns, now=timezone.now())
     assert UsageInterval.objects.get(workspace=ns).ended_at is not None
 
 
@@ -365,7 +367,7 @@ def test_a_namespace_someone_else_made_is_a_failure_naming_the_owner(cast, clust
     assert ws.error_code == "AlreadyExists" and "vision-training" in ws.error_message
     assert "someone outside the portal" in ws.error_message
     # Neither the failed create's clean-up nor deleting the workspace touches their namespace.
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.DELETED
     assert "vision-training" in {n["name"] for n in kube(sim)["namespaces"]}
@@ -454,9 +456,9 @@ ALICE_OID = "a11ce000-0000-4000-8000-00000000a11c"
 
 
 def set_identity(user, upn: str = "", oid: str | None = None) -> None:
-    from teams import services as team_services
+    from teams.accounts import entra_identity_set
 
-    team_services.entra_identity_set(
+    entra_identity_set(
         user=user, object_id=uuid.UUID(oid) if oid else None, upn=upn, now=timezone.now()
     )
 
@@ -491,7 +493,7 @@ def test_a_new_entra_identity_reaches_running_and_stopped_slices(cast, cluster, 
     make_pool(cast, cluster)
     running_ws = request_mig(cast)
     stopped_ws = request_mig(cast, name="second")
-    services.workspace_stop(user=cast.researcher, workspace=stopped_ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=stopped_ws, now=timezone.now())
     set_identity(cast.researcher, upn="alice@contoso.com")
 
     def subjects(ws):
@@ -521,11 +523,11 @@ def grant_team_edit_as_before(ws) -> None:
 def test_starting_a_slice_made_before_issue_14_drops_the_teams_edit(cast, cluster, sim):
     make_pool(cast, cluster)
     ws = request_mig(cast)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     grant_team_edit_as_before(ws)
     carol = as_member(ws, "carol@contoso.com", str(GROUP))
     assert kube_status(lambda: carol.list_namespaced_secret(ws.namespace))[0] == 200
-    services.workspace_start(
+    workspace_start(
         user=cast.researcher, workspace=Workspace.objects.get(pk=ws.pk), now=timezone.now()
     )
     assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING

@@ -12,7 +12,6 @@ from cloud import azure_vm
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud
 from tests.factories import WorkspaceFactory
-from workspaces import services
 from workspaces.backends import (
     UnknownKind,
     WorkspaceBackend,
@@ -22,6 +21,7 @@ from workspaces.backends import (
 )
 from workspaces.backends.vm import VmBackend
 from workspaces.models import Workspace
+from workspaces.operations import workspace_advance
 from workspaces.states import Status
 
 BUILT_IN = ("vm", "mig", "namespace")  # registered by the workspaces and clusters apps
@@ -106,7 +106,7 @@ def test_a_new_kind_is_one_backend_and_one_register_line(monkeypatch):
     monkeypatch.setitem(registry._BACKENDS, backend.kind, backend)
     workspace = WorkspaceFactory(kind=backend.kind, status=Status.PROVISIONING)
 
-    services.workspace_advance(workspace_id=workspace.pk, clock=timezone.now)
+    workspace_advance(workspace_id=workspace.pk, clock=timezone.now)
 
     workspace.refresh_from_db()
     assert backend.calls == [("advance", workspace.pk), ("clean_up", workspace.pk)]

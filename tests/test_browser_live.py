@@ -16,7 +16,7 @@ from playwright.sync_api import expect
 
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, browser_page, pytestmark  # noqa: F401 (fixture)
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import TelemetrySample, Workspace
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
@@ -37,7 +37,7 @@ def _running_idle_vm(cast, settings, live_server, sim):
     settings.HEARTBEAT_FLUSH_SECONDS = 0.25
     settings.IDLE_TIME_SCALE = 0.005  # 30 min idle -> 9 s, 10 min warning -> 3 s
     sim.set_default_agent_profile("idle")
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="vision-idle",

@@ -10,12 +10,12 @@ from django.utils import timezone
 from playwright.sync_api import expect
 
 from notifications.models import Notice
-from teams import services as team_services
 from teams.models import GpuQuota
+from teams.quota_requests import quota_request_reject
 from tests import test_browser
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_browser import _log_in, _screenshot
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import WorkspaceEvent
 
 pytestmark = test_browser.pytestmark
@@ -24,7 +24,7 @@ browser_page = test_browser.browser_page  # the fixture, shared
 
 def _pending(cast):
     GpuQuota.objects.filter(team=cast.team).update(gpus=0)
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="big-train",
@@ -45,7 +45,7 @@ def test_a_notice_on_an_open_page_goes_once_the_request_is_decided(live_server, 
     expect(notices).to_contain_text("big-train waits for a platform admin")
     page.evaluate("window.notReloaded = true")
 
-    team_services.quota_request_reject(
+    quota_request_reject(
         quota_request_id=ws.quota_request.pk,
         actor=cast.platform_admin,
         comment="No A100s this month",

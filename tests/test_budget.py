@@ -13,7 +13,9 @@ from billing.month_spend import team_spend
 from live.stamps import AfterCommit
 from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
-from workspaces import services, states
+from workspaces import states
+from workspaces.backends.vm_request import workspace_request
+from workspaces.requests import JustificationNeeded
 from workspaces.selectors import team_budget
 from workspaces.states import Status
 
@@ -67,7 +69,7 @@ def test_the_budget_sentence_says_what_is_left_and_when_it_runs_out(cast):
 
 
 def _request(cast, offering, justification=""):
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="train",
@@ -82,7 +84,7 @@ def _request(cast, offering, justification=""):
 def test_a_request_that_would_exhaust_the_budget_waits_for_approval(cast):
     Team.objects.filter(pk=cast.team.pk).update(monthly_budget=Decimal("1000"))
     offering = OfferingFactory(price_per_hour=Decimal("3.673"))  # ~$1,778 to month end
-    with pytest.raises(services.JustificationNeeded, match="budget runs out on"):
+    with pytest.raises(JustificationNeeded, match="budget runs out on"):
         _request(cast, offering)
     ws = _request(cast, offering, justification="grant money arrives next week")
     assert ws.status == Status.PENDING_APPROVAL

@@ -17,8 +17,11 @@ from billing.budget_alerts import budget_alerts_check
 from notifications.models import Notice
 from teams.models import AuditEntry, BudgetAlert, IdlePolicy, Team
 from tests.factories import SSH_KEY, OfferingFactory, TeamFactory, WorkspaceFactory
-from workspaces import services, states
+from workspaces import states
+from workspaces.actions import workspace_start
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace, WorkspaceEvent
+from workspaces.requests import JustificationNeeded, WorkspaceActionError
 from workspaces.states import Status
 
 NOV_1 = datetime(2026, 11, 1, tzinfo=UTC)
@@ -165,7 +168,7 @@ def test_the_check_reads_any_number_of_teams_in_the_same_queries(cast):
 
 def _provisioned(cast):
     """A VM provisioned in the emulator through the request path ($3.673/hour), running."""
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="e2e",
@@ -339,7 +342,7 @@ def test_a_platform_admin_turns_stop_at_100_on_and_off_audited(client, cast):
 
 
 def _request(cast, justification="", at=NOV_1 + timedelta(hours=101)):
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="more",
@@ -356,7 +359,7 @@ def test_with_the_budget_used_up_a_new_request_waits_for_approval(cast):
     _budget(cast.team, 1000)
     _workspace(cast)  # $10/hour from 1 Nov: $1,010 by 101 hours
     reason = "Vision Lab has used up its $1,000.00 November budget ($1,010.00 spent)."
-    with pytest.raises(services.JustificationNeeded) as refused:
+    with pytest.raises(JustificationNeeded) as refused:
         _request(cast)
     assert str(refused.value).startswith(reason)
     ws = _request(cast, justification="paper deadline")
@@ -370,10 +373,8 @@ def test_with_the_budget_used_up_a_stopped_workspace_cannot_start(cast):
     _workspace(cast)
     parked = _workspace(cast, path=[*RUN, Status.STOPPING, Status.STOPPED], name="parked")
     parked.refresh_from_db()
-    with pytest.raises(services.WorkspaceActionError, match="has used up its \\$1,000.00"):
-        services.workspace_start(
-            user=cast.researcher, workspace=parked, now=NOV_1 + timedelta(hours=101)
-        )
+    with pytest.raises(WorkspaceActionError, match="has used up its \\$1,000.00"):
+        workspace_start(user=cast.researcher, workspace=parked, now=NOV_1 + timedelta(hours=101))
     assert Workspace.objects.get(pk=parked.pk).status == Status.STOPPED
 
 

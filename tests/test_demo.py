@@ -21,7 +21,8 @@ from clusters.models import NodePool, PoolStatus
 from teams.models import Team
 from tests.factories import SSH_KEY
 from tests.test_sweep import T0, _at, _report, _running
-from workspaces import services
+from workspaces.actions import workspace_keep_running
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import SizeOffering, Workspace
 from workspaces.states import Status
 
@@ -61,7 +62,7 @@ def test_the_demo_runs_a_vm_a_mig_slice_and_a_namespace_at_once(client, sim, cel
     form = client.get(reverse("workspaces:request-namespace")).content.decode()
     assert "a100 (Standard_NC96ads_A100_v4)" in form  # a pool serves the team
     team, now = Team.objects.get(slug="vision-lab"), timezone.now()
-    vm = services.workspace_request(
+    vm = workspace_request(
         user=alice,
         team=team,
         name="train",
@@ -130,9 +131,7 @@ def test_keep_running_with_demo_timings_says_the_length_it_keeps(client, cast, s
         page = client.get(url).content.decode()
         assert "Keep running for 24 minutes" in page
         assert "Keep running for 4 hours" not in page
-        extension = services.workspace_keep_running(
-            user=cast.researcher, workspace=ws, now=timezone.now()
-        )
+        extension = workspace_keep_running(user=cast.researcher, workspace=ws, now=timezone.now())
         assert extension.until - extension.at == timedelta(minutes=24)
         page = client.get(url).content.decode()
     assert "alice kept it for 24 minutes" in page

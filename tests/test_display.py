@@ -174,12 +174,12 @@ def test_a_request_closed_unapproved_reads_rejected_or_expired_not_deleted():
 def test_the_requester_sees_rejected_in_words_on_the_workspace_page(client, cast):
     from django.urls import reverse
 
-    from teams import services as team_services
+    from teams.quota_requests import quota_request_reject
     from tests.test_quota import _request, _set_a100_quota
 
     _set_a100_quota(cast.team, 0)
     ws = _request(cast, justification="deadline")
-    team_services.quota_request_reject(
+    quota_request_reject(
         quota_request_id=ws.quota_request.pk,
         actor=cast.platform_admin,
         comment="use T4",

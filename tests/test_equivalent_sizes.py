@@ -16,8 +16,10 @@ from billing.models import UsageInterval
 from common.months import month_bounds
 from teams.models import GpuQuota, Team
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import equivalents, selectors, services
+from workspaces import equivalents, selectors
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
 
@@ -52,7 +54,7 @@ def sizes(cast):
 
 
 def _request(cast, offering, *, max_price=Decimal("7.50"), accept=True):
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=f"llm-{uuid.uuid4().hex[:6]}",
@@ -254,7 +256,7 @@ def test_ticked_with_no_equivalent_the_history_promises_no_next_size(cast, sim, 
 
 
 def test_a_ceiling_below_the_chosen_price_is_refused(cast, sim, sizes):
-    with pytest.raises(services.WorkspaceActionError, match="below Standard_NC24ads_A100_v4"):
+    with pytest.raises(WorkspaceActionError, match="below Standard_NC24ads_A100_v4"):
         _request(cast, sizes, max_price=Decimal("1.00"))
 
 

@@ -286,10 +286,10 @@ A100_FAMILY = "standardNCADSA100v4Family"
 
 
 def _advance_until(ws, status):
-    from workspaces import services
+    from workspaces.operations import workspace_advance
 
     for _ in range(200):
-        services.workspace_advance(workspace_id=ws.pk, clock=timezone.now)
+        workspace_advance(workspace_id=ws.pk, clock=timezone.now)
         ws.refresh_from_db()
         if ws.status == status:
             return
@@ -297,18 +297,18 @@ def _advance_until(ws, status):
 
 
 def test_azure_headroom_is_read_again_once_the_portal_makes_or_deletes_a_vm(cast, sim):
-    from workspaces import services
+    from workspaces.azure import azure_headroom
 
     sim.set_quota("eastus", A100_FAMILY, 100)
-    assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100
+    assert azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100
     ws = workspace(cast, Status.REQUESTED)
     _advance_until(ws, Status.RUNNING)
-    assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 76
+    assert azure_headroom(region="eastus", vm_size=A100).vcpus_left == 76
     states.transition(
         workspace_id=ws.pk, expected=Status.RUNNING, to=Status.DELETING, now=timezone.now()
     )
     _advance_until(ws, Status.DELETED)
-    assert services.azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100
+    assert azure_headroom(region="eastus", vm_size=A100).vcpus_left == 100
 
 
 # --- one rule for money: a rate per hour has four decimals, every other amount two ---------

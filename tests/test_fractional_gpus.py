@@ -18,10 +18,11 @@ from cloudsim.skus import load_catalog as sim_catalog
 from clusters.services import PoolRequest, pool_problem
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, WorkspaceFactory
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.catalog import read_catalog
 from workspaces.gpus import format_gpus
 from workspaces.models import SizeOffering, Workspace
+from workspaces.requests import JustificationNeeded
 from workspaces.selectors import quota_check, team_gpus_in_use
 from workspaces.states import Status
 
@@ -42,7 +43,7 @@ def _offering(vm_size, region="eastus"):
 
 
 def _request(cast, offering, justification=""):
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=f"infer-{uuid.uuid4().hex[:6]}",
@@ -96,7 +97,7 @@ def test_six_nv6ads_fit_a_one_gpu_a10_quota_and_a_seventh_does_not(cast, catalog
     six = [_request(cast, nv6) for _ in range(6)]
     assert all(ws.status == Status.REQUESTED for ws in six)  # within quota: provisioned
     assert team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A10"] == 1
-    with pytest.raises(services.JustificationNeeded, match="A10"):
+    with pytest.raises(JustificationNeeded, match="A10"):
         _request(cast, nv6)
     seventh = _request(cast, nv6, justification="A seventh inference endpoint")
     assert seventh.status == Status.PENDING_APPROVAL

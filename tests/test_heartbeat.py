@@ -9,7 +9,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.factories import WorkspaceFactory
-from workspaces import services, telemetry
+from workspaces import telemetry
+from workspaces.actions import workspace_delete, workspace_retry
 from workspaces.models import TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
 
@@ -109,7 +110,7 @@ def test_without_the_right_token_it_is_401(client, cast, header):
 
 def test_delete_revokes_the_token(client, cast, sim):
     ws, token = _running(cast)
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     answer = post(client, ws, token, {"samples": [sample()]})
     assert answer.status_code == 410
     assert answer.json() == {"error": "The workspace is deleted; stop sending."}
@@ -119,7 +120,7 @@ def test_a_retry_gives_the_new_vm_a_new_token_and_refuses_the_old(client, cast, 
     ws, old = _running(cast)
     ws.status = Status.FAILED
     ws.save()
-    services.workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
     assert post(client, ws, old, {"samples": [sample()]}).status_code == 401
 
 

@@ -15,7 +15,8 @@ from django.utils import timezone
 
 from portal.wsgi import application
 from tests.test_heartbeat import _running, sample
-from workspaces import heartbeats, services, telemetry
+from workspaces import heartbeats, telemetry
+from workspaces.actions import workspace_delete
 from workspaces.models import TelemetrySample, WorkspaceAgent
 
 
@@ -111,7 +112,7 @@ def test_a_flush_drops_repeats_and_a_deleted_workspaces_samples(cast, buffered):
     wsgi_post(ws.pk, token, {"samples": [sample(at)]})
     wsgi_post(ws.pk, token, {"samples": [sample(at)]})  # the agent's retry after a timeout
     wsgi_post(gone.pk, gone_token, {"samples": [sample(at)]})
-    services.workspace_delete(user=cast.researcher, workspace=gone, now=at)
+    workspace_delete(user=cast.researcher, workspace=gone, now=at)
 
     buffered.flush()
 

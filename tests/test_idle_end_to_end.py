@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from notifications.models import Notice
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import TelemetrySample, Workspace
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
@@ -35,7 +35,7 @@ def test_the_simulated_agent_drives_a_vm_to_idle_and_the_portal_stops_it(
     settings.HEARTBEAT_FLUSH_SECONDS = 0.25  # the buffered path, as in production
     settings.IDLE_TIME_SCALE = 0.005  # 30 min idle -> 9 s, 10 min warning -> 3 s
     sim.set_default_agent_profile("idle")
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="idle-e2e",

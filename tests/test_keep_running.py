@@ -13,7 +13,8 @@ from django.utils import timezone
 
 from teams.models import IdlePolicy
 from tests.factories import WorkspaceFactory
-from workspaces import services, telemetry
+from workspaces import telemetry
+from workspaces.actions import ExtensionRefused, workspace_keep_running
 from workspaces.models import WorkspaceAgent, WorkspaceExtension
 from workspaces.states import Status
 
@@ -69,14 +70,14 @@ def test_six_concurrent_keep_running_posts_spend_one_extension(cast):
 def test_the_next_extension_is_spent_once_the_one_in_force_is_about_to_end(cast):
     ws = _running(cast)
     t0 = timezone.now()
-    first = services.workspace_keep_running(user=cast.researcher, workspace=ws, now=t0)
+    first = workspace_keep_running(user=cast.researcher, workspace=ws, now=t0)
     later = t0 + timedelta(hours=2)
-    again = services.workspace_keep_running(user=cast.researcher, workspace=ws, now=later)
+    again = workspace_keep_running(user=cast.researcher, workspace=ws, now=later)
     assert again.pk == first.pk  # two hours left: nothing spent
     warned = first.until - timedelta(minutes=5)  # inside the 10-minute stop warning
-    second = services.workspace_keep_running(user=cast.researcher, workspace=ws, now=warned)
+    second = workspace_keep_running(user=cast.researcher, workspace=ws, now=warned)
     assert second.pk != first.pk and second.until == warned + timedelta(hours=4)
     assert WorkspaceAgent.objects.get(pk=ws.pk).kept_until == second.until
     inside = second.until - timedelta(minutes=1)
-    with pytest.raises(services.ExtensionRefused, match="allows 2 extension"):
-        services.workspace_keep_running(user=cast.researcher, workspace=ws, now=inside)
+    with pytest.raises(ExtensionRefused, match="allows 2 extension"):
+        workspace_keep_running(user=cast.researcher, workspace=ws, now=inside)

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from live import stamps, streams, tokens
-from teams import services as team_services
+from notifications.notices import notice_send
 from tests.factories import WorkspaceFactory
 from workspaces import states
 from workspaces.states import Status
@@ -64,9 +64,7 @@ def test_a_status_change_bumps_its_workspace_team_owner_and_lists_once_it_commit
 def test_a_notice_bumps_only_its_users_topic(cast):
     other = f"user:{cast.teammate.pk}"
     before = stamps.read([f"user:{cast.researcher.pk}", other])
-    team_services.notice_send(
-        users=[cast.researcher], subject="s", text="t", link="/", now=timezone.now()
-    )
+    notice_send(users=[cast.researcher], subject="s", text="t", link="/", now=timezone.now())
     after = stamps.read([f"user:{cast.researcher.pk}", other])
     assert after[f"user:{cast.researcher.pk}"] != before[f"user:{cast.researcher.pk}"]
     assert after[other] == before[other]

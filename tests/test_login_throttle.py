@@ -15,7 +15,7 @@ from django.urls import reverse
 
 from common.permissions import ActionNotAllowed
 from portal.login_throttle import client_ip
-from teams import services
+from teams.accounts import login_lockout_reset
 from teams.models import AuditEntry
 from tests.factories import UserFactory
 
@@ -166,7 +166,7 @@ def test_a_platform_admin_unlocks_an_account_in_the_admin_and_it_is_audited(clie
 def test_a_platform_admin_unlocks_an_address(client, cast, clock):
     for username in ("bob", "victor", "nora", "nobody", "x"):
         _fail(client, username, 4)
-    services.login_lockout_reset(actor=cast.platform_admin, ip_address=HOME, now=START)
+    login_lockout_reset(actor=cast.platform_admin, ip_address=HOME, now=START)
     assert _logged_in(_log_in(client, "carol"))
     entry = AuditEntry.objects.get(action="login.unlock")
     assert entry.object_id == HOME and entry.before == {"ip_address": HOME, "failures": 20}
@@ -176,7 +176,7 @@ def test_a_platform_admin_unlocks_an_address(client, cast, clock):
 def test_only_platform_admins_unlock(client, cast, clock, who):
     _fail(client, "alice", 5)
     with pytest.raises(ActionNotAllowed):
-        services.login_lockout_reset(actor=getattr(cast, who), username="alice", now=START)
+        login_lockout_reset(actor=getattr(cast, who), username="alice", now=START)
     client.force_login(getattr(cast, who))
     response = client.get(reverse("admin:axes_accessattempt_changelist"))
     assert response.status_code == 302 and "/admin/login/" in response["Location"]

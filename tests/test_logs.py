@@ -24,8 +24,8 @@ from portal import logs
 from portal import urls as portal_urls
 from portal.sentry import sentry_init
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
 from workspaces.api import heartbeat_fast_path
+from workspaces.backends.vm_request import workspace_request
 from workspaces.states import Status
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
@@ -89,7 +89,7 @@ def test_a_heartbeat_on_the_fast_path_gets_a_request_id_too(lines, settings):
 
 @pytest.mark.django_db(transaction=True)
 def test_a_workspace_tasks_lines_carry_its_id_and_azure_correlation_ids(cast, sim, lines):
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="llm-finetune",
@@ -122,7 +122,7 @@ def test_a_worker_runs_a_task_with_the_request_id_it_was_queued_under(
     lines,  # lines after the worker: its start reapplies LOGGING.
 ):
     structlog.contextvars.bind_contextvars(request_id="req-queued-1")  # As the middleware does.
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="llm-finetune",

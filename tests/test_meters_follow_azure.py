@@ -14,16 +14,18 @@ from billing.models import Meter, UsageInterval
 from billing.workspace_cost import workspace_cost
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
+from workspaces.actions import workspace_delete, workspace_retry
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.quota import team_gpus_in_use
+from workspaces.requests import JustificationNeeded
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _request(cast, name="llm", **extra):
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=name,
@@ -64,7 +66,7 @@ def _stuck_delete(cast, sim, settings):
     settings.AZURE_RETRY_TOTAL = 0
     ws = _request(cast)
     sim.inject("vm.delete", "server_error", count=2)  # every attempt the bound allows
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert (ws.status, ws.failed_operation) == (Status.FAILED, "delete")
     assert len(sim.state()["virtualMachines"]) == 1  # Azure still runs, and bills, the VM
@@ -79,7 +81,7 @@ def test_a_failing_delete_keeps_the_meter_and_the_gpus_until_azure_confirms(
 
     assert _compute(ws).get().ended_at is None
     assert team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A100"] == 1
-    with pytest.raises(services.JustificationNeeded, match="has 0 of its 1 left"):
+    with pytest.raises(JustificationNeeded, match="has 0 of its 1 left"):
         _request(cast, name="second")
 
     # What the stuck delete has cost: two hours of the VM since the delete was asked.
@@ -91,7 +93,7 @@ def test_a_failing_delete_keeps_the_meter_and_the_gpus_until_azure_confirms(
     page = client.get(reverse("workspaces:detail", args=[ws.pk])).content.decode()
     assert 'data-testid="delete-cost"' in page and "Azure bills it until the delete" in page
 
-    services.workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.DELETED and not sim.state()["virtualMachines"]
     assert _compute(ws).get().ended_at == ws.status_changed_at

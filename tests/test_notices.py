@@ -20,10 +20,15 @@ from billing import budget_alerts
 from notifications.models import Notice, NoticeKind
 from notifications.notice_text import in_zone
 from notifications.selectors import notice_area
-from teams import services as team_services
+from teams import limits, quota_requests
+from teams.limits import team_increase_request, team_limits_set
+from teams.memberships import membership_change_role, membership_invite, membership_remove
 from teams.models import GpuQuota, IdlePolicy, Team
+from teams.quota_requests import quota_request_reject, quota_requests_expire
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
-from workspaces import heartbeats, services, states, telemetry
+from workspaces import heartbeats, states, telemetry
+from workspaces.actions import workspace_keep_running, workspace_start
+from workspaces.backends.vm_request import workspace_request
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
 
@@ -48,7 +53,7 @@ def _shown(client, user) -> str:
 
 def _pending(cast, name="big-train"):
     GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=0)
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=name,
@@ -71,7 +76,7 @@ def test_approval_notices_resolve_once_the_request_is_decided(
     assert "big-train waits for a platform admin" in _shown(client, cast.researcher)
     assert "alice asks for" in _shown(client, cast.platform_admin)
 
-    decision = getattr(team_services, f"quota_request_{decide}")
+    decision = getattr(quota_requests, f"quota_request_{decide}")
     decision(
         quota_request_id=ws.quota_request.pk, actor=cast.platform_admin, comment="", now=_at(1)
     )
@@ -93,9 +98,9 @@ def test_approval_notices_resolve_once_the_request_is_decided(
 def test_approval_notices_resolve_when_the_request_expires_and_not_before(client, cast):
     ws = _pending(cast)
     expires = ws.quota_request.expires_at
-    assert team_services.quota_requests_expire(now=expires - timedelta(minutes=1)) == 0
+    assert quota_requests_expire(now=expires - timedelta(minutes=1)) == 0
     assert "alice asks for" in _shown(client, cast.platform_admin)
-    assert team_services.quota_requests_expire(now=expires) == 1
+    assert quota_requests_expire(now=expires) == 1
     assert "alice asks for" not in _shown(client, cast.platform_admin)
     assert "waits for a platform admin" not in _shown(client, cast.researcher)
 
@@ -103,7 +108,7 @@ def test_approval_notices_resolve_when_the_request_expires_and_not_before(client
 @pytest.mark.django_db
 @pytest.mark.parametrize("decide", ["approve", "reject"])
 def test_a_quota_increase_ask_resolves_once_decided(client, cast, decide):
-    increase = team_services.team_increase_request(
+    increase = team_increase_request(
         actor=cast.team_admin,
         team=cast.team,
         gpu_model="A100",
@@ -113,7 +118,7 @@ def test_a_quota_increase_ask_resolves_once_decided(client, cast, decide):
         now=_at(0),
     )
     assert "victor asks for Vision Lab: 8 A100 GPUs" in _shown(client, cast.platform_admin)
-    getattr(team_services, f"team_increase_{decide}")(
+    getattr(limits, f"team_increase_{decide}")(
         increase_id=increase.pk, actor=cast.platform_admin, comment="", now=_at(1)
     )
     assert "asks for" not in _shown(client, cast.platform_admin)
@@ -218,7 +223,7 @@ def test_the_stop_warning_resolves_when_the_workspace_is_in_use_again(client, ca
 @pytest.mark.django_db
 def test_the_stop_warning_resolves_when_the_owner_keeps_it_running(client, cast):
     ws, _ = _warned(cast)
-    services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(22))
+    workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(22))
     assert "stops in about" not in _shown(client, cast.researcher)
     warning = Notice.objects.get(kind=NoticeKind.STOP_WARNING)
     assert warning.resolved_by == cast.researcher
@@ -260,7 +265,7 @@ def test_a_budget_alert_resolves_when_the_budget_changes_and_ends_with_its_month
     assert notice_area(user=user, now=december).count == 0
 
     team = Team.objects.get(pk=cast.team.pk)
-    team_services.team_limits_set(
+    team_limits_set(
         actor=cast.platform_admin,
         team=team,
         gpu_quotas={},
@@ -285,16 +290,16 @@ def test_added_to_a_team_resolves_once_removed_or_the_role_changes(
 
     dave = UserFactory(username="dave")
     with django_capture_on_commit_callbacks(execute=True):
-        membership = team_services.membership_invite(
+        membership = membership_invite(
             actor=cast.team_admin, team=cast.team, identifier="dave", role="researcher", now=T0
         )
     assert "victor added you to Vision Lab as Researcher" in _shown(client, dave)
     if change == "remove":
-        team_services.membership_remove(
+        membership_remove(
             actor=cast.team_admin, team=cast.team, membership_id=membership.pk, now=_at(1)
         )
     else:
-        team_services.membership_change_role(
+        membership_change_role(
             actor=cast.team_admin,
             team=cast.team,
             membership_id=membership.pk,
@@ -308,7 +313,7 @@ def test_added_to_a_team_resolves_once_removed_or_the_role_changes(
 
 
 def _provisioned(cast, name="e2e"):
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=name,
@@ -349,7 +354,7 @@ def test_an_idle_stop_tells_the_owner_by_notice_and_email_in_their_teams_zone(cl
 
     # Started again: the notice has done its work.
     ws.refresh_from_db()
-    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
     assert "stopped automatically" not in _shown(client, cast.researcher)
 
 
@@ -445,7 +450,7 @@ def test_old_notices_get_their_subject_and_those_already_passed_resolve(cast):
     stopped = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
     running = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
     decided = _pending(cast, name="decided")
-    team_services.quota_request_reject(
+    quota_request_reject(
         quota_request_id=decided.quota_request.pk, actor=cast.platform_admin, comment="", now=T0
     )
     Notice.objects.all().delete()

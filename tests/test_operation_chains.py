@@ -20,7 +20,8 @@ from clusters.tasks import advance_pool, reconcile_pools
 from tests.broker import Broker
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_aks_workspaces import cluster, make_pool  # noqa: F401 (a fixture)
-from workspaces import services
+from workspaces.actions import workspace_delete
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace, reconcile_workspaces
@@ -36,7 +37,7 @@ def azure_once(settings):
 
 
 def _running(cast):
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="chains",
@@ -72,7 +73,7 @@ def test_a_delete_azure_keeps_refusing_fails_after_the_bound_with_sweeps_running
     sim.inject("nic.delete", "server_error", count=500)
     sweep_every = int(settings.PORTAL_RECONCILE_INTERVAL)
     with time_machine.travel(timezone.now(), tick=True) as clock:
-        services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+        workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
         for second in range(0, 30 * 60, 10):  # half an hour, beat's sweep every minute
             broker.run_due()
             if second % sweep_every == 0:
@@ -97,7 +98,7 @@ def test_the_sweep_starts_no_second_chain_while_one_waits_for_its_retry(
     broker = Broker(monkeypatch, advance_workspace)
     sim.inject("nic.delete", "unavailable", count=50, retry_after=300)
     with time_machine.travel(timezone.now(), tick=True) as clock:
-        services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+        workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
         broker.run_due()
         clock.shift(timedelta(seconds=1))  # the VM's DELETE is done
         broker.run_due()  # the first DELETE of the NIC: Azure says come back in 5 minutes
@@ -114,7 +115,7 @@ def test_a_chain_whose_operation_a_person_replaced_stops_quietly(
     broker = Broker(monkeypatch, advance_workspace)
     sim.inject("nic.delete", "unavailable", count=50, retry_after=600)
     with time_machine.travel(timezone.now(), tick=True) as clock:
-        ws = services.workspace_request(
+        ws = workspace_request(
             user=cast.researcher,
             team=cast.team,
             name="waits",
@@ -126,7 +127,7 @@ def test_a_chain_whose_operation_a_person_replaced_stops_quietly(
         broker.run_due()  # no quota: it waits, and checks again in 5 minutes
         assert Workspace.objects.get(pk=ws.pk).waiting_reason
         clock.shift(timedelta(seconds=10))
-        services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+        workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
         broker.run_due()
         clock.shift(timedelta(seconds=1))
         broker.run_due()  # the delete's first NIC DELETE: Azure says come back in 10 minutes
@@ -145,7 +146,7 @@ def test_chains_the_broker_lost_are_taken_over_and_their_attempts_still_count(
     broker = Broker(monkeypatch, advance_workspace)
     sim.inject("nic.delete", "server_error", count=100)
     with time_machine.travel(timezone.now(), tick=True) as clock:
-        services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+        workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
         for _ in range(30):
             broker.run_due()
             broker.lose()  # every retry is lost: only the sweep carries the operation on

@@ -12,10 +12,10 @@ from clusters import services as cluster_services
 from clusters.models import AksCluster, ClusterTeam, NodePool, PoolStatus
 from common.permissions import ActionNotAllowed
 from teams import selectors as team_selectors
-from teams import services as team_services
 from teams.models import AuditEntry, Decision, QuotaRequest
+from teams.quota_requests import quota_request_approve
 from tests.factories import OfferingFactory, UserFactory, WorkspaceFactory
-from workspaces import services
+from workspaces.actions import workspace_stop
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -38,7 +38,7 @@ def test_a_deactivated_staff_account_is_no_platform_admin_anywhere(cast):
     assert list(team_selectors.audit_visible_to(user=gone)) == []
     assert gone not in team_selectors.platform_admins()
     with pytest.raises(ActionNotAllowed):
-        services.workspace_stop(user=gone, workspace=ws, now=timezone.now())
+        workspace_stop(user=gone, workspace=ws, now=timezone.now())
     assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING
 
 
@@ -83,7 +83,7 @@ def test_a_team_admin_cannot_decide_a_workspace_request_through_the_service(cast
         expires_at=now + timedelta(days=7),
     )
     with pytest.raises(ActionNotAllowed):
-        team_services.quota_request_approve(
+        quota_request_approve(
             quota_request_id=request.pk, actor=cast.team_admin, comment="", now=now
         )
     assert QuotaRequest.objects.get(pk=request.pk).decision == Decision.PENDING

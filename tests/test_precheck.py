@@ -13,7 +13,9 @@ from django.utils import timezone
 
 from billing.models import Price
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
+from workspaces.actions import workspace_delete
+from workspaces.azure import azure_headroom
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
@@ -32,7 +34,7 @@ def _recheck_at_once(settings):
 
 
 def _request(cast, *, user=None, offering=None, spot=False):
-    return services.workspace_request(
+    return workspace_request(
         user=user or cast.researcher,
         team=cast.team,
         name=f"llm-finetune-{uuid.uuid4().hex[:6]}",  # unique per team
@@ -298,7 +300,7 @@ def test_a_precheck_azure_refuses_fails_clearly_and_creates_nothing(cast, sim):
 def test_a_waiting_workspace_can_be_deleted(cast, sim):
     sim.set_quota("eastus", A100_FAMILY, 0)
     ws = _request(cast)
-    services.workspace_delete(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
     assert _reload(ws).status == Status.DELETED
     assert _vm_puts(sim) == []
 
@@ -316,7 +318,7 @@ def _pending(cast, *, spot=False):
     from teams.models import GpuQuota
 
     GpuQuota.objects.filter(team=cast.team).update(gpus=0)
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="big",
@@ -355,8 +357,8 @@ def test_the_approval_queue_shows_the_spot_quota_left_for_a_spot_request(client,
 def test_spot_and_regular_quota_left_are_kept_apart(cast, sim):
     sim.set_quota("eastus", A100_FAMILY, 48)
     sim.set_quota("eastus", SPOT_QUOTA, 24)
-    regular = services.azure_headroom(region="eastus", vm_size=A100)
-    spot = services.azure_headroom(region="eastus", vm_size=A100, spot=True)
+    regular = azure_headroom(region="eastus", vm_size=A100)
+    spot = azure_headroom(region="eastus", vm_size=A100, spot=True)
     assert (regular.vcpus_left, regular.vms_left, regular.quota_label) == (48, 2, A100_FAMILY)
     assert (spot.vcpus_left, spot.vms_left) == (24, 1)
     assert spot.quota_label == "Total Regional Low-priority vCPUs (Spot)"
@@ -365,13 +367,13 @@ def test_spot_and_regular_quota_left_are_kept_apart(cast, sim):
 def test_azure_quota_left_is_the_lower_of_family_and_region(cast, sim):
     sim.set_quota("eastus", A100_FAMILY, 100)
     sim.set_quota("eastus", "cores", 30)
-    headroom = services.azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
+    headroom = azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
     assert (headroom.vcpus_left, headroom.vms_left) == (30, 1)
 
 
 def test_azure_quota_left_is_kept_a_minute_rather_than_asked_per_page(cast, sim):
     for _ in range(3):
-        services.azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
+        azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
     usage_gets = [r for r in sim.requests() if r["path"].endswith("/usages")]
     assert len(usage_gets) == 1
 
@@ -387,5 +389,5 @@ def test_when_azure_does_not_answer_the_queue_says_so(client, cast, sim):
 
 def test_a_restricted_size_shows_azures_reason_in_the_queue(cast, sim):
     sim.restrict_sku("eastus", "Standard_NC24ads_A100_v4")
-    headroom = services.azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
+    headroom = azure_headroom(region="eastus", vm_size="Standard_NC24ads_A100_v4")
     assert headroom.problem == "Not available here (NotAvailableForSubscription)."

@@ -13,19 +13,26 @@ from django.utils import timezone
 
 from live.stamps import AfterCommit
 from notifications.models import Notice
-from teams import services as team_services
 from teams.models import AuditEntry, Decision, GpuQuota, Membership, QuotaRequest, Team
+from teams.quota_requests import (
+    DecisionError,
+    quota_request_approve,
+    quota_request_reject,
+    quota_requests_expire,
+)
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from tests.races import race
-from workspaces import services
+from workspaces.actions import workspace_start, workspace_stop
+from workspaces.backends.vm_request import workspace_request
 from workspaces.gpus import mig_slices
 from workspaces.models import Workspace
+from workspaces.requests import JustificationNeeded, WorkspaceActionError
 from workspaces.selectors import quota_check, team_gpu_usage
 from workspaces.states import Status
 
 
 def _request(cast, user=None, justification="", team=None, offering=None):
-    return services.workspace_request(
+    return workspace_request(
         user=user or cast.researcher,
         team=team or cast.team,
         name=f"big-train-{uuid.uuid4().hex[:6]}",  # unique per team
@@ -44,7 +51,7 @@ def _set_a100_quota(team, gpus):
 @pytest.mark.django_db
 def test_above_the_gpu_quota_needs_a_reason_and_creates_nothing_without_one(cast):
     _set_a100_quota(cast.team, 0)
-    with pytest.raises(services.JustificationNeeded, match="has 0 of its 0 left"):
+    with pytest.raises(JustificationNeeded, match="has 0 of its 0 left"):
         _request(cast)
     assert not Workspace.objects.exists() and not QuotaRequest.objects.exists()
 
@@ -71,7 +78,7 @@ def test_above_the_gpu_quota_waits_for_approval_and_tells_people(
 def test_stopped_workspaces_hold_no_gpus(cast, sim):
     _set_a100_quota(cast.team, 1)
     first = Workspace.objects.get(pk=_request(cast).pk)
-    services.workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
     second = _request(cast)
     assert Workspace.objects.get(pk=second.pk).status == Status.RUNNING
 
@@ -80,11 +87,11 @@ def test_stopped_workspaces_hold_no_gpus(cast, sim):
 def test_starting_a_stopped_vm_is_refused_while_its_gpus_are_taken(cast, sim):
     _set_a100_quota(cast.team, 1)
     first = Workspace.objects.get(pk=_request(cast).pk)
-    services.workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=first, now=timezone.now())
     _request(cast, user=cast.teammate)  # takes the team's only A100 meanwhile
     first.refresh_from_db()
-    with pytest.raises(services.WorkspaceActionError, match="has 0 of its 1 left"):
-        services.workspace_start(user=cast.researcher, workspace=first, now=timezone.now())
+    with pytest.raises(WorkspaceActionError, match="has 0 of its 1 left"):
+        workspace_start(user=cast.researcher, workspace=first, now=timezone.now())
     first.refresh_from_db()
     assert first.status == Status.STOPPED
     assert not first.events.filter(to_status=Status.STARTING).exists()
@@ -93,11 +100,11 @@ def test_starting_a_stopped_vm_is_refused_while_its_gpus_are_taken(cast, sim):
 @pytest.mark.django_db(transaction=True)
 def test_starting_is_refused_when_the_budget_would_not_last_the_month(cast, sim):
     ws = Workspace.objects.get(pk=_request(cast).pk)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     Team.objects.filter(pk=cast.team.pk).update(monthly_budget=1)
     ws.refresh_from_db()
-    with pytest.raises(services.WorkspaceActionError, match="budget runs out"):
-        services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    with pytest.raises(WorkspaceActionError, match="budget runs out"):
+        workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
 
 
 @pytest.mark.django_db
@@ -106,7 +113,7 @@ def test_starting_ignores_the_per_member_cap_it_already_counts_in(cast, sim):
     ws = WorkspaceFactory(
         team=cast.team, owner=cast.researcher, status=Status.STOPPED, gpu_model="A100", gpu_count=1
     )
-    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
     assert Workspace.objects.get(pk=ws.pk).status == Status.STARTING
 
 
@@ -150,7 +157,7 @@ def test_a_full_gpu_of_slices_leaves_no_room_for_a_vm(cast):
     _set_a100_quota(cast.team, 1)
     _mig(cast, "3g.40gb")
     _mig(cast, "4g.40gb")
-    with pytest.raises(services.JustificationNeeded, match="has 0 of its 1 left"):
+    with pytest.raises(JustificationNeeded, match="has 0 of its 1 left"):
         _request(cast)
 
 
@@ -167,7 +174,7 @@ def test_the_team_page_shows_slices_as_fractions(client, cast):
 def test_the_per_member_cap_counts_held_workspaces(cast):
     Team.objects.filter(pk=cast.team.pk).update(max_workspaces_per_user=1)
     WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
-    with pytest.raises(services.JustificationNeeded, match="allows 1 per member"):
+    with pytest.raises(JustificationNeeded, match="allows 1 per member"):
         _request(cast)
 
 
@@ -175,7 +182,7 @@ def test_the_per_member_cap_counts_held_workspaces(cast):
 def test_approval_provisions_and_is_audited_and_told(cast, sim):
     _set_a100_quota(cast.team, 0)
     ws = _request(cast, justification="deadline")
-    team_services.quota_request_approve(
+    quota_request_approve(
         quota_request_id=ws.quota_request.pk,
         actor=cast.platform_admin,
         comment="ok for a week",
@@ -196,9 +203,9 @@ def test_a_second_decision_is_refused_with_a_clear_message(cast):
     _set_a100_quota(cast.team, 0)
     ws = _request(cast, justification="deadline")
     kwargs = {"quota_request_id": ws.quota_request.pk, "actor": cast.platform_admin}
-    team_services.quota_request_reject(comment="use T4", now=timezone.now(), **kwargs)
-    with pytest.raises(team_services.DecisionError, match="already rejected by pat"):
-        team_services.quota_request_approve(comment="", now=timezone.now(), **kwargs)
+    quota_request_reject(comment="use T4", now=timezone.now(), **kwargs)
+    with pytest.raises(DecisionError, match="already rejected by pat"):
+        quota_request_approve(comment="", now=timezone.now(), **kwargs)
     ws.refresh_from_db()
     assert ws.status == Status.DELETED
     assert AuditEntry.objects.count() == 1
@@ -209,11 +216,11 @@ def test_unanswered_requests_expire_and_the_requester_is_told(cast):
     _set_a100_quota(cast.team, 0)
     ws = _request(cast, justification="deadline")
     later = timezone.now() + timedelta(days=8)
-    assert team_services.quota_requests_expire(now=later) == 1
+    assert quota_requests_expire(now=later) == 1
     ws.refresh_from_db()
     assert ws.status == Status.DELETED and ws.quota_request.decision == Decision.EXPIRED
-    with pytest.raises(team_services.DecisionError, match="already expired"):
-        team_services.quota_request_approve(
+    with pytest.raises(DecisionError, match="already expired"):
+        quota_request_approve(
             quota_request_id=ws.quota_request.pk, actor=cast.platform_admin, comment="", now=later
         )
 
@@ -222,8 +229,8 @@ def test_unanswered_requests_expire_and_the_requester_is_told(cast):
 def test_approving_after_the_expiry_time_is_refused(cast):
     _set_a100_quota(cast.team, 0)
     ws = _request(cast, justification="deadline")
-    with pytest.raises(team_services.DecisionError, match="has expired"):
-        team_services.quota_request_approve(
+    with pytest.raises(DecisionError, match="has expired"):
+        quota_request_approve(
             quota_request_id=ws.quota_request.pk,
             actor=cast.platform_admin,
             comment="",
@@ -325,7 +332,7 @@ def test_pages_make_the_same_number_of_queries_for_10_and_1000_requests(client, 
 def _race_once(team, users, offering, results):
     def one(user):
         return lambda: (
-            services.workspace_request(
+            workspace_request(
                 user=user,
                 team=team,
                 name=f"race-{uuid.uuid4().hex[:8]}",  # the race is for the GPU

@@ -17,8 +17,10 @@ from common.months import month_bounds
 from common.permissions import ActionNotAllowed
 from teams.models import GpuQuota, Team
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import resizes, services
+from workspaces import resizes
+from workspaces.actions import workspace_stop
 from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
@@ -43,7 +45,7 @@ def offerings():
 
 
 def _running(cast):
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="llm-finetune",
@@ -106,7 +108,7 @@ def test_transient_azure_answers_are_retried_and_the_resize_completes(cast, sim,
 
 def test_stopped_vm_is_resized_and_stays_stopped(cast, sim, offerings):
     ws = _running(cast)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     resizes.workspace_resize(user=cast.team_admin, workspace=ws, target=T4, now=timezone.now())
     ws.refresh_from_db()
@@ -235,7 +237,7 @@ def test_emulator_refuses_a_running_resize_outside_the_hardware_cluster(cast, si
         azure_resize.begin_resize(azure_settings(), name=name, vm_size="Standard_NC24r")
     assert not_here.value.code == "SkuNotAvailable"
     assert _vm(sim, ws)["vmSize"] == "Standard_NC24ads_A100_v4"
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     assert T4 in azure_resize.available_sizes(azure_settings(), name=name)
 
 
@@ -293,7 +295,7 @@ def test_after_a_resize_the_telemetry_panel_no_longer_lists_the_old_gpus(
 
 def _stopped(cast, sim):
     ws = _running(cast)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.STOPPED
     return ws

@@ -60,12 +60,12 @@ def test_a_move_above_the_quota_is_refused(cast, cluster, sim):  # noqa: F811
 
 
 def test_a_stopped_slice_moves_and_stays_stopped_then_starts_there(cast, cluster, sim):  # noqa: F811
-    from workspaces import services
+    from workspaces.actions import workspace_start, workspace_stop
 
     make_pool(cast, cluster)
     bigger = make_pool(cast, cluster, name="mig3g", profile="MIG3g")
     ws = request_mig(cast)
-    services.workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     ws = Workspace.objects.get(pk=ws.pk)
     pvc_before = _objects(sim, "persistentvolumeclaims", ws)
     resizes.workspace_resize(user=cast.researcher, workspace=ws, target="mig3g", now=timezone.now())
@@ -73,6 +73,6 @@ def test_a_stopped_slice_moves_and_stays_stopped_then_starts_there(cast, cluster
     assert (ws.status, ws.mig_profile, ws.node_pool_id) == (Status.STOPPED, "3g.40gb", bigger.pk)
     assert _objects(sim, "pods", ws) == []
     assert _objects(sim, "persistentvolumeclaims", ws) == pvc_before
-    services.workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=ws, now=timezone.now())
     (pod,) = _objects(sim, "pods", Workspace.objects.get(pk=ws.pk))
     assert pod["phase"] == "Running" and pod["node"].startswith("aks-mig3g-")

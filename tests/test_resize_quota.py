@@ -13,7 +13,8 @@ from django.utils import timezone
 from teams.models import GpuQuota, Membership, Team
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
 from tests.races import race
-from workspaces import resizes, services
+from workspaces import resizes
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.quota import quota_check, team_gpus_in_use
 from workspaces.requests import JustificationNeeded, WorkspaceActionError
@@ -40,11 +41,9 @@ def worker_behind(monkeypatch):
     between being accepted and being carried out (a busy queue, a slow Azure)."""
     queued: list = []
     monkeypatch.setattr(
-        "workspaces.operations._queue_advance", lambda pk, claim="": queued.append(pk)
+        "workspaces.transitions.advance_queue", lambda pk, claim="": queued.append(pk)
     )
-    monkeypatch.setattr(
-        "workspaces.requests._queue_advance", lambda pk, claim="": queued.append(pk)
-    )
+    monkeypatch.setattr("workspaces.requests.advance_queue", lambda pk, claim="": queued.append(pk))
     return queued
 
 
@@ -56,7 +55,7 @@ def _running(team, owner, name=None):
 
 
 def _request(team, user, offering, justification=""):
-    return services.workspace_request(
+    return workspace_request(
         user=user,
         team=team,
         name=f"req-{uuid.uuid4().hex[:8]}",

@@ -9,15 +9,17 @@ from django.utils import timezone
 
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.test_aks_workspaces import cluster, kube, make_pool, request_mig  # noqa: F401
-from workspaces import services
+from workspaces.actions import workspace_delete, workspace_retry
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _running_vm(cast, name="retry-me"):
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=name,
@@ -38,7 +40,7 @@ def test_retry_after_a_failed_delete_deletes_and_creates_nothing(client, cast, s
     settings.AZURE_RETRY_TOTAL = 0
     ws = _running_vm(cast)
     sim.inject("nic.delete", "server_error", count=2)  # every attempt the bound allows
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.FAILED and ws.error_code == "InternalExecutionError"
     assert [n["name"] for n in sim.state()["networkInterfaces"]] == [f"ws-{ws.short_id}-nic"]
@@ -65,7 +67,7 @@ def test_retry_after_a_failed_create_still_provisions(cast, sim):
     sim.inject("vm.create", "allocation_failed")
     ws = _running_vm(cast)
     assert ws.status == Status.FAILED
-    services.workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.RUNNING and len(sim.state()["virtualMachines"]) == 1
 
@@ -82,11 +84,11 @@ def test_retry_after_a_failed_mig_delete_deletes_the_pod_and_creates_nothing(
     assert ws.status == Status.RUNNING
     cache.clear()  # the cluster's address is asked of Azure again, which refuses it now
     sim.inject("aks.credentials", "authorization_failed")
-    services.workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
     assert ws.status == Status.FAILED and ws.error_code == "AuthorizationFailed"
 
-    services.workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+    workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
 
     ws.refresh_from_db()
     assert ws.status == Status.DELETED
@@ -151,8 +153,8 @@ def test_retry_of_a_failed_create_is_refused_at_the_per_member_cap(cast, sim):
     from tests.factories import WorkspaceFactory
 
     WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
-    with pytest.raises(services.WorkspaceActionError, match="allows 1 per member"):
-        services.workspace_retry(user=cast.researcher, workspace=failed, now=timezone.now())
+    with pytest.raises(WorkspaceActionError, match="allows 1 per member"):
+        workspace_retry(user=cast.researcher, workspace=failed, now=timezone.now())
     failed.refresh_from_db()
     assert failed.status == Status.FAILED
 
@@ -164,7 +166,7 @@ def test_retry_of_a_failed_create_is_refused_over_the_budget(cast, sim):
     failed = _failed_create(cast)
     cast.team.monthly_budget = Decimal("1.00")  # under a day of one A100 VM
     cast.team.save()
-    with pytest.raises(services.WorkspaceActionError, match="budget runs out"):
-        services.workspace_retry(user=cast.researcher, workspace=failed, now=timezone.now())
+    with pytest.raises(WorkspaceActionError, match="budget runs out"):
+        workspace_retry(user=cast.researcher, workspace=failed, now=timezone.now())
     failed.refresh_from_db()
     assert failed.status == Status.FAILED and not sim.state()["virtualMachines"]

@@ -18,9 +18,13 @@ from notifications.models import Notice
 from notifications.notice_text import in_zone
 from teams.models import Team
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
-from workspaces import services, tasks
+from workspaces import tasks
+from workspaces.actions import workspace_start
+from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
 from workspaces.evictions import EVICTION_REASON, workspace_evictions_detect
 from workspaces.models import Workspace
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 A100 = "Standard_NC24ads_A100_v4"
@@ -43,7 +47,7 @@ def spot_price(unit_price=SPOT_PRICE, *, sku=A100, region="eastus", start=LONG_A
 
 
 def request(cast, *, spot=True, offering=None, now=None, name="spot-train"):
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=name,
@@ -143,7 +147,7 @@ class TestSpotLife:
         sim.evict(f"ws-{ws.short_id}")
         workspace_evictions_detect(now=timezone.now())
 
-        services.workspace_start(user=cast.researcher, workspace=reload(ws), now=timezone.now())
+        workspace_start(user=cast.researcher, workspace=reload(ws), now=timezone.now())
 
         ws = reload(ws)
         assert ws.status == Status.RUNNING and ws.evicted_at is None
@@ -157,7 +161,7 @@ class TestSpotLife:
         tasks.detect_spot_evictions.delay()
         sim.set_capacity("eastus", A100, 0)
 
-        services.workspace_start(user=cast.researcher, workspace=reload(ws), now=timezone.now())
+        workspace_start(user=cast.researcher, workspace=reload(ws), now=timezone.now())
 
         ws = reload(ws)
         assert ws.status == Status.STOPPED and ws.error_code == "AllocationFailed"
@@ -170,10 +174,8 @@ class TestSpotLife:
         regular = request(cast, spot=False, name="regular-train")
         # Someone deallocates the regular VM outside the portal: that is no eviction.
         name = f"ws-{regular.short_id}"
-        token = azure_vm.begin(services.azure_settings(), "deallocate", name=name)
-        while not azure_vm.poll(
-            services.azure_settings(), "deallocate", name=name, token=token
-        ).done:
+        token = azure_vm.begin(azure_settings(), "deallocate", name=name)
+        while not azure_vm.poll(azure_settings(), "deallocate", name=name, token=token).done:
             time.sleep(0.02)
 
         result = workspace_evictions_detect(now=timezone.now())
@@ -209,7 +211,7 @@ class TestSpotRequest:
     def test_a_size_without_a_spot_price_cannot_be_requested_as_spot(self, cast):
         spot_price(region="westeurope")  # elsewhere only
 
-        with pytest.raises(services.WorkspaceActionError, match="no Spot price for"):
+        with pytest.raises(WorkspaceActionError, match="no Spot price for"):
             request(cast)
         assert not Workspace.objects.exists()
 

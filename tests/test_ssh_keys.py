@@ -14,7 +14,8 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
-from workspaces import selectors, services
+from workspaces import selectors
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -147,7 +148,7 @@ def test_rsa_and_ed25519_keys_are_taken_normalised(client, cast, sim, key):
 
 def test_the_service_refuses_a_private_key_itself(cast):
     with pytest.raises(ValidationError, match=PRIVATE_KEY_MESSAGE):
-        services.workspace_request(
+        workspace_request(
             user=cast.researcher,
             team=cast.team,
             name="api-call",

@@ -19,7 +19,9 @@ from notifications.models import Notice, NoticeKind
 from notifications.notice_text import in_zone
 from teams.models import IdlePolicy
 from tests.factories import WorkspaceFactory
-from workspaces import heartbeats, services, telemetry
+from workspaces import heartbeats, telemetry
+from workspaces.actions import ExtensionRefused, workspace_keep_running
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Lease, Workspace, WorkspaceAgent, WorkspaceExtension
 from workspaces.states import Status
 from workspaces.sweep import idle_sweep
@@ -118,16 +120,14 @@ def test_keep_running_delays_the_stop_and_is_bounded_per_day(cast):
     ws, token = _running(cast)
     _report(ws, token, _at(0), 25, util=0)
     assert idle_sweep(now=_at(25)).warned == [ws.pk]
-    services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(25))
+    workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(25))
     assert idle_sweep(now=_at(40)).stopped == []
     assert idle_sweep(now=_at(25 + 4 * 60 - 5)).warned == [ws.pk]  # warned again before it
     # Told the stop is near, the owner keeps it again: the second extension is spent.
-    services.workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(25 + 4 * 60 - 4))
+    workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(25 + 4 * 60 - 4))
     second_ends = 25 + 2 * 4 * 60 - 4
-    with pytest.raises(services.ExtensionRefused, match="allows 2 extension"):
-        services.workspace_keep_running(
-            user=cast.researcher, workspace=ws, now=_at(second_ends - 5)
-        )
+    with pytest.raises(ExtensionRefused, match="allows 2 extension"):
+        workspace_keep_running(user=cast.researcher, workspace=ws, now=_at(second_ends - 5))
     assert WorkspaceExtension.objects.filter(workspace=ws, user=cast.researcher).count() == 2
     assert idle_sweep(now=_at(second_ends - 1)).stopped == []
     assert idle_sweep(now=_at(second_ends + 1)).stopped == [ws.pk]
@@ -137,8 +137,8 @@ def test_keep_running_delays_the_stop_and_is_bounded_per_day(cast):
 def test_only_the_owner_or_a_team_admin_may_keep_it_running(cast):
     ws, _ = _running(cast)
     with pytest.raises(ActionNotAllowed):
-        services.workspace_keep_running(user=cast.teammate, workspace=ws, now=_at(1))
-    services.workspace_keep_running(user=cast.team_admin, workspace=ws, now=_at(1))
+        workspace_keep_running(user=cast.teammate, workspace=ws, now=_at(1))
+    workspace_keep_running(user=cast.team_admin, workspace=ws, now=_at(1))
 
 
 @pytest.mark.django_db
@@ -248,7 +248,7 @@ def test_two_sweeps_at_once_neither_double_warn_nor_double_stop(cast):
 def test_under_time_machine_a_provisioned_vm_goes_idle_and_is_deallocated(cast, sim):
     from tests.factories import SSH_KEY, OfferingFactory
 
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="e2e",

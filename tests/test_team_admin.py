@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from common.permissions import ActionNotAllowed
 from notifications.models import Notice
-from teams import services
+from teams.limits import team_limits_set
 from teams.models import AuditEntry, Decision, GpuQuota, Membership, Role, Team, TeamQuotaIncrease
 from tests.factories import MembershipFactory, TeamFactory, UserFactory
 
@@ -518,7 +518,7 @@ def test_the_audit_log_is_paged_by_50_newest_first_with_an_older_link(client, ca
 
 def test_services_refuse_an_actor_without_the_permission(cast):
     with pytest.raises(ActionNotAllowed):
-        services.team_limits_set(
+        team_limits_set(
             actor=cast.team_admin,
             team=cast.team,
             gpu_quotas={"A100": 100},

@@ -10,8 +10,8 @@ from django.utils import timezone
 from cloud.clients import compute_client
 from teams.models import GpuQuota
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
 from workspaces.azure import azure_settings
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _provision(cast, offering) -> Workspace:
-    ws = services.workspace_request(
+    ws = workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="gen-check",

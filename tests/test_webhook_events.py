@@ -12,9 +12,9 @@ from django.utils import timezone
 from billing.budget_alerts import budget_alerts_check
 from billing.savings_digest import savings_digest_send
 from notifications.tasks import retry_webhook_deliveries
-from teams import services as team_services
 from teams import webhook_settings
 from teams.models import GpuQuota, IdlePolicy, Team
+from teams.quota_requests import quota_request_reject
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
 from tests.test_budget_alerts import NOV_1
 from tests.test_recommendations import NOW as DIGEST_AT
@@ -23,7 +23,8 @@ from tests.test_spot import request as spot_request
 from tests.test_spot import spot_price
 from tests.test_sweep import _at, _report, _running
 from tests.webhook_receiver import start_receiver
-from workspaces import services, states
+from workspaces import states
+from workspaces.backends.vm_request import workspace_request
 from workspaces.evictions import workspace_evictions_detect
 from workspaces.states import Status
 
@@ -68,7 +69,7 @@ def _told(receiver):
 
 def _over_quota_request(cast):
     GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=0)
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name="big-train",
@@ -94,7 +95,7 @@ def test_a_request_above_quota_and_its_decision(cast, receiver, django_capture_o
     assert needed["data"]["workspace_name"] == "big-train"
     assert needed["data"]["price_per_hour_usd"] == str(ws.price_per_hour)
     with django_capture_on_commit_callbacks(execute=True):
-        team_services.quota_request_reject(
+        quota_request_reject(
             quota_request_id=ws.quota_request.pk,
             actor=cast.platform_admin,
             comment="use T4",

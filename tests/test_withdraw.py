@@ -10,15 +10,17 @@ from django.utils import timezone
 
 from teams.models import AuditEntry, Decision, GpuQuota
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
+from workspaces.requests import JustificationNeeded, workspace_close_unapproved
 from workspaces.states import Status
+from workspaces.withdrawals import workspace_withdraw
 
 pytestmark = pytest.mark.django_db
 
 
 def _ask(cast, justification="Paper deadline", name=None):
-    return services.workspace_request(
+    return workspace_request(
         user=cast.researcher,
         team=cast.team,
         name=name or f"big-{uuid.uuid4().hex[:6]}",
@@ -62,9 +64,9 @@ def test_a_withdrawn_request_no_longer_counts_toward_the_per_member_cap(cast, pe
     cast.team.max_workspaces_per_user = 1
     cast.team.save()
     GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=4)
-    with pytest.raises(services.JustificationNeeded, match="allows 1 per member"):
+    with pytest.raises(JustificationNeeded, match="allows 1 per member"):
         _ask(cast, justification="")
-    services.workspace_withdraw(user=cast.researcher, workspace=pending, now=timezone.now())
+    workspace_withdraw(user=cast.researcher, workspace=pending, now=timezone.now())
     assert _ask(cast, justification="").status != Status.PENDING_APPROVAL
 
 
@@ -91,7 +93,7 @@ def test_others_may_not_withdraw(client, cast, pending):
 
 
 def test_a_decided_request_cannot_be_withdrawn(client, cast, pending):
-    services.workspace_close_unapproved(
+    workspace_close_unapproved(
         workspace_id=pending.pk, actor=cast.platform_admin, reason="no", now=timezone.now()
     )
     client.force_login(cast.researcher)

@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from portal.celery import app as celery_app
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
 from workspaces.states import Status
 from workspaces.tasks import advance_workspace
@@ -111,7 +111,7 @@ def test_killed_worker_is_resumed_from_the_token_and_one_vm_results(
     celery_app.conf.task_always_eager = False
     sim.set_latency(6.0)
     with django_capture_on_commit_callbacks(execute=False):
-        ws = services.workspace_request(
+        ws = workspace_request(
             user=cast.researcher,
             team=cast.team,
             name="crash-test",

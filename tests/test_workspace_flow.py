@@ -9,15 +9,18 @@ from django.utils import timezone
 
 from common.permissions import ActionNotAllowed
 from tests.factories import SSH_KEY, OfferingFactory
-from workspaces import services
+from workspaces.actions import workspace_delete, workspace_retry, workspace_start, workspace_stop
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
+from workspaces.operations import workspace_reconcile
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _request(cast, **kwargs):
-    return services.workspace_request(
+    return workspace_request(
         user=kwargs.get("user", cast.researcher),
         team=cast.team,
         name="llm-finetune",
@@ -59,16 +62,16 @@ def test_request_provisions_a_tagged_vm_without_public_ip(cast, sim):
 
 def test_stop_deallocates_keeps_the_disk_then_start_and_delete(cast, sim):
     ws = _request(cast)
-    services.workspace_stop(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
     assert _reload(ws).status == Status.STOPPED
     assert _vm(sim, ws)["powerState"] == "deallocated"
     assert [d["name"] for d in sim.state()["disks"]] == [f"ws-{ws.short_id}-osdisk"]
 
-    services.workspace_start(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
     assert _reload(ws).status == Status.RUNNING
     assert _vm(sim, ws)["powerState"] == "running"
 
-    services.workspace_delete(user=cast.team_admin, workspace=_reload(ws), now=timezone.now())
+    workspace_delete(user=cast.team_admin, workspace=_reload(ws), now=timezone.now())
     assert _reload(ws).status == Status.DELETED
     state = sim.state()
     assert state["virtualMachines"] == state["networkInterfaces"] == state["disks"] == []
@@ -109,7 +112,7 @@ def test_quota_failure_shows_azures_message(cast, sim):
 def test_retry_after_a_failure_provisions(cast, sim):
     sim.inject("vm.create", "allocation_failed")
     ws = _request(cast)
-    services.workspace_retry(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_retry(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
     ws = _reload(ws)
     assert ws.status == Status.RUNNING and ws.error_code == ""
     assert len(sim.state()["virtualMachines"]) == 1
@@ -145,9 +148,9 @@ def test_a_second_delivery_of_the_task_changes_nothing(cast, sim):
 
 def test_failed_start_leaves_the_vm_stopped_with_the_reason(cast, sim):
     ws = _request(cast)
-    services.workspace_stop(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_stop(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
     sim.inject("vm.start", "allocation_failed")
-    services.workspace_start(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_start(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
     ws = _reload(ws)
     assert ws.status == Status.STOPPED and ws.error_code == "AllocationFailed"
 
@@ -162,15 +165,15 @@ def test_double_submit_of_one_form_makes_one_workspace(cast, sim):
 
 def test_starting_a_deleted_workspace_is_refused(cast, sim):
     ws = _request(cast)
-    services.workspace_delete(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
-    with pytest.raises(services.WorkspaceActionError, match="deleted cannot become starting"):
-        services.workspace_start(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    workspace_delete(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
+    with pytest.raises(WorkspaceActionError, match="deleted cannot become starting"):
+        workspace_start(user=cast.researcher, workspace=_reload(ws), now=timezone.now())
 
 
 def test_a_teammate_cannot_stop_someone_elses_workspace(cast, sim):
     ws = _request(cast)
     with pytest.raises(ActionNotAllowed):
-        services.workspace_stop(user=cast.teammate, workspace=_reload(ws), now=timezone.now())
+        workspace_stop(user=cast.teammate, workspace=_reload(ws), now=timezone.now())
     assert _reload(ws).status == Status.RUNNING
 
 
@@ -181,7 +184,7 @@ def test_reconcile_requeues_a_workspace_whose_task_was_lost(cast, sim):
 
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.REQUESTED)
     later = timezone.now() + timedelta(minutes=5)
-    assert services.workspace_reconcile(now=later, stale_after=timedelta(minutes=2)) == [ws.pk]
+    assert workspace_reconcile(now=later, stale_after=timedelta(minutes=2)) == [ws.pk]
     assert _reload(ws).status == Status.RUNNING
 
 

@@ -9,15 +9,16 @@ from django.urls import reverse
 from django.utils import timezone
 
 from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
-from workspaces import services
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
+from workspaces.requests import NameTaken
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db
 
 
 def _ask(cast, name, user=None):
-    return services.workspace_request(
+    return workspace_request(
         user=user or cast.researcher,
         team=cast.team,
         name=name,
@@ -30,7 +31,7 @@ def _ask(cast, name, user=None):
 
 def test_a_taken_name_is_refused_in_the_same_team_by_anyone(cast):
     WorkspaceFactory(team=cast.team, owner=cast.teammate, name="llm", status=Status.STOPPED)
-    with pytest.raises(services.NameTaken, match="already has a workspace named “llm”"):
+    with pytest.raises(NameTaken, match="already has a workspace named “llm”"):
         _ask(cast, "llm")
     assert Workspace.objects.filter(name="llm").count() == 1
 
@@ -53,8 +54,8 @@ def test_a_double_submit_still_returns_the_first_workspace(cast):
         request_key=key,
         now=timezone.now(),
     )
-    first = services.workspace_request(**kwargs)
-    assert services.workspace_request(**kwargs) == first
+    first = workspace_request(**kwargs)
+    assert workspace_request(**kwargs) == first
 
 
 def test_the_form_shows_the_taken_name_on_the_name_field(client, cast):

@@ -29,10 +29,10 @@ from workspaces.models import (
     WorkspaceAgent,
     WorkspaceExtension,
 )
-from workspaces.operations import _transition_and_queue
 from workspaces.quota import QuotaCheck
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
+from workspaces.transitions import transition_and_queue
 from workspaces.withdrawals import workspace_withdraw
 
 # The refusal shown on the 403 page when someone else's workspace is acted on.
@@ -58,7 +58,7 @@ def _user_transition(
     with transaction.atomic():
         if guard:
             guard()
-        moved = _transition_and_queue(
+        moved = transition_and_queue(
             workspace_id=workspace.pk,
             expected=workspace.status,
             to=to,
@@ -90,7 +90,7 @@ def workspace_stop_automatically(
     by notice and email (workspace_stopped_tell) why: ``told``, the reason with its times
     marked (notifications.notice_text), or else ``reason``. False when it was no longer running."""
     with transaction.atomic():
-        moved = _transition_and_queue(
+        moved = transition_and_queue(
             workspace_id=workspace_id,
             expected=Status.RUNNING,
             to=Status.STOPPING,

@@ -13,11 +13,16 @@ import ipaddress
 import json
 import re
 import uuid
+from collections.abc import Callable, Iterable, Mapping
+from datetime import datetime
 from http import HTTPStatus
+from typing import Any
+from uuid import UUID
+from wsgiref.types import StartResponse, WSGIApplication, WSGIEnvironment
 
 from django.conf import settings
 from django.core import signals
-from django.http import JsonResponse
+from django.http import HttpRequest, JsonResponse
 from django.http.request import split_domain_port, validate_host
 from django.utils import timezone
 from django.views.decorators.csrf import csrf_exempt
@@ -30,8 +35,14 @@ from workspaces import heartbeats, telemetry
 
 
 def heartbeat_answer(
-    *, workspace_id, authorization: str, content_length: str, read_body, now, client: str = ""
-):
+    *,
+    workspace_id: UUID,
+    authorization: str,
+    content_length: str,
+    read_body: Callable[[], bytes],
+    now: datetime,
+    client: str = "",
+) -> tuple[int, dict[str, Any], dict[str, str]]:
     """``(status, document, headers)`` for a heartbeat from address ``client``: 202
     {"accepted": n, "interval_seconds": s}; 400, 401, 410, 429 or 503 {"error": "..."}, 429
     and 503 with Retry-After (seconds). ``read_body()`` is called only once the token and
@@ -53,7 +64,7 @@ def heartbeat_answer(
 
 @csrf_exempt
 @require_POST
-def agent_heartbeat(request, pk):
+def agent_heartbeat(request: HttpRequest, pk: UUID) -> JsonResponse:
     """The routed heartbeat endpoint, ``agent-heartbeat``; see heartbeat_answer."""
     status, doc, headers = heartbeat_answer(
         workspace_id=pk,
@@ -66,7 +77,7 @@ def agent_heartbeat(request, pk):
     return JsonResponse(doc, status=status, headers=headers)
 
 
-def heartbeat_client(environ) -> str:
+def heartbeat_client(environ: Mapping[str, Any]) -> str:
     """The address a heartbeat came from, as its limits count it (common.client_address:
     REMOTE_ADDR, or behind TRUSTED_PROXY_COUNT proxies the address the outermost appended to
     X-Forwarded-For); an IPv6 address stands for its /64, which one host usually holds whole."""
@@ -116,11 +127,11 @@ def fast_path_unreviewed(middleware: list[str]) -> list[str]:
 _HEARTBEAT_PATH = re.compile(r"/api/workspaces/([0-9a-fA-F-]{36})/heartbeat/")
 
 
-def heartbeat_fast_path(django_app):
+def heartbeat_fast_path(django_app: WSGIApplication) -> WSGIApplication:
     """Wrap the WSGI application: ``POST /api/workspaces/<uuid>/heartbeat/`` from an allowed
     host is answered here; every other request goes to Django."""
 
-    def application(environ, start_response):
+    def application(environ: WSGIEnvironment, start_response: StartResponse) -> Iterable[bytes]:
         match = _HEARTBEAT_PATH.fullmatch(environ.get("PATH_INFO", ""))
         if not match or environ["REQUEST_METHOD"] != "POST" or not _allowed_host(environ):
             return django_app(environ, start_response)
@@ -158,7 +169,7 @@ def heartbeat_fast_path(django_app):
     return application
 
 
-def _allowed_host(environ) -> bool:
+def _allowed_host(environ: WSGIEnvironment) -> bool:
     host = environ.get("HTTP_HOST") or environ.get("SERVER_NAME", "")
     domain, _ = split_domain_port(host)
     allowed = settings.ALLOWED_HOSTS

@@ -32,6 +32,9 @@ from cloud.errors import CloudError
 
 log = logging.getLogger(__name__)
 
+# The one row a chain carries, as a query set of Workspace or NodePool (see the docstring).
+Rows = QuerySet[Any, Any]
+
 # Fields a transition writes when it hands the row to a new chain (user actions, sweeps).
 RELEASED: dict[str, Any] = {"operation_claim": "", "operation_due_at": None}
 
@@ -67,7 +70,7 @@ def lost(*, stale_before: datetime) -> Q:
     return Q(operation_due_at__lt=stale_before) | Q(operation_claim="", updated_at__lt=stale_before)
 
 
-def take_over(rows: QuerySet, *, stale_before: datetime, now: datetime) -> str:
+def take_over(rows: Rows, *, stale_before: datetime, now: datetime) -> str:
     """Claim the row of ``rows`` (one row, e.g. ``filter(pk=..., status__in=...)``) for a new
     chain if its chain is lost (see ``lost``); the new chain's id, or "" when a live chain
     holds it. Compare-and-set: two sweeps at once take it over once."""
@@ -78,7 +81,7 @@ def take_over(rows: QuerySet, *, stale_before: datetime, now: datetime) -> str:
     return claim if taken else ""
 
 
-def hold(rows: QuerySet, *, claim: str, now: datetime) -> str:
+def hold(rows: Rows, *, claim: str, now: datetime) -> str:
     """At the start of a run: keep the chain's ``claim`` (due now), or for a run that has none
     (the first of a chain) take the row if no live chain holds it. The claim held, or "" when
     another chain carries the operation."""
@@ -91,16 +94,16 @@ def hold(rows: QuerySet, *, claim: str, now: datetime) -> str:
     return claim if taken else ""
 
 
-def release(rows: QuerySet, *, claim: str) -> None:
+def release(rows: Rows, *, claim: str) -> None:
     """The chain ends: the row is free for the next one."""
     rows.filter(operation_claim=claim).update(operation_attempts=0, **RELEASED)
 
 
 def run(
     *,
-    task,
-    args: list,
-    rows: QuerySet,
+    task: Any,  # the bound Celery task (Celery ships no types): name, request, apply_async
+    args: list[Any],
+    rows: Rows,
     claim: str,
     step: Callable[[], Next],
     give_up: Callable[[CloudError], None],
@@ -140,28 +143,30 @@ def run(
 def _countdown(step: Next, eager: bool) -> float | None:
     """Seconds until the next run; None when the chain ends here."""
     if step is Next.POLL:
-        return settings.AZURE_POLLING_INTERVAL
+        return float(settings.AZURE_POLLING_INTERVAL)
     if eager:
         return None
     if step is Next.WAIT:
-        return settings.AZURE_PRECHECK_RETRY_SECONDS
+        return float(settings.AZURE_PRECHECK_RETRY_SECONDS)
     if step is Next.PENDING:
-        return settings.KUBE_PENDING_RETRY_SECONDS
+        return float(settings.KUBE_PENDING_RETRY_SECONDS)
     return None
 
 
-def _next_due(rows: QuerySet, claim: str, delay: float, went_through: bool) -> bool:
-    fields = {"operation_due_at": timezone.now() + timedelta(seconds=delay)}
+def _next_due(rows: Rows, claim: str, delay: float, went_through: bool) -> bool:
+    fields: dict[str, Any] = {"operation_due_at": timezone.now() + timedelta(seconds=delay)}
     if went_through:
         fields["operation_attempts"] = 0
     return bool(rows.filter(operation_claim=claim).update(**fields))
 
 
-def _failed(rows: QuerySet, claim: str, error: CloudError, give_up) -> float | None:
+def _failed(
+    rows: Rows, claim: str, error: CloudError, give_up: Callable[[CloudError], None]
+) -> float | None:
     """Count a failed attempt; the delay before the next, or None when the chain ends (the
     bound is reached and the failure recorded, or the claim is gone)."""
-    before = rows.filter(operation_claim=claim).values_list("operation_attempts", flat=True)
-    before = before.first()
+    attempts_now = rows.filter(operation_claim=claim).values_list("operation_attempts", flat=True)
+    before: int | None = attempts_now.first()
     if before is None:
         return None
     attempts = before + 1

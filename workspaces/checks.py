@@ -1,5 +1,7 @@
 """System checks of the workspaces app (``manage.py check``, and every start-up)."""
 
+from typing import Any
+
 from django.conf import settings
 from django.core import checks
 
@@ -7,7 +9,7 @@ from workspaces.api import fast_path_unreviewed
 
 
 @checks.register()
-def fast_path_middleware(app_configs=None, **kwargs) -> list[checks.Error]:
+def fast_path_middleware(app_configs: object = None, **kwargs: Any) -> list[checks.Error]:
     """workspaces.E001 for each middleware in settings.MIDDLEWARE that the heartbeat fast path
     (portal/wsgi.py, workspaces.api.heartbeat_fast_path) skips without FAST_PATH_SKIPS saying
     why."""

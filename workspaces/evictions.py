@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from uuid import UUID
 
 from django.db import transaction
 
@@ -49,7 +50,7 @@ class EvictionSweep:
     ``evicted`` and moved to stopped by this sweep."""
 
     checked: int = 0
-    evicted: list = field(default_factory=list)
+    evicted: list[UUID] = field(default_factory=list)
 
 
 def workspace_evictions_detect(*, now: datetime) -> EvictionSweep:

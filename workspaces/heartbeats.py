@@ -41,7 +41,10 @@ import os
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
 
 from django.conf import settings
 from django.core.cache import cache
@@ -57,9 +60,10 @@ from django.utils import timezone
 from common import metrics
 from teams.models import IdlePolicy
 from workspaces import idle, ratelimit
-from workspaces.gpu_evidence import gpu_readings_merge
+from workspaces.gpu_evidence import Batch, gpu_readings_merge
 from workspaces.live_topics import telemetry_changed
 from workspaces.models import TelemetrySample, WorkspaceAgent
+from workspaces.states import Status
 from workspaces.telemetry import (
     GONE,
     HeartbeatRefused,
@@ -69,6 +73,8 @@ from workspaces.telemetry import (
     policy_from_row,
 )
 
+# An agent's row as _locked_agents reads it (values()), folded in place by _fold.
+Agent = dict[str, Any]
 logger = logging.getLogger(__name__)
 
 CLOCK_SKEW_SECONDS = 300  # samples further ahead of the portal's clock are dropped
@@ -85,7 +91,7 @@ BUSY = "The portal is behind on storing telemetry; retry later."
 
 
 def heartbeat_ingest(
-    *, workspace_id, token: str, body: bytes, now: datetime, client: str = ""
+    *, workspace_id: UUID, token: str, body: bytes, now: datetime, client: str = ""
 ) -> int:
     """Take one heartbeat from address ``client``; returns how many samples were taken:
     those stored as new when storing in the request, else all of the heartbeat's in its time
@@ -103,7 +109,7 @@ def heartbeat_ingest(
     return taken
 
 
-def _ingest(workspace_id, token: str, body: bytes, now: datetime, client: str) -> int:
+def _ingest(workspace_id: UUID, token: str, body: bytes, now: datetime, client: str) -> int:
     heartbeat_authenticate(workspace_id=workspace_id, token=token, now=now, client=client)
     interval = settings.AGENT_INTERVAL_SECONDS
     _throttle(workspace_id, now, interval)
@@ -128,7 +134,7 @@ TOO_MANY = "More heartbeats than the agent's interval allows; retry after Retry-
 _bad_tokens = ratelimit.TokenBuckets()  # client address -> wrong tokens it sent
 
 
-def _throttle(workspace_id, now: datetime, interval: float) -> None:
+def _throttle(workspace_id: UUID, now: datetime, interval: float) -> None:
     """429 when this workspace's agent sent more heartbeats than one does: HEARTBEAT_BURST
     at once (its backlog after an outage), then two per ``interval`` (seconds)."""
     wait = _requests.take(
@@ -160,10 +166,12 @@ def _in_window(samples: list[ParsedSample], now: datetime) -> list[ParsedSample]
 
 
 # workspace id -> (token SHA-256, cached until); only tokens that were accepted.
-_accepted_tokens: dict = {}
+_accepted_tokens: dict[UUID, tuple[str, datetime]] = {}
 
 
-def heartbeat_authenticate(*, workspace_id, token: str, now: datetime, client: str = "") -> None:
+def heartbeat_authenticate(
+    *, workspace_id: UUID, token: str, now: datetime, client: str = ""
+) -> None:
     """Check the Bearer token of a workspace's agent; raises HeartbeatRefused 401 (unknown
     workspace or wrong token), 410 (revoked or deleted) or 429 (``client``, an address, sent
     over HEARTBEAT_BAD_TOKENS_PER_MINUTE wrong tokens; the database is not asked). One
@@ -171,7 +179,7 @@ def heartbeat_authenticate(*, workspace_id, token: str, now: datetime, client: s
     digest = _sha256(token)
     cached = _accepted_tokens.get(workspace_id)
     known = cached is not None and hmac.compare_digest(cached[0], digest)
-    if known and cached[1] > now:
+    if known and cached is not None and cached[1] > now:
         return
     if not known:
         _bad_token_wait(client, now)
@@ -192,7 +200,7 @@ def heartbeat_authenticate(*, workspace_id, token: str, now: datetime, client: s
     _accepted_tokens[workspace_id] = (digest, now + ttl)
 
 
-def _bad_token_bucket() -> dict:
+def _bad_token_bucket() -> dict[str, float]:
     per_minute = settings.HEARTBEAT_BAD_TOKENS_PER_MINUTE
     return {"capacity": per_minute, "rate": per_minute / 60}
 
@@ -205,27 +213,28 @@ def _bad_token_wait(client: str, now: datetime) -> None:
         )
 
 
-def heartbeat_forget_token(*, workspace_id) -> None:
+def heartbeat_forget_token(*, workspace_id: UUID) -> None:
     """Drop this process's cached acceptance of a workspace's token (revoked or replaced)."""
     _accepted_tokens.pop(workspace_id, None)
 
 
-def heartbeats_store(*, batch: list[tuple], now: datetime) -> Counter:
+def heartbeats_store(*, batch: Batch, now: datetime) -> Counter[Any]:
     """Store heartbeats, ``[(workspace_id, [ParsedSample, ...]), ...]`` in arrival order, and
     fold them into their agents' activity, with the GPU readings the portal took itself
     merged in (workspaces.gpu_evidence); returns new samples per workspace id. Samples
     not newer than the agent's last one, over CLOCK_SKEW_SECONDS ahead of ``now``, or for a
     revoked or deleted workspace are dropped. Three queries whatever the batch size: lock the
     agents, insert the samples, update the agents."""
-    stored: Counter = Counter({workspace_id: 0 for workspace_id, _ in batch})
+    stored: Counter[Any] = Counter({workspace_id: 0 for workspace_id, _ in batch})
     batch = gpu_readings_merge(batch=batch)  # DCGM's GPU use of MIG slices (gpu_evidence)
     with transaction.atomic():
         agents = _locked_agents({workspace_id for workspace_id, _ in batch})
-        rows, changed = [], {}
+        rows: list[TelemetrySample] = []
+        changed: dict[Any, Agent] = {}
         for workspace_id, samples in batch:
             agent = agents.get(workspace_id)
             fresh = _fresh(agent, samples, now) if agent else []
-            if fresh:
+            if agent and fresh:
                 _fold(agent, fresh)
                 rows += [_row(workspace_id, s) for s in fresh]
                 changed[workspace_id] = agent
@@ -236,7 +245,7 @@ def heartbeats_store(*, batch: list[tuple], now: datetime) -> Counter:
     return stored
 
 
-def heartbeats_store_isolated(*, batch: list[tuple], now: datetime) -> tuple[Counter, list]:
+def heartbeats_store_isolated(*, batch: Batch, now: datetime) -> tuple[Counter[Any], Batch]:
     """heartbeats_store for a batch that may hold a heartbeat the database refuses: returns
     (new samples per workspace id, the heartbeats left unstored because the database itself
     failed, to be stored again). A failing batch is split in halves, each stored in its own
@@ -264,7 +273,7 @@ def heartbeats_store_isolated(*, batch: list[tuple], now: datetime) -> tuple[Cou
         return Counter(), []
 
 
-def _store_failed(workspace_id, now: datetime) -> None:
+def _store_failed(workspace_id: UUID, now: datetime) -> None:
     """Note on the agent that the portal failed to store one of its heartbeats at ``now``."""
     try:
         WorkspaceAgent.objects.filter(pk=workspace_id).update(store_failed_at=now)
@@ -278,7 +287,7 @@ OUTAGE_KEY = "heartbeats:store-failed-at"
 # read, not by the cache's expiry: that runs on the cache's own clock, and an outage noted at a
 # ``now`` other than the cache's (a replayed backlog, a test) would expire early or late.
 _OUTAGE_WINDOW = timedelta(days=7)
-_outage_noted: list = [None]  # when this process last wrote OUTAGE_KEY
+_outage_noted: list[datetime | None] = [None]  # when this process last wrote OUTAGE_KEY
 
 
 def telemetry_outage_record(*, now: datetime) -> None:
@@ -315,10 +324,11 @@ def heartbeat_limits_reset() -> None:
     _bad_tokens.clear()
 
 
-def _update_agents(changed: dict) -> None:
+def _update_agents(changed: dict[Any, Agent]) -> None:
     """One UPDATE per agent, sent with executemany: psycopg pipelines them, where Django's
     bulk_update would build a CASE per column and row (a millisecond per agent)."""
-    fields = [WorkspaceAgent._meta.get_field(name) for name in _ACTIVITY + _LATEST]
+    names = set(_ACTIVITY + _LATEST)
+    fields = [f for f in WorkspaceAgent._meta.concrete_fields if f.name in names]
     sets = ", ".join(f"{connection.ops.quote_name(f.column)} = %s" for f in fields)
     table = connection.ops.quote_name(WorkspaceAgent._meta.db_table)
     pk = WorkspaceAgent._meta.pk
@@ -332,7 +342,7 @@ def _update_agents(changed: dict) -> None:
             cursor.executemany(f"UPDATE {table} SET {sets} WHERE {pk.column} = %s", params)
 
 
-def _locked_agents(workspace_ids) -> dict:
+def _locked_agents(workspace_ids: Iterable[Any]) -> dict[Any, Agent]:
     rows = (
         WorkspaceAgent.objects.select_for_update(of=("self",))
         .filter(pk__in=workspace_ids, revoked_at=None)
@@ -343,18 +353,18 @@ def _locked_agents(workspace_ids) -> dict:
     return {row["pk"]: row for row in rows}
 
 
-def agent_reading_forget_on_resize(*, workspace_id, expected: str, to: str, now: datetime) -> None:
+def agent_reading_forget_on_resize(
+    *, workspace_id: UUID | str, expected: str, to: str, now: datetime
+) -> None:
     """A transition callback (workspaces.hooks): a workspace leaving Resizing has other GPUs,
     so its agent's latest reading (the GPUs it listed, NVML's state) is of hardware it no
     longer has; it is forgotten, and the page waits for the first reading of the new size.
     The idle evidence (last_at and the folded activity) is kept: the silence rule holds."""
-    from workspaces.states import Status
-
     if expected == Status.RESIZING:
-        WorkspaceAgent.objects.filter(pk=workspace_id).update(gpus=[], nvml="")
+        WorkspaceAgent.objects.filter(pk=UUID(str(workspace_id))).update(gpus=[], nvml="")
 
 
-def _fresh(agent: dict, samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
+def _fresh(agent: Agent, samples: list[ParsedSample], now: datetime) -> list[ParsedSample]:
     """The samples newer than the agent's last by half an interval at least (_spaced), and
     not over CLOCK_SKEW_SECONDS ahead of ``now``: however many heartbeats one token sends,
     a workspace gets at most one sample row per half interval of time."""
@@ -363,7 +373,7 @@ def _fresh(agent: dict, samples: list[ParsedSample], now: datetime) -> list[Pars
     return _spaced(fresh, last=agent["last_at"], interval=settings.AGENT_INTERVAL_SECONDS)
 
 
-def _fold(agent: dict, fresh: list[ParsedSample]) -> None:
+def _fold(agent: Agent, fresh: list[ParsedSample]) -> None:
     """Fold into ``agent`` in place, so a later heartbeat of the same batch builds on it."""
     samples = (idle.Sample(s.at, s.gpu_util, s.interactive) for s in fresh)
     activity = idle.fold(idle.activity_of(agent), samples, _policy(agent))
@@ -382,7 +392,7 @@ def _fold(agent: dict, fresh: list[ParsedSample]) -> None:
     )
 
 
-def _policy(agent: dict) -> idle.Policy:
+def _policy(agent: Agent) -> idle.Policy:
     """Folding needs only the threshold and the spike and gap windows of the policy."""
     row = IdlePolicy()
     if agent[f"{_POLICY}gpu_threshold"] is not None:
@@ -390,7 +400,7 @@ def _policy(agent: dict) -> idle.Policy:
     return policy_from_row(row)
 
 
-def _row(workspace_id, s: ParsedSample) -> TelemetrySample:
+def _row(workspace_id: Any, s: ParsedSample) -> TelemetrySample:
     return TelemetrySample(
         workspace_id=workspace_id,
         at=s.at,
@@ -416,12 +426,12 @@ class HeartbeatBuffer:
     def __init__(self, *, flush_thread: bool = True):
         self._lock = threading.Lock()
         self._flushing = threading.Lock()  # one flush at a time: exit waits for the thread's
-        self._items: list[tuple] = []
-        self._pending: Counter = Counter()  # workspace id -> its heartbeats in _items
-        self._thread_pid = None if flush_thread else "never"
+        self._items: Batch = []
+        self._pending: Counter[Any] = Counter()  # workspace id -> its heartbeats in _items
+        self._thread_pid: int | str | None = None if flush_thread else "never"
         self._since: float | None = None  # Unix time the oldest queued heartbeat was taken
 
-    def add(self, workspace_id, samples) -> str:
+    def add(self, workspace_id: Any, samples: list[ParsedSample]) -> str:
         """Queue a heartbeat; QUEUED (empty), FULL when HEARTBEAT_BUFFER_MAX heartbeats wait,
         or SHARE_FULL when this workspace's agent already has its share waiting."""
         most, share = settings.HEARTBEAT_BUFFER_MAX, _share()
@@ -450,7 +460,7 @@ class HeartbeatBuffer:
                 items, self._items = self._items, []
                 self._pending.clear()
                 since, self._since = self._since, None
-            unstored: list[tuple] = []
+            unstored: Batch = []
             if items:
                 _, unstored = heartbeats_store_isolated(batch=items, now=timezone.now())
             self._queue_again(unstored, since)
@@ -460,7 +470,7 @@ class HeartbeatBuffer:
         """Tell /metrics how many wait here and since when (called holding the lock)."""
         metrics.heartbeat_buffer_state(pending=len(self._items), oldest=self._since)
 
-    def _queue_again(self, items: list[tuple], since: float | None) -> None:
+    def _queue_again(self, items: Batch, since: float | None) -> None:
         """Put ``items`` (the oldest taken at ``since``) back in front of what came meanwhile,
         as far as there is room."""
         with self._lock:
@@ -490,7 +500,7 @@ class HeartbeatBuffer:
 def _share() -> int:
     """Heartbeats one agent may have waiting: a backlog's worth (HEARTBEAT_BURST), and never
     more than a tenth of the buffer, so no one agent can fill it for the others."""
-    return max(1, min(settings.HEARTBEAT_BURST, settings.HEARTBEAT_BUFFER_MAX // 10))
+    return max(1, min(int(settings.HEARTBEAT_BURST), int(settings.HEARTBEAT_BUFFER_MAX) // 10))
 
 
 BUFFER = HeartbeatBuffer()

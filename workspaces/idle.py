@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from datetime import datetime, time, timedelta
 from enum import StrEnum
+from typing import Any
 from zoneinfo import ZoneInfo
 
 
@@ -66,7 +67,7 @@ class Activity:
     active_at: datetime | None = None
 
 
-def activity_of(row: Mapping) -> Activity:
+def activity_of(row: Mapping[str, Any]) -> Activity:
     """The Activity stored in ``row`` (a WorkspaceAgent's values, or its ``vars()``)."""
     return Activity(**{f.name: row[f.name] for f in fields(Activity)})
 
@@ -123,7 +124,9 @@ def _fold_one(activity: Activity, sample: Sample, policy: Policy) -> Activity:
     busy = sample.gpu_util is not None and sample.gpu_util >= policy.gpu_threshold
     busy_since = (activity.busy_since or sample.at) if busy else None
     active_at = activity.active_at
-    sustained = busy and sample.at - busy_since >= timedelta(seconds=policy.spike_seconds)
+    sustained = busy_since is not None and (
+        sample.at - busy_since >= timedelta(seconds=policy.spike_seconds)
+    )
     if sample.interactive > 0 or sustained:
         active_at = sample.at
     return replace(activity, last_at=sample.at, busy_since=busy_since, active_at=active_at)
@@ -160,7 +163,9 @@ def verdict(
     return Verdict(state, since, stop_at, warn_at, reason, failing)
 
 
-def _base(activity: Activity, policy: Policy, now: datetime, running_since: datetime):
+def _base(
+    activity: Activity, policy: Policy, now: datetime, running_since: datetime
+) -> tuple[State, datetime, datetime, StopReason]:
     """(state, since, stop_at, reason) from the telemetry alone."""
     last = max(activity.last_at or running_since, running_since)
     if now - last > timedelta(seconds=policy.gap_seconds):
@@ -174,10 +179,9 @@ def _base(activity: Activity, policy: Policy, now: datetime, running_since: date
         t for t in (activity.active_at, activity.evidence_since, running_since) if t is not None
     )
     stop_at = idle_since + timedelta(minutes=policy.idle_minutes)
-    recent = activity.active_at is not None and activity.active_at >= last
-    state = State.ACTIVE if recent else State.IDLE
-    since = activity.active_at if recent else idle_since
-    return state, since, stop_at, StopReason.IDLE
+    if activity.active_at is not None and activity.active_at >= last:
+        return State.ACTIVE, activity.active_at, stop_at, StopReason.IDLE
+    return State.IDLE, idle_since, stop_at, StopReason.IDLE
 
 
 def next_nightly_stop(policy: Policy, *, after: datetime) -> datetime | None:

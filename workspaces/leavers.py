@@ -19,8 +19,8 @@ A user who is a member again (and active) by the time this runs is left alone.
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime
+from uuid import UUID
 
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.urls import reverse
@@ -29,6 +29,7 @@ from notifications.notices import notice_send
 from teams.audit import audit_record
 from teams.hooks import LeaveReason
 from teams.models import LeaverPolicy, Membership, Role, Team
+from workspaces.actions import workspace_stop_automatically
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -42,10 +43,10 @@ class LeaverOutcome:
     """What was done: the policy applied, workspace ids stopped / handed over, the new owner."""
 
     policy: str
-    stopped: list = field(default_factory=list)
-    handed_over: list = field(default_factory=list)
-    new_owner: object = None
-    in_flight: list = field(default_factory=list)
+    stopped: list[UUID] = field(default_factory=list)
+    handed_over: list[UUID] = field(default_factory=list)
+    new_owner: User | None = None
+    in_flight: list[UUID] = field(default_factory=list)
 
 
 def member_left_receive(*, team: Team, user: User, reason: str, now: datetime) -> None:
@@ -53,11 +54,11 @@ def member_left_receive(*, team: Team, user: User, reason: str, now: datetime) -
     leaver_workspaces_apply(team_id=team.pk, user_id=user.pk, reason=reason, now=now)
 
 
-def _still_in(team_id, user) -> bool:
+def _still_in(team_id: int, user: User) -> bool:
     return user.is_active and Membership.objects.filter(team_id=team_id, user=user).exists()
 
 
-def _successor(team: Team, leaver_id):
+def _successor(team: Team, leaver_id: int) -> User | None:
     """The longest-standing active team admin of ``team`` other than the leaver, or None."""
     membership = (
         Membership.objects.filter(team=team, role=Role.TEAM_ADMIN, user__is_active=True)
@@ -70,12 +71,12 @@ def _successor(team: Team, leaver_id):
 
 
 def leaver_workspaces_apply(
-    *, team_id, user_id, reason: str, now: datetime, recheck: bool = True
+    *, team_id: int, user_id: int, reason: str, now: datetime, recheck: bool = True
 ) -> LeaverOutcome:
     """Apply ``team``'s leaver policy to ``user``'s workspaces in it (see the module);
     ``recheck``: queue the one later look at workspaces in flight (not from that look)."""
     team = Team.objects.get(pk=team_id)
-    user = get_user_model().objects.get(pk=user_id)
+    user = User.objects.get(pk=user_id)
     outcome = LeaverOutcome(policy=team.leaver_policy)
     if _still_in(team_id, user) or team.leaver_policy == LeaverPolicy.KEEP:
         return outcome
@@ -91,13 +92,11 @@ def leaver_workspaces_apply(
     return outcome
 
 
-def _why(user, team: Team, reason: str) -> str:
+def _why(user: User, team: Team, reason: str) -> str:
     return f"{user.username} left {team.name} ({LeaveReason(reason).label})"
 
 
-def _stop_running(team: Team, user, reason: str, now: datetime) -> list:
-    from workspaces.actions import workspace_stop_automatically
-
+def _stop_running(team: Team, user: User, reason: str, now: datetime) -> list[UUID]:
     why = _why(user, team, reason)
     stopped = []
     running = Workspace.objects.filter(team=team, owner=user, status=Status.RUNNING)
@@ -115,7 +114,8 @@ def _stop_running(team: Team, user, reason: str, now: datetime) -> list:
     return stopped
 
 
-def _recheck_in_flight(team: Team, user, reason: str) -> list:
+def _recheck_in_flight(team: Team, user: User, reason: str) -> list[UUID]:
+    # A real cycle: workspaces.tasks imports this module (leaver_recheck runs it).
     from workspaces.tasks import leaver_recheck
 
     ids = list(
@@ -132,7 +132,7 @@ def _recheck_in_flight(team: Team, user, reason: str) -> list:
     return ids
 
 
-def _hand_over(team: Team, leaver, owner, reason: str, now: datetime) -> list:
+def _hand_over(team: Team, leaver: User, owner: User, reason: str, now: datetime) -> list[UUID]:
     handed = []
     mine = Workspace.objects.filter(team=team, owner=leaver).exclude(status=Status.DELETED)
     for workspace in mine:
@@ -156,15 +156,18 @@ def _hand_over(team: Team, leaver, owner, reason: str, now: datetime) -> list:
     return handed
 
 
-def _access_later(workspace_id) -> None:
+def _access_later(workspace_id: UUID) -> None:
     """Its provider objects made to grant the new owner (nothing for a kind whose objects do not
     name the owner: WorkspaceBackend.access_refresh)."""
+    # A real cycle: workspaces.tasks imports this module (leaver_recheck runs it).
     from workspaces.tasks import refresh_slice_access
 
     transaction.on_commit(lambda: refresh_slice_access.delay(str(workspace_id)))
 
 
-def _tell_new_owner(workspace, team: Team, leaver, owner, reason: str, now: datetime) -> None:
+def _tell_new_owner(
+    workspace: Workspace, team: Team, leaver: User, owner: User, reason: str, now: datetime
+) -> None:
     caveat = workspace.backend.hand_over_note.format(leaver=leaver.username)
     notice_send(
         users=[owner],
@@ -178,7 +181,7 @@ def _tell_new_owner(workspace, team: Team, leaver, owner, reason: str, now: date
     )
 
 
-def workspaces_hand_to_merged_account(*, local, entra) -> dict[str, int]:
+def workspaces_hand_to_merged_account(*, local: User, entra: User) -> dict[str, int]:
     """A teams.hooks.account_merged callback: the local account's workspaces (all of them,
     deleted ones too, so their history and spend follow the person) now belong to the Entra
     ID account it was merged into. Their provider objects that name the owner are brought up

@@ -1,15 +1,21 @@
 """Workspaces, their history, and the catalog of GPU VM sizes the portal offers."""
 
 import uuid
+from decimal import Decimal
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.db import models
 
-from workspaces.backends import backend_for
+from common.words import duration_words
+from workspaces.backends import WorkspaceBackend, backend_for
 from workspaces.gpus import format_gpus
-from workspaces.states import STYLE, TRANSITIONS, Status, event_style
+from workspaces.states import STYLE, TRANSITIONS, Status, StatusStyle, event_style
 from workspaces.suitability import Suits, size_suits
+
+if TYPE_CHECKING:
+    from teams.models import QuotaRequest
 
 
 class SizeOffering(models.Model):
@@ -50,7 +56,7 @@ class SizeOffering(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.vm_size} in {self.region}"
 
     @property
@@ -80,7 +86,7 @@ class SizeOffering(models.Model):
         return size_suits(self.vm_size, self.gpu_memory_gib)
 
     @property
-    def price_per_day(self):
+    def price_per_day(self) -> Decimal:
         """USD for 24 hours running."""
         return self.price_per_hour * 24
 
@@ -198,21 +204,21 @@ class Workspace(models.Model):
             models.Index(fields=["created_at", "id"]),
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
     @property
-    def resize_waiting(self):
+    def resize_waiting(self) -> "QuotaRequest | None":
         """Its resize waiting for a platform admin's approval (teams.QuotaRequest), or None."""
         return self.quota_requests.filter(decision="pending").exclude(resize_to="").first()
 
     @property
-    def quota_request(self):
+    def quota_request(self) -> "QuotaRequest | None":
         """Its own request above quota (teams.QuotaRequest, not a resize's), or None."""
         return self.quota_requests.filter(resize_to="").first()
 
     @property
-    def style(self):
+    def style(self) -> StatusStyle:
         return STYLE[self.status]
 
     def _allows(self, target: str) -> bool:
@@ -244,7 +250,7 @@ class Workspace(models.Model):
         return self.id.hex[:12]
 
     @property
-    def backend(self):
+    def backend(self) -> WorkspaceBackend:
         """Its kind's backend (workspaces.backends), for all that differs between kinds.
         Raises UnknownKind."""
         return backend_for(self.kind)
@@ -276,11 +282,11 @@ class WorkspaceEvent(models.Model):
     class Meta:
         ordering = ["at", "id"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id}: {self.from_status} -> {self.to_status}"
 
     @property
-    def to_style(self):
+    def to_style(self) -> StatusStyle:
         return event_style(
             from_status=self.from_status,
             to_status=self.to_status,
@@ -331,7 +337,7 @@ class WorkspaceAgent(models.Model):
     # agent's): the idle sweep counts no silence before it (workspaces.idle).
     store_failed_at = models.DateTimeField(null=True, blank=True)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"Agent of {self.workspace_id}"
 
 
@@ -356,7 +362,7 @@ class TelemetrySample(models.Model):
     class Meta:
         indexes = [models.Index(fields=["workspace", "at"])]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
@@ -406,7 +412,7 @@ class TelemetryHour(models.Model):
             )
         ]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id} hour {self.hour:%Y-%m-%d %H}:00"
 
 
@@ -422,15 +428,13 @@ class WorkspaceExtension(models.Model):
     class Meta:
         ordering = ["-at"]
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"{self.workspace_id} kept until {self.until:%Y-%m-%d %H:%M}"
 
     @property
     def length_words(self) -> str:
         """How long it really kept the workspace, in words ("4 hours"; "24 minutes" with demo
         timings): ``hours`` is the policy's, ``until`` the real deadline."""
-        from workspaces.telemetry import duration_words
-
         return duration_words((self.until - self.at).total_seconds() / 60)
 
 
@@ -444,7 +448,7 @@ class Lease(models.Model):
     expires_at = models.DateTimeField()
     since = models.DateTimeField(null=True, blank=True)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
@@ -456,5 +460,5 @@ class BeatRun(models.Model):
     last_run_at = models.DateTimeField()
     holder = models.CharField(max_length=64, blank=True)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.job

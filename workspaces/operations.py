@@ -12,7 +12,6 @@ from typing import Any
 from uuid import UUID
 
 from django.contrib.auth.models import User
-from django.db import transaction
 
 from cloud.errors import CloudError
 from workspaces import chains, selectors, states
@@ -20,27 +19,7 @@ from workspaces.backends import backend_for, backends
 from workspaces.chains import Next
 from workspaces.models import Workspace
 from workspaces.states import OPERATION, Status
-
-
-def _queue_advance(workspace_id: UUID | str, claim: str = "") -> None:
-    """Queue ``advance_workspace`` after commit: the first run of a new chain, or with the
-    ``claim`` of a chain the reconcile sweep took over (workspaces.chains)."""
-    from workspaces.tasks import advance_workspace
-
-    kwargs = {"claim": claim} if claim else {}
-    transaction.on_commit(lambda: advance_workspace.delay(str(workspace_id), **kwargs))
-
-
-def _transition_and_queue(**transition: Any) -> bool:
-    """states.transition, and when it moved the workspace, queue the task that carries out
-    the new status (after commit). The new status owes a new operation: the row is handed to
-    the new chain, and a chain still carrying the old one stops at its next run. False,
-    queueing nothing, when it did not move."""
-    with transaction.atomic():
-        moved = states.transition(**transition, **chains.RELEASED)
-        if moved:
-            _queue_advance(transition["workspace_id"])
-    return moved
+from workspaces.transitions import advance_queue, transition_and_queue
 
 
 def workspace_advance(*, workspace_id: UUID | str, clock: Callable[[], datetime]) -> Next:
@@ -129,7 +108,7 @@ def _resize_given_up(workspace: Workspace, error: CloudError, now: datetime) -> 
     exhausted): it keeps its old size and is started again, as after any refusal once
     deallocated (workspaces.backends.vm_resize), so a resize never leaves it stopped."""
     service = backend_for(workspace.kind).service
-    _transition_and_queue(
+    transition_and_queue(
         workspace_id=workspace.pk,
         expected=Status.RESIZING,
         to=Status.STARTING,
@@ -171,6 +150,7 @@ def workspace_access_queue(*, user: User) -> int:
     """Queue refresh_slice_access for each workspace owned by ``user`` whose provider objects
     name their identity (after their Entra ID identity changed: teams.hooks.identity_changed;
     each kind's backend says which, see WorkspaceBackend.access_to_refresh). Returns how many."""
+    # A real cycle: workspaces.tasks imports this module (its tasks run it).
     from workspaces.tasks import refresh_slice_access
 
     ids = [pk for backend in backends() for pk in backend.access_to_refresh(owner=user)]
@@ -198,6 +178,6 @@ def workspace_reconcile(*, now: datetime, stale_after: timedelta) -> list[Any]:
         rows = Workspace.objects.filter(pk=workspace_id, status__in=states.IN_PROGRESS)
         claim = chains.take_over(rows, stale_before=stale_before, now=now)
         if claim:
-            _queue_advance(workspace_id, claim=claim)
+            advance_queue(workspace_id, claim=claim)
             queued.append(workspace_id)
     return queued

@@ -48,7 +48,7 @@ class TokenBuckets:
         with self._lock:
             self._buckets.clear()
 
-    def _level(self, key, now: float, capacity: float, rate: float) -> float:
+    def _level(self, key: Hashable, now: float, capacity: float, rate: float) -> float:
         tokens, at = self._buckets.get(key, (capacity, now))
         # A clock that went back refills nothing rather than a negative amount.
         return min(capacity, tokens + max(now - at, 0.0) * rate)

@@ -26,9 +26,9 @@ from teams.quota_requests import quota_request_open
 from teams.selectors import membership_role
 from workspaces import selectors, states
 from workspaces.models import Workspace
-from workspaces.operations import _queue_advance, _transition_and_queue
 from workspaces.selectors import QuotaCheck
 from workspaces.states import Status
+from workspaces.transitions import advance_queue, transition_and_queue
 
 
 class WorkspaceActionError(Exception):
@@ -84,7 +84,7 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
             )
             if check.fits:
                 workspace = _insert(ask, Status.REQUESTED, now)
-                _queue_advance(workspace.pk)
+                advance_queue(workspace.pk)
             else:
                 workspace = _insert_pending(ask, check, justification, now)
     except IntegrityError:
@@ -188,7 +188,7 @@ def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
 def workspace_approve(*, workspace_id: UUID | str, actor: User, reason: str, now: datetime) -> bool:
     """Move an approved workspace from pending_approval to requested and queue provisioning.
     False when it was no longer pending."""
-    return _transition_and_queue(
+    return transition_and_queue(
         workspace_id=workspace_id,
         expected=Status.PENDING_APPROVAL,
         to=Status.REQUESTED,

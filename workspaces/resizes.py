@@ -34,9 +34,9 @@ from teams.models import Decision, QuotaRequest, Team
 from teams.quota_requests import quota_request_open
 from workspaces import selectors
 from workspaces.backends import ResizeChoice
-from workspaces.operations import _transition_and_queue
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import HOLDS_GPUS, Status
+from workspaces.transitions import transition_and_queue
 
 if TYPE_CHECKING:
     from workspaces.models import Workspace
@@ -128,7 +128,7 @@ def resize_start(
     the workspace changed meanwhile."""
     running = workspace.status == Status.RUNNING
     line = _reason(workspace, choice, running)
-    moved = _transition_and_queue(
+    moved = transition_and_queue(
         workspace_id=workspace.pk,
         expected=workspace.status,
         to=Status.STOPPING if running else Status.RESIZING,

@@ -16,7 +16,11 @@ from django.core.exceptions import ValidationError
 MAX_CHARS = 8192
 MIN_RSA_BITS = 2048
 MAX_COMMENT_CHARS = 200
-ACCEPTED = {"ssh-rsa": rsa.RSAPublicKey, "ssh-ed25519": ed25519.Ed25519PublicKey}
+AcceptedKey = rsa.RSAPublicKey | ed25519.Ed25519PublicKey
+ACCEPTED: dict[str, type[AcceptedKey]] = {
+    "ssh-rsa": rsa.RSAPublicKey,
+    "ssh-ed25519": ed25519.Ed25519PublicKey,
+}
 # Private keys: PEM armour (PKCS#1, PKCS#8, OpenSSH, encrypted or not); the base64 of
 # "openssh-key-v1", which opens the body of an OpenSSH private key, e.g. pasted after
 # "ssh-ed25519 "; and PuTTY's key file.
@@ -68,7 +72,7 @@ def validate_ssh_public_key(value: str) -> str:
     return f"{line.decode()} {comment}".rstrip()
 
 
-def _parse(key_type: str, blob: str):
+def _parse(key_type: str, blob: str) -> AcceptedKey:
     if key_type not in ACCEPTED:
         if key_type.startswith(("ecdsa-", "sk-", "ssh-")):
             raise ValidationError(
@@ -81,7 +85,7 @@ def _parse(key_type: str, blob: str):
         key = serialization.load_ssh_public_key(f"{key_type} {blob}".encode())
     except (ValueError, UnsupportedAlgorithm):
         key = None
-    if not isinstance(key, ACCEPTED[key_type]):
+    if not isinstance(key, AcceptedKey) or not isinstance(key, ACCEPTED[key_type]):
         raise ValidationError(
             f"This is not a valid {key_type} key: its base64 part is damaged or cut short. "
             "Copy the whole line of the .pub file again.",

@@ -24,6 +24,7 @@ from notifications.webhooks import webhook_event_emit
 from workspaces import hooks
 
 if TYPE_CHECKING:  # workspaces.models imports this module
+    # A real cycle: workspaces.models imports Status, STYLE and TRANSITIONS from here.
     from workspaces.models import Workspace
 
 
@@ -212,6 +213,7 @@ def transition(
     Returns False, changing nothing, when the workspace was no longer ``expected``.
     Raises IllegalTransition when the edge does not exist.
     """
+    # A real cycle: workspaces.models imports Status, STYLE and TRANSITIONS from here.
     from workspaces.models import Workspace, WorkspaceEvent
 
     check(expected, to)
@@ -240,6 +242,7 @@ def transition(
 def _tell_failed(workspace_id: uuid.UUID | str, reason: str, now: datetime) -> None:
     """The team's webhooks that chose failures hear of it with the history's reason (the
     workspace's page shows the same words)."""
+    # A real cycle: workspaces.models imports Status, STYLE and TRANSITIONS from here.
     from workspaces.models import Workspace
 
     workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
@@ -287,6 +290,7 @@ def record_creation(
     *, workspace: "Workspace", now: datetime, actor: User | None = None, reason: str = ""
 ) -> None:
     """Write the first event of a workspace just inserted with its initial status."""
+    # A real cycle: workspaces.models imports Status, STYLE and TRANSITIONS from here.
     from workspaces.models import WorkspaceEvent
 
     WorkspaceEvent.objects.create(

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import logging
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import Any
+from uuid import UUID
 from zoneinfo import ZoneInfo
 
 from django.contrib.auth import get_user_model
@@ -26,6 +29,7 @@ from notifications.notices import Message, notice_resolve, notice_send_many
 from notifications.webhooks import TeamEvent, webhook_events_emit
 from teams.models import IdlePolicy
 from workspaces import idle
+from workspaces.actions import workspace_stop_automatically
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.leases import lease_release, lease_take
 from workspaces.live_topics import telemetry_changed
@@ -46,10 +50,10 @@ class SweepResult:
     sweep held the lease."""
 
     evaluated: int = 0
-    warned: list = field(default_factory=list)
-    told_silent: list = field(default_factory=list)
-    stopped: list = field(default_factory=list)
-    resolved: list = field(default_factory=list)
+    warned: list[UUID] = field(default_factory=list)  # workspace ids, as the rest
+    told_silent: list[UUID] = field(default_factory=list)
+    stopped: list[UUID] = field(default_factory=list)
+    resolved: list[UUID] = field(default_factory=list)
     skipped: bool = False
 
 
@@ -57,7 +61,7 @@ class SweepResult:
 class Judged:
     """One running workspace with its verdict."""
 
-    agent: dict  # the WorkspaceAgent columns the sweep reads
+    agent: dict[str, Any]  # the WorkspaceAgent columns the sweep reads
     policy: idle.Policy
     verdict: idle.Verdict
 
@@ -114,7 +118,7 @@ def workspaces_judge(*, now: datetime) -> list[Judged]:
     return judged
 
 
-def _latest(*times):
+def _latest(*times: datetime | None) -> datetime | None:
     return max((t for t in times if t is not None), default=None)
 
 
@@ -161,14 +165,14 @@ def _silent_to_tell(j: Judged) -> bool:
 
 
 def _unwarned(j: Judged) -> bool:
-    return j.agent["warned_stop_at"] != j.verdict.stop_at
+    return bool(j.agent["warned_stop_at"] != j.verdict.stop_at)
 
 
 def _untold(j: Judged) -> bool:
-    return j.agent["silent_told_since"] != j.verdict.since
+    return bool(j.agent["silent_told_since"] != j.verdict.since)
 
 
-def _owners(judged: list[Judged]) -> dict:
+def _owners(judged: list[Judged]) -> dict[int, Any]:  # user id -> User
     ids = {j.agent["workspace__owner_id"] for j in judged}
     return get_user_model().objects.in_bulk(ids)
 
@@ -177,7 +181,9 @@ def _link(j: Judged) -> str:
     return reverse("workspaces:detail", args=[j.agent["workspace_id"]])
 
 
-def _claim(judged: list[Judged], column: str, value) -> list[Judged]:
+def _claim(
+    judged: list[Judged], column: str, value: Callable[[Judged], datetime | None]
+) -> list[Judged]:
     """Those of ``judged`` whose ``column`` this call set to ``value(j)``: a conditional
     write per row, so a sweep that lost its lease mid-way cannot tell anyone twice."""
     claimed = [
@@ -192,7 +198,7 @@ def _claim(judged: list[Judged], column: str, value) -> list[Judged]:
     return claimed
 
 
-def _resolve_passed(judged: list[Judged], now: datetime) -> list:
+def _resolve_passed(judged: list[Judged], now: datetime) -> list[UUID]:
     """Resolve the stop warnings whose stop moved (the workspace is in use again, or its stop
     was put off) and the silence notices of agents that report again, and forget that they
     were told, so that a later warning or silence is told afresh. Writes only for those."""
@@ -221,7 +227,7 @@ def _claim_back(judged: list[Judged], column: str) -> list[Judged]:
     ]
 
 
-def _resolve(j: Judged, kind: str, reason: str, now: datetime) -> list:
+def _resolve(j: Judged, kind: str, reason: str, now: datetime) -> list[UUID]:
     about = f"workspace:{j.agent['workspace_id']}"
     notice_resolve(about=about, kinds=[kind], now=now, reason=reason)
     return [j.agent["workspace_id"]]
@@ -234,7 +240,7 @@ def _moved_why(j: Judged) -> str:
     return f"Its stop moved to {when}"
 
 
-def _warn(judged: list[Judged], now: datetime) -> list:
+def _warn(judged: list[Judged], now: datetime) -> list[UUID]:
     if not judged:
         return []
     judged = _claim(judged, "warned_stop_at", lambda j: j.verdict.stop_at)
@@ -267,7 +273,7 @@ def _warning_event(j: Judged, warning: Message) -> TeamEvent:
     )
 
 
-def _warning(j: Judged, owners: dict, now: datetime) -> Message:
+def _warning(j: Judged, owners: dict[int, Any], now: datetime) -> Message:
     name = j.agent["workspace__name"]
     minutes = max(1, round((j.verdict.stop_at - now).total_seconds() / 60))
     why = WARN_WHY[j.verdict.stop_reason]
@@ -291,7 +297,7 @@ WARN_WHY = {
 }
 
 
-def _tell_silent(judged: list[Judged], now: datetime) -> list:
+def _tell_silent(judged: list[Judged], now: datetime) -> list[UUID]:
     if not judged:
         return []
     judged = _claim(judged, "silent_told_since", lambda j: j.verdict.since)
@@ -320,7 +326,7 @@ def _local(at: datetime, policy: idle.Policy) -> str:
     return at.astimezone(ZoneInfo(policy.timezone)).strftime("%H:%M %Z")
 
 
-def stop_reason(j: Judged, show=None) -> str:
+def stop_reason(j: Judged, show: Callable[[datetime], str] | None = None) -> str:
     """The history's sentence for an automatic stop, with its evidence; its times as
     ``show(at)`` gives them (default: in the team's zone, "13:40 CET")."""
     v, p = j.verdict, j.policy
@@ -356,8 +362,6 @@ def _stop_one(j: Judged, now: datetime) -> bool:
 def _stop(j: Judged, now: datetime) -> bool:
     """Stop through the same transition and task as a user's Stop; False if the workspace
     moved on meanwhile (the owner stopped it, or another sweep did)."""
-    from workspaces.actions import workspace_stop_automatically
-
     detail = {
         "rule": str(j.verdict.stop_reason),
         "since": j.verdict.since.isoformat(),

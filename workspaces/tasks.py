@@ -1,6 +1,7 @@
 """Celery tasks: thin wrappers that pass ids to services."""
 
 import logging
+from typing import Any  # a bound task is a Celery Task, which ships no types
 
 from celery import shared_task
 from django.conf import settings
@@ -8,13 +9,18 @@ from django.utils import timezone
 
 from cloud.errors import CloudError
 from workspaces import chains, operations
+from workspaces.evictions import workspace_evictions_detect
+from workspaces.kube_activity import namespace_activity_scan
+from workspaces.leavers import leaver_workspaces_apply
 from workspaces.models import Workspace
+from workspaces.sweep import idle_sweep as sweep
+from workspaces.telemetry import telemetry_downsample
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def advance_workspace(self, workspace_id: str, claim: str = "") -> None:
+def advance_workspace(self: Any, workspace_id: str, claim: str = "") -> None:
     """Run the Azure operation that the workspace's status owes (create, start, deallocate,
     delete), polling it every AZURE_POLLING_INTERVAL seconds by re-queueing itself rather than
     sleeping, so a VM create that takes minutes holds no worker. A requested workspace that
@@ -38,7 +44,7 @@ def advance_workspace(self, workspace_id: str, claim: str = "") -> None:
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
-def refresh_slice_access(self, workspace_id: str) -> None:
+def refresh_slice_access(self: Any, workspace_id: str) -> None:
     """Make a MIG slice's owner RoleBinding name its owner's Entra ID identity as it is now.
     Transient Kubernetes errors are retried with back-off up to WORKSPACE_RETRY_MAX times;
     anything else is logged, and the slice's next start applies the identity."""
@@ -63,8 +69,6 @@ def detect_spot_evictions() -> int:
     """Beat, every SPOT_EVICTION_CHECK_SECONDS: running Spot workspaces whose VM Azure
     evicted become stopped (see workspaces.evictions). Returns how many. Azure not answering
     is logged; the next run asks again."""
-    from workspaces.evictions import workspace_evictions_detect
-
     try:
         return len(workspace_evictions_detect(now=timezone.now()).evicted)
     except CloudError as exc:
@@ -73,10 +77,8 @@ def detect_spot_evictions() -> int:
 
 
 @shared_task
-def idle_sweep() -> dict:
+def idle_sweep() -> dict[str, int]:
     """Beat, every IDLE_SWEEP_SECONDS: warn, tell and stop by the teams' idle policies."""
-    from workspaces.sweep import idle_sweep as sweep
-
     result = sweep(now=timezone.now())
     return {
         "evaluated": result.evaluated,
@@ -89,8 +91,6 @@ def idle_sweep() -> dict:
 @shared_task
 def downsample_telemetry() -> int:
     """Beat, hourly: fold raw samples older than TELEMETRY_RAW_HOURS into hourly rows."""
-    from workspaces.telemetry import telemetry_downsample
-
     return telemetry_downsample(now=timezone.now())
 
 
@@ -98,8 +98,6 @@ def downsample_telemetry() -> int:
 def namespace_activity() -> int:
     """Beat, every AGENT_INTERVAL_SECONDS: the idle evidence of running namespace workspaces
     (running pods requesting GPUs; see workspaces.kube_activity). Returns samples stored."""
-    from workspaces.kube_activity import namespace_activity_scan
-
     return namespace_activity_scan(now=timezone.now())
 
 
@@ -107,8 +105,6 @@ def namespace_activity() -> int:
 def leaver_recheck(team_id: int, user_id: int, reason: str) -> None:
     """Once, LEAVER_RECHECK_SECONDS after a leave: the team's leaver policy applied again to
     the leaver's workspaces that were provisioning or starting then (workspaces.leavers)."""
-    from workspaces.leavers import leaver_workspaces_apply
-
     leaver_workspaces_apply(
         team_id=team_id, user_id=user_id, reason=reason, now=timezone.now(), recheck=False
     )

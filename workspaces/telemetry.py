@@ -16,13 +16,18 @@ import hmac
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any, NoReturn
+from uuid import UUID
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Avg, Count, Max, Q
+from django.db.models.functions import TruncHour
 
+from common.words import duration_words
 from teams.models import IdlePolicy
 from workspaces import idle
-from workspaces.models import TelemetrySample, WorkspaceAgent
+from workspaces.models import HOUR_FIGURES, TelemetryHour, TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
 
 MAX_BODY_BYTES = 256 * 1024
@@ -50,7 +55,7 @@ class HeartbeatRefused(Exception):
         self.message = message
 
 
-def _token(workspace_id, generation: int) -> str:
+def _token(workspace_id: UUID, generation: int) -> str:
     mac = hmac.new(
         settings.SECRET_KEY.encode(), f"agent:{workspace_id}:{generation}".encode(), "sha256"
     )
@@ -61,7 +66,7 @@ def _sha256(token: str) -> str:
     return hashlib.sha256(token.encode()).hexdigest()
 
 
-def agent_token_issue(*, workspace_id, now: datetime, new_vm: bool = False) -> str:
+def agent_token_issue(*, workspace_id: UUID, now: datetime, new_vm: bool = False) -> str:
     """The agent token to put into the workspace's VM (its custom_data). ``new_vm`` starts a
     new generation, invalidating the previous VM's token and forgetting its telemetry."""
     agent, created = WorkspaceAgent.objects.get_or_create(
@@ -82,7 +87,7 @@ def agent_token_issue(*, workspace_id, now: datetime, new_vm: bool = False) -> s
     return _token(workspace_id, agent.token_generation)
 
 
-_FORGET = {
+_FORGET: dict[str, Any] = {
     "last_at": None,
     "evidence_since": None,
     "busy_since": None,
@@ -94,19 +99,19 @@ _FORGET = {
 }
 
 
-def agent_token_revoke(*, workspace_id, now: datetime) -> None:
+def agent_token_revoke(*, workspace_id: UUID, now: datetime) -> None:
     """Refuse the workspace's agent from now on (410 Gone)."""
     WorkspaceAgent.objects.filter(pk=workspace_id, revoked_at=None).update(revoked_at=now)
     _forget_token(workspace_id)
 
 
-def _forget_token(workspace_id) -> None:
+def _forget_token(workspace_id: UUID) -> None:
     from workspaces.heartbeats import heartbeat_forget_token  # it imports this module
 
     heartbeat_forget_token(workspace_id=workspace_id)
 
 
-def agent_activity_reset(*, workspace_id) -> None:
+def agent_activity_reset(*, workspace_id: UUID) -> None:
     """Forget telemetry folded before a stop, so a started VM is judged on fresh samples."""
     WorkspaceAgent.objects.filter(pk=workspace_id).update(**_FORGET)
 
@@ -121,7 +126,7 @@ class ParsedSample:
 
     at: datetime
     nvml: str
-    gpus: list
+    gpus: list[dict[str, Any]]  # name, util, mem_used, mem_total (_gpu)
     gpu_util: int | None
     gpu_mem_used_mib: int
     interactive: int
@@ -151,7 +156,7 @@ def heartbeat_parse(body: bytes) -> list[ParsedSample]:
     return sorted(parsed, key=lambda s: s.at)
 
 
-def _json(body: bytes | str):
+def _json(body: bytes | str) -> Any:  # what the JSON holds, checked by the caller
     try:
         # As json.loads(body) decodes, with a decoder made once: one per call costs 5 µs.
         if isinstance(body, bytes | bytearray):
@@ -168,7 +173,7 @@ class _NotFinite(Exception):
     pass
 
 
-def _no_constant(name: str):
+def _no_constant(name: str) -> NoReturn:
     # json.loads takes NaN, Infinity and -Infinity, which are not JSON and compare false
     # with every bound.
     raise _NotFinite(name)
@@ -177,7 +182,7 @@ def _no_constant(name: str):
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
-def _sample(index: int, raw) -> ParsedSample:
+def _sample(index: int, raw: object) -> ParsedSample:
     where = f"samples[{index}]"
     if not isinstance(raw, dict):
         raise HeartbeatRefused(400, f"{where} must be an object.")
@@ -203,7 +208,7 @@ def _sample(index: int, raw) -> ParsedSample:
         gpu_mem_max_mib=max((g["mem_used"] for g in shown), default=0),
         gpu_mem_total_mib=max((g["mem_total"] for g in shown), default=0),
         gpus_in_use=sum(1 for g in shown if g["mem_used"] >= GPU_IN_USE_MIB),
-        driver=raw.get("driver") if raw.get("driver") in DRIVER_STATES else "",
+        driver=str(raw["driver"]) if raw.get("driver") in DRIVER_STATES else "",
         setup=_setup(raw.get("setup")),
     )
 
@@ -223,7 +228,7 @@ def _setup(raw: object) -> str:
     return f"{step}: {raw['state']}"
 
 
-def _gpu(where: str, raw) -> dict:
+def _gpu(where: str, raw: object) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise HeartbeatRefused(400, f"{where} must be an object.")
     util = raw.get("util_percent")
@@ -242,7 +247,7 @@ def _gpu(where: str, raw) -> dict:
     }
 
 
-def _text(value, where: str, most: int) -> str:
+def _text(value: object, where: str, most: int) -> str:
     """``value`` if it is printable text of at most ``most`` characters; else a 400. What is
     not printable (control characters such as NUL, lone surrogates) PostgreSQL either refuses
     to store or shows nobody any good."""
@@ -251,18 +256,18 @@ def _text(value, where: str, most: int) -> str:
     return value
 
 
-def _number(value, low, high) -> bool:
+def _number(value: object, low: float, high: float) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool) and low <= value <= high
 
 
-def _int(raw: dict, key: str, where: str, low: int, high: int) -> int:
+def _int(raw: dict[str, Any], key: str, where: str, low: int, high: int) -> int:
     value = raw.get(key, 0)
     if not isinstance(value, int) or isinstance(value, bool) or not low <= value <= high:
         raise HeartbeatRefused(400, f"{where}.{key} must be a whole number from {low} to {high}.")
     return value
 
 
-def _when(value, where: str) -> datetime:
+def _when(value: object, where: str) -> datetime:
     if not isinstance(value, str) or len(value) > 40:
         raise HeartbeatRefused(400, f"{where}.at must be an ISO 8601 time.")
     try:
@@ -271,18 +276,19 @@ def _when(value, where: str) -> datetime:
         raise HeartbeatRefused(400, f"{where}.at must be an ISO 8601 time.") from None
     if at.tzinfo is None:
         raise HeartbeatRefused(400, f"{where}.at must carry its UTC offset (e.g. Z).")
+    utc: datetime | None
     try:
-        at = at.astimezone(UTC)  # year 1 or 9999 with an offset overflows
+        utc = at.astimezone(UTC)  # year 1 or 9999 with an offset overflows
     except OverflowError:
-        at = None
-    if at is None or not EARLIEST <= at < LATEST:
+        utc = None
+    if utc is None or not EARLIEST <= utc < LATEST:
         raise HeartbeatRefused(
             400, f"{where}.at must lie between {EARLIEST:%Y-%m-%d} and {LATEST:%Y-%m-%d} (UTC)."
         )
-    return at
+    return utc
 
 
-def policy_from_row(row) -> idle.Policy:
+def policy_from_row(row: IdlePolicy) -> idle.Policy:
     """A team's IdlePolicy row as workspaces.idle takes it, every duration multiplied by
     IDLE_TIME_SCALE (1 in production; demos and tests shrink it)."""
     scale = settings.IDLE_TIME_SCALE
@@ -313,11 +319,6 @@ def telemetry_downsample(*, now: datetime) -> int:
     TelemetryHour per workspace and hour, then delete them; returns how many were folded.
     The complete hours of the last EARLY_FOLD_HOURS are folded too, their samples kept.
     Idempotent: an hour folded twice is replaced, not doubled. One pass over the samples."""
-    from django.db.models import Avg, Count, Max, Q
-    from django.db.models.functions import TruncHour
-
-    from workspaces.models import HOUR_FIGURES, TelemetryHour
-
     this_hour = now.replace(minute=0, second=0, microsecond=0)
     cutoff = (now - timedelta(hours=settings.TELEMETRY_RAW_HOURS)).replace(
         minute=0, second=0, microsecond=0
@@ -365,24 +366,11 @@ def telemetry_downsample(*, now: datetime) -> int:
     return folded
 
 
-def duration_words(minutes: float) -> str:
-    """A duration in words as the owner would say it: "4 hours", "24 minutes", "1 hour 30
-    minutes", "30 seconds". ``minutes`` may be fractional (scaled demo timings)."""
-    seconds = round(minutes * 60)
-    if seconds < 60:
-        return f"{seconds} second{'s' if seconds != 1 else ''}"
-    hours, mins = divmod(round(seconds / 60), 60)
-    parts = [f"{hours} hour{'s' if hours != 1 else ''}"] if hours else []
-    if mins:
-        parts.append(f"{mins} minute{'s' if mins != 1 else ''}")
-    return " ".join(parts)
-
-
 def extension_minutes(hours: int) -> float:
     """The real length of a Keep running extension of ``hours`` in the team's policy
     (minutes): scaled like every idle-policy duration (IDLE_TIME_SCALE), so the button's
     label and the deadline it sets agree."""
-    return hours * 60 * settings.IDLE_TIME_SCALE
+    return float(hours * 60 * settings.IDLE_TIME_SCALE)
 
 
 def demo_timings_note() -> str:
@@ -401,5 +389,5 @@ def demo_timings_note() -> str:
     )
 
 
-def _default_policy():
+def _default_policy() -> IdlePolicy:
     return IdlePolicy()

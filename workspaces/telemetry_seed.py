@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from uuid import UUID
 
 from workspaces.models import TelemetryHour
 
@@ -27,7 +28,7 @@ class HourFigures:
     gpus_in_use: int
 
 
-def telemetry_hours_import(*, workspace_id: object, hours: list[HourFigures]) -> int:
+def telemetry_hours_import(*, workspace_id: UUID | str, hours: list[HourFigures]) -> int:
     """Insert ``hours`` for the workspace, leaving hours it already has as they are
     (idempotent); returns how many were given. One INSERT per 500 hours."""
     TelemetryHour.objects.bulk_create(

@@ -6,13 +6,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from common.words import duration_words
 from teams.models import IdlePolicy
 from workspaces import idle
 from workspaces.backends import Words
 from workspaces.heartbeats import telemetry_outage_last
 from workspaces.models import TelemetrySample, Workspace, WorkspaceAgent, WorkspaceExtension
 from workspaces.states import Status
-from workspaces.telemetry import duration_words, extension_minutes, policy_from_row
+from workspaces.telemetry import extension_minutes, policy_from_row
 
 
 @dataclass(frozen=True)

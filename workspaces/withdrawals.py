@@ -31,11 +31,12 @@ def workspace_withdraw(*, user: User, workspace: Workspace, now: datetime) -> No
     """Withdraw the workspace's request waiting for approval (see the module's docstring).
     Raises WorkspaceActionError, ActionNotAllowed."""
     access_require(user=user, perm="workspaces.withdraw_request", obj=workspace, message=NOT_YOURS)
-    if workspace.status != Status.PENDING_APPROVAL:
+    quota_request = workspace.quota_request
+    if workspace.status != Status.PENDING_APPROVAL or quota_request is None:
         raise WorkspaceActionError("Only a request waiting for approval can be withdrawn.")
     with transaction.atomic():
         try:
-            quota_request_withdraw(quota_request_id=workspace.quota_request.pk, actor=user, now=now)
+            quota_request_withdraw(quota_request_id=quota_request.pk, actor=user, now=now)
         except DecisionError as exc:
             raise WorkspaceActionError(str(exc)) from exc
         closed = workspace_close_unapproved(

@@ -33,7 +33,7 @@ _FORMATS = {
 
 
 @register.filter
-def usd(amount, places=2) -> str:
+def usd(amount: object, places: int | str = 2) -> str:
     """'$1,234.57'; '' for None, '' or anything that is not a number."""
     try:
         return words.usd(amount, int(places))
@@ -42,19 +42,19 @@ def usd(amount, places=2) -> str:
 
 
 @register.filter(is_safe=True)
-def sentence(text) -> str:
+def sentence(text: object) -> str:
     """``{{ reason|sentence }}``: the text with one full stop at its end, never two."""
     return words.sentence(text)
 
 
 @register.filter
-def usd_hour(amount) -> str:
+def usd_hour(amount: object) -> str:
     """A rate per hour: '$3.6730' (common.words.usd_hourly, the one rule for hourly money)."""
     return words.usd_hourly(amount)
 
 
 @register.simple_tag
-def when(value, style="datetime"):
+def when(value: object, style: str = "datetime") -> str:
     """A ``<time>`` element for ``value`` (aware or naive-UTC datetime, or a date) in the
     active time zone, with its ISO UTC instant in ``datetime`` and the UTC time in ``title``.
 
@@ -92,19 +92,19 @@ def _local(local: datetime, shape: str) -> str:
 
 
 @register.filter
-def label(value) -> str:
+def label(value: object) -> str:
     """A stored enum value (status, kind, decision, role, pool status) in words."""
     return words.label(value)
 
 
 @register.filter
-def with_article(word) -> str:
+def with_article(word: object) -> str:
     """'an A100', 'a T4'."""
     return words.with_article(word)
 
 
 @register.filter
-def counted(number, noun) -> str:
+def counted(number: object, noun: str) -> str:
     """``{{ n|counted:"GPU" }}`` → '1 GPU', '3 GPUs'; ``"child,children"`` names the plural."""
     singular, _, plural = str(noun).partition(",")
     return words.counted(number, singular, plural)

@@ -3,14 +3,17 @@
 Filters and sort stay in the URL, so a page can be bookmarked, shared and reloaded; a new
 sort or filter starts again from the first page (the cursor is dropped)."""
 
+from typing import Any
+
 from django import template
+from django.template import Context
 from django.utils.html import format_html
 
 register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
-def query_with(context, **changes) -> str:
+def query_with(context: Context, **changes: Any) -> str:
     """The current query string ("?a=1&b=2") with ``changes`` applied: a value of None or ""
     removes the key. The cursor is dropped unless it is among the changes."""
     query = context["request"].GET.copy()
@@ -20,11 +23,11 @@ def query_with(context, **changes) -> str:
         query.pop(key, None)
         if value not in (None, ""):
             query[key] = value
-    return "?" + query.urlencode()
+    return "?" + str(query.urlencode())
 
 
 @register.simple_tag(takes_context=True)
-def sort_header(context, key: str, label: str, current: str) -> str:
+def sort_header(context: Context, key: str, label: str, current: str) -> str:
     """A table header's link that sorts by ``key``, ascending first, and descending when the
     list is already sorted ascending by it; marks the current sort with an arrow and
     aria-sort (the <th> carries ``aria-sort`` via sort_state)."""

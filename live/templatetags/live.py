@@ -2,7 +2,11 @@
 last in base.html (after every block has named its topics), writes the signed subscription
 that static/live.js streams. Every logged-in page follows ``user:<id>`` (notices, header)."""
 
+from collections.abc import Iterable
+
 from django import template
+from django.http import HttpRequest
+from django.template import Context
 from django.urls import reverse
 from django.utils.html import format_html
 
@@ -11,14 +15,14 @@ from live import stamps, tokens
 register = template.Library()
 
 
-def _topics(request) -> set[str]:
-    if not hasattr(request, "_live_topics"):
-        request._live_topics = set()
-    return request._live_topics
+def _topics(request: HttpRequest) -> set[str]:
+    # Kept on the request: every tag of one page adds to the same set.
+    topics: set[str] = request.__dict__.setdefault("_live_topics", set())
+    return topics
 
 
 @register.simple_tag(takes_context=True)
-def live_topic(context, kind: str, key=None) -> str:
+def live_topic(context: Context, kind: str, key: object = None) -> str:
     """Subscribe the page to topic ``kind[:key]``; renders nothing."""
     request = context.get("request")
     if request is not None:
@@ -27,7 +31,7 @@ def live_topic(context, kind: str, key=None) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def live_topics(context, topics) -> str:
+def live_topics(context: Context, topics: Iterable[str]) -> str:
     """Subscribe the page to every topic in the list ``topics``; renders nothing."""
     request = context.get("request")
     if request is not None:
@@ -36,11 +40,11 @@ def live_topics(context, topics) -> str:
 
 
 @register.simple_tag(takes_context=True)
-def live_config(context) -> str:
+def live_config(context: Context) -> str:
     """The hidden element live.js reads: token, version at render, stream and poll URLs."""
     request = context.get("request")
     user = getattr(request, "user", None)
-    if user is None or not user.is_authenticated:
+    if request is None or user is None or not user.is_authenticated:
         return ""
     topics = sorted(_topics(request) | {stamps.topic("user", user.pk)})
     try:

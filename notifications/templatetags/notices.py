@@ -16,12 +16,12 @@ register = template.Library()
 def notice_html(text: str) -> str:
     """The text, escaped, with each marked time shown by the portal's one time rule
     (``{% when %}``: the active time zone, UTC on hover)."""
-    html = []
+    html: list[str] = []
     for part in notice_text.parts(text):
         if isinstance(part, str):
             html.append(escape(part))
             continue
-        html.append(when(part, "time"))  # type: ignore[no-untyped-call]  # common is untyped
+        html.append(when(part, "time"))
     return mark_safe("".join(html))
 
 

@@ -1,14 +1,17 @@
 """``{% for points in values|sparkline_segments %}``: SVG polyline points for a sparkline of
 percentages, split where there is no data, in a 0..(n-1) by 0..100 box (y grows downwards)."""
 
+from collections.abc import Iterable
+
 from django import template
 
 register = template.Library()
 
 
 @register.filter
-def sparkline_segments(values) -> list[str]:
-    segments, current = [], []
+def sparkline_segments(values: Iterable[float | None]) -> list[str]:
+    segments: list[list[str]] = []
+    current: list[str] = []
     for x, value in enumerate(values):
         if value is None:
             if current:

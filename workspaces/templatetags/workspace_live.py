@@ -2,6 +2,7 @@
 user sees (workspaces.live_topics.workspace_topics)."""
 
 from django import template
+from django.template import Context
 
 from live.templatetags.live import live_topics
 from workspaces.live_topics import workspace_topics
@@ -10,7 +11,7 @@ register = template.Library()
 
 
 @register.simple_tag(takes_context=True)
-def live_workspace_topics(context) -> str:
+def live_workspace_topics(context: Context) -> str:
     """Renders nothing."""
     request = context.get("request")
     if request is None or not request.user.is_authenticated:

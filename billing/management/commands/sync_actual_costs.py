@@ -1,7 +1,9 @@
 """manage.py sync_actual_costs: fetch Azure's actual costs per workspace tag and UTC day from
 Cost Management (what the nightly beat task does), for reconciliation with the estimate."""
 
-from django.core.management.base import BaseCommand, CommandError
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from billing.actual_costs import ACTUAL_COST_DAYS, actual_costs_sync
@@ -12,7 +14,7 @@ from cloud.errors import CloudError
 class Command(BaseCommand):
     help = "Fetch Azure's actual costs (Cost Management) of this month and the last days."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
             "--days",
             type=int,
@@ -20,7 +22,7 @@ class Command(BaseCommand):
             help=f"complete UTC days to fetch again at least (default {ACTUAL_COST_DAYS})",
         )
 
-    def handle(self, *args, days=ACTUAL_COST_DAYS, **options):
+    def handle(self, *args: Any, days: int = ACTUAL_COST_DAYS, **options: Any) -> None:
         try:
             result = actual_costs_sync(now=timezone.now(), days=days)
         except (CloudError, CostFormatError, ValueError) as exc:

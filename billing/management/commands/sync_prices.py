@@ -5,9 +5,10 @@ import json
 import time
 from decimal import Decimal
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from billing.meters import OS_DISK_TIER
@@ -21,10 +22,10 @@ SNAPSHOT = Path(settings.BASE_DIR) / "data" / "retail_prices_snapshot.json"
 class Command(BaseCommand):
     help = "Sync Azure retail prices (Retail Prices API, or --offline: the shipped snapshot)."
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--offline", action="store_true", help=f"load {SNAPSHOT.name}")
 
-    def handle(self, *args, offline=False, **options):
+    def handle(self, *args: Any, offline: bool = False, **options: Any) -> None:
         started = time.monotonic()
         source = "snapshot" if offline else "api"
         try:
@@ -42,11 +43,11 @@ class Command(BaseCommand):
         for name in offerings.withdrawn:
             self.stdout.write(f"No longer offered, Azure has no price for it: {name}")
 
-    def _snapshot(self):
+    def _snapshot(self) -> list[prices.RetailPrice]:
         page = json.loads(SNAPSHOT.read_text(), parse_float=Decimal)
         return prices.parse_page(page, where=SNAPSHOT.name)[0]
 
-    def _api(self):
+    def _api(self) -> list[prices.RetailPrice]:
         sizes: dict[str, set[str]] = {}
         for row in read_catalog():
             sizes.setdefault(row.region, set()).add(row.vm_size)

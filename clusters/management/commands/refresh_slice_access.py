@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.core.management.base import BaseCommand
 
 from clusters.backends.mig import slice_access_refresh_all
@@ -10,7 +12,7 @@ class Command(BaseCommand):
         "after upgrading; slices also get it on their next create or start)."
     )
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         done = slice_access_refresh_all()
         for workspace_id, outcome in done.items():
             self.stdout.write(f"{workspace_id}: {outcome}")

@@ -1,7 +1,9 @@
 from decimal import Decimal
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import User, UserManager
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
 from django.db import transaction
@@ -49,7 +51,7 @@ class Command(BaseCommand):
     help = "Create the demo teams and users (idempotent) and load the catalog."
 
     @transaction.atomic
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         call_command("load_catalog", stdout=self.stdout)
         call_command("sync_prices", offline=True, stdout=self.stdout)
         users = get_user_model().objects
@@ -84,7 +86,7 @@ class Command(BaseCommand):
             f"{PLATFORM_ADMIN} (platform admin)"
         )
 
-    def _cluster(self, admin):
+    def _cluster(self, admin: User) -> None:
         """The demo cluster, its teams and pools. The emulator starts empty each time, so
         every pool's create is sent again (an idempotent PUT) for the worker to carry out."""
         now = timezone.now()
@@ -117,7 +119,7 @@ class Command(BaseCommand):
             else:
                 pool_resend_create(pool=pool, now=now)
 
-    def _user(self, users, username, *, staff):
+    def _user(self, users: UserManager[User], username: str, *, staff: bool) -> User:
         user, created = users.get_or_create(
             username=username,
             defaults={"email": f"{username}@example.org", "is_staff": staff, "is_superuser": staff},

@@ -2,8 +2,9 @@
 (or service principal) that calls the API with Entra ID access tokens (docs/api-tokens.md)."""
 
 import uuid
+from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from teams.accounts import ServiceAccountError, service_account_create
@@ -15,7 +16,7 @@ class Command(BaseCommand):
         "portal's API act as this user. Add it to teams by username afterwards."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("username", help="The portal username, e.g. ci-nightly.")
         parser.add_argument(
             "--object-id",
@@ -24,7 +25,7 @@ class Command(BaseCommand):
         )
         parser.add_argument("--display-name", default="", help="Shown in lists; optional.")
 
-    def handle(self, *args, **options):
+    def handle(self, *args: Any, **options: Any) -> None:
         try:
             object_id = uuid.UUID(options["object_id"])
         except ValueError:

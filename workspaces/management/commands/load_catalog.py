@@ -1,4 +1,6 @@
-from django.core.management.base import BaseCommand
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandParser
 from django.db import transaction
 
 from workspaces.catalog import CATALOG_FILES, read_catalog
@@ -11,11 +13,11 @@ class Command(BaseCommand):
         "data/azure_fractional_gpu_vms.csv) into SizeOffering; keeps offered."
     )
 
-    def add_arguments(self, parser):
+    def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--path", nargs="+", default=[str(p) for p in CATALOG_FILES])
 
     @transaction.atomic
-    def handle(self, *args, path, **options):
+    def handle(self, *args: Any, path: list[str], **options: Any) -> None:
         rows = read_catalog(*path)
         for row in rows:
             facts = {k: v for k, v in row.__dict__.items() if k not in ("vm_size", "region")}

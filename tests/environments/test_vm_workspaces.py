@@ -89,12 +89,30 @@ def test_the_default_environment_of_each_family_ends_running(cast, sim, catalog,
         assert extension is None  # the image carries the driver
 
 
-def test_a_failed_driver_extension_fails_the_workspace_with_azures_exit_code(cast, sim, catalog):
-    sim.inject("vm.extension.create", "extension_no_gpu")
+@pytest.mark.parametrize(
+    ("fault", "words"),
+    [
+        ("extension_no_gpu", "exit code 11 (NVIDIA GPU not found on this VM size)"),
+        ("extension_size_unsupported", "exit code 13 (VM size not supported)"),
+        ("extension_failed", "exit code 14 (Operation unsuccessful)"),
+    ],
+)
+def test_a_failed_driver_extension_fails_the_workspace_with_azures_exit_code(
+    cast, sim, catalog, fault, words
+):
+    sim.inject("vm.extension.create", fault)
     ws = Workspace.objects.get(pk=_request(cast, "Standard_NV12ads_A10_v5").pk)
     assert ws.status == Status.FAILED
     assert ws.error_code == "VMExtensionProvisioningError"
-    assert "exit code 11 (NVIDIA GPU not found on this VM size)" in ws.error_message
+    assert words in ws.error_message
+    # Nothing is left in Azure: Retry makes the VM again.
+    assert not [v for v in sim.state()["virtualMachines"] if v["name"] == f"ws-{ws.pk.hex[:12]}"]
+
+
+def test_a_throttled_extension_put_is_retried_and_ends_running(cast, sim, catalog):
+    sim.inject("vm.extension.create", "throttle", count=1, retry_after=0)
+    ws = Workspace.objects.get(pk=_request(cast, "Standard_NV12ads_A10_v5").pk)
+    assert ws.status == Status.RUNNING
 
 
 def test_an_environment_chosen_for_a_size_it_cannot_drive_is_refused(cast, sim, catalog):

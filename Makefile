@@ -26,6 +26,9 @@ run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-
 # The demo subscription's vCPU quota (cloudsim/demo.py): Azure's default 96 vCPUs per family
 # does not fit the demo pools, let alone a VM, a MIG slice and a namespace requested at once.
 run: export CLOUDSIM_DEMO_QUOTA ?= 1
+# A VM's GPUs appear to its agent only once its NVIDIA driver is there (the image's, or the
+# driver extension's), as on Azure (docs/environments.md).
+run: export CLOUDSIM_DRIVERS_REQUIRED ?= 1
 # "Sign in with Microsoft" against the emulator's Entra ID tenant (portal/settings.py): only the
 # embedded default takes it up; a deployment with DATABASE_URL etc. keeps Entra ID sign-in off.
 run: export ENTRA_DEMO ?= 1
@@ -37,7 +40,7 @@ run: export PROMETHEUS_MULTIPROC_DIR ?= $(abspath $(or $(PORTAL_VAR_DIR),var))/p
 PG_URL ?= postgres://postgres@127.0.0.1:5432/portal
 REDIS_URL ?= redis://127.0.0.1:6379/0
 
-.PHONY: venv run test lint test-postgres test-sqlite test-clock test-fast chromium bench clean image
+.PHONY: venv run test lint test-postgres test-sqlite test-clock test-fast chromium cloud-init bench clean image
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -58,6 +61,13 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq chromium; fi; }
+
+# Debian's cloud-init, whose `cloud-init schema` checks the cloud-config VMs get
+# (tests/environments/test_cloud_init.py).
+cloud-init:
+	@command -v cloud-init >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq cloud-init; \
+	  else sudo apt-get update -qq && sudo apt-get install -y -qq cloud-init; fi; }
 
 run: venv
 	@mkdir -p $${PORTAL_VAR_DIR:-var}
@@ -109,7 +119,7 @@ test-sqlite: venv
 	  $(PYTEST_XDIST) -m every_database $(PYTEST_ARGS)
 
 # Prints its own duration, pass or fail.
-test: venv chromium
+test: venv chromium cloud-init
 	@start=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory lint test-postgres test-sqlite || status=$$?; \
 	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status

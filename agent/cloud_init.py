@@ -55,6 +55,29 @@ WantedBy=multi-user.target
 def render(*, portal_url: str, workspace: str, token: str, interval_seconds: float) -> str:
     """The custom_data text (before Azure's base64) for a VM of ``workspace``: the agent posts
     to ``portal_url`` with ``token`` every ``interval_seconds`` seconds."""
+    document = agent_document(
+        portal_url=portal_url, workspace=workspace, token=token, interval_seconds=interval_seconds
+    )
+    return dump(document)
+
+
+def dump(document: dict[str, Any]) -> str:
+    """A cloud-config document as custom_data text: the header line, then the document."""
+    # json.dumps' default ", " and ": " separators keep the text valid YAML 1.1 as well.
+    return _HEADER + json.dumps(document)
+
+
+def agent_document(
+    *,
+    portal_url: str,
+    workspace: str,
+    token: str,
+    interval_seconds: float,
+    extra_config: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The cloud-config (a dict: write_files and runcmd) that installs and starts the agent;
+    ``extra_config`` adds keys to its config.json (e.g. jupyter_url, jupyter_token). Raises
+    ValueError for an interval that is not a positive number."""
     if (
         isinstance(interval_seconds, bool)
         or not isinstance(interval_seconds, (int, float))
@@ -66,8 +89,9 @@ def render(*, portal_url: str, workspace: str, token: str, interval_seconds: flo
         "workspace": str(workspace),
         "token": token,
         "interval_seconds": interval_seconds,
+        **(extra_config or {}),
     }
-    document = {
+    return {
         "write_files": [
             {"path": CONFIG_PATH, "permissions": "0600", "content": json.dumps(config)},
             {
@@ -84,8 +108,6 @@ def render(*, portal_url: str, workspace: str, token: str, interval_seconds: flo
             ["systemctl", "enable", "--now", UNIT_NAME],
         ],
     }
-    # json.dumps' default ", " and ": " separators keep the text valid YAML 1.1 as well.
-    return _HEADER + json.dumps(document)
 
 
 def agent_source() -> str:

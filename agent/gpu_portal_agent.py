@@ -38,6 +38,13 @@ DEFAULT_CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
 UTMP_PATH = "/var/run/utmp"
 PROC_STAT_PATH = "/proc/stat"
 JUPYTER_URL = "http://127.0.0.1:8888/api/kernels"
+# The NVIDIA kernel module's version file: present once a driver is loaded, in VMs and in pods
+# the NVIDIA container toolkit gives a GPU.
+NVIDIA_PROC_PATH = "/proc/driver/nvidia/version"
+# Where the environment's setup (agent/environment_init.py) writes the step it is at.
+SETUP_STATUS_PATH = "/var/lib/gpu-portal-env/status.json"
+SETUP_STATES = ("running", "failed", "succeeded")
+MAX_STEP = 32  # characters of a setup step's name
 
 MAX_GPUS = 64  # per sample, as the protocol allows
 MAX_NAME = 64  # characters of a GPU's name, as the protocol allows
@@ -317,18 +324,52 @@ def sample(
     utmp_path: str = UTMP_PATH,
     jupyter_url: str = JUPYTER_URL,
     jupyter_token: str | None = None,
+    proc_path: str = NVIDIA_PROC_PATH,
+    setup_path: str = SETUP_STATUS_PATH,
 ) -> dict:
     """One protocol sample read at ``now``. ``cpu`` keeps the previous /proc/stat reading
-    between samples; a fresh meter reports CPU use since boot."""
+    between samples; a fresh meter reports CPU use since boot. ``proc_path`` and ``setup_path``
+    are where the driver and the environment setup are read (tests point them elsewhere)."""
     nvml_status, gpus = read_gpus(nvml)
-    return {
+    reading = {
         "at": utc_iso(now),
         "nvml": nvml_status,
+        "driver": driver_state(nvml_status, proc_path),
         "gpus": gpus,
         "ssh_sessions": count_ssh_sessions(utmp_path),
         "jupyter_busy_kernels": count_busy_jupyter_kernels(jupyter_url, jupyter_token),
         "cpu_percent": (cpu or CpuMeter()).read(),
     }
+    setup = read_setup(setup_path)
+    if setup is not None:
+        reading["setup"] = setup
+    return reading
+
+
+def driver_state(nvml_status: str, proc_path: str = NVIDIA_PROC_PATH) -> str:
+    """The driver's state: "loaded" when NVML answered or the NVIDIA kernel module is loaded
+    (``proc_path`` exists), else "missing": no driver yet (the driver extension still
+    installing, or an image without one), which the portal tells apart from idle GPUs."""
+    if nvml_status == "ok" or os.path.exists(proc_path):
+        return "loaded"
+    return "missing"
+
+
+def read_setup(path: str = SETUP_STATUS_PATH) -> dict | None:
+    """The environment setup's last step, {"step": name, "state": running | failed |
+    succeeded}, from the file agent/environment_init.py's script writes; None when there is
+    none (a MIG pod, an image without the portal's layer) or it cannot be read."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            raw = json.loads(handle.read(4096))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(raw, dict) or raw.get("state") not in SETUP_STATES:
+        return None
+    step = raw.get("step")
+    if not isinstance(step, str) or not step:
+        return None
+    return {"step": printable(step, MAX_STEP), "state": raw["state"]}
 
 
 # --- Sending -------------------------------------------------------------------------------

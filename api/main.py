@@ -20,7 +20,7 @@ from api.auth import api_auth
 from api.docs import PortalSwagger
 from api.openapi import add_problem_responses
 from api.problems import problem
-from api.routers import approvals, catalog, teams, workspace_requests, workspaces
+from api.routers import approvals, catalog, environments, teams, workspace_requests, workspaces
 
 
 class PortalAPI(NinjaAPI):
@@ -114,3 +114,4 @@ api.add_router("/workspaces", workspaces.router)
 api.add_router("/teams", teams.router)
 api.add_router("/approvals", approvals.router)
 api.add_router("/", catalog.router)
+api.add_router("/", environments.router)

@@ -53,6 +53,8 @@ READ_ONLY_POSTS = {("post", "/sizing/estimate")}
 # Operations that name a team or a workspace in their input, not their path (404).
 NAMES_IN_INPUT = {
     ("post", "/sizing/estimate"),
+    ("get", "/environments"),
+    ("post", "/environments"),
     ("get", "/recommendations"),
     ("post", "/workspaces"),
 }

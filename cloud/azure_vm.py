@@ -66,7 +66,8 @@ class VmSpec:
     ssh_public_key: str
     custom_data: str
     tags: dict[str, str]
-    image: str = IMAGE_BY_GENERATION["V2"]  # publisher:offer:sku:version; see image_for()
+    # publisher:offer:sku:version or a gallery image version id; see image_reference()
+    image: str = IMAGE_BY_GENERATION["V2"]
     os_disk_gb: int = 128
     spot: bool = False
     os_disk_sku: str = PREMIUM_SSD  # storageAccountType; see SkuInfo.os_disk_sku
@@ -446,8 +447,17 @@ def _nic_body(settings: AzureSettings, spec: VmSpec) -> dict[str, Any]:
     }
 
 
+def image_reference(image: str) -> dict[str, str]:
+    """ARM's imageReference of ``image``: an Azure Compute Gallery image version id
+    ("/subscriptions/…/versions/1.0.0") as {"id"}, a marketplace URN "publisher:offer:sku:version"
+    as its four parts. Raises ValueError for anything else."""
+    if image.startswith("/subscriptions/"):
+        return {"id": image}
+    publisher, offer, sku, version = image.split(":")
+    return {"publisher": publisher, "offer": offer, "sku": sku, "version": version}
+
+
 def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
-    publisher, offer, sku, version = spec.image.split(":")
     # deleteOption Detach on disk and NIC: Azure must not delete them behind our back;
     # poll("delete") and delete_leftovers() remove them explicitly, in order.
     os_disk = {
@@ -462,12 +472,7 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
     properties = {
         "hardwareProfile": {"vmSize": spec.vm_size},
         "storageProfile": {
-            "imageReference": {
-                "publisher": publisher,
-                "offer": offer,
-                "sku": sku,
-                "version": version,
-            },
+            "imageReference": image_reference(spec.image),
             "osDisk": os_disk,
         },
         "osProfile": _os_profile(names.vm, spec),

@@ -55,6 +55,13 @@ def _parser() -> argparse.ArgumentParser:
         help="give the subscription the demo vCPU quota (cloudsim/demo.py; CLOUDSIM_DEMO_QUOTA=1)",
     )
     parser.add_argument(
+        "--drivers-required",
+        action="store_true",
+        default=env.get("CLOUDSIM_DRIVERS_REQUIRED", "0") == "1",
+        help="a VM's agent sees GPUs only once it has an NVIDIA driver: from its image or the "
+        "driver extension (cloudsim/extensions.py; CLOUDSIM_DRIVERS_REQUIRED=1)",
+    )
+    parser.add_argument(
         "--quiet-requests",
         action="store_true",
         default=env.get("CLOUDSIM_LOG_REQUESTS", "1") == "0",
@@ -94,6 +101,10 @@ def main(argv: list[str] | None = None) -> int:
     )
     if args.demo_quota:
         demo.apply_demo_quota(sim.state)
+    with sim.state.lock:  # kept by /_sim/reset too
+        sim.state.drivers_required = sim.state.extension_play.drivers_required = (
+            args.drivers_required
+        )
     if cluster is not None:
         with sim.state.lock:
             aks.create_cluster_now(sim.state, *cluster)

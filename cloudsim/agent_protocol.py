@@ -146,6 +146,8 @@ def make_sample(
         # repeat, and the portal drops a sample not newer than the last one it took.
         "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
         "nvml": "ok" if gpu.name else NVML_MISSING,
+        # As the real agent: "loaded" when the NVIDIA kernel driver answers, else "missing".
+        "driver": "loaded" if gpu.name else "missing",
         "gpus": gpus if gpu.name else [],
         "ssh_sessions": 1 if busy and mig_profile is None else 0,
         "jupyter_busy_kernels": 1 if busy and mig_profile is not None else 0,

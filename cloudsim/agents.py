@@ -90,12 +90,18 @@ def hosts(cloud: "Cloud") -> dict[str, Host]:
     """Every VM, and every pod whose container runs the agent, by lower-case name (a VM wins
     a name both have). The caller holds cloud.lock."""
     found: dict[str, Host] = {}
+    wall = time.time()
     for vm in cloud.vms.values():
         size = cloud.catalog.get(vm.location, vm.size)
-        running = vm.power == "running"
+        # A guest rebooting (the driver extension's reboot) runs no agent for that while.
+        reboot = vm.rebooting
+        running = vm.power == "running" and not (reboot and reboot[0] <= wall < reboot[1])
         config = agent_config(vm.custom_data)
         gpus = size.gpus if size else 1
-        found[vm.name.lower()] = Host(vm.name, config, running, gpu_model(vm.size), gpus)
+        # NVML needs the driver (cloudsim.extensions): without it the agent sees no GPU.
+        driver = vm.driver or not cloud.extension_play.drivers_required
+        gpu = gpu_model(vm.size) if driver else NO_GPU
+        found[vm.name.lower()] = Host(vm.name, config, running, gpu, gpus)
     for cluster in cloud.kube.clusters.values():
         for pod in pod_agents(cluster):
             has_gpu = pod.mig_profile is not None or pod.gpus > 0

@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import deque
 
-from . import errors, ledger, quirks
+from . import errors, ledger, models, quirks
 from .agents import AgentBook
 from .entra.directory import Directory
 from .kube import KubeClusters
@@ -39,6 +39,9 @@ FAULT_OPS = frozenset(
         "vm.start",
         "vm.deallocate",
         "vm.powerOff",
+        "vm.extension.create",
+        "vm.extension.get",
+        "vm.extension.delete",
         "nic.create",
         "nic.delete",
         "disk.update",
@@ -99,6 +102,7 @@ class Cloud:
         # Set while ARM and the Kubernetes API answer; cleared by a hang (POST /_sim/hang), so
         # that lifting it wakes every request held at once. Never replaced: waiters hold it.
         self.answering = threading.Event()
+        self.drivers_required = False  # What reset() restores (cloudsim --drivers-required).
         self.reset()
 
     def reset(self) -> None:
@@ -129,6 +133,7 @@ class Cloud:
             self.entra = Directory()  # Entra ID tenant and Graph directory (cloudsim.entra).
             self.quirks = quirks.Quirks()  # Azure answers off by default (quirks.py).
             self.hang_seconds = 0.0  # How long ARM and Kubernetes requests hang (/_sim/hang).
+            self.extension_play = models.ExtensionPlay(drivers_required=self.drivers_required)
             self.answering.set()
 
     # --- operations -------------------------------------------------------------------------

@@ -55,6 +55,9 @@ class SimControl:
         and aks.pool.create, whose allocation failure ends the pool's operation Failed),
         no_async_header (vm.create, nic.create, aks.pool.create: the 201 comes without
         Azure-AsyncOperation, so the SDK polls the resource's provisioningState; quirks.py).
+        vm.extension.create, vm.extension.get, vm.extension.delete (VM extensions) take the
+        synchronous kinds, and vm.extension.create also extension_no_gpu (exit code 11),
+        extension_size_unsupported (13) and extension_failed (14): the install ends Failed.
         """
         body = {"op": op, "kind": kind, "count": count, "retry_after": retry_after}
         return self._call("POST", "/_sim/faults", body)
@@ -74,6 +77,16 @@ class SimControl:
         }
         body = {k: v for k, v in body.items() if v is not None}
         return self._call("POST", "/_sim/quirks", body | ({} if seed is None else {"seed": seed}))
+
+    def extensions(
+        self, *, seconds: float | None = None, drivers_required: bool | None = None
+    ) -> dict:
+        """How VM extensions play (cloudsim/extensions.py): seconds an install takes; whether a
+        VM's agent sees its GPUs only once it has a driver (image or extension)."""
+        body = {"seconds": seconds, "drivers_required": drivers_required}
+        return self._call(
+            "POST", "/_sim/extensions", {k: v for k, v in body.items() if v is not None}
+        )
 
     def set_capacity(self, location: str, vm_size: str, available: int) -> dict:
         """Allow exactly `available` more allocations of the size in the location from now on."""

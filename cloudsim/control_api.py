@@ -10,6 +10,9 @@ POST /_sim/quirks                 {"display_locations"?, "no_async_header_rate"?
                                   (Azure answers the emulator gives only when asked: quirks.py)
 GET  /_sim/quirks                 -> those settings
 POST /_sim/latency                {"seconds"?, "retry_after"?}
+POST /_sim/extensions             {"seconds"?, "drivers_required"?}  (how long a VM extension
+                                  takes to install, default 4 x latency; whether a VM's agent
+                                  sees GPUs only once a driver is there: cloudsim/extensions.py)
 POST /_sim/hang                   {"seconds"}  (every ARM and Kubernetes API request from now
                                   on waits that long before it is answered, as a hung Azure
                                   would; 0 lifts it and answers the waiting ones at once)
@@ -56,7 +59,7 @@ of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbe
 import time
 from decimal import Decimal, InvalidOperation
 
-from . import aks, costs, prices, quirks, spot
+from . import aks, costs, extensions, prices, quirks, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .entra import control as entra_control
@@ -99,7 +102,9 @@ def _faults(cloud: Cloud, body: dict) -> Response:
     retry_after = _field(body, "retry_after", int, default=0)
     if op not in FAULT_OPS:
         raise _bad(f"Unknown op '{op}'. Known: {', '.join(sorted(FAULT_OPS))}.")
-    known = SYNC_KINDS | ASYNC_KINDS | quirks.FAULT_KINDS
+    known = SYNC_KINDS | ASYNC_KINDS | quirks.FAULT_KINDS | set(extensions.EXIT_KINDS)
+    if kind in extensions.EXIT_KINDS and op != "vm.extension.create":
+        raise _bad(f"Kind '{kind}' applies only to vm.extension.create.")
     if kind not in known:
         raise _bad(f"Unknown kind '{kind}'. Known: {', '.join(sorted(known))}.")
     if kind in quirks.FAULT_KINDS and op not in quirks.CREATE_OPS:
@@ -154,6 +159,19 @@ def _latency(cloud: Cloud, body: dict) -> Response:
     if retry_after is not None:
         cloud.retry_after = retry_after
     return Response(200, {"seconds": cloud.latency, "retry_after": cloud.retry_after})
+
+
+def _extensions(cloud: Cloud, body: dict) -> Response:
+    seconds = _field(body, "seconds", (int, float), default=None)
+    required = _field(body, "drivers_required", bool, default=None)
+    if seconds is not None and seconds < 0:
+        raise _bad("'seconds' must not be negative.")
+    play = cloud.extension_play
+    if seconds is not None:
+        play.seconds = float(seconds)  # Applies to installs started from now on.
+    if required is not None:
+        play.drivers_required = required
+    return Response(200, {"seconds": play.seconds, "drivers_required": play.drivers_required})
 
 
 def _hang(cloud: Cloud, body: dict) -> Response:
@@ -310,6 +328,7 @@ ROUTES = {
     ("POST", "/_sim/skus/restrict"): _restrict,
     ("POST", "/_sim/latency"): _latency,
     ("POST", "/_sim/hang"): _hang,
+    ("POST", "/_sim/extensions"): _extensions,
     ("POST", "/_sim/vms/evict"): _evict,
     ("POST", "/_sim/aks/clusters"): _aks_cluster,
     ("GET", "/_sim/state"): _state,

@@ -86,11 +86,44 @@ class VM:
     last_error: dict | None = None
     active_op: str | None = None
     evicted_at: float | None = None  # Last Spot eviction (unix seconds), for /_sim/state.
+    # The NVIDIA driver: carried by the image (extensions.image_carries_driver) or installed by
+    # the driver extension; the agent sees no GPU without it (when the Cloud asks for drivers).
+    driver: bool = False
+    rebooting: tuple[float, float] | None = None  # (from, until) unix seconds: a guest reboot.
+    extensions: dict[str, "Extension"] = field(default_factory=dict)  # By lower-case name.
 
     @property
     def spot(self) -> bool:
         """An Azure Spot VM (priority Spot, or Low, its deprecated name)."""
         return self.properties.get("priority") in SPOT_PRIORITIES
+
+
+@dataclass
+class ExtensionPlay:
+    """How VM extensions play (cloudsim.extensions): seconds an install takes (None: 4 x the
+    LRO latency), and whether a VM's agent sees its GPUs only once it has a driver."""
+
+    seconds: float | None = None
+    drivers_required: bool = False
+
+
+@dataclass
+class Extension:
+    """A Microsoft.Compute/virtualMachines/extensions resource. exit_code: the handler's exit
+    code once it finished (0 succeeded); message: what its status said."""
+
+    id: str
+    name: str
+    vm_id: str
+    location: str
+    properties: dict  # The request's properties minus protectedSettings (write-only).
+    tags: dict
+    provisioning: str = "Creating"
+    exit_code: int | None = None
+    message: str = ""
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+    active_op: str | None = None
 
 
 @dataclass

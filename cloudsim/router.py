@@ -7,7 +7,19 @@ name reaches the handler as params["child"]."""
 
 from collections.abc import Callable
 
-from . import aks, costs, disks, errors, locations, network, prices, spot, vm_resize, vms
+from . import (
+    aks,
+    costs,
+    disks,
+    errors,
+    extensions,
+    locations,
+    network,
+    prices,
+    spot,
+    vm_resize,
+    vms,
+)
 from .cloud import Cloud
 from .protocol import Request, Response
 
@@ -33,6 +45,12 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     (COMPUTE, "virtualmachines", ("deallocate",)): {"POST": vms.deallocate_vm},
     (COMPUTE, "virtualmachines", ("poweroff",)): {"POST": vms.power_off_vm},
     (COMPUTE, "virtualmachines", ("simulateeviction",)): {"POST": spot.simulate_eviction},
+    (COMPUTE, "virtualmachines", ("extensions",)): {"GET": extensions.list_extensions},
+    (COMPUTE, "virtualmachines", ("extensions", CHILD)): {
+        "GET": extensions.get_extension,
+        "PUT": extensions.put_extension,
+        "DELETE": extensions.delete_extension,
+    },
     (COMPUTE, "disks", ()): {
         "GET": disks.get_disk,
         "PATCH": disks.patch_disk,

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from . import disks, errors, faults, quirks, spot, views, vm_resize
 from .cloud import Cloud
 from .errors import ArmError
+from .extensions import image_carries_driver
 from .models import COMPUTE, SPOT_PRIORITIES, VM, key_of, resource_id
 from .protocol import Request, Response, dig, lro_headers
 from .skus import SizeInfo, image_generation, normalize_location
@@ -223,6 +224,7 @@ def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     spot = spec.properties.get("priority") in SPOT_PRIORITIES
     cloud.check_quota(req.params["sub"], spec.location, size, spot=spot)  # Validation step 4.
     vm = _new_vm(req, spec, size)
+    vm.driver = image_carries_driver(dig(spec.properties, "storageProfile", "imageReference") or {})
     disks.ensure_name_free(cloud, vm)
     error = faults.allocation_error(cloud, "vm.create", vm.location, size.name)
     vm.allocated = error is None  # The slot is taken now, so concurrent creates see it.

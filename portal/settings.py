@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "common",
     "notifications",
     "teams",
+    "environments",
     "workspaces",
     "billing",
     "clusters",
@@ -410,6 +411,11 @@ WEBHOOK_ALLOW_LOOPBACK = webhook_allow_loopback(
     configured=env.bool("WEBHOOK_ALLOW_LOOPBACK", default=_EMBEDDED),
     embedded=_EMBEDDED,
     azure_credential=AZURE_CREDENTIAL,
+)
+# Environments' VM images must name a fixed version (never "latest") where production is (the
+# same test as require_production_settings'); the emulator and the embedded demo may float.
+ENVIRONMENT_IMAGES_PINNED = env.bool(
+    "ENVIRONMENT_IMAGES_PINNED", default=not _EMBEDDED and AZURE_CREDENTIAL != "emulator"
 )
 AZURE_RETRY_TOTAL = env.int("AZURE_RETRY_TOTAL", default=3)
 # Azure Retail Prices API (no credential); the emulator serves it too.

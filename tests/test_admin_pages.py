@@ -11,6 +11,8 @@ from django.test import RequestFactory
 from django.urls import reverse
 from django.utils import timezone
 
+from environments.demo import seed_demo_environments
+from environments.services import environment_hide
 from teams.models import IdleBounds, Membership, Role, Team
 from tests.factories import OfferingFactory, WorkspaceFactory
 
@@ -35,6 +37,13 @@ def _an_object(label: str, cast):
         "teams.IdleBounds": IdleBounds.current,
         "workspaces.SizeOffering": OfferingFactory,
         "workspaces.Workspace": lambda: WorkspaceFactory(team=cast.team, owner=cast.researcher),
+        "environments.Environment": lambda: seed_demo_environments(now=timezone.now())[0],
+        "environments.HiddenEnvironment": lambda: environment_hide(
+            actor=cast.platform_admin,
+            team=cast.team,
+            environment=seed_demo_environments(now=timezone.now())[0],
+            now=timezone.now(),
+        ),
     }
     assert label in makers, f"{label} is registered in the admin: add an object for it here"
     return makers[label]()

@@ -14,6 +14,7 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
 from clusters.models import AksCluster, NodePool, PoolStatus
+from environments.demo import seed_demo_environments
 from notifications.models import Notice
 from teams.models import Membership, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
@@ -46,6 +47,17 @@ API_REQUEST = {
     "ssh_public_key": SSH_KEY,
     # The researcher holds the team's per-member cap of workspaces already: it waits.
     "justification": "a paper deadline",
+}
+
+# The API's body for an environment of the cast's team.
+API_ENVIRONMENT = {
+    "team": "vision",
+    "name": "Team CUDA",
+    "slug": "team-cuda",
+    "kinds": ["vm"],
+    "vm_image": "microsoft-dsvm:ubuntu-hpc:2204:22.04.2024102301",
+    "driver_method": "preinstalled",
+    "gpu_families": ["A100"],
 }
 
 
@@ -117,6 +129,11 @@ EXPECTED = {
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
     # The team's chat and JSON webhooks: its admins and platform admins.
     "team-webhooks": Row("GET", (_, 404, 403, 404, 200, 200)),
+    # Every member reads what the team is offered; its admins hide catalog entries.
+    "team-environments": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "team-environment-visibility": Row(
+        "POST", (_, 404, 403, 404, 302, 302), pk="catalog_environment", data={"hide": "1"}
+    ),
     "team-webhook-change": Row(
         "POST", (_, 404, 403, 404, 302, 302), pk="webhook", data={"events": "budget"}
     ),
@@ -212,6 +229,10 @@ EXPECTED = {
     ),
     # The savings page's rule: the team's admins and platform admins.
     "api-v1:recommendation_list": Row("GET", (401, 404, 403, 404, 200, 200), query="?team=vision"),
+    "api-v1:environment_list": Row(
+        "GET", (401, 404, 200, 404, 200, 200), query="?team=vision&kind=vm"
+    ),
+    "api-v1:environment_add": Row("POST", (401, 404, 403, 404, 201, 201), data=API_ENVIRONMENT),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
@@ -272,6 +293,7 @@ def objects(cast, sim):
         ),
         "team": cast.team,
         "workspace": workspace,
+        "catalog_environment": seed_demo_environments(now=now)[0],
         "quota_request": QuotaRequest.objects.create(
             team=cast.team,
             requester=cast.researcher,
@@ -350,7 +372,10 @@ def _url(name, params, row, objects) -> str:
 
 def row_data(row, objects) -> dict:
     """The row's form data, its placeholders ({team}, {group}) filled in."""
-    return {k: v.format(team=objects["team"].pk, group=LINK_GROUP) for k, v in row.data.items()}
+    return {
+        k: v.format(team=objects["team"].pk, group=LINK_GROUP) if isinstance(v, str) else v
+        for k, v in row.data.items()
+    }
 
 
 def test_every_url_has_an_rbac_row():

@@ -180,6 +180,19 @@ class Workspace(models.Model):
     waiting_reason = models.TextField(blank=True)
     # One per request form; a double-clicked Request finds the workspace already made.
     request_key = models.UUIDField(unique=True)
+    # What it is made from (environments.recipes.recipe_for): kept exactly as it was at the
+    # request, whatever later happens to the environment, so it can be cited and made again.
+    environment = models.ForeignKey(
+        "environments.Environment",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="workspaces",
+    )
+    environment_recipe = models.JSONField(default=dict, blank=True)
+    setup_step = models.CharField(
+        max_length=200, blank=True, help_text="Setting up: the step it is at, in words"
+    )
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -311,6 +324,10 @@ class WorkspaceAgent(models.Model):
     )
     interactive = models.PositiveSmallIntegerField(default=0)
     cpu_percent = models.PositiveSmallIntegerField(null=True, blank=True)
+    # The NVIDIA driver ("loaded", "missing", "" unknown) and the environment setup's
+    # "step: state", as the latest sample said (docs/agent-protocol.md).
+    driver = models.CharField(max_length=16, blank=True)
+    setup = models.CharField(max_length=64, blank=True)
     # The owner was warned of the stop due at this time (one warning per stop time).
     warned_stop_at = models.DateTimeField(null=True, blank=True)
     # The owner was told the agent is silent since this time (once per silence).

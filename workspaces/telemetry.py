@@ -134,6 +134,8 @@ class ParsedSample:
     gpu_mem_max_mib: int = 0
     gpu_mem_total_mib: int = 0
     gpus_in_use: int = 0
+    driver: str = ""  # "loaded", "missing", or "" (an agent that does not say)
+    setup: str = ""  # the environment setup's "step: state", "" when none
 
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
@@ -206,7 +208,24 @@ def _sample(index: int, raw: object) -> ParsedSample:
         gpu_mem_max_mib=max((g["mem_used"] for g in shown), default=0),
         gpu_mem_total_mib=max((g["mem_total"] for g in shown), default=0),
         gpus_in_use=sum(1 for g in shown if g["mem_used"] >= GPU_IN_USE_MIB),
+        driver=str(raw["driver"]) if raw.get("driver") in DRIVER_STATES else "",
+        setup=_setup(raw.get("setup")),
     )
+
+
+DRIVER_STATES = ("loaded", "missing")  # docs/agent-protocol.md; anything else is unknown
+SETUP_STATES = ("running", "failed", "succeeded")
+
+
+def _setup(raw: object) -> str:
+    """The environment setup's step as "step: state" (docs/agent-protocol.md), "" when the
+    sample has none or one this portal does not understand (newer agents may say more)."""
+    if not isinstance(raw, dict) or raw.get("state") not in SETUP_STATES:
+        return ""
+    step = raw.get("step")
+    if not isinstance(step, str) or not step.isprintable() or not 0 < len(step) <= 32:
+        return ""
+    return f"{step}: {raw['state']}"
 
 
 def _gpu(where: str, raw: object) -> dict[str, Any]:

@@ -287,6 +287,38 @@ def teams(as_json: JsonOpt = False) -> None:
     )
 
 
+@app.command()
+@handled
+def environments(
+    team: Annotated[str, typer.Option(help="The team's slug.")],
+    kind: Annotated[str, typer.Option(help="The workspace kind, e.g. vm or mig.")] = "vm",
+    size: Annotated[
+        str, typer.Option(help="For a VM: its size; only environments that drive it.")
+    ] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """The environments a team can choose for a kind (and a VM size), the default first."""
+    query = {"team": team, "kind": kind, **({"vm_size": size} if size else {})}
+    data = signed_in().get("/environments", params=query)
+    echo_or_json(
+        data,
+        as_json,
+        lambda d: table(
+            ["ENVIRONMENT", "NAME", "DRIVER", "IMAGE", "DEFAULT"],
+            [
+                [
+                    e["slug"],
+                    e["name"],
+                    e["driver_method"] or "-",
+                    e["vm_image"] or e["container_image"],
+                    "yes" if e["default"] else "",
+                ]
+                for e in d["items"]
+            ],
+        ),
+    )
+
+
 app.add_typer(request_cmds.app, name="request")
 app.command("wait")(waiting.wait)
 app.command("spend")(admin.spend)

@@ -76,6 +76,10 @@ def vm(
     max_price: Annotated[
         str | None, typer.Option(help="With --accept-equivalents: at most this USD/hour.")
     ] = None,
+    environment: Annotated[
+        str,
+        typer.Option(help="What it is made from (`gpuportal environments`); default: the team's."),
+    ] = "",
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -93,6 +97,8 @@ def vm(
     }
     if max_price:
         body["max_price"] = max_price
+    if environment:
+        body["environment"] = environment
     key = _ssh_key(ssh_key)
     if key:
         body["ssh_public_key"] = key

@@ -375,10 +375,13 @@ def test_a_sample_carries_every_reading_in_the_protocols_shape(tmp_path):
         nvml=fake_nvml([gpu(util=87, procs=2)]),
         utmp_path=str(utmp),
         jupyter_url=refused_url("/api/kernels"),
+        proc_path=str(tmp_path / "no-proc"),
+        setup_path=str(tmp_path / "no-setup"),
     )
     assert json.loads(json.dumps(sample)) == {
         "at": "2026-11-20T13:04:30.999Z",
         "nvml": "ok",
+        "driver": "loaded",
         "gpus": [
             {"index": 0, "name": "NVIDIA A100 80GB PCIe", "util_percent": 87, "mem_used_mib": 0,
              "mem_total_mib": 81920, "processes": 2, "mig_profile": None}
@@ -387,6 +390,49 @@ def test_a_sample_carries_every_reading_in_the_protocols_shape(tmp_path):
         "jupyter_busy_kernels": 0,
         "cpu_percent": 41.5,
     }  # fmt: skip
+
+
+def _driverless(tmp_path, **kwargs):
+    def library_not_found(nvml):
+        return nvml.NVMLError_LibraryNotFound("NVML Shared Library Not Found")
+
+    return agent.sample(
+        datetime(2026, 11, 20, 13, 0, tzinfo=UTC),
+        nvml=fake_nvml([], init_error=library_not_found),
+        utmp_path=str(tmp_path / "utmp"),
+        jupyter_url=refused_url("/api/kernels"),
+        **{"proc_path": str(tmp_path / "no-proc"), "setup_path": str(tmp_path / "s"), **kwargs},
+    )
+
+
+def test_no_driver_is_reported_as_missing_not_as_idle_gpus(tmp_path):
+    reading = _driverless(tmp_path)
+    assert reading["driver"] == "missing"
+    assert reading["nvml"].startswith("unavailable") and reading["gpus"] == []
+
+
+def test_a_loaded_kernel_module_counts_as_a_driver_even_when_nvml_fails(tmp_path):
+    proc = tmp_path / "version"
+    proc.write_text("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.127.05\n")
+    assert _driverless(tmp_path, proc_path=str(proc))["driver"] == "loaded"
+
+
+def test_the_environment_setup_step_is_reported_while_it_runs(tmp_path):
+    status = tmp_path / "status.json"
+    status.write_text('{"step": "pip\\u0007", "state": "running", "at": "2026-11-20T13:00:00Z"}')
+    assert _driverless(tmp_path, setup_path=str(status))["setup"] == {
+        "step": "pip",
+        "state": "running",
+    }
+
+
+@pytest.mark.parametrize(
+    "text", ["", "not json", '{"step": "pip", "state": "sleeping"}', '{"state": "failed"}', "[]"]
+)
+def test_an_unreadable_setup_status_is_left_out(tmp_path, text):
+    status = tmp_path / "status.json"
+    status.write_text(text)
+    assert "setup" not in _driverless(tmp_path, setup_path=str(status))
 
 
 # --- The sender ----------------------------------------------------------------------------

@@ -160,6 +160,7 @@ def test_heartbeats_follow_the_protocol(arm, portal, workspace):
     assert set(sample) == {
         "at",
         "nvml",
+        "driver",
         "gpus",
         "ssh_sessions",
         "jupyter_busy_kernels",
@@ -167,7 +168,7 @@ def test_heartbeats_follow_the_protocol(arm, portal, workspace):
     }
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", sample["at"])
     assert sample["at"] < beats[1]["body"]["samples"][0]["at"]  # Strictly newer each time.
-    assert sample["nvml"] == "ok"
+    assert sample["nvml"] == "ok" and sample["driver"] == "loaded"
     assert isinstance(sample["ssh_sessions"], int) and isinstance(sample["cpu_percent"], float)
     assert sample["jupyter_busy_kernels"] == 0 and 0 <= sample["cpu_percent"] <= 100
     (gpu,) = sample["gpus"]  # Standard_NC24ads_A100_v4 has one GPU.
@@ -580,3 +581,43 @@ def test_a_pod_whose_agent_could_not_start_posts_nothing(team_a, ctl, portal, wo
     time.sleep(3 * INTERVAL)
 
     assert portal.for_workspace(workspace) == [] and ctl.agents() == []
+
+
+NVIDIA_EXTENSION = {
+    "location": "eastus",
+    "properties": {
+        "publisher": "Microsoft.HpcCompute",
+        "type": "NvidiaGpuDriverLinux",
+        "typeHandlerVersion": "1.6",
+        "autoUpgradeMinorVersion": True,
+    },
+}
+
+
+def test_without_a_driver_the_agent_reports_no_gpu_and_driver_missing(arm, ctl, portal, workspace):
+    ctl.extensions(drivers_required=True, seconds=0.3)
+    create_vm(arm, "vm1", custom_data(portal.url, workspace))
+    sample = portal.wait_for(workspace, 1)[0]["body"]["samples"][0]
+    assert sample["driver"] == "missing" and sample["gpus"] == []
+    assert sample["nvml"].startswith("unavailable")
+    reply = arm.call("PUT", arm.vm_path("vm1") + "/extensions/nvidia", NVIDIA_EXTENSION)
+    assert arm.wait(reply)["status"] == "Succeeded"
+    seen = len(portal.for_workspace(workspace))
+    later = portal.wait_for(workspace, seen + 1)[-1]["body"]["samples"][-1]
+    assert later["driver"] == "loaded" and later["gpus"][0]["name"] == "NVIDIA A100 80GB PCIe"
+
+
+def test_the_agent_falls_silent_while_the_extension_reboots_the_guest(
+    arm, ctl, sim, portal, workspace
+):
+    create_vm(arm, "vm1", custom_data(portal.url, workspace))
+    portal.wait_for(workspace, 1)
+    ctl.extensions(seconds=2)  # the guest reboots from 0.8 s to 1.2 s into the install
+    arm.call("PUT", arm.vm_path("vm1") + "/extensions/nvidia", NVIDIA_EXTENSION)
+    with sim.state.lock:
+        start, end = next(iter(sim.state.vms.values())).rebooting
+    time.sleep(max(0.0, start - time.time()) + 0.15)
+    quiet = len(portal.for_workspace(workspace))
+    time.sleep(max(0.0, end - time.time()) - 0.05)
+    assert len(portal.for_workspace(workspace)) <= quiet + 1  # at most one already in flight
+    portal.wait_for(workspace, quiet + 2)  # and back after the reboot

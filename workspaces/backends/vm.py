@@ -21,14 +21,15 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 
-from agent import cloud_init
+from agent import cloud_init, environment_init
 from cloud import azure_resize, azure_vm
 from cloud.azure_vm import Progress, VmSpec, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
+from environments.recipes import jupyter_token, vm_recipe
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_placement, vm_resize
+from workspaces.backends import vm_driver, vm_placement, vm_resize
 from workspaces.backends.base import (
     KindForm,
     Meters,
@@ -131,6 +132,13 @@ class VmBackend:
             # Deallocated for a resize: the chain goes on to change the size (Resizing).
             _finish(workspace, operation, Status.RESIZING, progress.state, clock())
             return Next.POLL
+        if operation == "create":
+            # Running means the NVIDIA driver is there: an extension installs it first.
+            setting_up = vm_driver.driver_step(
+                workspace, self.cloud.vm_names(workspace.pk).vm, clock
+            )
+            if setting_up is not None:
+                return setting_up
         _finish(workspace, operation, done, progress.state, clock())
         return Next.DONE
 
@@ -315,8 +323,9 @@ def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
     the region (HyperVGenerations, PremiumIO), since a Gen1-only size cannot boot a Gen2
     image and a size without premium storage refuses a Premium_LRS disk."""
     sku = cloud.sku_info(azure_settings(), location=workspace.region, vm_size=workspace.vm_size)
+    recipe = vm_recipe(workspace.environment_recipe or {})
     return VmSpec(
-        image=sku.image,
+        image=recipe.image if recipe else sku.image,
         os_disk_sku=sku.os_disk_sku,
         workspace_id=str(workspace.pk),
         location=workspace.region,
@@ -335,13 +344,23 @@ def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
 
 
 def _cloud_init(workspace: Workspace, now: datetime) -> str:
-    """cloud-init that installs the telemetry agent (docs/agent-protocol.md). The token is the
+    """cloud-init that installs the telemetry agent (docs/agent-protocol.md) and, for a VM made
+    from an environment, its layer and JupyterLab (agent/environment_init.py). The token is the
     same for every create of this VM, so a create sent again carries the same customData."""
-    return cloud_init.render(
-        portal_url=settings.PORTAL_URL,
-        workspace=str(workspace.pk),
-        token=telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
-        interval_seconds=settings.AGENT_INTERVAL_SECONDS,
+    agent = {
+        "portal_url": settings.PORTAL_URL,
+        "workspace": str(workspace.pk),
+        "token": telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
+        "interval_seconds": settings.AGENT_INTERVAL_SECONDS,
+    }
+    recipe = vm_recipe(workspace.environment_recipe or {})
+    if recipe is None:
+        return cloud_init.render(**agent)
+    return environment_init.render(
+        agent=agent,
+        layer=recipe.layer,
+        user=workspace.ssh_user,
+        jupyter_token=jupyter_token(workspace.pk),
     )
 
 

@@ -15,10 +15,12 @@ from django.urls import reverse
 from django.utils import timezone
 
 from common.validation import TextField
+from environments.models import Environment
+from environments.selectors import environment_choice, environments_of_team
 from teams.models import Team
 from workspaces import selectors
 from workspaces.backends.base import ApiField, KindForm
-from workspaces.backends.vm_request import spot_unavailable, workspace_request
+from workspaces.backends.vm_request import VM_KIND, spot_unavailable, workspace_request
 from workspaces.forms import CeilingField, clean_workspace_name
 from workspaces.models import SizeOffering, Workspace
 from workspaces.ssh_keys import NOT_ECHOED, validate_ssh_public_key
@@ -70,6 +72,15 @@ class WorkspaceRequestForm(forms.Form):
             "VM for the SSH user."
         ),
     )
+    environment = forms.CharField(
+        required=False,
+        max_length=64,
+        label="Environment",
+        help_text=(
+            "What the VM is made from: image, NVIDIA driver, CUDA, frameworks and JupyterLab. "
+            "Empty: your team's default for the size (your team's Environments page lists them)."
+        ),
+    )
     justification = TextField(
         multiline=True,
         required=False,
@@ -102,6 +113,7 @@ class WorkspaceRequestForm(forms.Form):
             }
         )
         cast(forms.ChoiceField, self.fields["region"]).choices = [(r, r) for r in regions]
+        self.fields["environment"].widget = forms.Select(choices=_environment_options(teams))
         cast("forms.ModelChoiceField[SizeOffering]", self.fields["offering"]).queryset = offerings
 
     def clean_name(self) -> str:
@@ -126,7 +138,22 @@ class WorkspaceRequestForm(forms.Form):
             self.add_error("offering", "That size is not offered in that region.")
         elif offering and data.get("spot") and getattr(offering, "spot_hourly", None) is None:
             self.add_error("spot", spot_unavailable(offering))
+        data["environment"] = self._environment(data)
         return data
+
+    def _environment(self, data: dict[str, Any]) -> Environment | None:
+        """The Environment named by slug among those the team may choose for the size; None
+        for the default (the request service takes the team's default)."""
+        slug, team, offering = data.get("environment"), data.get("team"), data.get("offering")
+        if not slug or team is None or offering is None:
+            return None
+        found = environment_choice(team=team, kind=VM_KIND, slug=slug, vm_size=offering.vm_size)
+        if found is None:
+            self.add_error(
+                "environment",
+                f"{slug} is not an environment {team.name} can choose for {offering.vm_size}.",
+            )
+        return found
 
     def clean_max_price(self) -> Decimal | None:
         # A ceiling means something only to a request that accepts equivalent sizes.
@@ -134,6 +161,18 @@ class WorkspaceRequestForm(forms.Form):
             return None
         ceiling: Decimal | None = self.cleaned_data["max_price"]
         return ceiling
+
+
+def _environment_options(teams: QuerySet[Team]) -> list[tuple[str, str]]:
+    """The VM environments of the user's teams, for the select: the slug, and the name with
+    the GPU families it drives (the request checks it fits the team and the size)."""
+    options = {"": "Default for the size"}
+    for team in teams:
+        for environment in environments_of_team(team=team):
+            if VM_KIND in environment.kinds:
+                families = ", ".join(environment.gpu_families)
+                options.setdefault(environment.slug, f"{environment.name} ({families})")
+    return list(options.items())
 
 
 def _choices(team: Team | None) -> dict[str, Any]:
@@ -166,6 +205,7 @@ def _request(
         spot=data["spot"],
         accept_equivalents=data["accept_equivalents"],
         max_price=data["max_price"],
+        environment=data.get("environment"),
     )
 
 
@@ -182,6 +222,7 @@ def _api_form_data(values: Mapping[str, Any], form: Any, user: User) -> dict[str
         "accept_equivalents": "on" if values["accept_equivalents"] else "",
         "max_price": "" if max_price is None else str(max_price),
         "ssh_public_key": values["ssh_public_key"] or selectors.user_ssh_key_last_used(user=user),
+        "environment": values.get("environment") or "",
     }
 
 
@@ -201,6 +242,7 @@ VM_FORM = KindForm(
         ApiField("ssh_public_key", str, max_length=16_000, multiline=True),
         ApiField("accept_equivalents", bool),
         ApiField("max_price", Decimal, ge=Decimal("0.01"), le=Decimal("1000")),
+        ApiField("environment", str, max_length=64),
     ),
     api_form_data=_api_form_data,
     api_names={"offering": "vm_size"},

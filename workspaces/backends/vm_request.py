@@ -13,6 +13,9 @@ from django.conf import settings
 from django.contrib.auth.models import User
 
 from common.words import usd_hourly
+from environments.models import Environment
+from environments.recipes import recipe_for
+from environments.selectors import environment_default
 from teams.models import Team
 from workspaces import equivalents, selectors
 from workspaces.models import SizeOffering, Workspace
@@ -41,6 +44,7 @@ def workspace_request(
     spot: bool = False,
     accept_equivalents: bool = False,
     max_price: Decimal | None = None,
+    environment: Environment | None = None,
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
@@ -60,6 +64,11 @@ def workspace_request(
     (workspaces.equivalents) that cost at most ``max_price`` (USD/hour; by default the chosen
     price x 1.5), which the worker tries when Azure has no room for the chosen one. Raises
     CeilingTooLow when ``max_price`` is below the chosen size's price.
+
+    ``environment`` (None: the team's default for the size, environments.selectors) is what
+    the VM is made from; the workspace records its recipe for the size. Raises
+    WorkspaceActionError when it does not drive the size. With no environment at all for the
+    size, the VM gets the plain Ubuntu image and the agent, as before environments.
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
@@ -84,7 +93,10 @@ def workspace_request(
         "ssh_user": settings.WORKSPACE_SSH_USER,
         "ssh_public_key": ssh_public_key,
     }
+    fields.update(_environment_fields(team, offering, environment))
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
+    if fields.get("environment"):
+        reason += f" with {fields['environment'].name}"
     if accept_equivalents:
         accepted = _accepted(offering, price, spot, max_price, now)
         others, ceiling = accepted["accepted_sizes"][1:], usd_hourly(accepted["accepted_max_price"])
@@ -144,3 +156,17 @@ def spot_unavailable(offering: SizeOffering) -> str:
         f"Azure has no Spot price for {offering.vm_size} in {offering.region}, so it cannot be "
         "requested as a Spot VM. Untick Spot VM or choose a size with a Spot price."
     )
+
+
+def _environment_fields(
+    team: Team, offering: SizeOffering, environment: Environment | None
+) -> dict[str, Any]:
+    """The workspace's environment and its recipe for the size (environments.recipes)."""
+    chosen = environment or environment_default(team=team, kind=VM_KIND, vm_size=offering.vm_size)
+    if chosen is None:
+        return {}
+    try:
+        recipe = recipe_for(chosen, vm_size=offering.vm_size)
+    except ValueError as err:
+        raise WorkspaceActionError(str(err)) from None
+    return {"environment": chosen, "environment_recipe": recipe}

@@ -49,6 +49,10 @@ def _request_form(
     suggested = offerings.filter(vm_size=asked, region=chosen).first() if named else None
     if suggested is not None:
         initial["offering"] = suggested.pk
+    # "Make one like this" on a workspace's page names its environment too.
+    environment = request.GET.get("environment", "")[:64]
+    if environment and text_problem(environment) is None:
+        initial["environment"] = environment
     form = WorkspaceRequestForm(
         data,
         initial=initial,

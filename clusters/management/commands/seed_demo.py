@@ -11,6 +11,7 @@ from django.utils import timezone
 
 from clusters.models import AksCluster, ClusterTeam, NodePool
 from clusters.services import PoolRequest, pool_create, pool_resend_create
+from environments.demo import seed_demo_environments
 from teams.models import GpuQuota, Membership, Profile, Role, Team
 
 DEMO_PASSWORD = "demo-pass-2026"
@@ -76,6 +77,7 @@ class Command(BaseCommand):
                 Membership.objects.update_or_create(team=team, user=user, defaults={"role": role})
         admin = self._user(users, PLATFORM_ADMIN, staff=True)
         self._cluster(admin)
+        seed_demo_environments(now=timezone.now())
         # NLP Group's workspaces with a week of telemetry, so right-sizing shows at once.
         call_command("seed_demo_telemetry", stdout=self.stdout)
         self.stdout.write(

@@ -133,7 +133,7 @@ test-fast: venv
 
 # Every test on SQLite with the real clock moved (tests/clock.py): TEST_CLOCK is an offset
 # (400d, -36h) or an instant (2027-10-31T01:30:00Z). PYTEST_ARGS picks tests, e.g.
-# make test-clock TEST_CLOCK=2028-02-29T12:00:00Z PYTEST_ARGS=tests/test_budget.py
+# make test-clock TEST_CLOCK=2028-02-29T12:00:00Z PYTEST_ARGS=tests/billing/test_budget.py
 test-clock: venv
 	PORTAL_VAR_DIR=$(CURDIR)/var/test-clock REDIS_URL="$(REDIS_URL)" $(BIN)/pytest -q \
 	  $(PYTEST_XDIST) $(CLOCK_OPTION) $(PYTEST_ARGS)

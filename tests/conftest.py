@@ -102,7 +102,7 @@ def _production_idle_timings(settings):
     settings.IDLE_SPIKE_SECONDS = 60.0
     settings.IDLE_GAP_SECONDS = 180.0
     # Heartbeats stored in the request, so a test reads them back at once; the buffered
-    # path has its own tests (tests/test_heartbeat_buffer.py, test_idle_end_to_end.py).
+    # path has its own tests (tests/workspaces/test_heartbeat_buffer.py, test_idle_end_to_end.py).
     settings.HEARTBEAT_FLUSH_SECONDS = 0
 
 

@@ -28,62 +28,62 @@ ROOT = Path(__file__).resolve().parent.parent
 # Whole modules whose behaviour can differ by database (see the module docstring). Per test,
 # prefer @pytest.mark.every_database.
 EVERY_DATABASE = {
-    "test_api_approvals",  # approvals decided concurrently: row locks
-    "test_api_tokens",  # token use counted with F() updates
-    "test_budget",  # month bounds: date truncation in SQL
-    "test_budget_alerts",
-    "test_entra_sync",  # memberships upserted: unique constraints
-    "test_figures",  # spend and usage summed in SQL (billing/live_sql.py)
-    "test_heartbeat",  # telemetry written with executemany, buffered flushes
-    "test_heartbeat_buffer",
-    "test_keep_running",
-    "test_lists",  # filters, search and sort: collation, icontains, NULL ordering
-    "test_org_lists",
-    "test_metrics",  # the scrape's spend figures: raw SQL
-    "test_notifications_migration",  # models moved between apps: their tables kept
-    "test_operation_chains",
-    "test_pricing_reference",  # prices picked by date in SQL
-    "test_quota",  # quota held under a row lock
-    "test_reconciliation",
-    "test_recommendations",
-    "test_spend",
-    "test_spend_pages",
-    "test_states",  # compare-and-set transitions
-    "test_sweep",
-    "test_team_admin",
-    "test_team_group_migration",  # a data migration
-    "test_workspace_flow",
+    "api/test_api_approvals",  # approvals decided concurrently: row locks
+    "api/test_api_tokens",  # token use counted with F() updates
+    "billing/test_budget",  # month bounds: date truncation in SQL
+    "billing/test_budget_alerts",
+    "teams/test_entra_sync",  # memberships upserted: unique constraints
+    "billing/test_figures",  # spend and usage summed in SQL (billing/live_sql.py)
+    "workspaces/test_heartbeat",  # telemetry written with executemany, buffered flushes
+    "workspaces/test_heartbeat_buffer",
+    "workspaces/test_keep_running",
+    "common/test_lists",  # filters, search and sort: collation, icontains, NULL ordering
+    "common/test_org_lists",
+    "portal/test_metrics",  # the scrape's spend figures: raw SQL
+    "notifications/test_notifications_migration",  # models moved between apps: their tables kept
+    "workspaces/test_operation_chains",
+    "billing/test_pricing_reference",  # prices picked by date in SQL
+    "workspaces/test_quota",  # quota held under a row lock
+    "billing/test_reconciliation",
+    "billing/test_recommendations",
+    "billing/test_spend",
+    "billing/test_spend_pages",
+    "workspaces/test_states",  # compare-and-set transitions
+    "workspaces/test_sweep",
+    "teams/test_team_admin",
+    "teams/test_team_group_migration",  # a data migration
+    "workspaces/test_workspace_flow",
 }
 # Modules, or module::function, that start processes beyond what the fixtures below show.
 PROCESS = {
     "agent/test_agent::test_once_runs_as_a_lone_file_without_nvidia_ml_py",
     "cloud/test_kube::test_the_pods_command_runs_the_agent_from_its_environment_then_the_image",
     "cloudsim/test_protocol::test_command_line_entry_point_serves_arm",
-    "test_api_tokens::test_the_count_is_shared_between_worker_processes",
-    "test_metrics::test_the_alert_rules_pass_promtool",
-    "test_password_login::test_off_without_entra_sign_in_the_portal_refuses_to_start",
-    "test_beat_failover",  # two celery beat processes
-    "test_worker_crash",  # Celery workers killed mid-task
-    "test_production_settings",  # the settings module in fresh interpreters
-    "test_deploy_chart",  # helm template through the Go SDK, and the image's start command
+    "api/test_api_tokens::test_the_count_is_shared_between_worker_processes",
+    "portal/test_metrics::test_the_alert_rules_pass_promtool",
+    "teams/test_password_login::test_off_without_entra_sign_in_the_portal_refuses_to_start",
+    "portal/test_beat_failover",  # two celery beat processes
+    "portal/test_worker_crash",  # Celery workers killed mid-task
+    "portal/test_production_settings",  # the settings module in fresh interpreters
+    "portal/test_deploy_chart",  # helm template through the Go SDK, and the image's start command
 }
 # Modules, or module::function for one test function's every case.
 SLOW = {
-    "test_fuzz",  # every URL with every hostile value
+    "portal/test_fuzz",  # every URL with every hostile value
     # The RBAC table again with the roles from Entra ID sign-in; test_rbac_matrix stays fast.
-    "test_rbac_matrix::test_rbac_matrix_for_entra_id_sign_in",
+    "portal/test_rbac_matrix::test_rbac_matrix_for_entra_id_sign_in",
     # Fifty threads racing for one GPU: minutes on SQLite, which serialises the writers.
-    "test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
+    "workspaces/test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
 }
 # One xdist worker runs all of a group (modules, or module::function as above).
 XDIST_GROUPS = {
     # They share the run's Redis database (flushdb).
-    "redis": {"test_worker_crash"},
+    "redis": {"portal/test_worker_crash"},
     # Fifty threads with a PostgreSQL connection each: two at once on two workers pass
     # PostgreSQL's default max_connections (100), "sorry, too many clients already".
     "fifty-connections": {
-        "test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
-        "test_resize_quota::test_fifty_concurrent_resizes_and_requests_never_overshoot_the_quota",
+        "workspaces/test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
+        "workspaces/test_resize_quota::test_fifty_concurrent_resizes_and_requests_never_overshoot_the_quota",
     },
 }
 PROCESS_FIXTURES = {"live_server", "celery_worker_thread", "page", "browser"}

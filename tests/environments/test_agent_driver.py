@@ -4,7 +4,7 @@ the workspace page tells a driverless VM from an idle one (docs/agent-protocol.m
 import pytest
 from django.utils import timezone
 
-from tests.test_heartbeat import _running, post, sample
+from tests.workspaces.test_heartbeat import _running, post, sample
 from workspaces.models import WorkspaceAgent
 
 pytestmark = pytest.mark.django_db

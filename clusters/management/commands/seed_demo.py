@@ -21,7 +21,7 @@ DEMO_TEAMS = {
 }
 # USD per month. Vision Lab's fits a VM, a MIG slice and a 2-GPU namespace running for a whole
 # month (about $11.54/h x 744 h = $8,586), so the demo can request all three at once without
-# approval on any day of the month (tests/test_demo.py).
+# approval on any day of the month (tests/portal/test_demo.py).
 # NLP Group's holds the demo workspaces with telemetry (billing.demo, ~$11.55/h) and a request
 # of the same size again.
 DEMO_BUDGETS = {"Vision Lab": Decimal("15000"), "NLP Group": Decimal("20000")}

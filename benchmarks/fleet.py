@@ -9,6 +9,7 @@ def running_workspace(*, team, owner, name: str, since):
     from workspaces.states import Status
 
     return Workspace(
+        kind="vm",
         team=team,
         owner=owner,
         name=name,

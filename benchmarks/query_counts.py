@@ -72,6 +72,7 @@ def _pending_workspace(team, owner, offering, now):
     from workspaces.states import Status
 
     return Workspace(
+        kind="vm",
         team=team,
         owner=owner,
         name="bench",

@@ -121,6 +121,7 @@ def _generate(team, owners, offerings, count: int, days: int, now: datetime, see
             else "stopped"
         )
         ws = Workspace(
+            kind="vm",
             id=uuid.UUID(int=rng.getrandbits(128)),
             team=team,
             owner=owners[n % len(owners)],

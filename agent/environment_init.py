@@ -96,15 +96,26 @@ def render(
     return cloud_init.dump(document)
 
 
+def personal_problems(personal: Personal) -> dict[str, str]:
+    """Why the VM would not take ``personal``, by field ("dotfiles_url", "setup_script"), in
+    words; empty when it would. The account page checks with it before storing."""
+    problems = {}
+    if personal.dotfiles_url and not _DOTFILES.match(personal.dotfiles_url):
+        problems["dotfiles_url"] = (
+            "A dotfiles repository is an https:// URL without spaces or quotes."
+        )
+    if len(personal.setup_script.encode()) > MAX_PERSONAL_SCRIPT:
+        problems["setup_script"] = f"A setup script is at most {MAX_PERSONAL_SCRIPT // 1024} KiB."
+    return problems
+
+
 def _check(user: str, address: str | None, personal: Personal) -> None:
     if not _USER.match(user):
         raise ValueError(f"'{user}' is not a Linux user name.")
     if address is not None and not _ADDRESS.match(address):
         raise ValueError(f"'{address}' is not an IPv4 address.")
-    if personal.dotfiles_url and not _DOTFILES.match(personal.dotfiles_url):
-        raise ValueError("A dotfiles repository is an https:// URL without spaces or quotes.")
-    if len(personal.setup_script.encode()) > MAX_PERSONAL_SCRIPT:
-        raise ValueError(f"A setup script is at most {MAX_PERSONAL_SCRIPT // 1024} KiB.")
+    for problem in personal_problems(personal).values():
+        raise ValueError(problem)
 
 
 def _file(path: str, content: str, permissions: str = "0644") -> dict[str, str]:

@@ -2,6 +2,7 @@
 login lockouts (django-axes counts the failures: portal/login_throttle.py).
 """
 
+import hashlib
 from datetime import datetime
 from typing import Any
 from uuid import UUID
@@ -44,6 +45,41 @@ def entra_identity_set(*, user: User, object_id: UUID | None, upn: str, now: dat
             )
             transaction.on_commit(lambda: hooks.identity_changed(user=user))
     return profile
+
+
+def personal_setup_set(
+    *, user: User, dotfiles_url: str, setup_script: str, now: datetime
+) -> Profile:
+    """Record the user's own setup for new VMs: a dotfiles repository (an https URL, "" for
+    none) and a setup script (shell text, "" for none), audited. The script is audited by its
+    length and SHA-256 only: it is the user's text and may name things they would not log.
+    Callers validate first (agent.environment_init.personal_problems)."""
+    with transaction.atomic():
+        profile, _ = Profile.objects.select_for_update().get_or_create(user=user)
+        before = _personal(profile)
+        profile.dotfiles_url, profile.setup_script = dotfiles_url.strip(), setup_script
+        profile.save(update_fields=["dotfiles_url", "setup_script"])
+        after = _personal(profile)
+        if after != before:
+            audit_record(
+                actor=user,
+                team=None,
+                action="personal_setup_set",
+                obj=profile,
+                before=before,
+                after=after,
+                now=now,
+            )
+    return profile
+
+
+def _personal(profile: Profile) -> dict[str, Any]:
+    script = profile.setup_script.encode()
+    return {
+        "dotfiles_url": profile.dotfiles_url,
+        "setup_script_bytes": len(script),
+        "setup_script_sha256": hashlib.sha256(script).hexdigest() if script else "",
+    }
 
 
 class ServiceAccountError(Exception):

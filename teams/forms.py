@@ -16,6 +16,7 @@ from django.core.validators import (
 from django.forms import BoundField
 from django.http import HttpRequest
 
+from agent.environment_init import Personal, personal_problems
 from common.validation import TextField, validate_printable
 from teams.models import (
     IDLE_FIELDS,
@@ -116,6 +117,41 @@ class EntraIdentityForm(forms.Form):
         help_text="How AKS knows a guest. Both: az ad signed-in-user show --query "
         "'{upn:userPrincipalName,oid:id}'",
     )
+
+
+class PersonalSetupForm(forms.Form):
+    """The user's own setup for new VMs (teams.models.Profile); both fields may be empty."""
+
+    dotfiles_url = TextField(
+        label="Dotfiles repository",
+        required=False,
+        max_length=300,
+        help_text="An https:// Git URL, cloned to ~/.dotfiles on each new VM after its "
+        "environment; its install.sh (or bootstrap.sh, setup.sh ...) runs as you.",
+    )
+    setup_script = TextField(
+        label="Setup script",
+        required=False,
+        multiline=True,
+        strip=False,  # the script as typed; line ends made Unix's in clean()
+        max_length=16 * 1024,
+        widget=forms.Textarea(attrs={"rows": 6, "spellcheck": "false"}),
+        help_text="Shell commands run as you after the dotfiles, on each new VM. Put no "
+        "secret here: the VM's custom data carries it.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        # Browsers send a textarea's lines with CRLF, which bash would read as part of a word.
+        if "setup_script" in data:
+            data["setup_script"] = data["setup_script"].replace("\r\n", "\n")
+        personal = Personal(
+            dotfiles_url=data.get("dotfiles_url", "").strip(),
+            setup_script=data.get("setup_script", ""),
+        )
+        for field, problem in personal_problems(personal).items():
+            self.add_error(field, problem)
+        return data
 
 
 class RoleForm(forms.Form):

@@ -119,6 +119,11 @@ class Profile(models.Model):
         blank=True,
         help_text="User principal name, e.g. alice@contoso.com",
     )
+    # The researcher's own setup, run on each new VM after its environment
+    # (agent/environment_init.py, as Coder's dotfiles): checked by personal_problems on the
+    # account page before it is stored.
+    dotfiles_url = models.CharField(max_length=300, blank=True)
+    setup_script = models.TextField(blank=True)
     # Written by Entra ID sign-in alone (teams/entra.py), from a validated ID token: the key
     # sign-in finds the account by. Never the typed entra_object_id above, which is the user's
     # word and would let anyone claim another's account.

@@ -36,6 +36,7 @@ from teams.forms import (
     InviteForm,
     LeaverPolicyForm,
     LimitsForm,
+    PersonalSetupForm,
     RoleForm,
 )
 from teams.models import IdleBounds, IdlePolicy, Membership, Profile, Team
@@ -55,11 +56,27 @@ def _team(request, slug: str, perm: str) -> Team:
 @login_required
 @require_http_methods(["GET", "POST"])
 def account(request):
-    """The user's own account: the Entra ID identity their MIG slices let port-forward."""
+    """The user's own account: the Entra ID identity their MIG slices let port-forward, and
+    their own setup for new VMs (dotfiles, a setup script). Each form posts on its own."""
     profile = Profile.objects.filter(user=request.user).first() or Profile(user=request.user)
+    posted = request.POST if request.method == "POST" else None
+    which = posted.get("form") if posted else None
     initial = {"entra_object_id": profile.entra_object_id, "entra_upn": profile.entra_upn}
-    form = EntraIdentityForm(request.POST or None, initial=initial)
-    if request.method == "POST" and form.is_valid():
+    form = EntraIdentityForm(posted if which != "personal" else None, initial=initial)
+    personal = PersonalSetupForm(
+        posted if which == "personal" else None,
+        initial={"dotfiles_url": profile.dotfiles_url, "setup_script": profile.setup_script},
+    )
+    if which == "personal" and personal.is_valid():
+        accounts.personal_setup_set(
+            user=request.user,
+            dotfiles_url=personal.cleaned_data["dotfiles_url"],
+            setup_script=personal.cleaned_data["setup_script"],
+            now=timezone.now(),
+        )
+        messages.success(request, "Saved. Your next new VM runs this setup.")
+        return redirect("account")
+    if posted is not None and which != "personal" and form.is_valid():
         accounts.entra_identity_set(
             user=request.user,
             object_id=form.cleaned_data["entra_object_id"],
@@ -68,7 +85,7 @@ def account(request):
         )
         messages.success(request, "Saved. Your MIG slices let this identity port-forward.")
         return redirect("account")
-    return render(request, "teams/account.html", {"form": form})
+    return render(request, "teams/account.html", {"form": form, "personal": personal})
 
 
 def _page_context(request, team: Team, **forms) -> dict:

@@ -27,6 +27,7 @@ from cloud.azure_vm import Progress, VmSpec, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
 from environments.recipes import jupyter_token, vm_recipe
+from teams.models import Profile
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_driver, vm_placement, vm_resize
@@ -361,6 +362,17 @@ def _cloud_init(workspace: Workspace, now: datetime) -> str:
         layer=recipe.layer,
         user=workspace.ssh_user,
         jupyter_token=jupyter_token(workspace.pk),
+        personal=_personal(workspace),
+    )
+
+
+def _personal(workspace: Workspace) -> environment_init.Personal:
+    """The owner's own setup (their account page), run after the environment."""
+    profile = Profile.objects.filter(user_id=workspace.owner_id).first()
+    if profile is None:
+        return environment_init.Personal()
+    return environment_init.Personal(
+        dotfiles_url=profile.dotfiles_url, setup_script=profile.setup_script
     )
 
 

@@ -43,8 +43,10 @@ JUPYTER_URL = "http://127.0.0.1:8888/api/kernels"
 NVIDIA_PROC_PATH = "/proc/driver/nvidia/version"
 # Where the environment's setup (agent/environment_init.py) writes the step it is at.
 SETUP_STATUS_PATH = "/var/lib/gpu-portal-env/status.json"
+SETUP_LOG_PATH = "/var/log/gpu-portal-env.log"
 SETUP_STATES = ("running", "failed", "succeeded")
 MAX_STEP = 32  # characters of a setup step's name
+MAX_LOG_LINES, MAX_LOG_LINE = 20, 200  # the failed setup log's tail the portal shows
 
 MAX_GPUS = 64  # per sample, as the protocol allows
 MAX_NAME = 64  # characters of a GPU's name, as the protocol allows
@@ -326,6 +328,7 @@ def sample(
     jupyter_token: str | None = None,
     proc_path: str = NVIDIA_PROC_PATH,
     setup_path: str = SETUP_STATUS_PATH,
+    setup_log_path: str = SETUP_LOG_PATH,
 ) -> dict:
     """One protocol sample read at ``now``. ``cpu`` keeps the previous /proc/stat reading
     between samples; a fresh meter reports CPU use since boot. ``proc_path`` and ``setup_path``
@@ -340,9 +343,11 @@ def sample(
         "jupyter_busy_kernels": count_busy_jupyter_kernels(jupyter_url, jupyter_token),
         "cpu_percent": (cpu or CpuMeter()).read(),
     }
-    setup = read_setup(setup_path)
+    setup = read_setup(setup_path, setup_log_path)
     if setup is not None:
+        # A VM made from an environment: the portal calls it Running once JupyterLab answers.
         reading["setup"] = setup
+        reading["jupyter_ready"] = jupyter_answers(jupyter_url, jupyter_token)
     return reading
 
 
@@ -355,10 +360,11 @@ def driver_state(nvml_status: str, proc_path: str = NVIDIA_PROC_PATH) -> str:
     return "missing"
 
 
-def read_setup(path: str = SETUP_STATUS_PATH) -> dict | None:
+def read_setup(path: str = SETUP_STATUS_PATH, log_path: str = SETUP_LOG_PATH) -> dict | None:
     """The environment setup's last step, {"step": name, "state": running | failed |
-    succeeded}, from the file agent/environment_init.py's script writes; None when there is
-    none (a MIG pod, an image without the portal's layer) or it cannot be read."""
+    succeeded}, from the file agent/environment_init.py's script writes, with "log_tail" (the
+    log's last lines) when it failed; None when there is none (a MIG pod, an image without the
+    portal's layer) or it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
             raw = json.loads(handle.read(4096))
@@ -369,7 +375,36 @@ def read_setup(path: str = SETUP_STATUS_PATH) -> dict | None:
     step = raw.get("step")
     if not isinstance(step, str) or not step:
         return None
-    return {"step": printable(step, MAX_STEP), "state": raw["state"]}
+    found = {"step": printable(step, MAX_STEP), "state": raw["state"]}
+    if raw["state"] == "failed":
+        found["log_tail"] = log_tail(log_path)
+    return found
+
+
+def log_tail(path: str, lines: int = MAX_LOG_LINES) -> list[str]:
+    """The last ``lines`` lines of the file at ``path``, each printable and cut to
+    MAX_LOG_LINE characters; [] when it cannot be read. Reads at most its last 64 KiB."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [printable(line, MAX_LOG_LINE) for line in text.splitlines()[-lines:]]
+
+
+def jupyter_answers(url: str = JUPYTER_URL, token: str | None = None, timeout=2) -> bool:
+    """Whether the Jupyter server whose kernels API is at ``url`` answers its /api/status
+    with the workspace's token (200 and a JSON object)."""
+    status_url = url.rsplit("/api/", 1)[0] + "/api/status"
+    headers = {"Authorization": f"token {token}"} if token else {}
+    try:
+        request = urllib.request.Request(status_url, headers=headers)
+        with _local_opener.open(request, timeout=timeout) as response:
+            return isinstance(json.loads(response.read(MAX_REPLY_BYTES)), dict)
+    except Exception:  # refused, timed out, 403, not JSON: not answering yet
+        return False
 
 
 # --- Sending -------------------------------------------------------------------------------

@@ -25,6 +25,7 @@ import urllib.request
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from . import guest_setup
 from .agent_protocol import (
     AGENT_VERSION,
     DEFAULT_SPIKE_EVERY,
@@ -81,6 +82,7 @@ class Host:
     gpu: GpuModel
     count: int
     mig_profile: str | None = None
+    setup: dict | None = None  # A VM's environment setup, as its agent reports it (guest_setup)
 
 
 NO_GPU = GpuModel(None, 0)  # A container without a GPU: NVML's library is not even mounted.
@@ -101,7 +103,8 @@ def hosts(cloud: "Cloud") -> dict[str, Host]:
         # NVML needs the driver (cloudsim.extensions): without it the agent sees no GPU.
         driver = vm.driver or not cloud.extension_play.drivers_required
         gpu = gpu_model(vm.size) if driver else NO_GPU
-        found[vm.name.lower()] = Host(vm.name, config, running, gpu, gpus)
+        setup = guest_setup.reading(cloud, vm, wall) if running and config else None
+        found[vm.name.lower()] = Host(vm.name, config, running, gpu, gpus, setup=setup)
     for cluster in cloud.kube.clusters.values():
         for pod in pod_agents(cluster):
             has_gpu = pod.mig_profile is not None or pod.gpus > 0
@@ -195,6 +198,7 @@ class AgentBook:
         sample = make_sample(
             profile, state.rng, host.gpu, host.count, state.samples, every, host.mig_profile
         )
+        sample.update(host.setup or {})
         body = {"agent_version": AGENT_VERSION, "samples": [sample]}
         return Job(key, config, body, self.generation)
 

@@ -42,6 +42,7 @@ FAULT_OPS = frozenset(
         "vm.extension.create",
         "vm.extension.get",
         "vm.extension.delete",
+        "guest.setup",
         "nic.create",
         "nic.delete",
         "disk.update",

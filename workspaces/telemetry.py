@@ -96,6 +96,11 @@ _FORGET: dict[str, Any] = {
     "silent_told_since": None,
     "kept_until": None,
     "store_failed_at": None,
+    # What the agent said of the driver and setup belongs to the VM it ran on.
+    "driver": "",
+    "setup": "",
+    "setup_log": [],
+    "jupyter": "",
 }
 
 
@@ -136,6 +141,8 @@ class ParsedSample:
     gpus_in_use: int = 0
     driver: str = ""  # "loaded", "missing", or "" (an agent that does not say)
     setup: str = ""  # the environment setup's "step: state", "" when none
+    setup_log: tuple[str, ...] = ()  # the setup log's last lines, when a step failed
+    jupyter: str = ""  # "answers" / "silent": JupyterLab on the private address; "" unknown
 
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
@@ -210,6 +217,8 @@ def _sample(index: int, raw: object) -> ParsedSample:
         gpus_in_use=sum(1 for g in shown if g["mem_used"] >= GPU_IN_USE_MIB),
         driver=str(raw["driver"]) if raw.get("driver") in DRIVER_STATES else "",
         setup=_setup(raw.get("setup")),
+        setup_log=_setup_log(raw.get("setup")),
+        jupyter=_jupyter(raw.get("jupyter_ready")),
     )
 
 
@@ -226,6 +235,29 @@ def _setup(raw: object) -> str:
     if not isinstance(step, str) or not step.isprintable() or not 0 < len(step) <= 32:
         return ""
     return f"{step}: {raw['state']}"
+
+
+MAX_LOG_LINES, MAX_LOG_LINE = 20, 200  # the setup log's tail: lines, characters per line
+
+
+def _setup_log(raw: object) -> tuple[str, ...]:
+    """The setup log's last lines (docs/agent-protocol.md, ``setup.log_tail``): at most
+    MAX_LOG_LINES, each cut to MAX_LOG_LINE characters with what is not printable replaced.
+    Shown to the workspace's owner, so a newer agent's other shapes are dropped, not refused."""
+    tail = raw.get("log_tail") if isinstance(raw, dict) else None
+    if not isinstance(tail, list):
+        return ()
+    lines = [line for line in tail[-MAX_LOG_LINES:] if isinstance(line, str)]
+    return tuple(
+        "".join(c if c.isprintable() else "?" for c in line[:MAX_LOG_LINE]) for line in lines
+    )
+
+
+def _jupyter(raw: object) -> str:
+    """JupyterLab's answer to the agent: True "answers", False "silent", else unknown."""
+    if raw is True:
+        return "answers"
+    return "silent" if raw is False else ""
 
 
 def _gpu(where: str, raw: object) -> dict[str, Any]:

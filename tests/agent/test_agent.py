@@ -426,6 +426,29 @@ def test_the_environment_setup_step_is_reported_while_it_runs(tmp_path):
     }
 
 
+def test_a_failed_setup_step_sends_the_logs_last_lines_and_jupyter_is_not_ready(tmp_path):
+    status, log = tmp_path / "status.json", tmp_path / "env.log"
+    status.write_text('{"step": "pip", "state": "failed", "at": "2026-11-20T13:00:00Z"}')
+    lines = [f"line {i}" for i in range(30)] + [
+        "ERROR: No matching distribution\x1b[0m " + "x" * 300
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    reading = _driverless(tmp_path, setup_path=str(status), setup_log_path=str(log))
+    tail = reading["setup"]["log_tail"]
+    assert len(tail) == 20 and tail[0] == "line 11"
+    assert tail[-1].startswith("ERROR: No matching distribution [0m x") and len(tail[-1]) == 200
+    assert reading["jupyter_ready"] is False  # nobody answers on the refused port
+
+
+def test_jupyter_ready_asks_jupyters_status_with_the_token(server):
+    server.default = (200, {}, {"started": "2026-11-20T13:00:00Z", "kernels": 0})
+    assert agent.jupyter_answers(f"{server.url}/api/kernels", token="jup-token") is True
+    assert server.requests[0]["path"] == "/api/status"
+    assert server.requests[0]["headers"]["Authorization"] == "token jup-token"
+    server.default = (403, {}, {"message": "Forbidden"})
+    assert agent.jupyter_answers(f"{server.url}/api/kernels", token="wrong") is False
+
+
 @pytest.mark.parametrize(
     "text", ["", "not json", '{"step": "pip", "state": "sleeping"}', '{"state": "failed"}', "[]"]
 )

@@ -136,6 +136,8 @@ class ParsedSample:
     gpus_in_use: int = 0
     driver: str = ""  # "loaded", "missing", or "" (an agent that does not say)
     setup: str = ""  # the environment setup's "step: state", "" when none
+    # The user's last work in an IDE or terminal that an open tab does not fake (ide_activity).
+    user_active_at: datetime | None = None
 
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
@@ -193,12 +195,13 @@ def _sample(index: int, raw: object) -> ParsedSample:
     utils = [g["util"] for g in shown if g["util"] is not None]
     nvml = _text(raw.get("nvml"), f"{where}.nvml", 200)
     ssh = _int(raw, "ssh_sessions", where, 0, 10_000)
-    kernels = _int(raw, "jupyter_busy_kernels", where, 0, 10_000)
+    kernels = max(_int(raw, "jupyter_busy_kernels", where, 0, 10_000), ide_busy_kernels(raw))
     cpu = raw.get("cpu_percent")
     if cpu is not None and not _number(cpu, 0, 100):
         raise HeartbeatRefused(400, f"{where}.cpu_percent must be a number from 0 to 100.")
+    at = _when(raw.get("at"), where)
     return ParsedSample(
-        at=_when(raw.get("at"), where),
+        at=at,
         nvml=nvml,
         gpus=shown,
         gpu_util=max(utils) if utils else None,
@@ -210,7 +213,55 @@ def _sample(index: int, raw: object) -> ParsedSample:
         gpus_in_use=sum(1 for g in shown if g["mem_used"] >= GPU_IN_USE_MIB),
         driver=str(raw["driver"]) if raw.get("driver") in DRIVER_STATES else "",
         setup=_setup(raw.get("setup")),
+        user_active_at=ide_activity(raw, at),
     )
+
+
+# docs/agent-protocol.md, "IDE activity": the times that only a person at work moves. Not
+# counted: jupyter.last_activity (jupyter_server's /api/status, which every API request of an
+# open JupyterLab tab moves) and vscode.last_activity (code-server's heartbeat, which beats
+# every minute while a tab is connected).
+IDE_WORK_TIMES = (
+    ("jupyter", "kernels_active_at"),
+    ("jupyter", "terminals_active_at"),
+    ("jupyter", "saved_at"),
+    ("vscode", "saved_at"),
+    (None, "terminal_input_at"),
+)
+
+
+def ide_activity(raw: dict[str, Any], at: datetime) -> datetime | None:
+    """The newest of a sample's IDE_WORK_TIMES, no later than the sample's time ``at``; None
+    when it has none. Like ``setup``, what this portal does not understand (a newer agent's
+    shape, a time it cannot read) is left out rather than refused: agents before 1.1 send none
+    of it, and the GPU, sessions and busy kernels still judge the sample."""
+    times = []
+    for group, key in IDE_WORK_TIMES:
+        holder = raw.get(group) if group else raw
+        if isinstance(holder, dict):
+            times.append(_ide_time(holder.get(key)))
+    known = [t for t in times if t is not None]
+    return min(max(known), at) if known else None
+
+
+def _ide_time(value: object) -> datetime | None:
+    if not isinstance(value, str) or len(value) > 40:
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+        utc = moment.astimezone(UTC) if moment.tzinfo is not None else None
+    except (ValueError, OverflowError):
+        return None
+    return utc if utc is not None and EARLIEST <= utc < LATEST else None
+
+
+def ide_busy_kernels(raw: dict[str, Any]) -> int:
+    """``jupyter.busy_kernels`` when it is a count, else 0 (the top-level
+    ``jupyter_busy_kernels`` says the same for agents before 1.1)."""
+    jupyter = raw.get("jupyter")
+    busy = jupyter.get("busy_kernels") if isinstance(jupyter, dict) else None
+    ok = isinstance(busy, int) and not isinstance(busy, bool) and 0 <= busy <= 10_000
+    return busy if ok and isinstance(busy, int) else 0
 
 
 DRIVER_STATES = ("loaded", "missing")  # docs/agent-protocol.md; anything else is unknown

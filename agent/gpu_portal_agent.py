@@ -393,7 +393,11 @@ def _notebooks_saved_at(base: str, token: str | None, timeout) -> str | None:
         if isinstance(path, str) and path and path not in paths:
             paths.append(path)
     saved = []
+    # A server that answers slowly must not hold up the sample: the saves get 2 timeouts' time.
+    deadline = time.monotonic() + 2 * timeout
     for path in paths[:MAX_SAVES_CHECKED]:
+        if time.monotonic() > deadline:
+            break
         quoted = urllib.parse.quote(path.strip("/"))
         model = _local_json(f"{base}/api/contents/{quoted}?content=0&{_NO_TRACK}", token, timeout)
         if isinstance(model, dict):

@@ -877,10 +877,14 @@ def main(argv=None, environ=None) -> int:
     cpu = CpuMeter()
     jupyter_url = config.get("jupyter_url") or JUPYTER_URL
     jupyter_token = config.get("jupyter_token")
+    # code-server's address, where the environment runs it elsewhere than its default.
+    ide = {"vscode_url": config.get("vscode_url") or VSCODE_URL}
     log(f"posting every {sender.interval_seconds:g} s to {sender.url}")
     run(
         sender,
-        lambda: sample(_now(), cpu=cpu, jupyter_url=jupyter_url, jupyter_token=jupyter_token),
+        lambda: sample(
+            _now(), cpu=cpu, jupyter_url=jupyter_url, jupyter_token=jupyter_token, ide=ide
+        ),
     )
     return EXIT_GONE
 

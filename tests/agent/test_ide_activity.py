@@ -14,7 +14,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from agent import gpu_portal_agent as agent
-from tests.agent.test_agent import no_ide, refused_url
+from tests.agent.test_agent import Server, no_ide, refused_url, write_config
 
 EVENING = "2026-11-20T18:02:11.123456Z"  # the last cell ran
 NIGHT = "2026-11-21T03:59:58.000001Z"  # the open tab's last poll
@@ -192,3 +192,20 @@ def test_a_sample_carries_the_ide_activity_beside_the_old_busy_kernel_count(
     assert "vscode" not in reading and "terminal_input_at" not in reading
     # Every figure fits the portal's limits for a sample's text and times.
     json.dumps(reading, allow_nan=False)
+
+
+def test_the_agent_reads_code_server_where_its_config_says(jupyter, tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", None)
+    jupyter.routes = {"/healthz": (200, {"status": "alive", "lastHeartbeat": 1763755198000})}
+    portal = Server(default=(410, {}, {"error": "workspace deleted"}))
+    try:
+        config = write_config(
+            tmp_path, portal.url, jupyter_url=refused_url("/api/kernels"), vscode_url=jupyter.url
+        )
+        assert agent.main(["--config", config]) == agent.EXIT_GONE
+        (sent,) = portal.samples()
+    finally:
+        portal.httpd.shutdown()
+        portal.httpd.server_close()
+    assert sent["vscode"]["last_activity"] == "2025-11-21T19:59:58.000Z"
+    assert "jupyter" not in sent and sent["jupyter_busy_kernels"] == 0

@@ -198,3 +198,11 @@ def test_an_agent_before_1_1_is_judged_as_before(cast):
     assert parsed.user_active_at is None
     _post(ws, token, old, EVENING)
     assert WorkspaceAgent.objects.get(pk=ws.pk).active_at is None
+
+
+def test_an_older_ide_time_never_moves_the_last_work_back():
+    policy = idle.Policy()
+    busy = [idle.Sample(EVENING + timedelta(seconds=30 * i), 90) for i in range(5)]
+    later = idle.Sample(EVENING + timedelta(minutes=3), 0, 0, EVENING - timedelta(hours=2))
+    activity = idle.fold(idle.Activity(), [*busy, later], policy)
+    assert activity.active_at == EVENING + timedelta(minutes=2)  # the sustained GPU work

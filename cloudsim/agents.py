@@ -23,6 +23,7 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from . import guest_setup
@@ -69,6 +70,8 @@ class AgentState:
     last_status: int | None = None  # None: no HTTP answer (see last_error).
     last_error: str | None = None
     last_post_at: float | None = None  # Unix seconds.
+    profile: str | None = None  # The profile played, and since when (UTC): what the IDE
+    profile_since: datetime | None = None  # activity of tab_open and training dates from.
 
 
 @dataclass(frozen=True)
@@ -195,9 +198,13 @@ class AgentBook:
         state.next_due = now + (state.reply_interval or config.interval)
         state.in_flight = True
         every = self.spike_every.get(key, DEFAULT_SPIKE_EVERY)
+        wall = datetime.now(UTC)
+        if state.profile != profile:
+            state.profile, state.profile_since = profile, wall
         sample = make_sample(
-            profile, state.rng, host.gpu, host.count, state.samples, every, host.mig_profile
-        )
+            profile, state.rng, host.gpu, host.count, state.samples, every, host.mig_profile,
+            now=wall, started=state.profile_since,
+        )  # fmt: skip
         sample.update(host.setup or {})
         body = {"agent_version": AGENT_VERSION, "samples": [sample]}
         return Job(key, config, body, self.generation)

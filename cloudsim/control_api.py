@@ -51,7 +51,8 @@ POST /_sim/k8s/namespaces         {"cluster", "name", "labels"={}}   (made outsi
 /_sim/entra/...                   the emulated Entra ID tenant (cloudsim/entra/control.py)
 
 Agent profiles: busy, batch (busy GPUs, nobody logged in), idle, spiky (idle with a 100 %
-sample every spike_every=10), silent.
+sample every spike_every=10), silent, tab_open (idle, a JupyterLab tab left open), training
+(busy GPUs and a busy Jupyter kernel, nobody logged in).
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
 op "price.list" may be throttle, server_error or unavailable, and those for "cost.query" (the
 Cost Management Query API, costs.py) these or authorization_failed. Cost knobs: the actual cost

@@ -384,7 +384,7 @@ def _fresh(agent: Agent, samples: list[ParsedSample], now: datetime) -> list[Par
 
 def _fold(agent: Agent, fresh: list[ParsedSample]) -> None:
     """Fold into ``agent`` in place, so a later heartbeat of the same batch builds on it."""
-    samples = (idle.Sample(s.at, s.gpu_util, s.interactive) for s in fresh)
+    samples = (idle.Sample(s.at, s.gpu_util, s.interactive, s.user_active_at) for s in fresh)
     activity = idle.fold(idle.activity_of(agent), samples, _policy(agent))
     latest = fresh[-1]
     agent.update(

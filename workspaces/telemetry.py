@@ -27,6 +27,7 @@ from django.db.models.functions import TruncHour
 from common.words import duration_words
 from teams.models import IdlePolicy
 from workspaces import idle
+from workspaces.ide_activity import ide_activity, ide_busy_kernels
 from workspaces.models import HOUR_FIGURES, TelemetryHour, TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
 
@@ -143,6 +144,8 @@ class ParsedSample:
     setup: str = ""  # the environment setup's "step: state", "" when none
     setup_log: tuple[str, ...] = ()  # the setup log's last lines, when a step failed
     jupyter: str = ""  # "answers" / "silent": JupyterLab on the private address; "" unknown
+    # The user's last work in an IDE or terminal that an open tab does not fake (ide_activity).
+    user_active_at: datetime | None = None
 
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
@@ -200,12 +203,13 @@ def _sample(index: int, raw: object) -> ParsedSample:
     utils = [g["util"] for g in shown if g["util"] is not None]
     nvml = _text(raw.get("nvml"), f"{where}.nvml", 200)
     ssh = _int(raw, "ssh_sessions", where, 0, 10_000)
-    kernels = _int(raw, "jupyter_busy_kernels", where, 0, 10_000)
+    kernels = max(_int(raw, "jupyter_busy_kernels", where, 0, 10_000), ide_busy_kernels(raw))
     cpu = raw.get("cpu_percent")
     if cpu is not None and not _number(cpu, 0, 100):
         raise HeartbeatRefused(400, f"{where}.cpu_percent must be a number from 0 to 100.")
+    at = _when(raw.get("at"), where)
     return ParsedSample(
-        at=_when(raw.get("at"), where),
+        at=at,
         nvml=nvml,
         gpus=shown,
         gpu_util=max(utils) if utils else None,
@@ -219,6 +223,7 @@ def _sample(index: int, raw: object) -> ParsedSample:
         setup=_setup(raw.get("setup")),
         setup_log=_setup_log(raw.get("setup")),
         jupyter=_jupyter(raw.get("jupyter_ready")),
+        user_active_at=ide_activity(raw, at),
     )
 
 

@@ -205,3 +205,34 @@ class AgentPool:
     active_op: str | None = None
     last_error: dict | None = None
     etag: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+@dataclass
+class CapacityReservationGroup:
+    """A Microsoft.Compute/capacityReservationGroups resource (cloudsim.reservations), holding
+    its capacity reservations by lower-case name."""
+
+    id: str
+    name: str
+    location: str
+    tags: dict
+    zones: list | None = None
+    reservations: dict[str, "CapacityReservation"] = field(default_factory=dict)
+
+
+@dataclass
+class CapacityReservation:
+    """A capacity reservation of `capacity` instances of `size`; `held` while its instances
+    hold slots of the region (from when its create was accepted until its delete ends)."""
+
+    id: str
+    name: str
+    group_id: str
+    location: str
+    size: str
+    capacity: int
+    tags: dict = field(default_factory=dict)
+    provisioning: str = "Creating"
+    held: bool = False
+    reservation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created: float = field(default_factory=time.time)

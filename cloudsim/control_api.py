@@ -72,7 +72,9 @@ from .protocol import Request, Response
 from .skus import normalize_location
 
 # Ops with a VM size at hand.
-SIZED_OPS = frozenset({"vm.create", "vm.update", "vm.start", "aks.pool.create"})
+SIZED_OPS = frozenset(
+    {"vm.create", "vm.update", "vm.start", "aks.pool.create", "reservation.create"}
+)
 
 
 def _bad(message: str) -> ArmError:

@@ -38,6 +38,10 @@ def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
             "task": "clusters.tasks.reconcile_pools",
             "schedule": settings.PORTAL_RECONCILE_INTERVAL,
         },
+        "advance-bookings": {
+            "task": "bookings.tasks.advance_bookings",
+            "schedule": settings.BOOKING_TICK_SECONDS,
+        },
         "idle-sweep": {
             "task": "workspaces.tasks.idle_sweep",
             "schedule": settings.IDLE_SWEEP_SECONDS,

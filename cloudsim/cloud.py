@@ -214,10 +214,14 @@ class Cloud:
             for vm in self.vms.values()
             if vm.allocated and vm.location == loc and vm.size.lower() == wanted
         )
-        return reserved + vms + sum(
-            pool.count
-            for pool in self.pools.values()
-            if pool.allocated and pool.location == loc and pool.vm_size.lower() == wanted
+        return (
+            reserved
+            + vms
+            + sum(
+                pool.count
+                for pool in self.pools.values()
+                if pool.allocated and pool.location == loc and pool.vm_size.lower() == wanted
+            )
         )
 
     def free_capacity(self, location: str, size: str) -> int:

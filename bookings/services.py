@@ -65,9 +65,12 @@ def booking_quote(
     its other bookings then, its monthly budget, and Azure's regional quota against every
     team's bookings then. Reads Azure's usages (cached); never raises."""
     hold_from = max(now, starts_at - timedelta(minutes=settings.BOOKING_HOLD_MINUTES))
-    seconds = Decimal(max((ends_at - hold_from).total_seconds(), 0))
-    held_hours = (seconds / 3600).quantize(Decimal("0.0001"))
-    cost = (offering.price_per_hour * instances * held_hours).quantize(CENT, ROUND_HALF_UP)
+    held_hours, cost = hold_cost(
+        price_per_hour=offering.price_per_hour,
+        instances=instances,
+        hold_from=hold_from,
+        ends_at=ends_at,
+    )
     gpus = offering.gpu_count * instances
     over = _window_problems(starts_at, ends_at, now, instances)
     if not over:
@@ -76,6 +79,27 @@ def booking_quote(
         over += _budget_problem(team, cost, starts_at, now)
         over += _azure_problem(offering, instances, overlapping)
     return Quote(hold_from, held_hours, cost, gpus, over)
+
+
+def hold_cost(
+    *, price_per_hour: Decimal, instances: int, hold_from: datetime, ends_at: datetime
+) -> tuple[Decimal, Decimal]:
+    """(hours held, USD): Azure bills every reserved instance at the size's pay-as-you-go
+    price from the reservation's create to its delete, used or not (learn.microsoft.com/azure/
+    virtual-machines/capacity-reservation-overview, "Pricing and billing")."""
+    seconds = Decimal(max((ends_at - hold_from).total_seconds(), 0))
+    held_hours = (seconds / 3600).quantize(Decimal("0.0001"))
+    return held_hours, (price_per_hour * instances * held_hours).quantize(CENT, ROUND_HALF_UP)
+
+
+def booking_cost(*, booking: Booking) -> Decimal:
+    """What a booking costs as booked (USD), the figure its quote showed."""
+    return hold_cost(
+        price_per_hour=booking.price_per_hour,
+        instances=booking.instances,
+        hold_from=booking.hold_from,
+        ends_at=booking.ends_at,
+    )[1]
 
 
 def _window_problems(

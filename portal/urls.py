@@ -35,6 +35,7 @@ urlpatterns = [
     path("", include("live.urls")),
     path("", include("teams.urls")),
     path("", include("environments.urls")),
+    path("", include("bookings.urls")),
     path("", include("notifications.urls")),
     path("", include("workspaces.approval_urls")),
     # Before the admin's own: its login honours PASSWORD_LOGIN (teams/entra_views.py).

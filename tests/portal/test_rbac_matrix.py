@@ -13,6 +13,7 @@ from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from bookings.services import booking_create
 from clusters.models import AksCluster, NodePool, PoolStatus
 from environments.demo import seed_demo_environments
 from notifications.models import Notice
@@ -58,6 +59,18 @@ API_ENVIRONMENT = {
     "vm_image": "microsoft-dsvm:ubuntu-hpc:2204:22.04.2024102301",
     "driver_method": "preinstalled",
     "gpu_families": ["A100"],
+}
+
+
+# The API's body for a booking of one A100 VM for the cast's team, two days ahead.
+_BOOKED_FROM = (timezone.now() + timedelta(days=2)).replace(microsecond=0)
+API_BOOKING = {
+    "title": "Lab",
+    "vm_size": "Standard_NC24ads_A100_v4",
+    "region": "eastus",
+    "instances": 1,
+    "starts_at": _BOOKED_FROM.isoformat(),
+    "ends_at": (_BOOKED_FROM + timedelta(hours=4)).isoformat(),
 }
 
 
@@ -134,6 +147,12 @@ EXPECTED = {
     "team-environment-visibility": Row(
         "POST", (_, 404, 403, 404, 302, 302), pk="catalog_environment", data={"hide": "1"}
     ),
+    # Every member sees the team's bookings and books; platform admins see every team's.
+    "team-bookings": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "team-booking-quote": Row("POST", (_, 404, 200, 404, 200, 403)),
+    # Its maker (the team admin here), the team's admins and platform admins cancel it.
+    "booking-cancel": Row("POST", (_, 404, 403, 404, 302, 302), pk="booking"),
+    "bookings": Row("GET", (_, 403, 403, 403, 403, 200)),
     "team-webhook-change": Row(
         "POST", (_, 404, 403, 404, 302, 302), pk="webhook", data={"events": "budget"}
     ),
@@ -234,6 +253,10 @@ EXPECTED = {
         "GET", (401, 404, 200, 404, 200, 200), query="?team=vision&kind=vm"
     ),
     "api-v1:environment_add": Row("POST", (401, 404, 403, 404, 201, 201), data=API_ENVIRONMENT),
+    # A team's members (and platform admins) see its bookings; its members book.
+    "api-v1:booking_list": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:booking_add": Row("POST", (401, 404, 201, 404, 201, 403), data=API_BOOKING),
+    "api-v1:booking_cancel_api": Row("POST", (401, 404, 403, 404, 200, 200)),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
@@ -249,6 +272,8 @@ PARAMS = {
     # The API's path parameters.
     "workspace_id": lambda objects: objects["workspace"].pk,
     "approval_id": lambda objects: objects["quota_request"].pk,
+    "team": lambda objects: objects["team"].slug,
+    "booking_id": lambda objects: objects["booking"].pk,
 }
 
 
@@ -315,6 +340,16 @@ def objects(cast, sim):
             created_at=now,
         ),
         "notice": Notice.objects.create(user=cast.researcher, text="hello", created_at=now),
+        "booking": booking_create(
+            actor=cast.team_admin,
+            team=cast.team,
+            title="Lab",
+            offering=OfferingFactory(),
+            instances=1,
+            starts_at=now + timedelta(days=2),
+            ends_at=now + timedelta(days=2, hours=4),
+            now=now,
+        ),
         "api_token": api_token_create(
             user=cast.researcher, name="ci", scope="read", expires_in_days=30, now=now
         )[0],

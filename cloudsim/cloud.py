@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import deque
 
-from . import errors, ledger, models, quirks
+from . import errors, ledger, models, quirks, storage_state
 from .agents import AgentBook
 from .entra.directory import Directory
 from .kube import KubeClusters
@@ -28,42 +28,45 @@ DEFAULT_SPOT_LIMIT = DEFAULT_REGIONAL_LIMIT  # vCPUs of Spot VMs per location.
 DEFAULT_PRICE_PAGE_SIZE = 100  # Items per Retail Prices page, as the real API's default.
 DEFAULT_COST_PAGE_SIZE = 1000  # Rows per Cost Management query page.
 
-FAULT_OPS = frozenset(
-    {
-        "vm.create",
-        "vm.update",
-        "vm.sizes",
-        "vm.get",
-        "vm.list",
-        "vm.delete",
-        "vm.start",
-        "vm.deallocate",
-        "vm.powerOff",
-        "vm.extension.create",
-        "vm.extension.get",
-        "vm.extension.delete",
-        "nic.create",
-        "nic.delete",
-        "disk.update",
-        "disk.delete",
-        "operation.get",
-        "usage.list",
-        "sku.list",
-        "price.list",
-        "cost.query",
-        "aks.cluster.get",
-        "aks.pool.create",
-        "aks.pool.delete",
-        "aks.pool.get",
-        "aks.pool.list",
-        "aks.credentials",
-        "entra.token",
-        "graph.users.get",
-        "graph.users.list",
-        "graph.groups.get",
-        "graph.groups.members",
-        "graph.memberObjects",
-    }
+FAULT_OPS = (
+    frozenset(
+        {
+            "vm.create",
+            "vm.update",
+            "vm.sizes",
+            "vm.get",
+            "vm.list",
+            "vm.delete",
+            "vm.start",
+            "vm.deallocate",
+            "vm.powerOff",
+            "vm.extension.create",
+            "vm.extension.get",
+            "vm.extension.delete",
+            "nic.create",
+            "nic.delete",
+            "disk.update",
+            "disk.delete",
+            "operation.get",
+            "usage.list",
+            "sku.list",
+            "price.list",
+            "cost.query",
+            "aks.cluster.get",
+            "aks.pool.create",
+            "aks.pool.delete",
+            "aks.pool.get",
+            "aks.pool.list",
+            "aks.credentials",
+            "entra.token",
+            "graph.users.get",
+            "graph.users.list",
+            "graph.groups.get",
+            "graph.groups.members",
+            "graph.memberObjects",
+        }
+    )
+    | storage_state.FAULT_OPS
 )
 SYNC_KINDS = frozenset(
     {
@@ -103,6 +106,8 @@ class Cloud:
         # that lifting it wakes every request held at once. Never replaced: waiters hold it.
         self.answering = threading.Event()
         self.drivers_required = False  # What reset() restores (cloudsim --drivers-required).
+        # Where emulated Azure Files shares keep their files (cloudsim.storage_state).
+        self.storage_root = storage_state.storage_root()
         self.reset()
 
     def reset(self) -> None:
@@ -131,6 +136,7 @@ class Cloud:
             self.agents.reset()
             self.kube = KubeClusters()  # Kubernetes API state of each managed cluster.
             self.entra = Directory()  # Entra ID tenant and Graph directory (cloudsim.entra).
+            self.storage = storage_state.StorageState(self.storage_root)  # Files wiped too.
             self.quirks = quirks.Quirks()  # Azure answers off by default (quirks.py).
             self.hang_seconds = 0.0  # How long ARM and Kubernetes requests hang (/_sim/hang).
             self.extension_play = models.ExtensionPlay(drivers_required=self.drivers_required)

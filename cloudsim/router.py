@@ -17,6 +17,7 @@ from . import (
     network,
     prices,
     spot,
+    storage,
     vm_resize,
     vms,
 )
@@ -157,7 +158,7 @@ def resolve(method: str, path: str) -> tuple[Handler, dict]:
     low = [s.lower() for s in segs]
     unversioned = UNVERSIONED_ROUTES.get("/" + "/".join(low))
     found = (unversioned, {}) if unversioned else None
-    found = found or _match_cost_query(segs, low)
+    found = found or _match_cost_query(segs, low) or storage.match(segs, low)
     found = found or _match_resource(segs, low) or _match_provider(segs, low)
     found = found or _match_group_collection(segs, low)
     if found is None:

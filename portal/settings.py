@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "environments",
     "workspaces",
     "billing",
+    "storage",
     "clusters",
     "live",
     "api",

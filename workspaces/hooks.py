@@ -187,3 +187,41 @@ def provide_recommendation(callback: WorkspaceRecommendation) -> None:
 def workspace_recommendation(*, workspace: Workspace) -> RightsizingPanel | None:
     """The workspace's right-sizing panel; None when no app provides one."""
     return _recommendation[0](workspace=workspace) if _recommendation else None
+
+
+# What the workspaces app asks of storage (issue 33): the NFS shares a workspace mounts, its
+# team's shares and its owner's home. Storage provides it in its AppConfig.ready(); without
+# storage a workspace mounts nothing.
+
+
+@dataclass(frozen=True)
+class WorkspaceMount:
+    """One NFS mount: ``source`` as mount(8) takes it ("<account>.file.core.windows.net:/
+    <account>/<share>"), ``path`` in the workspace, ``label`` what users call it ("datasets",
+    "home"); ``account`` and ``share`` name the Azure Files share (a pod's PersistentVolume)."""
+
+    source: str
+    path: str
+    read_only: bool
+    label: str
+    account: str
+    share: str
+
+
+class WorkspaceMounts(Protocol):
+    """The mounts of a workspace, in the order they should be mounted."""
+
+    def __call__(self, *, workspace: Workspace) -> list[WorkspaceMount]: ...
+
+
+_mounts: list[WorkspaceMounts] = []
+
+
+def provide_mounts(callback: WorkspaceMounts) -> None:
+    """Register storage's answer to which shares a workspace mounts."""
+    _mounts[:] = [callback]
+
+
+def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
+    """The workspace's NFS mounts; none when no app provides them."""
+    return _mounts[0](workspace=workspace) if _mounts else []

@@ -16,6 +16,7 @@ from django.utils import timezone
 from clusters.models import AksCluster, NodePool, PoolStatus
 from environments.demo import seed_demo_environments
 from notifications.models import Notice
+from storage.models import TeamShare, TeamStorage, VolumeState
 from teams.models import Membership, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
 from teams.webhook_settings import webhook_create
@@ -127,6 +128,20 @@ EXPECTED = {
     "team-idle-policy": Row("GET", (_, 404, 403, 404, 200, 200)),
     "team-leaver-policy": Row("POST", (_, 404, 403, 404, 302, 302), data={"leaver_policy": "keep"}),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
+    # The team's storage: members read it; its admins change shares, platform admins the quota.
+    "team-storage": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "storage-share-create": Row(
+        "POST",
+        (_, 404, 403, 404, 302, 302),
+        data={"name": "checkpoints", "size_gib": "100", "researcher_access": "rw"},
+    ),
+    "storage-share-delete": Row(
+        "POST", (_, 404, 403, 404, 302, 302), pk="share", data={"confirm": "datasets"}
+    ),
+    # A share that is not deleted cannot be restored: a permitted caller gets the form's 400.
+    "storage-share-restore": Row("POST", (_, 404, 403, 404, 400, 400), pk="share"),
+    "storage-share-snapshot": Row("POST", (_, 404, 403, 404, 302, 302), pk="share"),
+    "storage-quota": Row("POST", (_, 404, 403, 404, 403, 302), data={"quota_gib": "5000"}),
     # The team's chat and JSON webhooks: its admins and platform admins.
     "team-webhooks": Row("GET", (_, 404, 403, 404, 200, 200)),
     # Every member reads what the team is offered; its admins hide catalog entries.
@@ -269,6 +284,18 @@ def _walk(patterns, prefix="", namespace=""):
 URLS = {name: params for name, _route, params in _walk(get_resolver().url_patterns)}
 
 
+def _share(cast, now):
+    TeamStorage.objects.create(team=cast.team, quota_gib=10000, account_name="gpvision0001")
+    return TeamShare.objects.create(
+        team=cast.team,
+        name="datasets",
+        size_gib=1024,
+        azure_name="datasets-000001",
+        state=VolumeState.READY,
+        created_at=now,
+    )
+
+
 @pytest.fixture
 def objects(cast, sim):
     """The objects whose ids fill the URLs: all belong to the cast's ``team``."""
@@ -328,6 +355,7 @@ def objects(cast, sim):
             now=now,
         )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
+        "share": _share(cast, now),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }
 

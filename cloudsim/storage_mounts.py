@@ -4,9 +4,13 @@ file system, so that a test can write a file "inside" one workspace and read it 
 A VM's mounts are the ``mounts`` entries of the cloud-config in its customData (cloud-init's
 mounts module writes them to /etc/fstab), each ``[source, mount point, "nfs", options, ...]``
 with the source ``<account>.file.core.windows.net:/<account>/<share>``, as Microsoft Learn's
-"Mount an NFS Azure file share on Linux" gives it. An option ``ro`` mounts read-only. A file
-under a mount point is a file in the share's real directory (cloudsim.storage_state); a path
-under no mount point is on the VM's own disk, which the emulator does not keep.
+"Mount an NFS Azure file share on Linux" gives it. An option ``ro`` mounts read-only. A pod's mounts
+are its containers' volumeMounts of claims bound to PersistentVolumes of the Azure Files CSI
+driver (file.csi.azure.com, volumeAttributes storageAccount and shareName), as the AKS
+article on static provisioning writes them; ``readOnly`` on the mount or the claim source
+mounts read-only. A file under a mount point is a file in the share's real directory
+(cloudsim.storage_state); a path under no mount point is on the workspace's own disk, which
+the emulator does not keep. "vm" names a VM, or a pod ("ws-<hex>-0") or its StatefulSet.
 
 Errors read like the errno a program in the guest would get: ENOENT (404), EROFS (403),
 ENOSPC (507, the share's quota is full, or a "share_quota" fault queued for op
@@ -27,6 +31,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from .cloud import Cloud
 from .errors import ArmError
@@ -79,19 +84,50 @@ def _errno(status: int, code: str, message: str) -> ArmError:
     return ArmError(status, code, message)
 
 
-def _vm(cloud: Cloud, name: str) -> VM:
+def _workspace_mounts(cloud: Cloud, name: str) -> list[Mount]:
+    """The mounts of the running VM or pod called `name`, longest path first."""
     for vm in cloud.vms.values():
         if vm.name == name:
             if vm.power != "running":
                 raise _errno(409, "VmNotRunning", f"VM {name} is {vm.power}.")
-            return vm
-    raise _errno(404, "ENOENT", f"No VM named {name}.")
+            return vm_mounts(vm)
+    for cluster in cloud.kube.clusters.values():
+        for pod in cluster.items("pods"):
+            if pod["metadata"]["name"] in (name, f"{name}-0"):
+                if (pod.get("status") or {}).get("phase") != "Running":
+                    raise _errno(409, "PodNotRunning", f"Pod {name} is not running.")
+                return pod_mounts(cluster, pod)
+    raise _errno(404, "ENOENT", f"No VM or pod named {name}.")
 
 
-def _resolve(cloud: Cloud, vm: VM, path: str) -> tuple[Mount, Path]:
+def pod_mounts(cluster: Any, pod: dict) -> list[Mount]:
+    """The Azure Files NFS mounts of a pod's containers, through claim and volume."""
+    namespace, spec = pod["metadata"]["namespace"], pod.get("spec") or {}
+    sources = {v.get("name"): v.get("persistentVolumeClaim") for v in spec.get("volumes") or []}
+    found = []
+    for container in spec.get("containers") or []:
+        for mount in container.get("volumeMounts") or []:
+            source = sources.get(mount.get("name")) or {}
+            claim = cluster.get("persistentvolumeclaims", namespace, source.get("claimName", ""))
+            if claim is None or (claim.get("status") or {}).get("phase") != "Bound":
+                continue
+            volume = cluster.get("persistentvolumes", "", claim["spec"].get("volumeName", ""))
+            csi = ((volume or {}).get("spec") or {}).get("csi") or {}
+            attributes = csi.get("volumeAttributes") or {}
+            account, share = attributes.get("storageAccount"), attributes.get("shareName")
+            if csi.get("driver") != "file.csi.azure.com" or not account or not share:
+                continue
+            read_only = bool(mount.get("readOnly") or source.get("readOnly"))
+            nfs = f"{account}.file.core.windows.net:/{account}/{share}"
+            path = posixpath.normpath(str(mount.get("mountPath", "/")))
+            found.append(Mount(path, nfs, account, share, read_only))
+    return sorted(found, key=lambda m: -len(m.path))
+
+
+def _resolve(cloud: Cloud, mounts: list[Mount], path: str) -> tuple[Mount, Path]:
     """The mount holding `path` and the real file it is; ENOENT when no live share does."""
     clean = posixpath.normpath("/" + path.lstrip("/"))
-    for mount in vm_mounts(vm):
+    for mount in mounts:
         if clean == mount.path or clean.startswith(mount.path + "/"):
             share = cloud.storage.shares.get((mount.account, mount.share.lower()))
             if share is None:
@@ -102,9 +138,8 @@ def _resolve(cloud: Cloud, vm: VM, path: str) -> tuple[Mount, Path]:
 
 
 def mounts(cloud: Cloud, body: dict) -> Response:
-    vm = _vm(cloud, str(body.get("vm", "")))
     answer = []
-    for mount in vm_mounts(vm):
+    for mount in _workspace_mounts(cloud, str(body.get("vm", ""))):
         share = cloud.storage.shares.get((mount.account, mount.share.lower()))
         answer.append(
             {
@@ -119,9 +154,9 @@ def mounts(cloud: Cloud, body: dict) -> Response:
 
 
 def write(cloud: Cloud, body: dict) -> Response:
-    vm = _vm(cloud, str(body.get("vm", "")))
+    mounts = _workspace_mounts(cloud, str(body.get("vm", "")))
     path, content = str(body.get("path", "")), str(body.get("content", "")).encode()
-    mount, target = _resolve(cloud, vm, path)
+    mount, target = _resolve(cloud, mounts, path)
     if mount.read_only:
         raise _errno(403, "EROFS", f"{path}: Read-only file system")
     share = cloud.storage.shares[(mount.account, mount.share.lower())]
@@ -135,9 +170,9 @@ def write(cloud: Cloud, body: dict) -> Response:
 
 
 def read(cloud: Cloud, body: dict) -> Response:
-    vm = _vm(cloud, str(body.get("vm", "")))
+    mounts = _workspace_mounts(cloud, str(body.get("vm", "")))
     path = str(body.get("path", ""))
-    _, target = _resolve(cloud, vm, path)
+    _, target = _resolve(cloud, mounts, path)
     if not target.is_file():
         raise _errno(404, "ENOENT", f"{path}: No such file or directory")
     return Response(200, {"path": path, "content": target.read_text(errors="replace")})

@@ -5,6 +5,8 @@ nfs_mounts.py) and a pod (PersistentVolumes of the Azure Files CSI driver)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import structlog
 from django.utils import timezone
 
@@ -44,10 +46,12 @@ def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
         access = share_access(share=share, role=role)
         if access == Access.NONE:
             continue
-        found.append(_mount(account, share.azure_name, share.mount_path, access, share.name))
+        mount = _mount(account, share.azure_name, share.mount_path, access, share.name)
+        found.append(replace(mount, size_gib=share.size_gib))
     home = _home(workspace) if role is not None else None
     if home is not None:
-        found.append(_mount(account, home.azure_name, HOME_MOUNT, Access.READ_WRITE, "home"))
+        mount = _mount(account, home.azure_name, HOME_MOUNT, Access.READ_WRITE, "home")
+        found.append(replace(mount, size_gib=home.size_gib))
     return found
 
 

@@ -206,6 +206,7 @@ class WorkspaceMount:
     label: str
     account: str
     share: str
+    size_gib: int = 100
 
 
 class WorkspaceMounts(Protocol):

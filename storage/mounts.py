@@ -32,6 +32,13 @@ def share_access(*, share: TeamShare, role: str | None) -> str:
 
 
 def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
+    """What the workspace mounts when it is made, the owner's home made first if need be
+    (workspaces.hooks.WorkspaceMounts)."""
+    return mounts_planned(workspace=workspace, make_home=True)
+
+
+def mounts_planned(*, workspace: Workspace, make_home: bool = False) -> list[WorkspaceMount]:
+    """The workspace's mounts; without make_home a read only: the home when it is ready."""
     account = team_storage_get(team=workspace.team).account_name
     if not account:
         return []
@@ -48,7 +55,14 @@ def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
             continue
         mount = _mount(account, share.azure_name, share.mount_path, access, share.name)
         found.append(replace(mount, size_gib=share.size_gib))
-    home = _home(workspace) if role is not None else None
+    if role is None:
+        home = None
+    elif make_home:
+        home = _home(workspace)
+    else:
+        home = PersonalHome.objects.filter(
+            team=workspace.team, owner=workspace.owner, state=VolumeState.READY
+        ).first()
     if home is not None:
         mount = _mount(account, home.azure_name, HOME_MOUNT, Access.READ_WRITE, "home")
         found.append(replace(mount, size_gib=home.size_gib))

@@ -250,6 +250,16 @@ EXPECTED = {
     ),
     "api-v1:environment_add": Row("POST", (401, 404, 403, 404, 201, 201), data=API_ENVIRONMENT),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    # Team storage: members read it, team admins change shares; a share not deleted cannot be
+    # restored (400 to those allowed), and a delete without the name typed is a 400 too.
+    "api-v1:storage_get": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:share_create": Row(
+        "POST", (401, 404, 403, 404, 201, 201), data={"name": "checkpoints", "size_gib": 100}
+    ),
+    "api-v1:share_delete": Row("DELETE", (401, 404, 403, 404, 202, 202), query="?confirm=datasets"),
+    "api-v1:share_restore": Row("POST", (401, 404, 403, 404, 400, 400)),
+    "api-v1:share_snapshot": Row("POST", (401, 404, 403, 404, 202, 202)),
+    "api-v1:workspace_mounts": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
 }
@@ -264,6 +274,7 @@ PARAMS = {
     # The API's path parameters.
     "workspace_id": lambda objects: objects["workspace"].pk,
     "approval_id": lambda objects: objects["quota_request"].pk,
+    "share_id": lambda objects: objects["share"].pk,
 }
 
 

@@ -110,30 +110,36 @@ def snapshot_take(
 
 
 def snapshots_scheduled(*, now: datetime) -> int:
-    """Beat: snapshot each ready share whose team's schedule is due, then delete the oldest
-    scheduled snapshots beyond the team's ``snapshot_keep``. Returns how many were taken."""
+    """Beat: snapshot each ready share and home whose team's schedule is due, then delete the
+    oldest scheduled snapshots beyond the team's ``snapshot_keep``. Returns how many were
+    taken."""
     taken = 0
-    for share in TeamShare.objects.filter(state=VolumeState.READY).select_related("team"):
-        storage = team_storage_get(team=share.team)
-        if not storage.snapshot_every_hours:
-            continue
-        scheduled = Snapshot.objects.filter(share=share, reason=SnapshotReason.SCHEDULED)
-        last = scheduled.order_by("-taken_at").first()
-        if last and last.taken_at > now - timedelta(hours=storage.snapshot_every_hours):
-            continue
-        snapshot_take(
-            kind="share", volume_id=share.pk, user_id=None, reason=SnapshotReason.SCHEDULED, now=now
-        )
-        taken += 1
-        for old in scheduled.order_by("-taken_at")[storage.snapshot_keep :]:
-            azure_storage.delete_share_snapshot(
-                azure_settings(),
-                account=storage.account_name,
-                name=share.azure_name,
-                snapshot_time=old.snapshot_time,
-            )
-            old.delete()
+    for kind, model in MODELS.items():
+        for volume in model.objects.filter(state=VolumeState.READY).select_related("team"):
+            taken += _snapshot_if_due(kind, volume, now)
     return taken
+
+
+def _snapshot_if_due(kind: str, volume: Volume, now: datetime) -> int:
+    storage = team_storage_get(team=volume.team)
+    if not storage.snapshot_every_hours:
+        return 0
+    scheduled = Snapshot.objects.filter(**{kind: volume}, reason=SnapshotReason.SCHEDULED)
+    last = scheduled.order_by("-taken_at").first()
+    if last and last.taken_at > now - timedelta(hours=storage.snapshot_every_hours):
+        return 0
+    snapshot_take(
+        kind=kind, volume_id=volume.pk, user_id=None, reason=SnapshotReason.SCHEDULED, now=now
+    )
+    for old in scheduled.order_by("-taken_at")[storage.snapshot_keep :]:
+        azure_storage.delete_share_snapshot(
+            azure_settings(),
+            account=storage.account_name,
+            name=volume.azure_name,
+            snapshot_time=old.snapshot_time,
+        )
+        old.delete()
+    return 1
 
 
 def volumes_purge(*, now: datetime) -> int:

@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from common.permissions import Actor, access_require
+from common.permissions import ActionNotAllowed, Actor, access_require
 from storage.models import (
     RESERVED_SHARE_NAMES,
     Access,
@@ -241,3 +241,14 @@ def snapshot_request(*, user: Actor, share: TeamShare) -> None:
     if share.state != VolumeState.READY:
         raise ValidationError({"share": "Only a ready share can be snapshotted."})
     _queue("take_snapshot", SHARE, share.pk, getattr(_user(user), "pk", None))
+
+
+def home_snapshot_request(*, user: Actor, home: PersonalHome) -> None:
+    """Snapshot one's own home now (its owner only). Raises ActionNotAllowed,
+    ValidationError."""
+    if home.owner_id != getattr(user, "pk", None):
+        raise ActionNotAllowed("Only its owner snapshots a home.")
+    home.refresh_from_db(fields=["state"])
+    if home.state != VolumeState.READY:
+        raise ValidationError({"home": "Only a ready home can be snapshotted."})
+    _queue("take_snapshot", HOME, home.pk, home.owner_id)

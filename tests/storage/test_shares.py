@@ -171,3 +171,17 @@ def test_a_snapshot_on_demand_keeps_the_files_of_that_moment(cast, sim, sim_serv
         live.snapshots[normalize_stamp(snapshot.snapshot_time)].joinpath("train.csv").read_text()
         == "v1"
     )
+
+
+def test_only_its_owner_snapshots_a_home(cast, sim, sim_server):
+    _quota(cast, 2048)
+    home = services.home_ensure(team=cast.team, owner=cast.researcher, now=timezone.now())
+    home.refresh_from_db()
+    assert home.state == VolumeState.READY
+
+    with pytest.raises(ActionNotAllowed):
+        services.home_snapshot_request(user=cast.team_admin, home=home)
+    services.home_snapshot_request(user=cast.researcher, home=home)
+
+    snapshot = Snapshot.objects.get(home=home)
+    assert snapshot.taken_by == cast.researcher

@@ -33,6 +33,7 @@ from .storage_state import (
     SHARE_TYPE,
     Share,
     StorageAccount,
+    demo_dataset,
     normalize_stamp,
 )
 
@@ -317,6 +318,8 @@ def put_share(cloud: Cloud, req: Request) -> Response:
     share.root_squash = properties.get("rootSquash") or share.root_squash
     share.metadata = properties.get("metadata") or share.metadata
     state.create_share(share)
+    if current is None:
+        demo_dataset(share)
     return Response(201 if current is None else 200, share_body(account, share))
 
 

@@ -48,6 +48,28 @@ FAULT_OPS = frozenset(
 FAULT_KINDS = frozenset({"throttle", "server_error", "unavailable", "share_in_use", "share_quota"})
 
 
+# `make run` (CLOUDSIM_DEMO_DATASET=1): a new share named "datasets" arrives with this small
+# sample, so the demo's workspaces have data to read at /data/datasets.
+DEMO_SHARE = "datasets"
+DEMO_FILES = {
+    "README.txt": "A sample dataset of the demo: the iris measurements' first rows (Fisher, "
+    "1936; UCI Machine Learning Repository).\n",
+    "iris/iris-head.csv": "sepal_length,sepal_width,petal_length,petal_width,species\n"
+    "5.1,3.5,1.4,0.2,setosa\n4.9,3.0,1.4,0.2,setosa\n7.0,3.2,4.7,1.4,versicolor\n"
+    "6.4,3.2,4.5,1.5,versicolor\n6.3,3.3,6.0,2.5,virginica\n5.8,2.7,5.1,1.9,virginica\n",
+}
+
+
+def demo_dataset(share: Share) -> None:
+    """Fill a new demo share with DEMO_FILES when CLOUDSIM_DEMO_DATASET=1."""
+    if os.environ.get("CLOUDSIM_DEMO_DATASET") != "1" or not share.name.startswith(DEMO_SHARE):
+        return
+    for name, text in DEMO_FILES.items():
+        target = share.path / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+
+
 def storage_root() -> Path:
     """CLOUDSIM_STORAGE_DIR when set (created if missing), else a new temporary directory."""
     configured = os.environ.get("CLOUDSIM_STORAGE_DIR", "").strip()

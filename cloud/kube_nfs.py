@@ -51,7 +51,9 @@ def volume_name(volume: NfsVolume, namespace: str) -> str:
     return f"{volume.account}-{volume.share}-{digest}"
 
 
-def persistent_volume(volume: NfsVolume, namespace: str) -> dict[str, Any]:
+def persistent_volume(
+    volume: NfsVolume, namespace: str, enforce_read_only: bool = False
+) -> dict[str, Any]:
     attributes = {
         "resourceGroup": volume.resource_group,
         "storageAccount": volume.account,
@@ -72,7 +74,13 @@ def persistent_volume(volume: NfsVolume, namespace: str) -> dict[str, Any]:
             "mountOptions": list(MOUNT_OPTIONS),
             # Pre-bound: no other claim can take it.
             "claimRef": {"namespace": namespace, "name": claim_name(volume)},
-            "csi": {"driver": DRIVER, "volumeHandle": handle, "volumeAttributes": attributes},
+            "csi": {
+                "driver": DRIVER,
+                "volumeHandle": handle,
+                "volumeAttributes": attributes,
+                # Read-only whatever a pod asks: for a namespace whose pods anyone may write.
+                "readOnly": enforce_read_only and volume.read_only,
+            },
         },
     }
 
@@ -94,9 +102,16 @@ def claim(volume: NfsVolume, namespace: str) -> Namespaced:
     return ("PersistentVolumeClaim", "CoreV1Api", "persistent_volume_claim", body)
 
 
-def nfs_ensure(api: ApiClient, namespace: str, volumes: tuple[NfsVolume, ...]) -> None:
+def nfs_ensure(
+    api: ApiClient,
+    namespace: str,
+    volumes: tuple[NfsVolume, ...],
+    *,
+    enforce_read_only: bool = False,
+) -> None:
     """Create each share's PersistentVolume and claim in ``namespace`` if missing (the
-    portal's own are kept). Raises CloudError."""
+    portal's own are kept); with enforce_read_only a read-only share's volume is read-only
+    (csi.readOnly), not only its pods' mounts. Raises CloudError."""
     core = client.CoreV1Api(api)
 
     def ours(labels: dict[str, Any]) -> bool:
@@ -104,7 +119,7 @@ def nfs_ensure(api: ApiClient, namespace: str, volumes: tuple[NfsVolume, ...]) -
 
     with _errors():
         for volume in volumes:
-            body = persistent_volume(volume, namespace)
+            body = persistent_volume(volume, namespace, enforce_read_only)
             name = body["metadata"]["name"]
             create = partial(core.create_persistent_volume, body)
             _ensure(

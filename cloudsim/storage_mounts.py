@@ -117,7 +117,7 @@ def pod_mounts(cluster: Any, pod: dict) -> list[Mount]:
             account, share = attributes.get("storageAccount"), attributes.get("shareName")
             if csi.get("driver") != "file.csi.azure.com" or not account or not share:
                 continue
-            read_only = bool(mount.get("readOnly") or source.get("readOnly"))
+            read_only = bool(mount.get("readOnly") or source.get("readOnly") or csi.get("readOnly"))
             nfs = f"{account}.file.core.windows.net:/{account}/{share}"
             path = posixpath.normpath(str(mount.get("mountPath", "/")))
             found.append(Mount(path, nfs, account, share, read_only))

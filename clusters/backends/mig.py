@@ -25,13 +25,20 @@ from cloud import kube
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.backends import mig_resize
-from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels, pool_of
+from clusters.backends.aks import (
+    AksBackend,
+    aks_fields,
+    kube_api,
+    nfs_volumes,
+    object_labels,
+    pool_of,
+)
 from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
 from teams.models import Profile, Team
-from workspaces import hooks, telemetry
+from workspaces import telemetry
 from workspaces.backends import (
     KindForm,
     PoolUse,
@@ -287,22 +294,6 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
         owner_users=owner_users(workspace.owner),
         jupyter_token=jupyter_token(workspace),
         nfs=nfs_volumes(workspace),
-    )
-
-
-def nfs_volumes(workspace: Workspace) -> tuple[kube.NfsVolume, ...]:
-    """The team's shares and the owner's home (storage, issue 33), at the paths a VM mounts
-    them, through the Azure Files CSI driver."""
-    return tuple(
-        kube.NfsVolume(
-            account=m.account,
-            share=m.share,
-            resource_group=settings.AZURE_RESOURCE_GROUP,
-            path=m.path,
-            read_only=m.read_only,
-            size_gib=m.size_gib,
-        )
-        for m in hooks.workspace_mounts(workspace=workspace)
     )
 
 

@@ -8,7 +8,13 @@ from django.utils import timezone
 from cloudsim.control import SimControlError
 from storage import services
 from storage.models import Access, TeamShare
-from tests.clusters.test_aks_workspaces import cluster, make_pool, request_mig  # noqa: F401
+from tests.clusters.test_aks_workspaces import (  # noqa: F401
+    cluster,
+    four_gpu_offering,
+    make_pool,
+    request_mig,
+    request_namespace,
+)
 from tests.storage.test_mounts import _workspace
 from workspaces.states import Status
 
@@ -74,3 +80,29 @@ def test_the_slice_claims_a_retained_csi_volume_of_the_share(
         "namespace": "team-vision",
         "name": claim["metadata"]["name"],
     }
+
+
+def test_a_namespace_gets_claims_of_the_shares_read_only_on_the_volume(
+    cast,
+    cluster,  # noqa: F811
+    team_storage,
+    sim_server,
+):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+
+    ws = request_namespace(cast, pool)
+
+    assert ws.status == Status.RUNNING, ws.error_message
+    (kube,) = sim_server.state.kube.clusters.values()
+    share = TeamShare.objects.get(name="datasets")
+    claim = kube.get("persistentvolumeclaims", ws.namespace, f"nfs-{share.azure_name}")
+    assert claim["status"]["phase"] == "Bound"
+    volume = kube.get("persistentvolumes", "", claim["spec"]["volumeName"])
+    # The team may write any pod spec here: a researcher's read-only share is read-only below it.
+    assert volume["spec"]["csi"]["readOnly"] is True
+    homes = [
+        c
+        for c in kube.items("persistentvolumeclaims", ws.namespace)
+        if "home" in c["metadata"]["name"]
+    ]
+    assert [c["status"]["phase"] for c in homes] == ["Bound"]

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from . import (
     aks,
     costs,
+    disk_snapshots,
     disks,
     errors,
     extensions,
@@ -54,6 +55,7 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     },
     (COMPUTE, "disks", ()): {
         "GET": disks.get_disk,
+        "PUT": disk_snapshots.put_disk,
         "PATCH": disks.patch_disk,
         "DELETE": disks.delete_disk,
     },
@@ -75,6 +77,7 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
         "DELETE": aks.delete_pool,
     },
 }
+RESOURCE_ROUTES |= disk_snapshots.ROUTES
 # (provider, type) -> methods on the collection in a resource group.
 GROUP_COLLECTION_ROUTES: dict[tuple[str, str], Methods] = {
     (CONTAINER, "managedclusters"): {"GET": aks.list_clusters},

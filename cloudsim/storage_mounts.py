@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from .cloud import Cloud
+from .disk_snapshots import disk_dir
 from .errors import ArmError
 from .models import VM
 from .protocol import Response
@@ -86,17 +87,23 @@ def _errno(status: int, code: str, message: str) -> ArmError:
 
 def _workspace_mounts(cloud: Cloud, name: str) -> list[Mount]:
     """The mounts of the running VM or pod called `name`, longest path first."""
+    return _workspace(cloud, name)[0]
+
+
+def _workspace(cloud: Cloud, name: str) -> tuple[list[Mount], Path | None]:
+    """(its mounts, longest path first; a VM's OS disk files, None for a pod)."""
     for vm in cloud.vms.values():
         if vm.name == name:
             if vm.power != "running":
                 raise _errno(409, "VmNotRunning", f"VM {name} is {vm.power}.")
-            return vm_mounts(vm)
+            disk = cloud.disk(vm.disk_id)
+            return vm_mounts(vm), disk_dir(cloud, disk) if disk else None
     for cluster in cloud.kube.clusters.values():
         for pod in cluster.items("pods"):
             if pod["metadata"]["name"] in (name, f"{name}-0"):
                 if (pod.get("status") or {}).get("phase") != "Running":
                     raise _errno(409, "PodNotRunning", f"Pod {name} is not running.")
-                return pod_mounts(cluster, pod)
+                return pod_mounts(cluster, pod), None
     raise _errno(404, "ENOENT", f"No VM or pod named {name}.")
 
 
@@ -124,9 +131,13 @@ def pod_mounts(cluster: Any, pod: dict) -> list[Mount]:
     return sorted(found, key=lambda m: -len(m.path))
 
 
-def _resolve(cloud: Cloud, mounts: list[Mount], path: str) -> tuple[Mount, Path]:
-    """The mount holding `path` and the real file it is; ENOENT when no live share does."""
+def _resolve(
+    cloud: Cloud, found: tuple[list[Mount], Path | None], path: str
+) -> tuple[Mount | None, Path]:
+    """The mount holding `path` (None: the VM's OS disk) and the real file it is; ENOENT
+    under a stale mount (its share deleted), or outside every mount of a pod."""
     clean = posixpath.normpath("/" + path.lstrip("/"))
+    mounts, disk = found
     for mount in mounts:
         if clean == mount.path or clean.startswith(mount.path + "/"):
             share = cloud.storage.shares.get((mount.account, mount.share.lower()))
@@ -134,6 +145,9 @@ def _resolve(cloud: Cloud, mounts: list[Mount], path: str) -> tuple[Mount, Path]
                 break  # A deleted share: the mount is stale.
             relative = clean[len(mount.path) :].lstrip("/")
             return mount, share.path / relative
+    else:
+        if disk is not None:
+            return None, disk / clean.lstrip("/")
     raise _errno(404, "ENOENT", f"{clean}: No such file or directory")
 
 
@@ -154,25 +168,26 @@ def mounts(cloud: Cloud, body: dict) -> Response:
 
 
 def write(cloud: Cloud, body: dict) -> Response:
-    mounts = _workspace_mounts(cloud, str(body.get("vm", "")))
+    found = _workspace(cloud, str(body.get("vm", "")))
     path, content = str(body.get("path", "")), str(body.get("content", "")).encode()
-    mount, target = _resolve(cloud, mounts, path)
-    if mount.read_only:
+    mount, target = _resolve(cloud, found, path)
+    if mount is not None and mount.read_only:
         raise _errno(403, "EROFS", f"{path}: Read-only file system")
-    share = cloud.storage.shares[(mount.account, mount.share.lower())]
-    old = target.stat().st_size if target.is_file() else 0
-    full = cloud.take_fault("storage.file.write", frozenset({"share_quota"})) is not None
-    if full or share.used_bytes() - old + len(content) > share.quota_gib * 2**30:
-        raise _errno(507, "ENOSPC", f"{path}: No space left on device")
+    if mount is not None:
+        share = cloud.storage.shares[(mount.account, mount.share.lower())]
+        old = target.stat().st_size if target.is_file() else 0
+        full = cloud.take_fault("storage.file.write", frozenset({"share_quota"})) is not None
+        if full or share.used_bytes() - old + len(content) > share.quota_gib * 2**30:
+            raise _errno(507, "ENOSPC", f"{path}: No space left on device")
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_bytes(content)
     return Response(200, {"path": path, "bytes": len(content)})
 
 
 def read(cloud: Cloud, body: dict) -> Response:
-    mounts = _workspace_mounts(cloud, str(body.get("vm", "")))
+    found = _workspace(cloud, str(body.get("vm", "")))
     path = str(body.get("path", ""))
-    _, target = _resolve(cloud, mounts, path)
+    _, target = _resolve(cloud, found, path)
     if not target.is_file():
         raise _errno(404, "ENOENT", f"{path}: No such file or directory")
     return Response(200, {"path": path, "content": target.read_text(errors="replace")})

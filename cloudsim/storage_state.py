@@ -40,6 +40,7 @@ FAULT_OPS = frozenset(
         "storage.share.delete",
         "storage.share.restore",
         "storage.file.write",  # A write through a workspace's mount (cloudsim.storage_mounts).
+        "disk.snapshot",  # A managed disk's snapshot (cloudsim.disk_snapshots).
     }
 )
 # throttle, server_error, unavailable as elsewhere; share_in_use: a delete refused because the
@@ -124,7 +125,10 @@ class StorageState:
         self.accounts: dict[str, StorageAccount] = {}  # By lower-case account name (global).
         self.shares: dict[tuple[str, str], Share] = {}  # (account, share lower) -> live share.
         self.deleted: dict[tuple[str, str, str], Share] = {}  # (account, share, version).
-        for sub in ("live", "snapshots", "deleted"):
+        # Microsoft.Compute/snapshots by id key (cloudsim.disk_snapshots); managed disks' files
+        # live in disks/<uniqueId>/, disk snapshots' in disk-snapshots/.
+        self.disk_snapshots: dict = {}
+        for sub in ("live", "snapshots", "deleted", "disks", "disk-snapshots"):
             shutil.rmtree(root / sub, ignore_errors=True)
 
     def share_dir(self, account: str, share: str) -> Path:

@@ -146,10 +146,14 @@ def test_a_read_only_mount_refuses_writes(team_vms):
 
 
 def test_a_path_cannot_climb_out_of_its_mount(team_vms, sim):
-    with pytest.raises(SimControlError):
-        team_vms.storage_write("ws-one", "/data/scratch/../../etc/passwd", "x")
+    team_vms.storage_write("ws-one", "/data/scratch/../../etc/motd", "x")
 
+    # It lands on the VM's own disk, as in the guest: not in the share, not on this machine.
+    assert team_vms.storage_read("ws-one", "/etc/motd") == "x"
+    assert not (sim.state.storage.share_dir(ACCOUNT, "scratch") / "etc").exists()
     assert not (sim.state.storage.root / "etc").exists()
+    with pytest.raises(SimControlError):
+        team_vms.storage_read("ws-two", "/etc/motd")
 
 
 def test_a_full_share_refuses_a_write(team_vms):

@@ -49,8 +49,12 @@ def _context(request: HttpRequest, team: Team, **forms: Any) -> dict[str, Any]:
     shares = list(selectors.shares_live(team=team))
     for share in shares:
         share.my_access = share_access(share=share, role=role)  # type: ignore[attr-defined]
+    user = request.user
     return {
         "team": team,
+        # Object rules: Django's template `perms` asks without the team.
+        "can_manage": user.has_perm("storage.manage_shares", team),
+        "can_set_quota": user.has_perm("storage.set_quota", team),
         "storage": storage,
         "used_gib": selectors.storage_used_gib(team=team),
         "shares": shares,

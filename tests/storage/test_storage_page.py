@@ -17,9 +17,19 @@ def _url(name, cast, **kw):
 
 def test_members_see_the_page_and_outsiders_get_404(client, cast):
     client.force_login(cast.researcher)
-    assert client.get(_url("team-storage", cast)).status_code == 200
+    page = client.get(_url("team-storage", cast))
+    assert page.status_code == 200
+    assert "Create share" not in page.content.decode()
     client.force_login(cast.outsider)
     assert client.get(_url("team-storage", cast)).status_code == 404
+
+
+def test_a_team_admin_sees_the_forms_to_create_a_share_but_not_the_quota(client, cast):
+    client.force_login(cast.team_admin)
+    page = client.get(_url("team-storage", cast)).content.decode()
+    assert "Create share" in page and "Save quota" not in page
+    client.force_login(cast.platform_admin)
+    assert "Save quota" in client.get(_url("team-storage", cast)).content.decode()
 
 
 def test_a_team_admin_creates_and_deletes_a_share_with_its_name_typed(client, cast, sim):

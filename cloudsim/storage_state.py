@@ -13,6 +13,7 @@ Plain data and file moves; the ARM rules live in cloudsim.storage. Standard libr
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import tempfile
@@ -78,7 +79,9 @@ def storage_root() -> Path:
         path = Path(configured)
         path.mkdir(parents=True, exist_ok=True)
         return path
-    return Path(tempfile.mkdtemp(prefix="cloudsim-storage-"))
+    path = Path(tempfile.mkdtemp(prefix="cloudsim-storage-"))
+    atexit.register(shutil.rmtree, path, ignore_errors=True)  # Ours alone: gone with us.
+    return path
 
 
 @dataclass

@@ -37,6 +37,11 @@ def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
     return mounts_planned(workspace=workspace, make_home=True)
 
 
+def mounts_shown(*, workspace: Workspace) -> list[WorkspaceMount]:
+    """What the workspace's page lists (workspaces.hooks.WorkspaceMounts, a read)."""
+    return mounts_planned(workspace=workspace)
+
+
 def mounts_planned(*, workspace: Workspace, make_home: bool = False) -> list[WorkspaceMount]:
     """The workspace's mounts; without make_home a read only: the home when it is ready."""
     account = team_storage_get(team=workspace.team).account_name

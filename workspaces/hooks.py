@@ -216,13 +216,21 @@ class WorkspaceMounts(Protocol):
 
 
 _mounts: list[WorkspaceMounts] = []
+_planned_mounts: list[WorkspaceMounts] = []
 
 
-def provide_mounts(callback: WorkspaceMounts) -> None:
-    """Register storage's answer to which shares a workspace mounts."""
+def provide_mounts(callback: WorkspaceMounts, planned: WorkspaceMounts) -> None:
+    """Register storage's answer to which shares a workspace mounts: ``callback`` when its
+    VM or pod is made (it may make the owner's home first), ``planned`` for a page (a read)."""
     _mounts[:] = [callback]
+    _planned_mounts[:] = [planned]
 
 
 def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
-    """The workspace's NFS mounts; none when no app provides them."""
+    """The workspace's NFS mounts, to make it with; none when no app provides them."""
     return _mounts[0](workspace=workspace) if _mounts else []
+
+
+def workspace_mounts_planned(*, workspace: Workspace) -> list[WorkspaceMount]:
+    """What the workspace mounts, to show (reads only); none when no app provides them."""
+    return _planned_mounts[0](workspace=workspace) if _planned_mounts else []

@@ -123,3 +123,14 @@ def test_a_team_without_storage_quota_mounts_nothing(cast, sim):
     name, _ = _workspace(cast.researcher, cast.team)
 
     assert sim.storage_mounts(name) == []
+
+
+def test_the_workspace_page_lists_what_is_mounted_where(client, cast, team_storage):
+    _, ws = _workspace(cast.researcher, cast.team)
+    client.force_login(cast.researcher)
+
+    page = client.get(f"/workspaces/{ws.pk}/").content.decode()
+
+    assert "<code>/data/datasets</code>: datasets, read-only" in page
+    assert "<code>/data/scratch</code>: scratch, read-write" in page
+    assert "<code>/data/home</code>: home, read-write" in page

@@ -28,46 +28,46 @@ DEFAULT_SPOT_LIMIT = DEFAULT_REGIONAL_LIMIT  # vCPUs of Spot VMs per location.
 DEFAULT_PRICE_PAGE_SIZE = 100  # Items per Retail Prices page, as the real API's default.
 DEFAULT_COST_PAGE_SIZE = 1000  # Rows per Cost Management query page.
 
-FAULT_OPS = (
-    frozenset(
-        {
-            "vm.create",
-            "vm.update",
-            "vm.sizes",
-            "vm.get",
-            "vm.list",
-            "vm.delete",
-            "vm.start",
-            "vm.deallocate",
-            "vm.powerOff",
-            "vm.extension.create",
-            "vm.extension.get",
-            "vm.extension.delete",
-            "nic.create",
-            "nic.delete",
-            "disk.update",
-            "disk.delete",
-            "operation.get",
-            "usage.list",
-            "sku.list",
-            "price.list",
-            "cost.query",
-            "aks.cluster.get",
-            "aks.pool.create",
-            "aks.pool.delete",
-            "aks.pool.get",
-            "aks.pool.list",
-            "aks.credentials",
-            "entra.token",
-            "graph.users.get",
-            "graph.users.list",
-            "graph.groups.get",
-            "graph.groups.members",
-            "graph.memberObjects",
-        }
-    )
-    | storage_state.FAULT_OPS
+FAULT_OPS = frozenset(
+    {
+        "vm.create",
+        "vm.update",
+        "vm.sizes",
+        "vm.get",
+        "vm.list",
+        "vm.delete",
+        "vm.start",
+        "vm.deallocate",
+        "vm.powerOff",
+        "vm.extension.create",
+        "vm.extension.get",
+        "vm.extension.delete",
+        "guest.setup",
+        "nic.create",
+        "nic.delete",
+        "disk.update",
+        "disk.delete",
+        "operation.get",
+        "usage.list",
+        "sku.list",
+        "price.list",
+        "cost.query",
+        "aks.cluster.get",
+        "aks.pool.create",
+        "aks.pool.delete",
+        "aks.pool.get",
+        "aks.pool.list",
+        "aks.credentials",
+        "entra.token",
+        "graph.users.get",
+        "graph.users.list",
+        "graph.groups.get",
+        "graph.groups.members",
+        "graph.memberObjects",
+    }
 )
+# The emulated Microsoft.Storage and disk snapshot operations (cloudsim.storage_state).
+FAULT_OPS = FAULT_OPS | storage_state.FAULT_OPS
 SYNC_KINDS = frozenset(
     {
         "throttle",

@@ -90,6 +90,10 @@ class VM:
     # the driver extension; the agent sees no GPU without it (when the Cloud asks for drivers).
     driver: bool = False
     rebooting: tuple[float, float] | None = None  # (from, until) unix seconds: a guest reboot.
+    # The environment layer's setup in the guest (cloudsim.guest_setup): when it began (unix
+    # seconds) and whether it fails.
+    setup_began: float | None = None
+    setup_fails: bool = False
     extensions: dict[str, "Extension"] = field(default_factory=dict)  # By lower-case name.
 
     @property
@@ -101,10 +105,13 @@ class VM:
 @dataclass
 class ExtensionPlay:
     """How VM extensions play (cloudsim.extensions): seconds an install takes (None: 4 x the
-    LRO latency), and whether a VM's agent sees its GPUs only once it has a driver."""
+    LRO latency), and whether a VM's agent sees its GPUs only once it has a driver; and seconds
+    an environment layer's setup takes in the guest (cloudsim.guest_setup; None: 2 x the LRO
+    latency)."""
 
     seconds: float | None = None
     drivers_required: bool = False
+    setup_seconds: float | None = None
 
 
 @dataclass

@@ -25,6 +25,7 @@ from api.routers import (
     bookings,
     catalog,
     environments,
+    storage,
     teams,
     workspace_requests,
     workspaces,
@@ -124,3 +125,4 @@ api.add_router("/approvals", approvals.router)
 api.add_router("/", catalog.router)
 api.add_router("/", environments.router)
 api.add_router("/", bookings.router)
+api.add_router("/", storage.router)

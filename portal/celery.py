@@ -92,6 +92,16 @@ def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,
         },
+        # Team shares: scheduled snapshots (each team says how often) and deleted shares past
+        # their soft-delete retention (docs/storage.md).
+        "storage-snapshots": {
+            "task": "storage.tasks.scheduled_snapshots",
+            "schedule": 900.0,
+        },
+        "storage-purge": {
+            "task": "storage.tasks.purge_deleted_volumes",
+            "schedule": 3600.0,
+        },
     }
 
 

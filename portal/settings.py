@@ -57,6 +57,7 @@ INSTALLED_APPS = [
     "bookings",
     "workspaces",
     "billing",
+    "storage",
     "clusters",
     "live",
     "api",

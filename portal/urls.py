@@ -34,6 +34,7 @@ urlpatterns = [
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("live.urls")),
     path("", include("teams.urls")),
+    path("", include("storage.urls")),
     path("", include("environments.urls")),
     path("", include("bookings.urls")),
     path("", include("notifications.urls")),

@@ -5,7 +5,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuportal.admin import _slug_path
+from gpuportal.admin import slug_path
 from gpuportal.common import JsonOpt, echo_or_json, handled, signed_in
 from gpuportal.render import table
 
@@ -17,7 +17,7 @@ def bookings(
     team: Annotated[str, typer.Option(help="The team's slug.")], as_json: JsonOpt = False
 ) -> None:
     """The team's bookings, soonest first, with what Azure bills for each hold."""
-    data = signed_in().get(f"/teams/{_slug_path('team', team)}/bookings")
+    data = signed_in().get(f"/teams/{slug_path('team', team)}/bookings")
     echo_or_json(
         data,
         as_json,
@@ -56,7 +56,7 @@ def book(
 ) -> None:
     """Book VMs of a size for a window: shows the cost and asks before booking."""
     client = signed_in()
-    path = f"/teams/{_slug_path('team', team)}/bookings"
+    path = f"/teams/{slug_path('team', team)}/bookings"
     body = {"title": title, "vm_size": size, "region": region, "instances": vms}
     body |= {"starts_at": start, "ends_at": end}
     quote = client.post(path, {**body, "dry_run": True})
@@ -78,5 +78,5 @@ def unbook(
     booking_id: Annotated[str, typer.Argument(help="The booking's id.")], as_json: JsonOpt = False
 ) -> None:
     """Cancel a booking; what Azure holds for it is released."""
-    data = signed_in().post(f"/bookings/{_slug_path('booking', booking_id)}/cancel")
+    data = signed_in().post(f"/bookings/{slug_path('booking', booking_id)}/cancel")
     echo_or_json(data, as_json, lambda b: typer.echo(f"{b['title']}: {b['state']}."))

@@ -17,6 +17,7 @@ from bookings.services import booking_create
 from clusters.models import AksCluster, NodePool, PoolStatus
 from environments.demo import seed_demo_environments
 from notifications.models import Notice
+from storage.models import TeamShare, TeamStorage, VolumeState
 from teams.models import Membership, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
 from teams.webhook_settings import webhook_create
@@ -140,6 +141,20 @@ EXPECTED = {
     "team-idle-policy": Row("GET", (_, 404, 403, 404, 200, 200)),
     "team-leaver-policy": Row("POST", (_, 404, 403, 404, 302, 302), data={"leaver_policy": "keep"}),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
+    # The team's storage: members read it; its admins change shares, platform admins the quota.
+    "team-storage": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "storage-share-create": Row(
+        "POST",
+        (_, 404, 403, 404, 302, 302),
+        data={"name": "checkpoints", "size_gib": "100", "researcher_access": "rw"},
+    ),
+    "storage-share-delete": Row(
+        "POST", (_, 404, 403, 404, 302, 302), pk="share", data={"confirm": "datasets"}
+    ),
+    # A share that is not deleted cannot be restored: a permitted caller gets the form's 400.
+    "storage-share-restore": Row("POST", (_, 404, 403, 404, 400, 400), pk="share"),
+    "storage-share-snapshot": Row("POST", (_, 404, 403, 404, 302, 302), pk="share"),
+    "storage-quota": Row("POST", (_, 404, 403, 404, 403, 302), data={"quota_gib": "5000"}),
     # The team's chat and JSON webhooks: its admins and platform admins.
     "team-webhooks": Row("GET", (_, 404, 403, 404, 200, 200)),
     # Every member reads what the team is offered; its admins hide catalog entries.
@@ -258,6 +273,16 @@ EXPECTED = {
     "api-v1:booking_add": Row("POST", (401, 404, 201, 404, 201, 403), data=API_BOOKING),
     "api-v1:booking_cancel_api": Row("POST", (401, 404, 403, 404, 200, 200)),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    # Team storage: members read it, team admins change shares; a share not deleted cannot be
+    # restored (400 to those allowed), and a delete without the name typed is a 400 too.
+    "api-v1:storage_get": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:share_create": Row(
+        "POST", (401, 404, 403, 404, 201, 201), data={"name": "checkpoints", "size_gib": 100}
+    ),
+    "api-v1:share_delete": Row("DELETE", (401, 404, 403, 404, 202, 202), query="?confirm=datasets"),
+    "api-v1:share_restore": Row("POST", (401, 404, 403, 404, 400, 400)),
+    "api-v1:share_snapshot": Row("POST", (401, 404, 403, 404, 202, 202)),
+    "api-v1:workspace_mounts": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
 }
@@ -274,6 +299,7 @@ PARAMS = {
     "approval_id": lambda objects: objects["quota_request"].pk,
     "team": lambda objects: objects["team"].slug,
     "booking_id": lambda objects: objects["booking"].pk,
+    "share_id": lambda objects: objects["share"].pk,
 }
 
 
@@ -292,6 +318,18 @@ def _walk(patterns, prefix="", namespace=""):
 
 
 URLS = {name: params for name, _route, params in _walk(get_resolver().url_patterns)}
+
+
+def _share(cast, now):
+    TeamStorage.objects.create(team=cast.team, quota_gib=10000, account_name="gpvision0001")
+    return TeamShare.objects.create(
+        team=cast.team,
+        name="datasets",
+        size_gib=1024,
+        azure_name="datasets-000001",
+        state=VolumeState.READY,
+        created_at=now,
+    )
 
 
 @pytest.fixture
@@ -363,6 +401,7 @@ def objects(cast, sim):
             now=now,
         )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
+        "share": _share(cast, now),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }
 

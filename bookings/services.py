@@ -9,12 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from bookings.models import LIVE, Booking, BookingState
+from teams.audit import audit_record
 from teams.guards import team_lock
 from teams.models import GpuQuota, Team
 from workspaces import hooks
@@ -201,7 +203,7 @@ def booking_create(
         )
         if quote.over:
             raise BookingRefused(quote.over)
-        return Booking.objects.create(
+        booking = Booking.objects.create(
             team=team,
             created_by=actor,
             title=title,
@@ -218,17 +220,50 @@ def booking_create(
             created_at=now,
             updated_at=now,
         )
+        after: dict[str, Any] = {
+            "title": title,
+            "vm_size": offering.vm_size,
+            "region": offering.region,
+            "instances": instances,
+            "starts_at": starts_at.isoformat(),
+            "ends_at": ends_at.isoformat(),
+            "cost_usd": str(quote.cost),
+        }
+        audit_record(
+            actor=actor,
+            team=team,
+            action="booking.create",
+            obj=booking,
+            before={},
+            after=after,
+            now=now,
+        )
+        return booking
 
 
-def booking_cancel(*, booking: Booking, now: datetime) -> bool:
-    """Cancel a booking that has not ended: one not yet held is cancelled at once; one held
-    (or being held) is released by bookings.lifecycle. False when it had already ended."""
-    if booking.state == BookingState.SCHEDULED:
-        return _move(booking, BookingState.SCHEDULED, BookingState.CANCELLED, now)
-    for state in (BookingState.HOLDING, BookingState.HELD):
-        if booking.state == state:
-            return _move(booking, state, BookingState.RELEASING, now)
-    return False
+def booking_cancel(*, actor: User, booking: Booking, now: datetime) -> bool:
+    """Cancel a booking that has not ended (audited): one not yet held is cancelled at once;
+    one held (or being held) is released by bookings.lifecycle. False when it had already
+    ended."""
+    moves = {
+        BookingState.SCHEDULED: BookingState.CANCELLED,
+        BookingState.HOLDING: BookingState.RELEASING,
+        BookingState.HELD: BookingState.RELEASING,
+    }
+    to = moves.get(BookingState(booking.state))
+    with transaction.atomic():
+        if to is None or not _move(booking, booking.state, to, now):
+            return False
+        audit_record(
+            actor=actor,
+            team=booking.team,
+            action="booking.cancel",
+            obj=booking,
+            before={"state": booking.state},
+            after={"state": to},
+            now=now,
+        )
+    return True
 
 
 def _move(booking: Booking, expected: str, to: str, now: datetime) -> bool:

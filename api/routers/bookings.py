@@ -169,6 +169,6 @@ def booking_cancel_api(request: HttpRequest, booking_id: UUID) -> Any:
     if booking is None:
         raise Http404("No such booking.")
     access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)
-    booking_cancel(booking=booking, now=timezone.now())
+    booking_cancel(actor=caller(request), booking=booking, now=timezone.now())
     booking.refresh_from_db()
     return _out(booking)

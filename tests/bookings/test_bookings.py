@@ -141,7 +141,7 @@ def test_one_azure_cannot_hold_fails_is_told_and_cleaned_up_and_others_go_on(cas
 
 def test_cancelled_before_its_hold_it_never_reaches_azure(cast, sim):
     booking = _book(cast)
-    assert booking_cancel(booking=booking, now=timezone.now())
+    assert booking_cancel(actor=cast.team_admin, booking=booking, now=timezone.now())
     bookings_advance(now=booking.hold_from)
     booking.refresh_from_db()
     assert booking.state == BookingState.CANCELLED

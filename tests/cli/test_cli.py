@@ -447,3 +447,21 @@ def test_wait_polls_with_if_none_match_so_an_unchanged_workspace_is_a_304(
     assert result.exit_code == 6
     assert proxy.answers[0] == ("GET", 200)
     assert len(proxy.answers) >= 3 and set(proxy.answers[1:]) == {("GET", 304)}
+
+
+def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(
+    signed_in, cast, sim, settings
+):
+    from apps_proxy.hosts import AppHost
+    from tests.apps_proxy.helpers import running_lab_vm
+
+    ws = running_lab_vm(cast, name="cli-lab")
+    opened = _cli("open", "cli-lab", "--print")
+    assert opened.exit_code == 0, opened.output
+    url = opened.output.strip()
+    assert url.startswith(f"{settings.PORTAL_URL}/apps/enter/?")
+    assert f"host={AppHost(ws.pk).label}" in url and "next=%2Flab" in url
+
+    teammates = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="not-mine")
+    refused = _cli("open", teammates.pk, "--print")
+    assert refused.exit_code != 0 and "No JupyterLab" in refused.output

@@ -52,6 +52,7 @@ PAGE_CONFIG = "/etc/jupyter/labconfig/page_config.json"
 SERVICE_SUFFIXES = (".svc.cluster.local", ".svc")
 START_TIMEOUT = 90.0  # Seconds JupyterLab may take to answer /api/status on a busy machine.
 REAP_EVERY = 1.0  # Seconds between checks that each process's workspace still runs.
+SERVED = "#"  # In a Target's key: "<VM key>#<port>", a port the researcher serves files on.
 _OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 
 
@@ -177,6 +178,7 @@ class JupyterPool:
         self.root = Path(root or tempfile.mkdtemp(prefix="cloudsim-jupyter-"))
         self._own_root = root is None
         self.labs: dict[str, Lab] = {}
+        self.served: set[tuple[str, int]] = set()  # (VM address, port) that serve files.
         self._lock = threading.Lock()  # Guards labs; never held with cloud.lock inside it.
         self._starting: dict[str, threading.Lock] = {}
         self._stop = threading.Event()
@@ -184,7 +186,19 @@ class JupyterPool:
 
     def target(self, host: str, port: int) -> Target | None:
         with self.cloud.lock:
+            if (host, port) in self.served:
+                base = vm_target(self.cloud, host, JUPYTER_PORT)
+                return Target(f"{base.key}{SERVED}{port}", "") if base else None
             return vm_target(self.cloud, host, port) or service_target(self.cloud, host, port)
+
+    def serve(self, host: str, port: int) -> bool:
+        """Play a server the researcher started on ``port`` of the running VM at ``host``
+        (POST /_sim/routes/serve): from now on that address answers, while the VM runs."""
+        if port == JUPYTER_PORT or self.target(host, JUPYTER_PORT) is None:
+            return False
+        with self._lock:
+            self.served.add((host, port))
+        return True
 
     def resolve(self, host: str, port: int) -> tuple[str, int] | None:
         """Where ``host:port`` goes now: ("127.0.0.1", port) of its JupyterLab, started if need
@@ -208,10 +222,13 @@ class JupyterPool:
         return "127.0.0.1", lab.port
 
     def _launch(self, target: Target) -> Lab:
-        folder = hashlib.sha256(target.key.encode()).hexdigest()[:16]
+        base, _, served = target.key.partition(SERVED)
+        folder = hashlib.sha256(base.encode()).hexdigest()[:16]
         home = self.root / folder / "home"
         config = home.parent / "config"
         home.mkdir(parents=True, exist_ok=True)
+        if served:
+            return self._launch_files(target, home)
         shutil.rmtree(config, ignore_errors=True)
         for name, content in target.files:
             (config / name).parent.mkdir(parents=True, exist_ok=True)
@@ -244,6 +261,20 @@ class JupyterPool:
         log.info("JupyterLab for %s on 127.0.0.1:%s", target.key, port)
         return Lab(target, port, process)
 
+    def _launch_files(self, target: Target, home: Path) -> Lab:
+        """A static file server on the VM's home folder, standing in for TensorBoard & co."""
+        (home / "index.html").write_text(f"<h1>Served from port {target.key.split(SERVED)[1]}</h1>")
+        port = _free_port()
+        command = [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"]
+        process = subprocess.Popen(
+            [*command, "--directory", str(home)],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        _wait_ready(process, port, "")
+        return Lab(target, port, process)
+
     def _end(self, key: str) -> None:
         with self._lock:
             lab = self.labs.pop(key, None)
@@ -268,8 +299,9 @@ class JupyterPool:
         if lab.process.poll() is not None:
             return False
         kube = self.cloud.kube.clusters
+        vm_key = lab.target.key.partition(SERVED)[0]
         for vm in self.cloud.vms.values():
-            if vm.id.lower() == lab.target.key:
+            if vm.id.lower() == vm_key:
                 return vm.power == "running"
         key, namespace, name = (lab.target.key.split("|") + ["", ""])[:3]
         cluster = kube.get(key)
@@ -305,9 +337,8 @@ class JupyterPool:
 
 def _wait_ready(process: subprocess.Popen[bytes], port: int, token: str) -> None:
     deadline = time.monotonic() + START_TIMEOUT
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/api/status", headers={"Authorization": f"token {token}"}
-    )
+    path, headers = ("/api/status", {"Authorization": f"token {token}"}) if token else ("/", {})
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"JupyterLab exited with {process.returncode} at start")

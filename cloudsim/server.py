@@ -25,6 +25,7 @@ log = logging.getLogger("cloudsim")
 REQUEST_LOG = "cloudsim.requests"
 
 ROUTE_PATH = "/_sim/routes/resolve"
+SERVE_PATH = "/_sim/routes/serve"
 MAX_BODY = 16 * 1024 * 1024  # Bytes; ARM itself refuses far smaller requests.
 
 
@@ -53,6 +54,8 @@ class App:
         with theirs."""
         if req.path == ROUTE_PATH:  # Outside the lock: a JupyterLab may take seconds to start.
             return self._guard(lambda: self._route(req))
+        if req.path == SERVE_PATH:
+            return self._guard(lambda: self._serve_port(req))
         if req.path == "/_sim" or req.path.startswith("/_sim/"):
             return self._guard(lambda: control_api.handle(self.cloud, req))
         entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
@@ -85,6 +88,16 @@ class App:
         if found is None:
             raise ArmError(404, "NotFound", f"Nothing listens at {host}:{port}.")
         return Response(200, {"host": found[0], "port": found[1]})
+
+    def _serve_port(self, req: Request) -> Response:
+        """POST /_sim/routes/serve {"host", "port"}: a server on another port of a VM."""
+        body = req.json()
+        host, port = body.get("host"), body.get("port")
+        if req.method != "POST" or not isinstance(host, str) or not isinstance(port, int):
+            raise ArmError(400, "InvalidControlRequest", 'POST {"host": str, "port": int}.')
+        if not self.jupyters.serve(host, port):
+            raise ArmError(404, "NotFound", f"No running VM with JupyterLab at {host}.")
+        return Response(200, {"host": host, "port": port})
 
     def _maybe_hang(self, req: Request) -> None:
         """Hold an Azure or Kubernetes API request (not Entra ID's nor Prometheus') for the

@@ -321,12 +321,14 @@ async def _proxy_websocket(
         await send({"type": "websocket.close", "code": 1011})
         return
     await send({"type": "websocket.accept", "subprotocol": remote.subprotocol})
-    to_remote = asyncio.create_task(_browser_to_remote(receive, remote))
+    browser_gone = asyncio.Event()
+    to_remote = asyncio.create_task(_browser_to_remote(receive, remote, browser_gone))
     try:
         async for message in remote:
             key = "text" if isinstance(message, str) else "bytes"
             await send({"type": "websocket.send", key: message})
-        await send({"type": "websocket.close", "code": remote.close_code or 1000})
+        if not browser_gone.is_set():  # The workspace closed it: tell the browser.
+            await send({"type": "websocket.close", "code": remote.close_code or 1000})
     except ConnectionClosed:
         pass
     finally:
@@ -334,10 +336,11 @@ async def _proxy_websocket(
         await remote.close()
 
 
-async def _browser_to_remote(receive: Receive, remote: Any) -> None:
+async def _browser_to_remote(receive: Receive, remote: Any, gone: asyncio.Event) -> None:
     while True:
         message = await receive()
         if message["type"] == "websocket.disconnect":
+            gone.set()
             await remote.close()
             return
         data = message.get("text") if message.get("text") is not None else message.get("bytes")

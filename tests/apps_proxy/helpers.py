@@ -56,7 +56,9 @@ def serve_proxy(settings, sim_server) -> Iterator[ProxyServer]:
     settings.APPS_PORT = port
     settings.WORKSPACE_ROUTE_RESOLVER = f"{sim_server.url}/_sim/routes/resolve"
     asgi._routes.clear()
-    config = uvicorn.Config(asgi.application, log_level="warning", lifespan="off", ws="websockets")
+    config = uvicorn.Config(
+        asgi.application, log_level="warning", lifespan="off", ws="websockets-sansio"
+    )
     server = uvicorn.Server(config)
     thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
     thread.start()

@@ -12,6 +12,7 @@ from playwright.sync_api import expect
 
 from tests.apps_proxy.helpers import running_lab_vm, serve_proxy
 from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, _screenshot
+from tests.clusters.test_aks_workspaces import cluster, make_pool, request_mig  # noqa: F401
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -58,10 +59,20 @@ def _signed_in(browser, portal, username):
     return context, page
 
 
-def test_the_owner_runs_a_notebook_cell_in_jupyterlab_from_the_vm_page(
-    cast, sim, portal, proxy, browser
+def _running(kind, cast, request):
+    if kind == "vm":
+        return running_lab_vm(cast)
+    make_pool(cast, request.getfixturevalue("cluster"))
+    ws = request_mig(cast)
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    return ws
+
+
+@pytest.mark.parametrize("kind", ["vm", "mig"])
+def test_the_owner_runs_a_notebook_cell_in_jupyterlab_from_the_workspace_page(
+    cast, sim, portal, proxy, browser, kind, request
 ):
-    ws = running_lab_vm(cast)
+    ws = _running(kind, cast, request)
     context, page = _signed_in(browser, portal, "alice")
     page.goto(f"{portal}/workspaces/{ws.pk}/")
     with context.expect_page() as opened:
@@ -79,7 +90,7 @@ def test_the_owner_runs_a_notebook_cell_in_jupyterlab_from_the_vm_page(
     cell.type("import os; print(os.getpid() > 0, 6 * 7)")
     lab.keyboard.press("Shift+Enter")
     expect(lab.locator(".jp-OutputArea-output").first).to_have_text("True 42", timeout=60_000)
-    _screenshot(lab, "jupyterlab")
+    _screenshot(lab, f"jupyterlab-{kind}")
 
     # The workspace's page cannot act as its viewer on the portal: no portal cookie here, and
     # the portal's answers are not readable from this origin; a cross-site POST stops nothing.

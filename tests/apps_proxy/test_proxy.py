@@ -187,3 +187,24 @@ def test_a_stopped_workspace_opens_nothing(client, cast, sim, apps_proxy):
     asgi._routes.clear()
     assert browser.get("/api/status").status_code == 302
     assert _enter(client, cast.researcher, ws).status_code == 404
+
+
+def test_a_large_upload_and_download_go_through_whole(client, cast, sim, apps_proxy):
+    import base64
+    import hashlib
+    import os
+
+    ws = running_lab_vm(cast)
+    browser, _ = _open_as_owner(client, cast, apps_proxy, ws)
+    data = os.urandom(24 * 1024 * 1024)  # 24 MiB, as JupyterLab's upload sends it (base64 JSON)
+    body = {"type": "file", "format": "base64", "content": base64.b64encode(data).decode()}
+    put = browser.http.put(
+        "/api/contents/weights.bin", json=body, headers=browser.headers(Origin=browser.origin)
+    )
+    assert put.status_code in (200, 201), put.text
+    with browser.http.stream("GET", "/files/weights.bin", headers=browser.headers()) as answer:
+        assert answer.status_code == 200
+        digest = hashlib.sha256()
+        for chunk in answer.iter_bytes():
+            digest.update(chunk)
+    assert digest.hexdigest() == hashlib.sha256(data).hexdigest()

@@ -58,6 +58,9 @@ Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
 COOKIE = "gpuportal_app"
+# Over https the cookie is "__Host-" prefixed: browsers then refuse one set with a Domain, so a
+# page on another apps host cannot plant its own session on this one ("cookie tossing").
+HOST_COOKIE = "__Host-" + COOKIE
 AUTH_PATH = "/_portal/auth"
 ROUTE_CACHE_SECONDS = 5.0
 # Hop-by-hop headers (RFC 9110 7.6.1) and what the proxy sets itself.
@@ -105,10 +108,25 @@ def _cookies(header: str) -> SimpleCookie:
     return jar
 
 
+def cookie_name() -> str:
+    return HOST_COOKIE if settings.APPS_URL_SCHEME == "https" else COOKIE
+
+
 def _without_our_cookie(header: str) -> str:
     """The Cookie header minus the proxy's session: the workspace never sees it."""
     parts = [p.strip() for p in header.split(";")]
-    return "; ".join(p for p in parts if p and p.split("=", 1)[0].strip() != COOKIE)
+    ours = (COOKIE, HOST_COOKIE)
+    return "; ".join(p for p in parts if p and p.split("=", 1)[0].strip() not in ours)
+
+
+def upstream_set_cookie(value: str) -> str | None:
+    """A workspace's Set-Cookie as the browser gets it: host-only (its Domain dropped, so it
+    reaches no other apps host), and none that names the proxy's own cookie."""
+    name = value.split("=", 1)[0].strip()
+    if name in (COOKIE, HOST_COOKIE):
+        return None
+    kept = [a for a in value.split(";") if a.split("=", 1)[0].strip().lower() != "domain"]
+    return ";".join(kept)
 
 
 async def _route(session: str, app: hosts.AppHost) -> services.Route | None:
@@ -159,7 +177,8 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         await _redeem(scope, send, app)
         return
     jar = _cookies(headers.get("cookie", ""))
-    route = await _route(jar[COOKIE].value, app) if COOKIE in jar else None
+    name = cookie_name()
+    route = await _route(jar[name].value, app) if name in jar else None
     if route is None:
         await _enter_through_portal(scope, send, headers, app)
         return
@@ -199,7 +218,7 @@ async def _redeem(scope: Scope, send: Send, app: hosts.AppHost) -> None:
         b"",
         [
             (b"location", target.encode("latin-1")),
-            (b"set-cookie", f"{COOKIE}={secret}; {attributes}".encode()),
+            (b"set-cookie", f"{cookie_name()}={secret}; {attributes}".encode()),
             (b"referrer-policy", b"no-referrer"),
             (b"cache-control", b"no-store"),
         ],
@@ -276,17 +295,27 @@ async def _proxy_http(
         await _refuse(scope, send, 502, "The workspace does not answer.")
         return
     try:
-        out = [
-            (k.encode("latin-1"), v.encode("latin-1"))
-            for k, v in answer.headers.multi_items()
-            if k.lower() not in HOP
-        ]
+        out = _answer_headers(answer.headers.multi_items())
         await send({"type": "http.response.start", "status": answer.status_code, "headers": out})
         async for chunk in answer.aiter_raw():
             await send({"type": "http.response.body", "body": chunk, "more_body": True})
         await send({"type": "http.response.body", "body": b"", "more_body": False})
     finally:
         await answer.aclose()
+
+
+def _answer_headers(items: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:
+    out = []
+    for key, value in items:
+        if key.lower() in HOP:
+            continue
+        if key.lower() == "set-cookie":
+            kept = upstream_set_cookie(value)
+            if kept is None:
+                continue
+            value = kept
+        out.append((key.encode("latin-1"), value.encode("latin-1")))
+    return out
 
 
 async def _proxy_websocket(

@@ -86,3 +86,14 @@ def test_only_app_hosts_of_the_apps_domain_parse(host, expected):
     parsed = host_parse(host)
     assert (parsed if parsed is None else (parsed.port,)) == expected
     assert label_parse("not-a-label") is None
+
+
+def test_a_workspace_cannot_set_cookies_for_other_apps_hosts_or_the_proxys_own(settings):
+    from apps_proxy import asgi  # noqa: PLC0415 (it sets Django up: after pytest-django has)
+
+    tossed = "_xsrf=abc; Domain=apps.localhost; Path=/; SameSite=Lax"
+    assert asgi.upstream_set_cookie(tossed) == "_xsrf=abc; Path=/; SameSite=Lax"
+    assert asgi.upstream_set_cookie("gpuportal_app=planted; Path=/") is None
+    assert asgi.upstream_set_cookie("__Host-gpuportal_app=planted; Path=/; Secure") is None
+    settings.APPS_URL_SCHEME = "https"
+    assert asgi.cookie_name() == "__Host-gpuportal_app"

@@ -120,3 +120,36 @@ def test_a_teammate_and_another_team_are_refused_the_ide_url(
     assert answer.status == 404
     assert page.url.startswith(f"{portal}/apps/enter/")
     context.close()
+
+
+def test_a_port_shared_with_the_team_opens_for_a_teammate_only(
+    cast, sim, sim_server, portal, proxy, browser
+):
+    import json
+    import urllib.request
+
+    ws = running_lab_vm(cast)
+    body = json.dumps({"host": ws.private_ip, "port": 6006}).encode()
+    served = urllib.request.Request(f"{sim_server.url}/_sim/routes/serve", data=body)
+    urllib.request.urlopen(served, timeout=10).close()  # TensorBoard's port answers.
+
+    context, page = _signed_in(browser, portal, "alice")
+    page.goto(f"{portal}/workspaces/{ws.pk}/")
+    page.get_by_label("Port", exact=True).fill("6006")
+    page.get_by_label("Share with").select_option(label="My team")
+    page.get_by_role("button", name="Share port").click()
+    shared = page.get_by_test_id("shared-ports")
+    expect(shared).to_contain_text("My team")
+    url = shared.get_by_role("link", name="6006").get_attribute("href")
+    context.close()
+
+    context, page = _signed_in(browser, portal, "carol")
+    answer = page.goto(url)
+    assert answer.status == 200
+    expect(page.get_by_role("heading", name="Served from port 6006")).to_be_visible()
+    assert page.url.startswith(url)
+    context.close()
+
+    context, page = _signed_in(browser, portal, "bob")
+    assert page.goto(url).status == 404
+    context.close()

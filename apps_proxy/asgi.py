@@ -35,7 +35,7 @@ import time
 import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from http.cookies import CookieError, SimpleCookie
-from typing import Any
+from typing import Any, TypeVar
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -44,8 +44,9 @@ import django  # noqa: E402
 django.setup()
 
 import httpx  # noqa: E402
+from asgiref.sync import sync_to_async  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.db import close_old_connections  # noqa: E402
+from django.db import close_old_connections, connections  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus  # noqa: E402
@@ -56,6 +57,7 @@ log = logging.getLogger("apps_proxy")
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
+T = TypeVar("T")
 
 COOKIE = "gpuportal_app"
 # Over https the cookie is "__Host-" prefixed: browsers then refuse one set with a Domain, so a
@@ -139,11 +141,21 @@ async def _route(session: str, app: hosts.AppHost) -> services.Route | None:
         close_old_connections()  # A thread of the pool keeps its connection: check it lives.
         return services.app_session_route(session=session, app=app, now=timezone.now())
 
-    route = await asyncio.to_thread(look)
+    route = await _database(look)
     if len(_routes) > 10_000:
         _routes.clear()
     _routes[key] = (now + ROUTE_CACHE_SECONDS, route)
     return route
+
+
+async def _database(work: Callable[[], T]) -> T:
+    """Run ORM work in Django's one thread for it (asgiref's thread-sensitive executor), as
+    Django's own ASGI handler does: one connection, which close_database() closes."""
+    return await sync_to_async(work, thread_sensitive=True)()
+
+
+async def close_database() -> None:
+    await sync_to_async(connections.close_all, thread_sensitive=True)()
 
 
 async def _upstream(route: services.Route) -> tuple[str, int]:
@@ -203,7 +215,7 @@ async def _redeem(scope: Scope, send: Send, app: hosts.AppHost) -> None:
     if not target.startswith("/") or target.startswith("//") or "\\" in target:
         target = "/"  # Only a path on this host: no open redirect.
     now = timezone.now()
-    secret = await asyncio.to_thread(
+    secret = await _database(
         lambda: services.app_ticket_redeem(ticket=ticket, app=app, now=now) if ticket else None
     )
     if secret is None:
@@ -398,5 +410,6 @@ async def _lifespan(receive: Receive, send: Send) -> None:
         elif message["type"] == "lifespan.shutdown":
             for client in list(_clients.values()):
                 await client.aclose()
+            await close_database()
             await send({"type": "lifespan.shutdown.complete"})
             return

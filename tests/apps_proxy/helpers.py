@@ -71,3 +71,4 @@ def serve_proxy(settings, sim_server) -> Iterator[ProxyServer]:
         server.should_exit = True
         thread.join(timeout=10)
         sock.close()
+        asyncio.run(asgi.close_database())  # Its connection, so the test database can go.

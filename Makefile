@@ -4,6 +4,8 @@ VENV := .venv
 BIN := $(VENV)/bin
 export PORTAL_PORT ?= 8000
 export CLOUDSIM_PORT ?= 8100
+# The app proxy (apps_proxy/asgi.py): JupyterLab of each workspace at http://<id>.apps.localhost:8200.
+export APPS_PORT ?= 8200
 # Demo timings for `make run`: agents report every 5 s, the sweep runs every 5 s, and idle-policy
 # durations are 1/10 (30 min idle -> 3 min, 10 min warning -> 1 min). The emulator's simulated
 # agents start idle, so a demo workspace is warned and stopped within minutes. Production leaves
@@ -31,6 +33,9 @@ run: export CLOUDSIM_DEMO_DATASET ?= 1
 # A VM's GPUs appear to its agent only once its NVIDIA driver is there (the image's, or the
 # driver extension's), as on Azure (docs/environments.md).
 run: export CLOUDSIM_DRIVERS_REQUIRED ?= 1
+# Workspace addresses (10.0.0.x, Services' DNS names) are asked of the emulator's route table,
+# which starts a real JupyterLab behind each (cloudsim/jupyter.py); production connects itself.
+run: export WORKSPACE_ROUTE_RESOLVER ?= http://127.0.0.1:$(CLOUDSIM_PORT)/_sim/routes/resolve
 # "Sign in with Microsoft" against the emulator's Entra ID tenant (portal/settings.py): only the
 # embedded default takes it up; a deployment with DATABASE_URL etc. keeps Entra ID sign-in off.
 run: export ENTRA_DEMO ?= 1
@@ -81,6 +86,7 @@ run: venv
 	@echo ""
 	@echo "  Portal:   http://127.0.0.1:$(PORTAL_PORT)"
 	@echo "  Emulator: http://127.0.0.1:$(CLOUDSIM_PORT) (Azure Resource Manager, simulated)"
+	@echo "  Apps:     http://<workspace>.apps.localhost:$(APPS_PORT) (JupyterLab: Open JupyterLab on a running VM)"
 	@echo "  Logins:   alice / bob (researchers), victor / nora (team admins), pat (platform admin)"
 	@echo "            password: demo-pass-2026"
 	@echo "            or Sign in with Microsoft (the emulator's Entra ID: alice, bob, victor, nora, pat)"

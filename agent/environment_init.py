@@ -31,6 +31,9 @@ PYTHON_DIR = f"{ENV_DIR}/python"
 SETUP_PATH = f"{ENV_DIR}/setup.sh"
 PERSONAL_PATH = f"{ENV_DIR}/personal.sh"
 CONFIG_DIR = "/etc/gpu-portal-env"
+# JupyterLab's static page config (jupyterlab_server.config.get_static_page_config), merged over
+# what it sends the browser.
+PAGE_CONFIG_PATH = "/etc/jupyter/labconfig/page_config.json"
 STATUS_PATH = "/var/lib/gpu-portal-env/status.json"
 LOG_PATH = "/var/log/gpu-portal-env.log"
 SETUP_UNIT, JUPYTER_UNIT = "gpu-portal-env", "gpu-portal-jupyter"
@@ -136,6 +139,9 @@ def _files(
     files = [
         _file(SETUP_PATH, setup_script(layer, user, personal), "0755"),
         _file(f"{CONFIG_DIR}/jupyter.json", json.dumps(jupyter), "0600"),
+        # JupyterLab copies its token into every page it serves (labapp.py page_config["token"]);
+        # the portal's app proxy adds it to each request instead, so it never reaches a browser.
+        _file(PAGE_CONFIG_PATH, json.dumps({"token": ""})),
         _file(f"/etc/systemd/system/{SETUP_UNIT}.service", SETUP_UNIT_TEXT),
         _file(f"/etc/systemd/system/{JUPYTER_UNIT}.service", jupyter_unit(user, address)),
     ]

@@ -3,6 +3,7 @@
 import argparse
 import logging
 import os
+import signal
 import sys
 
 from . import aks, demo
@@ -116,6 +117,9 @@ def main(argv: list[str] | None = None) -> int:
         args.retry_after,
         args.agent_profile if args.agents else "off",
     )
+    # honcho and Kubernetes stop a process with SIGTERM: end as on Ctrl-C, so the JupyterLab
+    # processes the emulator started (cloudsim.jupyter) stop with it.
+    signal.signal(signal.SIGTERM, _interrupt)
     try:
         sim.serve_forever()
     except KeyboardInterrupt:
@@ -123,6 +127,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         sim.shutdown()
     return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from . import control_api, entra, errors, prices, prometheus, router
+from . import control_api, entra, errors, jupyter, prices, prometheus, router
 from .agents import AgentPlayer
 from .cloud import Cloud
 from .errors import ArmError
@@ -24,6 +24,8 @@ log = logging.getLogger("cloudsim")
 # (CLOUDSIM_LOG_REQUESTS=0, as `make run` sets) turns them off and keeps the rest.
 REQUEST_LOG = "cloudsim.requests"
 
+ROUTE_PATH = "/_sim/routes/resolve"
+SERVE_PATH = "/_sim/routes/serve"
 MAX_BODY = 16 * 1024 * 1024  # Bytes; ARM itself refuses far smaller requests.
 
 
@@ -43,12 +45,17 @@ class App:
 
     def __init__(self, cloud: Cloud):
         self.cloud = cloud
+        self.jupyters = jupyter.JupyterPool(cloud)  # JupyterLab behind workspace addresses.
 
     def handle(self, req: Request, arrival: float | None = None) -> Response:
         """Answer one request; never raises. ARM, Retail Prices and Kubernetes API requests
         are logged; /k8s/... is a simulated cluster's API server (cloudsim.kube.api), answered
         with Kubernetes Status bodies, not ARM's; Entra ID and Graph paths (cloudsim.entra)
         with theirs."""
+        if req.path == ROUTE_PATH:  # Outside the lock: a JupyterLab may take seconds to start.
+            return self._guard(lambda: self._route(req))
+        if req.path == SERVE_PATH:
+            return self._guard(lambda: self._serve_port(req))
         if req.path == "/_sim" or req.path.startswith("/_sim/"):
             return self._guard(lambda: control_api.handle(self.cloud, req))
         entry = {"t": arrival or time.time(), "method": req.method, "path": req.path}
@@ -71,6 +78,26 @@ class App:
             entry["status"] = response.status
             entry["correlation_id"] = response.headers["x-ms-correlation-request-id"]
         return response
+
+    def _route(self, req: Request) -> Response:
+        """GET /_sim/routes/resolve?host=&port=: where a workspace address goes (jupyter.py)."""
+        host, port = req.query.get("host", ""), req.query.get("port", "")
+        if req.method != "GET" or not host or not port.isdigit():
+            raise ArmError(400, "InvalidControlRequest", "GET with ?host=...&port=... expected.")
+        found = self.jupyters.resolve(host, int(port))
+        if found is None:
+            raise ArmError(404, "NotFound", f"Nothing listens at {host}:{port}.")
+        return Response(200, {"host": found[0], "port": found[1]})
+
+    def _serve_port(self, req: Request) -> Response:
+        """POST /_sim/routes/serve {"host", "port"}: a server on another port of a VM."""
+        body = req.json()
+        host, port = body.get("host"), body.get("port")
+        if req.method != "POST" or not isinstance(host, str) or not isinstance(port, int):
+            raise ArmError(400, "InvalidControlRequest", 'POST {"host": str, "port": int}.')
+        if not self.jupyters.serve(host, port):
+            raise ArmError(404, "NotFound", f"No running VM with JupyterLab at {host}.")
+        return Response(200, {"host": host, "port": port})
 
     def _maybe_hang(self, req: Request) -> None:
         """Hold an Azure or Kubernetes API request (not Entra ID's nor Prometheus') for the
@@ -257,6 +284,7 @@ class SimServer:
         """Stop serving and close the socket (idempotent enough for fixtures)."""
         if self.agent_player is not None:
             self.agent_player.stop()
+        self._httpd.app.jupyters.shutdown()
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)

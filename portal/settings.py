@@ -60,6 +60,7 @@ INSTALLED_APPS = [
     "storage",
     "clusters",
     "live",
+    "apps_proxy",
     "api",
 ]
 
@@ -234,6 +235,20 @@ sentry_init(
 PORTAL_PORT = env.int("PORTAL_PORT", default=8000)
 # The portal's own address, as workspaces' agents reach it.
 PORTAL_URL = env.str("PORTAL_URL", default=f"http://127.0.0.1:{PORTAL_PORT}")
+
+# --- Workspace apps (apps_proxy; docs/apps.md) --------------------------------------------------
+# JupyterLab and shared ports are served from <label>.APPS_DOMAIN by the app proxy (a process of
+# its own: `uvicorn apps_proxy.asgi:application`), never from the portal's origin: what a
+# workspace serves is its user's code. Production: a wildcard DNS name and certificate on a
+# registrable domain of its own (not a subdomain of the portal's). The demo: *.apps.localhost,
+# which browsers resolve to loopback without DNS.
+APPS_DOMAIN = env.str("APPS_DOMAIN", default="apps.localhost")
+APPS_URL_SCHEME = env.str("APPS_URL_SCHEME", default="http")
+APPS_PORT = env.int("APPS_PORT", default=8200)  # 0: the scheme's own port (behind a balancer).
+# Where a workspace address (a VM's private IP, a Service's DNS name) is asked to go: empty in
+# production, where the proxy connects to it in the VNet; the emulator's route table in the demo
+# and tests (cloudsim /_sim/routes/resolve).
+WORKSPACE_ROUTE_RESOLVER = env.str("WORKSPACE_ROUTE_RESOLVER", default="")
 
 # --- Login throttling (django-axes; portal/login_throttle.py) ---------------------------------
 # Failed logins that lock one account, from any address, for the cool-off.

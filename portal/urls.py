@@ -32,6 +32,7 @@ urlpatterns = [
     # After the API's routes: any other path under /api/v1/ is a 404 problem, not HTML.
     re_path(r"^api/v1/", api_unknown_route, name="api-unknown-route"),
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
+    path("", include("apps_proxy.urls")),
     path("", include("live.urls")),
     path("", include("teams.urls")),
     path("", include("storage.urls")),

@@ -22,6 +22,7 @@ from ninja import Router, Schema, Status
 from api.auth import require_write
 from api.errors import FieldErrors
 from api.schemas import WorkspaceOut, envelope, page_bounds, utc, workspace_out
+from apps_proxy.selectors import workspace_apps
 from common.validation import validate_printable
 from workspaces import actions, selectors
 from workspaces.backends import backend_for
@@ -227,20 +228,34 @@ def _verdict(verdict: Any) -> dict[str, Any] | None:
     }
 
 
+class SharedPortOut(Schema):
+    port: int
+    level: str
+    url: str
+
+
 class ConnectOut(Schema):
     ssh_user: str | None
     host: str | None
     ssh_command: str | None
     kubeconfig: str | None
+    # Through the portal's app proxy (docs/apps.md): JupyterLab for whoever may open it while
+    # it runs (else null), and the shared ports the caller may open.
+    jupyterlab_url: str | None
+    shared_ports: list[SharedPortOut]
 
 
 @router.get("/{workspace_id}/connect", response=ConnectOut, summary="How to reach it")
 def workspace_connect(request: HttpRequest, workspace_id: UUID) -> Any:
     """A VM's ssh user, address and command once it has an address; a cluster kind's user
-    kubeconfig (its backend's connect_download; 502 when Azure refuses it)."""
+    kubeconfig (its backend's connect_download; 502 when Azure refuses it); the browser URLs of
+    its JupyterLab and shared ports the caller may open (apps_proxy)."""
     workspace = _visible(request, workspace_id)
     download = backend_for(workspace.kind).connect_download(workspace)
+    apps = workspace_apps(user=request.user, workspace=workspace)
     return {
+        "jupyterlab_url": apps.jupyterlab,
+        "shared_ports": [{"port": p.port, "level": p.level, "url": p.url} for p in apps.ports],
         "ssh_user": (workspace.ssh_user or None) if workspace.private_ip else None,
         "host": workspace.private_ip or None,
         "ssh_command": workspace.ssh_command or None,

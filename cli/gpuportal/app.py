@@ -4,6 +4,7 @@ approvals. A pure HTTP client of the portal's /api/v1/ (docs/cli.md)."""
 import os
 import shlex
 import sys
+import webbrowser
 from typing import Annotated, Any
 
 import typer
@@ -271,6 +272,33 @@ def ssh(
         os.execvp("ssh", command)
     except OSError as exc:
         raise CliFailure(f"Cannot run ssh: {exc}") from exc
+
+
+@app.command("open")
+@handled
+def open_(
+    workspace_id: IdArg,
+    print_only: Annotated[
+        bool, typer.Option("--print", help="Print the URL, do not open a browser.")
+    ] = False,
+) -> None:
+    """Open a running workspace's JupyterLab in the browser, through the portal (no ssh)."""
+    client = signed_in()
+    info = client.get(workspace_path(client, workspace_id, "connect"))
+    url = info.get("jupyterlab_url")
+    if not url:
+        raise ApiRefused(
+            409,
+            {
+                "title": "No JupyterLab",
+                "detail": "This workspace has no JupyterLab you may open now: is it running, "
+                "and is it yours?",
+            },
+        )
+    typer.echo(url)
+    if not print_only:
+        # The portal signs the browser in (its own session) and sends it on to the workspace.
+        webbrowser.open(url)
 
 
 @app.command()

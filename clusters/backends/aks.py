@@ -28,7 +28,14 @@ from common.words import counted
 from teams.models import Team
 from workspaces import hooks, states
 from workspaces.azure import azure_in_request, azure_settings
-from workspaces.backends import Meters, ResizeChoice, RightsizeOptions, SizingOffer, Step
+from workspaces.backends import (
+    IdeTarget,
+    Meters,
+    ResizeChoice,
+    RightsizeOptions,
+    SizingOffer,
+    Step,
+)
 from workspaces.chains import Next
 from workspaces.live_topics import workspaces_changed
 from workspaces.models import Workspace
@@ -204,6 +211,9 @@ class AksBackend:
 
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         return {}
+
+    def ide_target(self, workspace: Workspace) -> IdeTarget | None:
+        return None  # A namespace runs what its team puts in it; a slice says otherwise.
 
     def connect_download(self, workspace: Workspace) -> tuple[str, bytes]:
         """The cluster's user kubeconfig (Entra ID login through kubelogin; it holds no

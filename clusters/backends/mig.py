@@ -44,6 +44,7 @@ from environments.selectors import environment_default
 from teams.models import Profile, Team
 from workspaces import telemetry
 from workspaces.backends import (
+    IdeTarget,
     KindForm,
     PoolUse,
     ResizeChoice,
@@ -171,6 +172,14 @@ class MigBackend(AksBackend):
     def size_label(self, workspace: Workspace) -> str:
         """The slice's GPU model and MIG profile ("A100 1g.10gb"), not its node's VM size."""
         return f"{workspace.gpu_model} {workspace.mig_profile}".strip()
+
+    def ide_target(self, workspace: Workspace) -> IdeTarget | None:
+        """JupyterLab behind the slice's Service ``<name>`` (cloud.kube_mig), by its cluster
+        DNS name: the portal runs in the cluster (docs/operations.md, "The app proxy")."""
+        if workspace.status != Status.RUNNING or not workspace.namespace:
+            return None
+        host = f"{kube_name(workspace)}.{workspace.namespace}.svc.cluster.local"
+        return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace))
 
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         """The JupyterLab token for those who may act on it; for its owner, whether they gave

@@ -168,6 +168,9 @@ def test_connect_of_a_running_vm_gives_the_ssh_command(alice, cast):
         "host": "10.0.0.7",
         "ssh_command": "ssh researcher@10.0.0.7",
         "kubeconfig": None,
+        # Made from no environment, it runs no JupyterLab (tests/cli/test_cli.py: one that does).
+        "jupyterlab_url": None,
+        "shared_ports": [],
     }
 
 

@@ -478,3 +478,21 @@ def test_storage_and_mounts_show_the_teams_shares_and_where_a_workspace_mounts_t
     assert ["/data/datasets", "datasets", "read-only"] in [
         line.split() for line in mounts.output.splitlines()
     ]
+
+
+def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(
+    signed_in, cast, sim, settings
+):
+    from apps_proxy.hosts import AppHost
+    from tests.apps_proxy.helpers import running_lab_vm
+
+    ws = running_lab_vm(cast, name="cli-lab")
+    opened = _cli("open", "cli-lab", "--print")
+    assert opened.exit_code == 0, opened.output
+    url = opened.output.strip()
+    assert url.startswith(f"{settings.PORTAL_URL}/apps/enter/?")
+    assert f"host={AppHost(ws.pk).label}" in url and "next=%2Flab" in url
+
+    teammates = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="not-mine")
+    refused = _cli("open", teammates.pk, "--print")
+    assert refused.exit_code != 0 and "No JupyterLab" in refused.output

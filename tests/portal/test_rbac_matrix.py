@@ -96,6 +96,17 @@ EXPECTED = {
     "workspaces:request-equivalents": Row("GET", (_, 200, 200, 200, 200, 200)),
     "workspaces:detail": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "workspaces:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
+    # Workspace apps (apps_proxy): the way in answers 404 for anything but a running
+    # workspace's app its user may open (tests/apps_proxy/test_proxy.py opens one); the
+    # controls are its owner's alone, and nobody else learns they exist.
+    "apps_proxy:enter": Row("GET", (_, 404, 404, 404, 404, 404)),
+    "apps_proxy:admin_access": Row(
+        "POST", (_, 404, 302, 404, 404, 404), pk="workspace", data={"grant": "1"}
+    ),
+    "apps_proxy:port_share": Row(
+        "POST", (_, 404, 302, 404, 404, 404), pk="workspace", data={"port": 6006, "level": "team"}
+    ),
+    "apps_proxy:port_stop": Row("POST", (_, 404, 302, 404, 404, 404), pk="workspace"),
     "workspaces:resize": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
     # Agents authenticate by token, never by session: every browser user gets 401 JSON.
@@ -294,6 +305,7 @@ PARAMS = {
     "action": "retry",
     "pool_pk": lambda objects: objects["pool"].pk,
     "kind": "namespace",
+    "port": 6006,
     # The API's path parameters.
     "workspace_id": lambda objects: objects["workspace"].pk,
     "approval_id": lambda objects: objects["quota_request"].pk,

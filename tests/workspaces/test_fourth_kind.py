@@ -172,6 +172,9 @@ class TimeSliceBackend:
     def detail_context(self, workspace: Workspace, user: Any) -> dict[str, object]:
         return {}
 
+    def ide_target(self, workspace: Workspace) -> None:
+        return None
+
     def connect_download(self, workspace: Workspace) -> None:
         return None
 

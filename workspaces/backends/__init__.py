@@ -3,6 +3,7 @@ one registry (registry.backend_for)."""
 
 from workspaces.backends.base import (
     ApiField,
+    IdeTarget,
     KindForm,
     Meters,
     PoolUse,
@@ -27,6 +28,7 @@ from workspaces.backends.registry import (
 
 __all__ = [
     "ApiField",
+    "IdeTarget",
     "KindForm",
     "Meters",
     "PoolUse",

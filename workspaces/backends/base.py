@@ -103,6 +103,18 @@ class Step:
 
 
 @dataclass(frozen=True)
+class IdeTarget:
+    """Where a running workspace's JupyterLab listens, as the portal's app proxy reaches it
+    (apps_proxy): ``host`` a VM's private address or a Service's cluster DNS name, ``port``,
+    and ``token``, JupyterLab's own, which the proxy adds to each request and no browser
+    sees."""
+
+    host: str
+    port: int
+    token: str
+
+
+@dataclass(frozen=True)
 class ApiField:
     """One field of a kind's own in the body of POST /api/v1/workspaces (docs/api.md): its
     ``name``, Python ``type`` (str, int, bool or Decimal), bounds (``max_length`` for text;
@@ -285,6 +297,11 @@ class WorkspaceBackend(Protocol):
     def connect_download(self, workspace: Workspace) -> tuple[str, bytes] | None:
         """A file that connects to it (an AKS kubeconfig), as (file name, body); None for a
         kind without one. Raises CloudError."""
+        ...
+
+    def ide_target(self, workspace: Workspace) -> IdeTarget | None:
+        """Where its JupyterLab listens while it runs (IdeTarget); None for a workspace that
+        runs none (a VM without an environment, a namespace)."""
         ...
 
     def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:

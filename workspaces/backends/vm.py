@@ -32,6 +32,7 @@ from workspaces import azure, hooks, selectors, states, telemetry
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_placement, vm_resize, vm_setup
 from workspaces.backends.base import (
+    IdeTarget,
     KindForm,
     Meters,
     PoolUse,
@@ -177,6 +178,15 @@ class VmBackend:
 
     def connect_download(self, workspace: Workspace) -> None:
         return None  # Nothing to download: it is reached by ssh.
+
+    def ide_target(self, workspace: Workspace) -> IdeTarget | None:
+        """JupyterLab on its private address, for a VM made from an environment (its
+        cloud-init starts it: agent/environment_init.py)."""
+        if not workspace.private_ip or vm_recipe(workspace.environment_recipe or {}) is None:
+            return None
+        return IdeTarget(
+            workspace.private_ip, environment_init.JUPYTER_PORT, jupyter_token(workspace.pk)
+        )
 
     def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:
         return []  # Its agent reports on its own (workspaces.heartbeats).

@@ -10,6 +10,7 @@ import pytest
 import time_machine
 from django.core.management import call_command
 from django.urls import reverse
+from django.utils import timezone
 
 from billing.demo import DAYS, demo_telemetry_seed
 from billing.models import Advice
@@ -55,8 +56,9 @@ def test_seed_demo_gives_advice_savings_and_a_resize_at_once(
     # The worker (eager here) created it in the emulator from an environment; its agent
     # (played here: no live portal) reports it set up.
     assert serve.status == "setting_up"
-    ready_at = NOW + timedelta(minutes=3)
-    agent_reports_ready(serve.pk, now=ready_at, clock=lambda: ready_at)
+    # The worker ran after the clock was let go (the captured callbacks): its agent reports
+    # on the same clock.
+    agent_reports_ready(serve.pk, now=timezone.now(), clock=timezone.now)
     serve.refresh_from_db()
     assert serve.status == "running"
     detail = client.get(reverse("workspaces:detail", args=[serve.pk])).content.decode()

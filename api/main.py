@@ -20,7 +20,15 @@ from api.auth import api_auth
 from api.docs import PortalSwagger
 from api.openapi import add_problem_responses
 from api.problems import problem
-from api.routers import approvals, catalog, environments, teams, workspace_requests, workspaces
+from api.routers import (
+    approvals,
+    catalog,
+    environments,
+    queue,
+    teams,
+    workspace_requests,
+    workspaces,
+)
 
 
 class PortalAPI(NinjaAPI):
@@ -115,3 +123,4 @@ api.add_router("/teams", teams.router)
 api.add_router("/approvals", approvals.router)
 api.add_router("/", catalog.router)
 api.add_router("/", environments.router)
+api.add_router("/", queue.router)

@@ -6,7 +6,7 @@ class SchedulingConfig(AppConfig):
 
     def ready(self) -> None:
         # Imported here, not at the top: this module loads before the models do.
-        from scheduling import claims, queue
+        from scheduling import claims, queue, rules  # noqa: F401 (rules registers)
         from workspaces import hooks
 
         # Workspaces sit below: they tell of every status change, from which the queue learns

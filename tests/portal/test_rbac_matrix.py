@@ -86,6 +86,12 @@ EXPECTED = {
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
     # Agents authenticate by token, never by session: every browser user gets 401 JSON.
     "workspaces:telemetry": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
+    # The fair queue (scheduling/): the whole queue and its moves are platform admins'.
+    "scheduling:queue": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "scheduling:panel": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
+    "scheduling:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
+    "scheduling:move": Row("POST", (_, 403, 403, 403, 403, 302), pk="workspace"),
+    "scheduling:team": Row("GET", (_, 404, 200, 404, 200, 200)),
     "agent-heartbeat": Row("POST", (401, 401, 401, 401, 401, 401), pk="workspace"),
     "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
@@ -235,6 +241,12 @@ EXPECTED = {
     ),
     "api-v1:environment_add": Row("POST", (401, 404, 403, 404, 201, 201), data=API_ENVIRONMENT),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    # The fair queue: a running workspace has no claim window and cannot join the queue (409).
+    "api-v1:queue_place": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:queue_claim": Row("POST", (401, 404, 409, 404, 409, 409)),
+    "api-v1:queue_join": Row("POST", (401, 404, 409, 404, 409, 409)),
+    "api-v1:queue_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    "api-v1:queue_move": Row("POST", (401, 403, 403, 403, 403, 409)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
 }
@@ -244,6 +256,8 @@ PARAMS = {
     "slug": lambda objects: objects["team"].slug,
     "decision": "reject",
     "action": "retry",
+    "queue_action": "claim",
+    "where": "fair",
     "pool_pk": lambda objects: objects["pool"].pk,
     "kind": "namespace",
     # The API's path parameters.

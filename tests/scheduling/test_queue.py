@@ -9,6 +9,7 @@ import pytest
 from django.core import mail
 from django.utils import timezone
 
+from common.permissions import ActionNotAllowed
 from notifications.models import Notice
 from scheduling.claims import claims_expire, queue_claim
 from scheduling.models import QueueEntry
@@ -149,8 +150,6 @@ def test_only_the_owner_or_an_admin_takes_it_out_of_the_queue(cast, sim):
     _one_a100(cast)
     _request(cast)
     waiting = _request(cast, user=cast.teammate)
-    from common.permissions import ActionNotAllowed
-
     with pytest.raises(ActionNotAllowed):
         workspace_delete(user=cast.outsider, workspace=waiting, now=timezone.now())
     assert Workspace.objects.get(pk=waiting.pk).status == Status.QUEUED

@@ -4,8 +4,9 @@ offering allows region fallback, in price order. Azure's refusals of a create fo
 (AllocationFailed, SkuNotAvailable, ...) send it back here to try the next option; with every
 option tried it waits, requested, saying what was tried, and is checked again every
 AZURE_PRECHECK_RETRY_SECONDS; or, when its owner chose the fair queue, it waits queued,
-holding none of the team's GPUs, until the queue's pass finds room (scheduling/). Quota and budget are checked again, under the team row's lock,
-for a size or price other than the one it holds.
+holding none of the team's GPUs, until the queue's pass finds room (scheduling/). Quota and
+budget are checked again, under the team row's lock, for a size or price other than the one it
+holds.
 
 Errors raised: CloudError (from Azure's pre-check).
 """

@@ -20,4 +20,5 @@ urlpatterns = [
         name="move",
     ),
     path("teams/<slug:slug>/", views.team_queue, name="team"),
+    path("free-now/", views.free_now, name="free-now"),
 ]

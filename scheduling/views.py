@@ -10,8 +10,9 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_POST
 
+from common.htmx import HtmxRequest
 from common.permissions import access_require
-from scheduling import claims, moves, queue, selectors
+from scheduling import board, claims, moves, queue, selectors
 from teams import selectors as team_selectors
 from teams.models import Team
 from workspaces import selectors as workspace_selectors
@@ -131,3 +132,24 @@ def _team_priority_post(request: HttpRequest, team: Team) -> None:
         messages.error(request, str(exc))
     else:
         messages.success(request, "Saved.")
+
+
+@login_required
+@require_GET
+def free_now(request: HtmxRequest) -> HttpResponse:
+    """What the team (``?team=<slug or id>``, else the user's first) can start now, per GPU model
+    and region (scheduling.board); the partial for htmx (the request form loads it). 404 for
+    a team the user may not see."""
+    teams = team_selectors.team_visible_to(user=request.user).order_by("name")
+    asked = request.GET.get("team", "")
+    # The request form sends its team field's value (the id); links send the slug.
+    by_id = asked.isdecimal() and len(asked) < 10
+    chosen = teams.filter(pk=int(asked)) if by_id else teams.filter(slug=asked)
+    team = chosen.first() if asked else teams.first()
+    if team is None and asked:
+        raise Http404
+    rows = board.free_now(team=team, now=timezone.now()) if team else []
+    context = {"team": team, "teams": teams, "rows": rows}
+    if request.htmx:
+        return render(request, "scheduling/_free_now.html", context)
+    return render(request, "scheduling/free_now.html", context)

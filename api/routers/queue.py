@@ -14,7 +14,8 @@ from ninja import Router, Schema, Status
 from api.auth import require_write
 from api.schemas import WorkspaceOut, utc, workspace_out
 from common.permissions import access_require
-from scheduling import claims, moves, queue, selectors
+from scheduling import board, claims, moves, queue, selectors
+from teams import selectors as team_selectors
 from workspaces import selectors as workspace_selectors
 from workspaces.models import Workspace
 
@@ -118,3 +119,55 @@ def queue_move(request: HttpRequest, workspace_id: UUID, where: moves.Where) -> 
     workspace = _visible(request, workspace_id)
     moves.queue_move(actor=request.user, workspace=workspace, where=where, now=timezone.now())  # type: ignore[arg-type]
     return Status(202, workspace_out(_visible(request, workspace_id)))
+
+
+class SizeRoomOut(Schema):
+    vm_size: str
+    gpus: str
+    azure_vms_left: int | None
+    azure_problem: str
+    can_start: int
+
+
+class PoolRoomOut(Schema):
+    pool: str
+    unit: str
+    free: int
+    total: int
+
+
+class FreeNowOut(Schema):
+    gpu_model: str
+    region: str
+    team_quota: int
+    team_gpus_left: str
+    queued: int
+    sizes: list[SizeRoomOut]
+    pools: list[PoolRoomOut]
+    next_bookings: list[str]
+
+
+@router.get(
+    "/free-now",
+    response=list[FreeNowOut],
+    summary="What the team can start now, per GPU model and region",
+)
+def free_now(request: HttpRequest, team: str) -> Any:
+    """``team``: the team's slug (404 for a team the caller may not see)."""
+    found = get_object_or_404(team_selectors.team_visible_to(user=request.user), slug=team)
+    return [
+        {
+            "gpu_model": row.gpu_model,
+            "region": row.region,
+            "team_quota": row.team_quota,
+            "team_gpus_left": str(row.team_gpus_left),
+            "queued": row.queued,
+            "sizes": [{**vars(s), "gpus": str(s.gpus)} for s in row.sizes],
+            "pools": [
+                {"pool": p.pool.name, "unit": p.unit, "free": p.free, "total": p.total}
+                for p in row.pools
+            ],
+            "next_bookings": [],
+        }
+        for row in board.free_now(team=found, now=timezone.now())
+    ]

@@ -92,6 +92,8 @@ EXPECTED = {
     "scheduling:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "scheduling:move": Row("POST", (_, 403, 403, 403, 403, 302), pk="workspace"),
     "scheduling:team": Row("GET", (_, 404, 200, 404, 200, 200)),
+    # The board: the user's first team by default; another team's by ?team= is 404.
+    "scheduling:free-now": Row("GET", (_, 200, 200, 200, 200, 200)),
     "agent-heartbeat": Row("POST", (401, 401, 401, 401, 401, 401), pk="workspace"),
     "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
@@ -247,6 +249,7 @@ EXPECTED = {
     "api-v1:queue_join": Row("POST", (401, 404, 409, 404, 409, 409)),
     "api-v1:queue_list": Row("GET", (401, 403, 403, 403, 403, 200)),
     "api-v1:queue_move": Row("POST", (401, 403, 403, 403, 403, 409)),
+    "api-v1:free_now": Row("GET", (401, 404, 200, 404, 200, 200), query="?team=vision"),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
 }

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
 import http.client
 import itertools
 import json
@@ -33,7 +34,7 @@ from collections import deque
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
-AGENT_VERSION = "1.0"
+AGENT_VERSION = "1.1"
 DEFAULT_CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
 UTMP_PATH = "/var/run/utmp"
 PROC_STAT_PATH = "/proc/stat"
@@ -43,8 +44,10 @@ JUPYTER_URL = "http://127.0.0.1:8888/api/kernels"
 NVIDIA_PROC_PATH = "/proc/driver/nvidia/version"
 # Where the environment's setup (agent/environment_init.py) writes the step it is at.
 SETUP_STATUS_PATH = "/var/lib/gpu-portal-env/status.json"
+SETUP_LOG_PATH = "/var/log/gpu-portal-env.log"
 SETUP_STATES = ("running", "failed", "succeeded")
 MAX_STEP = 32  # characters of a setup step's name
+MAX_LOG_LINES, MAX_LOG_LINE = 20, 200  # the failed setup log's tail the portal shows
 
 MAX_GPUS = 64  # per sample, as the protocol allows
 MAX_NAME = 64  # characters of a GPU's name, as the protocol allows
@@ -269,6 +272,189 @@ def count_busy_jupyter_kernels(url: str = JUPYTER_URL, token: str | None = None,
     return sum(1 for k in kernels if isinstance(k, dict) and k.get("execution_state") == "busy")
 
 
+# --- IDE activity (Jupyter, VS Code, terminals) --------------------------------------------
+#
+# What the portal counts as a person at work, beside GPU use (docs/agent-protocol.md, "IDE
+# activity"). An open browser tab is not work, so each signal says whether a tab alone moves it:
+#
+# - jupyter_server's GET /api/status ``last_activity`` is the newest of the API requests, kernel
+#   messages and terminal traffic (jupyter_server/services/api/handlers.py, APIStatusHandler;
+#   ServerApp.last_activity). JupyterLab polls /api/kernels, /api/sessions and /api/terminals
+#   every few seconds, and every API request but /api/status moves it (APIHandler.
+#   update_api_activity), so an open tab keeps it fresh (jupyterlab/jupyterlab#9379). It is
+#   reported, as the jupyterhub-idle-culler reads it, but not counted.
+# - each kernel's ``last_activity`` (GET /api/kernels) moves on the kernel's messages only:
+#   executions, their output, its busy/idle status; ``execution_state`` "busy" is a cell still
+#   running. This is what jupyter_server's own kernel culler judges (MappingKernelManager.
+#   cull_idle_timeout, cull_busy), and what the zero-to-jupyterhub guide pairs with the
+#   idle-culler so that open tabs do not keep servers up. Counted.
+# - each terminal's ``last_activity`` (GET /api/terminals) moves on input and output through the
+#   terminal's websocket. Counted.
+# - the notebooks of open sessions (GET /api/sessions) and their ``last_modified`` (GET
+#   /api/contents/<path>?content=0): a save; JupyterLab autosaves only a changed document.
+#   Counted.
+# - code-server's GET /healthz ``lastHeartbeat`` (milliseconds) beats on every request and every
+#   minute while any connection is open (code-server src/node/heart.ts, routes/index.ts:
+#   server.getConnections), so a connected tab keeps it fresh. Reported, not counted.
+# - VS Code's local history (``User/History`` under code-server's data directory) gets an entry
+#   on every save of a file (workbench.localHistory.enabled, on by default). Counted.
+# - a terminal's input: the kernel moves a pseudo-terminal's access time when a program reads
+#   from it, i.e. when someone types (as ``w`` shows IDLE). SSH, tmux, Jupyter's and VS Code's
+#   terminals alike. Counted.
+#
+# Every request carries ?no_track_activity=1, which jupyter_server honours, so the agent's own
+# polling never counts as activity for anyone reading /api/status.
+
+JUPYTER_BASE_URL = "http://127.0.0.1:8888"
+VSCODE_URL = "http://127.0.0.1:8080"  # code-server's default --bind-addr
+# code-server runs as the workspace's user: on a VM one under /home, in a pod jovyan.
+VSCODE_HISTORY = (
+    "/home/*/.local/share/code-server/User/History",
+    "~/.local/share/code-server/User/History",
+)
+PTS_DIR = "/dev/pts"
+MAX_LISTED = 256  # kernels, terminals, history folders or terminals read per sample
+MAX_SAVES_CHECKED = 8  # open notebooks whose save time is asked for per sample
+_NO_TRACK = "no_track_activity=1"
+
+
+def _local_json(url: str, token: str | None, timeout: float):
+    """The JSON a local server answers at ``url``, or None (refused, an error status, not JSON)."""
+    headers = {"Authorization": f"token {token}"} if token else {}
+    try:
+        request = urllib.request.Request(url, headers=headers)
+        with _local_opener.open(request, timeout=timeout) as response:
+            return json.loads(response.read(MAX_REPLY_BYTES * 16))
+    except Exception:  # refused, timed out, 403 or 404, not JSON: nothing seen
+        return None
+
+
+def parse_time(value) -> datetime | None:
+    """An ISO 8601 time with its offset ("...Z" as Jupyter writes it) as aware UTC; None else."""
+    if not isinstance(value, str) or not 0 < len(value) <= 40:
+        return None
+    text = value[:-1] + "+00:00" if value.endswith(("Z", "z")) else value
+    text = re.sub(r"(\.\d{1,6})\d*", r"\1", text)  # Python 3.8 takes at most microseconds
+    match = re.fullmatch(r"(.*\.)(\d{1,5})([+-].*)", text)
+    if match:  # and exactly 3 or 6 digits of them
+        text = match.group(1) + match.group(2).ljust(6, "0") + match.group(3)
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        return None
+    return moment.astimezone(timezone.utc)  # noqa: UP017 - runs on Python 3.8
+
+
+def _newest(times) -> str | None:
+    known = [t for t in times if t is not None]
+    return utc_iso(max(known)) if known else None
+
+
+def _listed(value) -> list:
+    return (
+        [item for item in value[:MAX_LISTED] if isinstance(item, dict)]
+        if isinstance(value, list)
+        else []
+    )
+
+
+def read_jupyter(base_url: str = JUPYTER_BASE_URL, token: str | None = None, timeout=2):
+    """The local Jupyter server's activity (see above), or None when none answers at
+    ``base_url``: {"last_activity", "connections", "busy_kernels", "kernels_active_at",
+    "terminals_active_at", "saved_at"}, times as UTC ISO 8601, a time left out when unknown."""
+    base = base_url.rstrip("/")
+    status = _local_json(f"{base}/api/status?{_NO_TRACK}", token, timeout)
+    if not isinstance(status, dict):
+        return None
+    kernels = _listed(_local_json(f"{base}/api/kernels?{_NO_TRACK}", token, timeout))
+    # 404 where terminals are disabled (ServerApp.terminals_enabled): no terminals.
+    terminals = _listed(_local_json(f"{base}/api/terminals?{_NO_TRACK}", token, timeout))
+    connections = status.get("connections")
+    reading = {
+        "last_activity": _newest([parse_time(status.get("last_activity"))]),
+        "connections": connections if _count(connections) else 0,
+        "busy_kernels": sum(1 for k in kernels if k.get("execution_state") == "busy"),
+        "kernels_active_at": _newest(parse_time(k.get("last_activity")) for k in kernels),
+        "terminals_active_at": _newest(parse_time(t.get("last_activity")) for t in terminals),
+        "saved_at": _notebooks_saved_at(base, token, timeout),
+    }
+    return {key: value for key, value in reading.items() if value is not None}
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= 10_000
+
+
+def _notebooks_saved_at(base: str, token: str | None, timeout) -> str | None:
+    sessions = _listed(_local_json(f"{base}/api/sessions?{_NO_TRACK}", token, timeout))
+    paths = []
+    for session in sessions:
+        path = session.get("path") or (session.get("notebook") or {}).get("path")
+        if isinstance(path, str) and path and path not in paths:
+            paths.append(path)
+    saved = []
+    # A server that answers slowly must not hold up the sample: the saves get 2 timeouts' time.
+    deadline = time.monotonic() + 2 * timeout
+    for path in paths[:MAX_SAVES_CHECKED]:
+        if time.monotonic() > deadline:
+            break
+        quoted = urllib.parse.quote(path.strip("/"))
+        model = _local_json(f"{base}/api/contents/{quoted}?content=0&{_NO_TRACK}", token, timeout)
+        if isinstance(model, dict):
+            saved.append(parse_time(model.get("last_modified")))
+    return _newest(saved)
+
+
+def read_vscode(url: str = VSCODE_URL, history=VSCODE_HISTORY, timeout=2):
+    """code-server's activity (see above), or None when it neither answers at ``url`` nor
+    has a local history in the folders ``history`` (glob patterns) names: {"last_activity":
+    its last heartbeat, "saved_at": the newest local-history entry}, times as UTC ISO 8601, a
+    time left out when unknown."""
+    health = _local_json(f"{url.rstrip('/')}/healthz", None, timeout)
+    beat = health.get("lastHeartbeat") if isinstance(health, dict) else None
+    folders = [f for p in history for f in glob.glob(os.path.expanduser(p))][:MAX_SAVES_CHECKED]
+    saved = _newest(parse_time(newest_mtime(folder)) for folder in folders)
+    if not isinstance(health, dict) and saved is None:
+        return None
+    reading = {"saved_at": saved}
+    if isinstance(beat, (int, float)) and not isinstance(beat, bool) and 0 < beat < 4102444800000:
+        reading["last_activity"] = utc_iso(datetime.fromtimestamp(beat / 1000, timezone.utc))  # noqa: UP017
+    return {key: value for key, value in reading.items() if value is not None}
+
+
+def newest_mtime(folder: str) -> str | None:
+    """The newest modification time among the first MAX_LISTED entries of ``folder`` (VS Code
+    keeps one folder per saved file there, and adds an entry to it on each save); None without
+    any."""
+    times = []
+    try:
+        with os.scandir(folder) as entries:
+            for entry in itertools.islice(entries, MAX_LISTED):
+                with contextlib.suppress(OSError):
+                    times.append(entry.stat(follow_symlinks=False).st_mtime)
+    except OSError:
+        return None
+    return _newest(datetime.fromtimestamp(t, timezone.utc) for t in times)  # noqa: UP017
+
+
+def terminal_input_at(pts_dir: str = PTS_DIR) -> str | None:
+    """When someone last typed into any terminal: the newest access time of the
+    pseudo-terminals in ``pts_dir`` (the kernel moves it, to 8 s, when a program reads input);
+    None without any."""
+    times = []
+    try:
+        with os.scandir(pts_dir) as entries:
+            for entry in itertools.islice(entries, MAX_LISTED):
+                if entry.name.isdigit():  # not ptmx
+                    with contextlib.suppress(OSError):
+                        times.append(entry.stat(follow_symlinks=False).st_atime)
+    except OSError:
+        return None
+    return _newest(datetime.fromtimestamp(t, timezone.utc) for t in times)  # noqa: UP017
+
+
 class CpuMeter:
     """CPU use from the aggregate "cpu" line of /proc/stat (``path``, injectable for tests)."""
 
@@ -326,10 +512,13 @@ def sample(
     jupyter_token: str | None = None,
     proc_path: str = NVIDIA_PROC_PATH,
     setup_path: str = SETUP_STATUS_PATH,
+    setup_log_path: str = SETUP_LOG_PATH,
+    ide: dict | None = None,
 ) -> dict:
     """One protocol sample read at ``now``. ``cpu`` keeps the previous /proc/stat reading
     between samples; a fresh meter reports CPU use since boot. ``proc_path`` and ``setup_path``
-    are where the driver and the environment setup are read (tests point them elsewhere)."""
+    are where the driver and the environment setup are read (tests point them elsewhere);
+    ``ide`` where IDE activity is (ide_activity's keyword arguments)."""
     nvml_status, gpus = read_gpus(nvml)
     reading = {
         "at": utc_iso(now),
@@ -337,13 +526,42 @@ def sample(
         "driver": driver_state(nvml_status, proc_path),
         "gpus": gpus,
         "ssh_sessions": count_ssh_sessions(utmp_path),
-        "jupyter_busy_kernels": count_busy_jupyter_kernels(jupyter_url, jupyter_token),
+        "jupyter_busy_kernels": 0,
         "cpu_percent": (cpu or CpuMeter()).read(),
     }
-    setup = read_setup(setup_path)
+    reading.update(ide_activity(jupyter_url, jupyter_token, **(ide or {})))
+    setup = read_setup(setup_path, setup_log_path)
     if setup is not None:
+        # A VM made from an environment: the portal calls it Running once JupyterLab answers.
         reading["setup"] = setup
+        reading["jupyter_ready"] = jupyter_answers(jupyter_url, jupyter_token)
     return reading
+
+
+def ide_activity(
+    jupyter_url: str = JUPYTER_URL,
+    jupyter_token: str | None = None,
+    *,
+    vscode_url: str = VSCODE_URL,
+    vscode_history=VSCODE_HISTORY,
+    pts_dir: str = PTS_DIR,
+) -> dict:
+    """The sample's fields on IDE activity: "jupyter_busy_kernels" always (as agents before
+    1.1 sent it), "jupyter", "vscode" and "terminal_input_at" when there is something to say.
+    ``jupyter_url`` is the kernels URL of the configuration (…/api/kernels) or the server's."""
+    base = re.sub(r"/api/kernels/?$", "", jupyter_url)
+    fields: dict = {"jupyter_busy_kernels": 0}
+    jupyter = read_jupyter(base, jupyter_token)
+    if jupyter is not None:
+        fields["jupyter"] = jupyter
+        fields["jupyter_busy_kernels"] = jupyter["busy_kernels"]
+    vscode = read_vscode(vscode_url, vscode_history)
+    if vscode is not None:
+        fields["vscode"] = vscode
+    typed = terminal_input_at(pts_dir)
+    if typed is not None:
+        fields["terminal_input_at"] = typed
+    return fields
 
 
 def driver_state(nvml_status: str, proc_path: str = NVIDIA_PROC_PATH) -> str:
@@ -355,10 +573,11 @@ def driver_state(nvml_status: str, proc_path: str = NVIDIA_PROC_PATH) -> str:
     return "missing"
 
 
-def read_setup(path: str = SETUP_STATUS_PATH) -> dict | None:
+def read_setup(path: str = SETUP_STATUS_PATH, log_path: str = SETUP_LOG_PATH) -> dict | None:
     """The environment setup's last step, {"step": name, "state": running | failed |
-    succeeded}, from the file agent/environment_init.py's script writes; None when there is
-    none (a MIG pod, an image without the portal's layer) or it cannot be read."""
+    succeeded}, from the file agent/environment_init.py's script writes, with "log_tail" (the
+    log's last lines) when it failed; None when there is none (a MIG pod, an image without the
+    portal's layer) or it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
             raw = json.loads(handle.read(4096))
@@ -369,7 +588,36 @@ def read_setup(path: str = SETUP_STATUS_PATH) -> dict | None:
     step = raw.get("step")
     if not isinstance(step, str) or not step:
         return None
-    return {"step": printable(step, MAX_STEP), "state": raw["state"]}
+    found = {"step": printable(step, MAX_STEP), "state": raw["state"]}
+    if raw["state"] == "failed":
+        found["log_tail"] = log_tail(log_path)
+    return found
+
+
+def log_tail(path: str, lines: int = MAX_LOG_LINES) -> list[str]:
+    """The last ``lines`` lines of the file at ``path``, each printable and cut to
+    MAX_LOG_LINE characters; [] when it cannot be read. Reads at most its last 64 KiB."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, handle.tell() - 64 * 1024))
+            text = handle.read().decode("utf-8", "replace")
+    except OSError:
+        return []
+    return [printable(line, MAX_LOG_LINE) for line in text.splitlines()[-lines:]]
+
+
+def jupyter_answers(url: str = JUPYTER_URL, token: str | None = None, timeout=2) -> bool:
+    """Whether the Jupyter server whose kernels API is at ``url`` answers its /api/status
+    with the workspace's token (200 and a JSON object)."""
+    status_url = url.rsplit("/api/", 1)[0] + "/api/status"
+    headers = {"Authorization": f"token {token}"} if token else {}
+    try:
+        request = urllib.request.Request(status_url, headers=headers)
+        with _local_opener.open(request, timeout=timeout) as response:
+            return isinstance(json.loads(response.read(MAX_REPLY_BYTES)), dict)
+    except Exception:  # refused, timed out, 403, not JSON: not answering yet
+        return False
 
 
 # --- Sending -------------------------------------------------------------------------------
@@ -664,10 +912,14 @@ def main(argv=None, environ=None) -> int:
     cpu = CpuMeter()
     jupyter_url = config.get("jupyter_url") or JUPYTER_URL
     jupyter_token = config.get("jupyter_token")
+    # code-server's address, where the environment runs it elsewhere than its default.
+    ide = {"vscode_url": config.get("vscode_url") or VSCODE_URL}
     log(f"posting every {sender.interval_seconds:g} s to {sender.url}")
     run(
         sender,
-        lambda: sample(_now(), cpu=cpu, jupyter_url=jupyter_url, jupyter_token=jupyter_token),
+        lambda: sample(
+            _now(), cpu=cpu, jupyter_url=jupyter_url, jupyter_token=jupyter_token, ide=ide
+        ),
     )
     return EXIT_GONE
 

@@ -71,6 +71,9 @@ class VmSpec:
     os_disk_gb: int = 128
     spot: bool = False
     os_disk_sku: str = PREMIUM_SSD  # storageAccountType; see SkuInfo.os_disk_sku
+    # A capacity reservation group's id: the VM takes an instance of its reservation for the
+    # size (cloud.azure_reservations); "" for none.
+    capacity_reservation_group: str = ""
 
 
 @dataclass(frozen=True)
@@ -480,6 +483,9 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
     }
     if spec.spot:
         properties.update(_spot_properties())
+    if spec.capacity_reservation_group:
+        group = {"id": spec.capacity_reservation_group}
+        properties["capacityReservation"] = {"capacityReservationGroup": group}
     return {"location": spec.location, "tags": dict(spec.tags), "properties": properties}
 
 

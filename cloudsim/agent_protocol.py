@@ -11,10 +11,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import lru_cache
+from typing import Any
 
 CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
-AGENT_VERSION = "1.0"
-PROFILES = ("busy", "batch", "idle", "spiky", "silent")
+AGENT_VERSION = "1.1"  # The fields of agent/gpu_portal_agent.py 1.1
+PROFILES = ("busy", "batch", "idle", "spiky", "silent", "tab_open", "training")
+# Profiles whose GPUs are busy; the others' are idle (spiky: but for its spikes).
+GPU_BUSY_PROFILES = ("busy", "batch", "training")
 DEFAULT_SPIKE_EVERY = 10  # Samples: a spiky VM shows one 100 % sample in this many.
 MAX_GPUS = 64  # The protocol's limit on `gpus` entries.
 NVML_MISSING = "unavailable: NVML Shared Library Not Found"
@@ -125,34 +128,69 @@ def make_sample(
     seq: int,
     spike_every: int,
     mig_profile: str | None = None,
+    *,
+    now: datetime | None = None,
+    started: datetime | None = None,
 ) -> dict:
-    """One sample for a profile other than "silent"; seq numbers the VM's samples from 1.
+    """One sample for a profile other than "silent", read at `now` (default: the clock); seq
+    numbers the VM's samples from 1, and `started` is when the agent began playing this
+    profile (default: `now`).
 
     busy: 80-98 % on every GPU, 1 ssh session, cpu 40-70 %; batch: as busy, but nobody logged
     in (a job left running); idle: 0 %, ~0.5 GiB used, cpu 0-3 %; spiky: idle, but every
     spike_every-th sample has every GPU at 100 %.
+    tab_open: idle, with a JupyterLab tab left open (its polling keeps Jupyter's
+    /api/status last_activity and code-server's heartbeat at `now`) and the last cell run and
+    file saved at `started`; training: busy GPUs and a Jupyter kernel busy since `started` on
+    one long cell (a fit that prints nothing), nobody logged in (docs/agent-protocol.md, "IDE
+    activity").
     mig_profile ("1g.10gb"): the agent of a MIG pod, which sees one MIG device of `gpu` and
     no utilisation (NVML has no counter per MIG device), and whose user works in Jupyter (a
     busy kernel, not an ssh session)."""
+    at = now or datetime.now(UTC)
     spike = profile == "spiky" and seq % spike_every == 0
-    level = "busy" if profile in ("busy", "batch") else ("spike" if spike else "idle")
+    level = "busy" if profile in GPU_BUSY_PROFILES else ("spike" if spike else "idle")
     busy = profile == "busy"  # Someone at work; a batch job runs with nobody logged in.
     if mig_profile is not None:
         gpus = [_mig_entry(gpu, mig_profile, level, rng)]
     else:
         gpus = [_gpu_entry(i, gpu, level, rng) for i in range(min(max(count, 1), MAX_GPUS))]
-    return {
+    kernels = 1 if profile == "training" or (busy and mig_profile is not None) else 0
+    sample: dict[str, Any] = {
         # Microseconds: with the sub-second intervals of tests and demos, whole seconds would
         # repeat, and the portal drops a sample not newer than the last one it took.
-        "at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+        "at": _iso(at),
         "nvml": "ok" if gpu.name else NVML_MISSING,
         # As the real agent: "loaded" when the NVIDIA kernel driver answers, else "missing".
         "driver": "loaded" if gpu.name else "missing",
         "gpus": gpus if gpu.name else [],
         "ssh_sessions": 1 if busy and mig_profile is None else 0,
-        "jupyter_busy_kernels": 1 if busy and mig_profile is not None else 0,
+        "jupyter_busy_kernels": kernels,
         "cpu_percent": round(rng.uniform(40, 70) if busy else rng.uniform(0, 3), 1),
     }
+    sample.update(_ide(profile, at, started or at, kernels))
+    return sample
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def _ide(profile: str, at: datetime, started: datetime, kernels: int) -> dict[str, Any]:
+    """The IDE activity fields of the real agent 1.1 for the profiles that have them."""
+    if profile == "tab_open":
+        return {
+            # What an open tab moves: every API request it polls with, and its connection.
+            "jupyter": {"last_activity": _iso(at), "connections": 1, "busy_kernels": 0,
+                        "kernels_active_at": _iso(started), "saved_at": _iso(started)},
+            "vscode": {"last_activity": _iso(at)},
+        }  # fmt: skip
+    if profile == "training":
+        return {
+            "jupyter": {"last_activity": _iso(at), "connections": 1, "busy_kernels": kernels,
+                        "kernels_active_at": _iso(started)},
+        }  # fmt: skip
+    return {}
 
 
 def _gpu_entry(index: int, gpu: GpuModel, level: str, rng: random.Random) -> dict:

@@ -23,8 +23,10 @@ import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
+from . import guest_setup
 from .agent_protocol import (
     AGENT_VERSION,
     DEFAULT_SPIKE_EVERY,
@@ -68,6 +70,8 @@ class AgentState:
     last_status: int | None = None  # None: no HTTP answer (see last_error).
     last_error: str | None = None
     last_post_at: float | None = None  # Unix seconds.
+    profile: str | None = None  # The profile played, and since when (UTC): what the IDE
+    profile_since: datetime | None = None  # activity of tab_open and training dates from.
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ class Host:
     gpu: GpuModel
     count: int
     mig_profile: str | None = None
+    setup: dict | None = None  # A VM's environment setup, as its agent reports it (guest_setup)
 
 
 NO_GPU = GpuModel(None, 0)  # A container without a GPU: NVML's library is not even mounted.
@@ -101,7 +106,8 @@ def hosts(cloud: "Cloud") -> dict[str, Host]:
         # NVML needs the driver (cloudsim.extensions): without it the agent sees no GPU.
         driver = vm.driver or not cloud.extension_play.drivers_required
         gpu = gpu_model(vm.size) if driver else NO_GPU
-        found[vm.name.lower()] = Host(vm.name, config, running, gpu, gpus)
+        setup = guest_setup.reading(cloud, vm, wall) if running and config else None
+        found[vm.name.lower()] = Host(vm.name, config, running, gpu, gpus, setup=setup)
     for cluster in cloud.kube.clusters.values():
         for pod in pod_agents(cluster):
             has_gpu = pod.mig_profile is not None or pod.gpus > 0
@@ -192,9 +198,14 @@ class AgentBook:
         state.next_due = now + (state.reply_interval or config.interval)
         state.in_flight = True
         every = self.spike_every.get(key, DEFAULT_SPIKE_EVERY)
+        wall = datetime.now(UTC)
+        if state.profile != profile:
+            state.profile, state.profile_since = profile, wall
         sample = make_sample(
-            profile, state.rng, host.gpu, host.count, state.samples, every, host.mig_profile
-        )
+            profile, state.rng, host.gpu, host.count, state.samples, every, host.mig_profile,
+            now=wall, started=state.profile_since,
+        )  # fmt: skip
+        sample.update(host.setup or {})
         body = {"agent_version": AGENT_VERSION, "samples": [sample]}
         return Job(key, config, body, self.generation)
 

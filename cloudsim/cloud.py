@@ -42,6 +42,8 @@ FAULT_OPS = frozenset(
         "vm.extension.create",
         "vm.extension.get",
         "vm.extension.delete",
+        "guest.setup",
+        "reservation.create",
         "nic.create",
         "nic.delete",
         "disk.update",
@@ -116,6 +118,8 @@ class Cloud:
             self.disks: dict[str, Disk] = {}
             self.clusters: dict[str, ManagedCluster] = {}  # AKS managed clusters by id key.
             self.pools: dict[str, AgentPool] = {}  # Their agent pools by id key.
+            # Capacity reservation groups by id key (cloudsim.reservations).
+            self.reservation_groups: dict[str, models.CapacityReservationGroup] = {}
             self.operations: dict[str, Operation] = {}
             self.faults: dict[str, deque[Fault]] = {}
             self.capacity: dict[tuple[str, str], int] = {}  # Total slots; default 10.
@@ -199,14 +203,18 @@ class Cloud:
 
     def allocated_count(self, location: str, size: str) -> int:
         """VMs and AKS nodes of the size holding a capacity slot in the location (deallocated
-        VMs and pools whose allocation failed do not)."""
+        VMs and pools whose allocation failed do not), and reserved instances no VM uses."""
+        # A real cycle: cloudsim.reservations handles requests with a Cloud.
+        from .reservations import unused_reserved
+
         loc, wanted = normalize_location(location), size.lower()
+        reserved = unused_reserved(self, loc, wanted)
         vms = sum(
             1
             for vm in self.vms.values()
             if vm.allocated and vm.location == loc and vm.size.lower() == wanted
         )
-        return vms + sum(
+        return reserved + vms + sum(
             pool.count
             for pool in self.pools.values()
             if pool.allocated and pool.location == loc and pool.vm_size.lower() == wanted

@@ -79,11 +79,20 @@ class SimControl:
         return self._call("POST", "/_sim/quirks", body | ({} if seed is None else {"seed": seed}))
 
     def extensions(
-        self, *, seconds: float | None = None, drivers_required: bool | None = None
+        self,
+        *,
+        seconds: float | None = None,
+        drivers_required: bool | None = None,
+        setup_seconds: float | None = None,
     ) -> dict:
         """How VM extensions play (cloudsim/extensions.py): seconds an install takes; whether a
-        VM's agent sees its GPUs only once it has a driver (image or extension)."""
-        body = {"seconds": seconds, "drivers_required": drivers_required}
+        VM's agent sees its GPUs only once it has a driver (image or extension); seconds an
+        environment layer's setup takes in the guest (cloudsim/guest_setup.py)."""
+        body = {
+            "seconds": seconds,
+            "drivers_required": drivers_required,
+            "setup_seconds": setup_seconds,
+        }
         return self._call(
             "POST", "/_sim/extensions", {k: v for k, v in body.items() if v is not None}
         )

@@ -10,9 +10,11 @@ POST /_sim/quirks                 {"display_locations"?, "no_async_header_rate"?
                                   (Azure answers the emulator gives only when asked: quirks.py)
 GET  /_sim/quirks                 -> those settings
 POST /_sim/latency                {"seconds"?, "retry_after"?}
-POST /_sim/extensions             {"seconds"?, "drivers_required"?}  (how long a VM extension
-                                  takes to install, default 4 x latency; whether a VM's agent
-                                  sees GPUs only once a driver is there: cloudsim/extensions.py)
+POST /_sim/extensions             {"seconds"?, "drivers_required"?, "setup_seconds"?}  (how long
+                                  a VM extension takes to install, default 4 x latency; whether a
+                                  VM's agent sees GPUs only once a driver is there:
+                                  cloudsim/extensions.py; how long an environment layer's setup
+                                  takes in the guest, default 2 x latency: cloudsim/guest_setup.py)
 POST /_sim/hang                   {"seconds"}  (every ARM and Kubernetes API request from now
                                   on waits that long before it is answered, as a hung Azure
                                   would; 0 lifts it and answers the waiting ones at once)
@@ -49,7 +51,8 @@ POST /_sim/k8s/namespaces         {"cluster", "name", "labels"={}}   (made outsi
 /_sim/entra/...                   the emulated Entra ID tenant (cloudsim/entra/control.py)
 
 Agent profiles: busy, batch (busy GPUs, nobody logged in), idle, spiky (idle with a 100 %
-sample every spike_every=10), silent.
+sample every spike_every=10), silent, tab_open (idle, a JupyterLab tab left open), training
+(busy GPUs and a busy Jupyter kernel, nobody logged in).
 Price items are Retail Prices API items, stored and served as given (see prices.py); faults for
 op "price.list" may be throttle, server_error or unavailable, and those for "cost.query" (the
 Cost Management Query API, costs.py) these or authorization_failed. Cost knobs: the actual cost
@@ -59,7 +62,7 @@ of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbe
 import time
 from decimal import Decimal, InvalidOperation
 
-from . import aks, costs, extensions, prices, quirks, spot
+from . import aks, costs, extensions, guest_setup, prices, quirks, spot
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .entra import control as entra_control
@@ -103,6 +106,7 @@ def _faults(cloud: Cloud, body: dict) -> Response:
     if op not in FAULT_OPS:
         raise _bad(f"Unknown op '{op}'. Known: {', '.join(sorted(FAULT_OPS))}.")
     known = SYNC_KINDS | ASYNC_KINDS | quirks.FAULT_KINDS | set(extensions.EXIT_KINDS)
+    known |= guest_setup.FAULT_KINDS
     if kind in extensions.EXIT_KINDS and op != "vm.extension.create":
         raise _bad(f"Kind '{kind}' applies only to vm.extension.create.")
     if kind not in known:
@@ -111,7 +115,7 @@ def _faults(cloud: Cloud, body: dict) -> Response:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(quirks.CREATE_OPS))}.")
     if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
-    for module in (prices, costs, entra_control):
+    for module in (prices, costs, entra_control, guest_setup):
         ops = getattr(module, "FAULT_OPS", {getattr(module, "FAULT_OP", "")})
         if op in ops and kind not in module.FAULT_KINDS:
             raise _bad(f"Op '{op}' takes only {', '.join(sorted(module.FAULT_KINDS))}.")
@@ -164,14 +168,18 @@ def _latency(cloud: Cloud, body: dict) -> Response:
 def _extensions(cloud: Cloud, body: dict) -> Response:
     seconds = _field(body, "seconds", (int, float), default=None)
     required = _field(body, "drivers_required", bool, default=None)
-    if seconds is not None and seconds < 0:
-        raise _bad("'seconds' must not be negative.")
+    setup = _field(body, "setup_seconds", (int, float), default=None)
+    if (seconds is not None and seconds < 0) or (setup is not None and setup < 0):
+        raise _bad("'seconds' and 'setup_seconds' must not be negative.")
     play = cloud.extension_play
     if seconds is not None:
         play.seconds = float(seconds)  # Applies to installs started from now on.
     if required is not None:
         play.drivers_required = required
-    return Response(200, {"seconds": play.seconds, "drivers_required": play.drivers_required})
+    if setup is not None:
+        play.setup_seconds = float(setup)
+    shown = {"drivers_required": play.drivers_required, "setup_seconds": play.setup_seconds}
+    return Response(200, {"seconds": play.seconds, **shown})
 
 
 def _hang(cloud: Cloud, body: dict) -> Response:

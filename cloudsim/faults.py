@@ -49,14 +49,17 @@ def _quota_fault(
     return errors.quota_exceeded(subscription, family, location, limit, used, vcpus)
 
 
-def allocation_error(cloud: Cloud, op: str, location: str, size: str) -> dict | None:
+def allocation_error(
+    cloud: Cloud, op: str, location: str, size: str, *, reserved: bool = False
+) -> dict | None:
     """The LRO error an allocation of `size` will end with, or None if it will succeed.
 
     Decided now (the slot is taken now) but reported when the operation completes, like Azure.
-    An injected allocation fault wins over the capacity check."""
+    An injected allocation fault wins over the capacity check; a VM taking an unused instance
+    of its capacity reservation (`reserved`) needs no free slot of the region."""
     fault = cloud.take_fault(op, ASYNC_KINDS)
     if fault is not None:
         return errors.allocation_failed(zonal=fault.kind == "zonal_allocation_failed")
-    if cloud.free_capacity(location, size) <= 0:
+    if not reserved and cloud.free_capacity(location, size) <= 0:
         return errors.allocation_failed()
     return None

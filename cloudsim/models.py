@@ -90,6 +90,10 @@ class VM:
     # the driver extension; the agent sees no GPU without it (when the Cloud asks for drivers).
     driver: bool = False
     rebooting: tuple[float, float] | None = None  # (from, until) unix seconds: a guest reboot.
+    # The environment layer's setup in the guest (cloudsim.guest_setup): when it began (unix
+    # seconds) and whether it fails.
+    setup_began: float | None = None
+    setup_fails: bool = False
     extensions: dict[str, "Extension"] = field(default_factory=dict)  # By lower-case name.
 
     @property
@@ -101,10 +105,13 @@ class VM:
 @dataclass
 class ExtensionPlay:
     """How VM extensions play (cloudsim.extensions): seconds an install takes (None: 4 x the
-    LRO latency), and whether a VM's agent sees its GPUs only once it has a driver."""
+    LRO latency), and whether a VM's agent sees its GPUs only once it has a driver; and seconds
+    an environment layer's setup takes in the guest (cloudsim.guest_setup; None: 2 x the LRO
+    latency)."""
 
     seconds: float | None = None
     drivers_required: bool = False
+    setup_seconds: float | None = None
 
 
 @dataclass
@@ -198,3 +205,34 @@ class AgentPool:
     active_op: str | None = None
     last_error: dict | None = None
     etag: str = field(default_factory=lambda: str(uuid.uuid4()))
+
+
+@dataclass
+class CapacityReservationGroup:
+    """A Microsoft.Compute/capacityReservationGroups resource (cloudsim.reservations), holding
+    its capacity reservations by lower-case name."""
+
+    id: str
+    name: str
+    location: str
+    tags: dict
+    zones: list | None = None
+    reservations: dict[str, "CapacityReservation"] = field(default_factory=dict)
+
+
+@dataclass
+class CapacityReservation:
+    """A capacity reservation of `capacity` instances of `size`; `held` while its instances
+    hold slots of the region (from when its create was accepted until its delete ends)."""
+
+    id: str
+    name: str
+    group_id: str
+    location: str
+    size: str
+    capacity: int
+    tags: dict = field(default_factory=dict)
+    provisioning: str = "Creating"
+    held: bool = False
+    reservation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
+    created: float = field(default_factory=time.time)

@@ -25,7 +25,7 @@ import re
 import time
 from typing import TYPE_CHECKING
 
-from .agent_protocol import DEFAULT_SPIKE_EVERY, gpu_model, mig_memory_mib
+from .agent_protocol import DEFAULT_SPIKE_EVERY, GPU_BUSY_PROFILES, gpu_model, mig_memory_mib
 from .protocol import Request, Response
 
 if TYPE_CHECKING:
@@ -112,7 +112,7 @@ def _container_series(cloud, cluster, pod, container, index, metric, now):
     model = gpu_model(node_labels.get("node.kubernetes.io/instance-type", ""))
     memory = mig_memory_mib(mig) if mig else model.memory_mib
     spike = profile == "spiky" and int(now // 60) % DEFAULT_SPIKE_EVERY == 0
-    busy = profile in ("busy", "batch") or spike
+    busy = profile in GPU_BUSY_PROFILES or spike
     rng = random.Random(f"{meta.get('uid', meta['name'])}:{metric}:{int(now)}")
     base = {
         "modelName": model.name or "",

@@ -16,6 +16,7 @@ from . import (
     locations,
     network,
     prices,
+    reservations,
     spot,
     vm_resize,
     vms,
@@ -50,6 +51,16 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
         "GET": extensions.get_extension,
         "PUT": extensions.put_extension,
         "DELETE": extensions.delete_extension,
+    },
+    (COMPUTE, "capacityreservationgroups", ()): {
+        "GET": reservations.get_group,
+        "PUT": reservations.put_group,
+        "DELETE": reservations.delete_group,
+    },
+    (COMPUTE, "capacityreservationgroups", ("capacityreservations", CHILD)): {
+        "GET": reservations.get_reservation,
+        "PUT": reservations.put_reservation,
+        "DELETE": reservations.delete_reservation,
     },
     (COMPUTE, "disks", ()): {
         "GET": disks.get_disk,

@@ -10,7 +10,7 @@ import copy
 import dataclasses
 from dataclasses import dataclass
 
-from . import disks, errors, faults, quirks, spot, views, vm_resize
+from . import disks, errors, faults, quirks, reservations, spot, views, vm_resize
 from .cloud import Cloud
 from .errors import ArmError
 from .extensions import image_carries_driver
@@ -226,7 +226,8 @@ def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     vm = _new_vm(req, spec, size)
     vm.driver = image_carries_driver(dig(spec.properties, "storageProfile", "imageReference") or {})
     disks.ensure_name_free(cloud, vm)
-    error = faults.allocation_error(cloud, "vm.create", vm.location, size.name)
+    reserved = reservations.checked_association(cloud, vm)
+    error = faults.allocation_error(cloud, "vm.create", vm.location, size.name, reserved=reserved)
     vm.allocated = error is None  # The slot is taken now, so concurrent creates see it.
     cloud.vms[key_of(vm.id)] = vm
     _bind_nics(cloud, vm, spec.nic_refs)
@@ -337,7 +338,10 @@ def start_vm(cloud: Cloud, req: Request) -> Response:
     vm.wants_running = True
     error = None
     if not vm.allocated:
-        error = faults.allocation_error(cloud, "vm.start", vm.location, vm.size)
+        reserved = reservations.reserved_for(cloud, vm)
+        error = faults.allocation_error(
+            cloud, "vm.start", vm.location, vm.size, reserved=reserved
+        )
         vm.allocated = error is None
     if vm.power != "running":
         vm.power = "starting"

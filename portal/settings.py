@@ -461,6 +461,11 @@ PROMETHEUS_TIMEOUT = env.float("PROMETHEUS_TIMEOUT", default=5.0)  # Seconds per
 AZURE_PRECHECK_RETRY_SECONDS = env.float("AZURE_PRECHECK_RETRY_SECONDS", default=300.0)
 # Seconds between looks at a MIG pod waiting for a free slice (it starts by itself once bound).
 KUBE_PENDING_RETRY_SECONDS = env.float("KUBE_PENDING_RETRY_SECONDS", default=15.0)
+# Seconds between looks at a setting-up VM's agent (its driver, environment layer, JupyterLab),
+# and how long it may set up before it fails (the layer's unit gives up after 60 minutes and
+# the driver extension takes up to ~20: docs/environments.md, "From request to Ready").
+SETUP_POLL_SECONDS = env.float("SETUP_POLL_SECONDS", default=5.0)
+SETUP_TIMEOUT_MINUTES = env.int("SETUP_TIMEOUT_MINUTES", default=90)
 # Seconds between checks of running Spot VMs' power states for evictions (Celery beat).
 SPOT_EVICTION_CHECK_SECONDS = env.float("SPOT_EVICTION_CHECK_SECONDS", default=60.0)
 # Seconds the approval queue keeps Azure's quota-left figures before asking ARM again.

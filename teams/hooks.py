@@ -25,8 +25,9 @@ from decimal import Decimal
 from typing import TYPE_CHECKING, Any, Protocol
 
 from django.contrib.auth.models import User
-from django.core.exceptions import ImproperlyConfigured
 from django.db import models, transaction
+
+from common.hooks import Callbacks, Provided
 
 if TYPE_CHECKING:
     from common.permissions import Actor
@@ -49,14 +50,11 @@ class DecisionCallback(Protocol):
     ) -> None: ...
 
 
-_decision_callbacks: list[DecisionCallback] = []
+_decision_callbacks: Callbacks[DecisionCallback] = Callbacks()
 
 
-def on_request_decided(callback: DecisionCallback) -> DecisionCallback:
-    """Register ``callback`` to hear of every decided quota request; returns it."""
-    if callback not in _decision_callbacks:
-        _decision_callbacks.append(callback)
-    return callback
+# Register a callback to hear of every decided quota request; returns it.
+on_request_decided = _decision_callbacks.register
 
 
 def request_decided(
@@ -69,7 +67,7 @@ def request_decided(
     resize_to: str = "",
 ) -> None:
     """Call every registered decision callback (see the module's docstring)."""
-    for callback in _decision_callbacks:
+    for callback in _decision_callbacks.callbacks:
         callback(
             workspace_id=workspace_id, decision=decision, actor=actor, reason=reason, now=now,
             resize_to=resize_to,
@@ -83,20 +81,17 @@ class IdentityCallback(Protocol):
     def __call__(self, *, user: User) -> object: ...
 
 
-_identity_callbacks: list[IdentityCallback] = []
+_identity_callbacks: Callbacks[IdentityCallback] = Callbacks()
 
 
-def on_identity_changed(callback: IdentityCallback) -> IdentityCallback:
-    """Register ``callback`` to hear of every committed change of a user's Entra ID identity;
-    returns it."""
-    if callback not in _identity_callbacks:
-        _identity_callbacks.append(callback)
-    return callback
+# Register a callback to hear of every committed change of a user's Entra ID identity;
+# returns it.
+on_identity_changed = _identity_callbacks.register
 
 
 def identity_changed(*, user: User) -> None:
     """Call every registered identity callback (after the change committed)."""
-    for callback in _identity_callbacks:
+    for callback in _identity_callbacks.callbacks:
         callback(user=user)
 
 
@@ -115,15 +110,12 @@ class MemberLeftCallback(Protocol):
     def __call__(self, *, team: Team, user: User, reason: str, now: datetime) -> None: ...
 
 
-_member_left_callbacks: list[MemberLeftCallback] = []
+_member_left_callbacks: Callbacks[MemberLeftCallback] = Callbacks()
 log = logging.getLogger(__name__)
 
 
-def on_member_left(callback: MemberLeftCallback) -> MemberLeftCallback:
-    """Register ``callback`` to hear of every member who left a team; returns it."""
-    if callback not in _member_left_callbacks:
-        _member_left_callbacks.append(callback)
-    return callback
+# Register a callback to hear of every member who left a team; returns it.
+on_member_left = _member_left_callbacks.register
 
 
 def member_left_announce(*, team: Team, user: User, reason: str, now: datetime) -> None:
@@ -134,7 +126,7 @@ def member_left_announce(*, team: Team, user: User, reason: str, now: datetime) 
 
 def _member_left(team: Team, user: User, reason: str, now: datetime) -> None:
     # A callback's failure must not undo or hide the others': the leave itself is done.
-    for callback in _member_left_callbacks:
+    for callback in _member_left_callbacks.callbacks:
         try:
             callback(team=team, user=user, reason=reason, now=now)
         except Exception:
@@ -155,20 +147,17 @@ class MergeCallback(Protocol):
     def __call__(self, *, local: User, entra: User) -> dict[str, int]: ...
 
 
-_merge_callbacks: list[MergeCallback] = []
+_merge_callbacks: Callbacks[MergeCallback] = Callbacks()
 
 
-def on_account_merged(callback: MergeCallback) -> MergeCallback:
-    """Register ``callback`` to move what the apps above own of a merged account; returns it."""
-    if callback not in _merge_callbacks:
-        _merge_callbacks.append(callback)
-    return callback
+# Register a callback to move what the apps above own of a merged account; returns it.
+on_account_merged = _merge_callbacks.register
 
 
 def account_merged(*, local: User, entra: User) -> dict[str, int]:
     """Call every registered merge callback; their counts, together."""
     moved: dict[str, int] = {}
-    for callback in _merge_callbacks:
+    for callback in _merge_callbacks.callbacks:
         moved.update(callback(local=local, entra=entra))
     return moved
 
@@ -200,22 +189,16 @@ class TeamOverviewOne(Protocol):
     def __call__(self, *, user: Actor, team: Team, now: datetime) -> TeamOverviewRow: ...
 
 
-_overview_one: list[TeamOverviewOne] = []
+_overview_one: Provided[TeamOverviewOne] = Provided(
+    "the team overview (billing registers it in BillingConfig.ready())"
+)
 
 
 def provide_team_overview(*, one: TeamOverviewOne) -> None:
     """Register the team overview's row of one team (TeamOverviewOne)."""
-    _overview_one[:] = [one]
-
-
-def _missing() -> ImproperlyConfigured:
-    return ImproperlyConfigured(
-        "No app provides the team overview (billing registers it in BillingConfig.ready())."
-    )
+    _overview_one.provide(one)
 
 
 def team_overview_one(*, user: Actor, team: Team, now: datetime) -> TeamOverviewRow:
     """One team's overview row. Raises ImproperlyConfigured when no app provided it."""
-    if not _overview_one:
-        raise _missing()
-    return _overview_one[0](user=user, team=team, now=now)
+    return _overview_one.get()(user=user, team=team, now=now)

@@ -8,6 +8,7 @@ from django.contrib.auth import get_user_model
 from django.utils import timezone
 
 from teams.models import Membership, Role, Team
+from workspaces.backends.vm_request import workspace_request
 from workspaces.models import SizeOffering, Workspace
 from workspaces.states import Status
 
@@ -78,3 +79,20 @@ class WorkspaceFactory(factory.django.DjangoModelFactory):
     request_key = factory.LazyFunction(uuid.uuid4)
     created_at = factory.LazyFunction(timezone.now)
     updated_at = factory.LazyFunction(timezone.now)
+
+
+def vm_request(cast, name="ws", *, offering=None, user=None, **extra):
+    """A VM workspace requested through the service by ``user`` (the cast's researcher) in the
+    cast's team, as the request left it, reloaded: with eager Celery and the emulator, the
+    worker has already moved it on (Running, Failed, Setting up...)."""
+    ws = workspace_request(
+        user=user or cast.researcher,
+        team=cast.team,
+        name=name,
+        offering=offering or OfferingFactory(),
+        ssh_public_key=SSH_KEY,
+        request_key=uuid.uuid4(),
+        now=timezone.now(),
+        **extra,
+    )
+    return Workspace.objects.get(pk=ws.pk)

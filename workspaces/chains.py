@@ -42,13 +42,15 @@ RELEASED: dict[str, Any] = {"operation_claim": "", "operation_due_at": None}
 class Next(Enum):
     """What a chain does after one step: nothing more (DONE), poll the Azure operation again
     in AZURE_POLLING_INTERVAL seconds (POLL), check Azure's quota and SKU restrictions again in
-    AZURE_PRECHECK_RETRY_SECONDS (WAIT), or look at a MIG pod waiting for a free slice again in
-    KUBE_PENDING_RETRY_SECONDS (PENDING)."""
+    AZURE_PRECHECK_RETRY_SECONDS (WAIT), look at a MIG pod waiting for a free slice again in
+    KUBE_PENDING_RETRY_SECONDS (PENDING), or read a setting-up VM's agent again in
+    SETUP_POLL_SECONDS (SETUP)."""
 
     DONE = "done"
     POLL = "poll"
     WAIT = "wait"
     PENDING = "pending"
+    SETUP = "setup"
 
 
 def retry_delay(*, attempt: int, retry_after: float | None) -> float:
@@ -114,8 +116,8 @@ def run(
 
     ``step`` does one step and raises CloudError for a transient Azure error; after
     WORKSPACE_RETRY_MAX such errors in a row, ``give_up(error)`` records the failure. Eager
-    tasks (tests) poll and retry in place and do not wait for WAIT or PENDING: the caller
-    runs them again.
+    tasks (tests) poll and retry in place and do not wait for WAIT, PENDING or SETUP: the
+    caller runs them again.
     """
     claim = hold(rows, claim=claim, now=timezone.now())
     if not claim:
@@ -150,6 +152,8 @@ def _countdown(step: Next, eager: bool) -> float | None:
         return float(settings.AZURE_PRECHECK_RETRY_SECONDS)
     if step is Next.PENDING:
         return float(settings.KUBE_PENDING_RETRY_SECONDS)
+    if step is Next.SETUP:
+        return float(settings.SETUP_POLL_SECONDS)
     return None
 
 

@@ -83,7 +83,16 @@ CLOCK_SKEW_SECONDS = 300  # samples further ahead of the portal's clock are drop
 MAX_SAMPLE_AGE = timedelta(hours=25)
 _POLICY = "workspace__team__idle_policy__"
 _ACTIVITY = ("last_at", "evidence_since", "busy_since", "active_at")
-_LATEST = ("nvml", "gpus", "interactive", "cpu_percent", "driver", "setup")
+_LATEST = (
+    "nvml",
+    "gpus",
+    "interactive",
+    "cpu_percent",
+    "driver",
+    "setup",
+    "setup_log",
+    "jupyter",
+)
 # Failures of the database itself, after which a batch is kept to be stored again; any other
 # error storing a batch is taken to come from its data.
 _DATABASE_DOWN = (OperationalError, InterfaceError)
@@ -375,7 +384,7 @@ def _fresh(agent: Agent, samples: list[ParsedSample], now: datetime) -> list[Par
 
 def _fold(agent: Agent, fresh: list[ParsedSample]) -> None:
     """Fold into ``agent`` in place, so a later heartbeat of the same batch builds on it."""
-    samples = (idle.Sample(s.at, s.gpu_util, s.interactive) for s in fresh)
+    samples = (idle.Sample(s.at, s.gpu_util, s.interactive, s.user_active_at) for s in fresh)
     activity = idle.fold(idle.activity_of(agent), samples, _policy(agent))
     latest = fresh[-1]
     agent.update(
@@ -389,6 +398,8 @@ def _fold(agent: Agent, fresh: list[ParsedSample]) -> None:
         cpu_percent=latest.cpu_percent,
         driver=latest.driver,
         setup=latest.setup,
+        setup_log=list(latest.setup_log),
+        jupyter=latest.jupyter,
     )
 
 

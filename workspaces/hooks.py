@@ -23,7 +23,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import TYPE_CHECKING, Protocol
 
-from django.core.exceptions import ImproperlyConfigured
+from common.hooks import Callbacks, Provided
 
 if TYPE_CHECKING:
     from django.db.models import Expression, Subquery
@@ -40,22 +40,16 @@ class TransitionCallback(Protocol):
     ) -> None: ...
 
 
-_transition_callbacks: list[TransitionCallback] = []
-
-
-def on_transition(callback: TransitionCallback) -> TransitionCallback:
-    """Register ``callback`` to hear of every status change; returns it (usable as a
-    decorator)."""
-    if callback not in _transition_callbacks:
-        _transition_callbacks.append(callback)
-    return callback
+_transitions: Callbacks[TransitionCallback] = Callbacks()
+# Register a callback to hear of every status change; returns it (usable as a decorator).
+on_transition = _transitions.register
 
 
 def transition_happened(
     *, workspace_id: uuid.UUID | str, expected: str, to: str, now: datetime
 ) -> None:
     """Call every registered transition callback (see the module's docstring)."""
-    for callback in _transition_callbacks:
+    for callback in _transitions.callbacks:
         callback(workspace_id=workspace_id, expected=expected, to=to, now=now)
 
 
@@ -140,22 +134,18 @@ class _Spend:
     workspace_cost: WorkspaceCost
 
 
-_spend: list[_Spend] = []
+_spend: Provided[_Spend] = Provided("spend (billing registers it in BillingConfig.ready())")
 
 
 def provide_spend(
     *, team_spend: TeamSpend, spot_price: SpotPrice, workspace_cost: WorkspaceCost
 ) -> None:
     """Register billing's answers (their Protocols say what each takes and returns)."""
-    _spend[:] = [_Spend(team_spend, spot_price, workspace_cost)]
+    _spend.provide(_Spend(team_spend, spot_price, workspace_cost))
 
 
 def _provided() -> _Spend:
-    if not _spend:
-        raise ImproperlyConfigured(
-            "No app provides spend (billing registers it in BillingConfig.ready())."
-        )
-    return _spend[0]
+    return _spend.get()
 
 
 def team_spend(*, team_ids: Iterable[int], now: datetime) -> Mapping[int, TeamSpendFigures]:
@@ -176,14 +166,12 @@ def workspace_cost(*, workspace: Workspace, now: datetime) -> WorkspaceCostFigur
     return _provided().workspace_cost(workspace=workspace, now=now)
 
 
-_recommendation: list[WorkspaceRecommendation] = []
-
-
-def provide_recommendation(callback: WorkspaceRecommendation) -> None:
-    """Register billing's right-sizing panel of a workspace."""
-    _recommendation[:] = [callback]
+_recommendation: Provided[WorkspaceRecommendation] = Provided("right-sizing panels")
+# Register billing's right-sizing panel of a workspace.
+provide_recommendation = _recommendation.provide
 
 
 def workspace_recommendation(*, workspace: Workspace) -> RightsizingPanel | None:
     """The workspace's right-sizing panel; None when no app provides one."""
-    return _recommendation[0](workspace=workspace) if _recommendation else None
+    panel = _recommendation.given
+    return panel(workspace=workspace) if panel is not None else None

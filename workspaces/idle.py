@@ -9,6 +9,9 @@ Rules, in words:
 - A sample is *busy* when its highest GPU utilisation is at least ``gpu_threshold`` percent. A
   busy run counts as work once it has lasted ``spike_seconds``; a shorter one is a spike and
   is ignored. An interactive session (SSH login, busy Jupyter kernel) counts at once.
+- Work in an IDE counts from when it happened (``user_active_at``: a kernel's last message, a
+  terminal's last input, a save; docs/agent-protocol.md, "IDE activity"), so a notebook whose
+  cells ran 10 minutes ago is idle for 10 minutes, not for as long as its tab stays open.
 - Idleness needs evidence: a silence longer than ``gap_seconds`` between samples restarts it,
   so a workspace is never stopped for idleness over a stretch nobody saw.
 - With no sample for ``gap_seconds`` the agent is *silent*: the workspace shows "no telemetry"
@@ -33,11 +36,14 @@ from zoneinfo import ZoneInfo
 @dataclass(frozen=True)
 class Sample:
     """One heartbeat sample: ``gpu_util`` is the highest GPU utilisation (percent), None when
-    the agent could not read NVML; ``interactive`` counts SSH sessions and busy kernels."""
+    the agent could not read NVML; ``interactive`` counts SSH sessions and busy kernels;
+    ``user_active_at`` is the user's last work in an IDE or terminal that the agent saw (None:
+    none seen, or an agent before 1.1)."""
 
     at: datetime
     gpu_util: int | None
     interactive: int = 0
+    user_active_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -129,6 +135,10 @@ def _fold_one(activity: Activity, sample: Sample, policy: Policy) -> Activity:
     )
     if sample.interactive > 0 or sustained:
         active_at = sample.at
+    worked = sample.user_active_at
+    if worked is not None:
+        worked = min(worked, sample.at)  # work is never later than the sample saying so
+        active_at = worked if active_at is None else max(active_at, worked)
     return replace(activity, last_at=sample.at, busy_since=busy_since, active_at=active_at)
 
 

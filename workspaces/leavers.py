@@ -35,7 +35,7 @@ from workspaces.states import Status
 
 log = logging.getLogger(__name__)
 LEAVER_RECHECK_SECONDS = 600  # a VM create or start on Azure takes a few minutes
-IN_FLIGHT = (Status.REQUESTED, Status.PROVISIONING, Status.STARTING)
+IN_FLIGHT = (Status.REQUESTED, Status.PROVISIONING, Status.SETTING_UP, Status.STARTING)
 
 
 @dataclass

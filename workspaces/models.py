@@ -331,6 +331,10 @@ class WorkspaceAgent(models.Model):
     # "step: state", as the latest sample said (docs/agent-protocol.md).
     driver = models.CharField(max_length=16, blank=True)
     setup = models.CharField(max_length=64, blank=True)
+    # The setup log's last lines when a step failed, and whether JupyterLab answered the agent
+    # on the workspace's private address ("answers", "silent", "" when it has none).
+    setup_log = models.JSONField(default=list, blank=True, help_text="[line]")
+    jupyter = models.CharField(max_length=16, blank=True)
     # The owner was warned of the stop due at this time (one warning per stop time).
     warned_stop_at = models.DateTimeField(null=True, blank=True)
     # The owner was told the agent is silent since this time (once per silence).

@@ -51,6 +51,8 @@ def workspace_advance(*, workspace_id: UUID | str, clock: Callable[[], datetime]
 # Where a workspace goes when Azure refuses its operation for good.
 FAILED_TO = {
     Status.PROVISIONING: Status.FAILED,
+    # The driver extension failed: the VM is deleted with the failed create's clean-up.
+    Status.SETTING_UP: Status.FAILED,
     Status.STOPPING: Status.RUNNING,
     Status.STARTING: Status.STOPPED,
     # Retries of a resize exhausted: it keeps its size, deallocated; started again at that size
@@ -78,7 +80,7 @@ def workspace_operation_failed(
         _resize_given_up(workspace, error, now)
         return
     backend = backend_for(workspace.kind)
-    if workspace.status == Status.PROVISIONING:
+    if workspace.status in (Status.PROVISIONING, Status.SETTING_UP):
         backend.clean_up_failed_create(workspace)
     service = backend.service
     status = Status(workspace.status)

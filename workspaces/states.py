@@ -36,6 +36,7 @@ class Status(models.TextChoices):
     QUEUED = "queued", "Queued"
     REQUESTED = "requested", "Requested"
     PROVISIONING = "provisioning", "Provisioning"
+    SETTING_UP = "setting_up", "Setting up"
     RUNNING = "running", "Running"
     STOPPING = "stopping", "Stopping"
     STOPPED = "stopped", "Stopped"
@@ -58,6 +59,7 @@ STYLE: dict[str, StatusStyle] = {
     Status.QUEUED: StatusStyle("Queued", "info"),
     Status.REQUESTED: StatusStyle("Requested", "primary"),
     Status.PROVISIONING: StatusStyle("Provisioning", "primary"),
+    Status.SETTING_UP: StatusStyle("Setting up", "primary"),
     Status.RUNNING: StatusStyle("Running", "success"),
     Status.STOPPING: StatusStyle("Stopping", "primary"),
     Status.STOPPED: StatusStyle("Stopped", "secondary"),
@@ -95,6 +97,7 @@ ACTIVE = frozenset(
         Status.QUEUED,
         Status.REQUESTED,
         Status.PROVISIONING,
+        Status.SETTING_UP,
         Status.RUNNING,
         Status.STOPPING,
         Status.STARTING,
@@ -109,6 +112,7 @@ HOLDS_GPUS = frozenset(
     {
         Status.REQUESTED,
         Status.PROVISIONING,
+        Status.SETTING_UP,
         Status.RUNNING,
         Status.STOPPING,
         Status.STARTING,
@@ -119,11 +123,13 @@ HOLDS_GPUS = frozenset(
 # Counts against the per-user cap on workspaces held at once.
 HELD = frozenset(set(Status) - {Status.DELETED, Status.FAILED})
 # Compute is allocated, so the VM's hourly price accrues. Not Provisioning: the meter opens only
-# once Azure says the create succeeded (Running), so a create it refused costs nothing. A
+# once Azure says the create succeeded (Setting up, or Running for a VM without an environment),
+# so a create it refused costs nothing; Azure bills the minutes its driver and environment take
+# to install, and so does the portal. A
 # resizing VM is deallocated (the deallocate runs as Stopping), so its meter closes and reopens
 # at the new price on Starting. A delete keeps the meter open until Azure confirms it
 # (billing.meters.UNTIL_GONE).
-BILLABLE = frozenset({Status.RUNNING, Status.STOPPING, Status.STARTING})
+BILLABLE = frozenset({Status.SETTING_UP, Status.RUNNING, Status.STOPPING, Status.STARTING})
 # A MIG slice or namespace on AKS costs its share of the nodes only while its pod holds the slice
 # or its GPU quota is set: from running until stopped (a pod waiting for a slice costs nothing).
 BILLABLE_ON_AKS = frozenset({Status.RUNNING, Status.STOPPING})
@@ -132,6 +138,7 @@ IN_PROGRESS = frozenset(
     {
         Status.REQUESTED,
         Status.PROVISIONING,
+        Status.SETTING_UP,
         Status.STOPPING,
         Status.STARTING,
         Status.RESIZING,
@@ -154,6 +161,9 @@ NOTICE_TRUE_WHILE = {
 # Status while a worker acts -> (Azure operation, status once it succeeded).
 OPERATION = {
     Status.PROVISIONING: ("create", Status.RUNNING),
+    # The VM is up; its driver, environment layer and JupyterLab are not yet ready
+    # (workspaces.backends.vm_setup). Running once they are.
+    Status.SETTING_UP: ("setup", Status.RUNNING),
     Status.STOPPING: ("deallocate", Status.STOPPED),
     Status.STARTING: ("start", Status.RUNNING),
     # Changing the size of a deallocated VM (or moving a stopped MIG slice to another profile);
@@ -175,7 +185,12 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     ),
     # Requested again from provisioning: Azure had no room for the size, and the workspace
     # accepts equivalent sizes to try next (workspaces.backends.vm_placement).
-    Status.PROVISIONING: frozenset({Status.RUNNING, Status.FAILED, Status.REQUESTED}),
+    Status.PROVISIONING: frozenset(
+        {Status.SETTING_UP, Status.RUNNING, Status.FAILED, Status.REQUESTED}
+    ),
+    # A failed driver extension or environment layer fails it (the VM is deleted; Retry makes
+    # it again); its owner may delete it while it sets up.
+    Status.SETTING_UP: frozenset({Status.RUNNING, Status.FAILED, Status.DELETING}),
     # Stopped straight from running: Azure deallocated a Spot VM itself (an eviction).
     Status.RUNNING: frozenset({Status.STOPPING, Status.STOPPED, Status.DELETING}),
     # A failed deallocate leaves the VM running; a failed start leaves it deallocated. A

@@ -27,6 +27,7 @@ from django.db.models.functions import TruncHour
 from common.words import duration_words
 from teams.models import IdlePolicy
 from workspaces import idle
+from workspaces.ide_activity import ide_activity, ide_busy_kernels
 from workspaces.models import HOUR_FIGURES, TelemetryHour, TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
 
@@ -96,6 +97,11 @@ _FORGET: dict[str, Any] = {
     "silent_told_since": None,
     "kept_until": None,
     "store_failed_at": None,
+    # What the agent said of the driver and setup belongs to the VM it ran on.
+    "driver": "",
+    "setup": "",
+    "setup_log": [],
+    "jupyter": "",
 }
 
 
@@ -136,6 +142,10 @@ class ParsedSample:
     gpus_in_use: int = 0
     driver: str = ""  # "loaded", "missing", or "" (an agent that does not say)
     setup: str = ""  # the environment setup's "step: state", "" when none
+    setup_log: tuple[str, ...] = ()  # the setup log's last lines, when a step failed
+    jupyter: str = ""  # "answers" / "silent": JupyterLab on the private address; "" unknown
+    # The user's last work in an IDE or terminal that an open tab does not fake (ide_activity).
+    user_active_at: datetime | None = None
 
 
 def heartbeat_parse(body: bytes) -> list[ParsedSample]:
@@ -193,12 +203,13 @@ def _sample(index: int, raw: object) -> ParsedSample:
     utils = [g["util"] for g in shown if g["util"] is not None]
     nvml = _text(raw.get("nvml"), f"{where}.nvml", 200)
     ssh = _int(raw, "ssh_sessions", where, 0, 10_000)
-    kernels = _int(raw, "jupyter_busy_kernels", where, 0, 10_000)
+    kernels = max(_int(raw, "jupyter_busy_kernels", where, 0, 10_000), ide_busy_kernels(raw))
     cpu = raw.get("cpu_percent")
     if cpu is not None and not _number(cpu, 0, 100):
         raise HeartbeatRefused(400, f"{where}.cpu_percent must be a number from 0 to 100.")
+    at = _when(raw.get("at"), where)
     return ParsedSample(
-        at=_when(raw.get("at"), where),
+        at=at,
         nvml=nvml,
         gpus=shown,
         gpu_util=max(utils) if utils else None,
@@ -210,6 +221,9 @@ def _sample(index: int, raw: object) -> ParsedSample:
         gpus_in_use=sum(1 for g in shown if g["mem_used"] >= GPU_IN_USE_MIB),
         driver=str(raw["driver"]) if raw.get("driver") in DRIVER_STATES else "",
         setup=_setup(raw.get("setup")),
+        setup_log=_setup_log(raw.get("setup")),
+        jupyter=_jupyter(raw.get("jupyter_ready")),
+        user_active_at=ide_activity(raw, at),
     )
 
 
@@ -226,6 +240,29 @@ def _setup(raw: object) -> str:
     if not isinstance(step, str) or not step.isprintable() or not 0 < len(step) <= 32:
         return ""
     return f"{step}: {raw['state']}"
+
+
+MAX_LOG_LINES, MAX_LOG_LINE = 20, 200  # the setup log's tail: lines, characters per line
+
+
+def _setup_log(raw: object) -> tuple[str, ...]:
+    """The setup log's last lines (docs/agent-protocol.md, ``setup.log_tail``): at most
+    MAX_LOG_LINES, each cut to MAX_LOG_LINE characters with what is not printable replaced.
+    Shown to the workspace's owner, so a newer agent's other shapes are dropped, not refused."""
+    tail = raw.get("log_tail") if isinstance(raw, dict) else None
+    if not isinstance(tail, list):
+        return ()
+    lines = [line for line in tail[-MAX_LOG_LINES:] if isinstance(line, str)]
+    return tuple(
+        "".join(c if c.isprintable() else "?" for c in line[:MAX_LOG_LINE]) for line in lines
+    )
+
+
+def _jupyter(raw: object) -> str:
+    """JupyterLab's answer to the agent: True "answers", False "silent", else unknown."""
+    if raw is True:
+        return "answers"
+    return "silent" if raw is False else ""
 
 
 def _gpu(where: str, raw: object) -> dict[str, Any]:

@@ -121,7 +121,11 @@ def mig(
         str | None, typer.Option(help="GPU model, e.g. A100 (when several serve the profile).")
     ] = None,
     image: Annotated[
-        str, typer.Option(help="Container image (default: JupyterLab with PyTorch).")
+        str, typer.Option(help="Your own container image, pinned by version or digest.")
+    ] = "",
+    environment: Annotated[
+        str,
+        typer.Option(help="A container environment of the catalog (`gpuportal environments`)."),
     ] = "",
     justification: Justification = "",
     wait: Wait = False,
@@ -135,6 +139,7 @@ def mig(
         "justification": justification,
         "mig_profile": profile,
         "image": image,
+        "environment": environment,
     }
     if gpu_model:
         body["gpu_model"] = gpu_model

@@ -4,7 +4,6 @@ workspaces.backends.KindForm)."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -14,11 +13,14 @@ from django.db.models import QuerySet
 from django.urls import reverse
 
 from clusters import selectors as cluster_selectors
-from clusters.backends.mig import workspace_request_mig
+from clusters.backends.mig import MigBackend, workspace_request_mig
 from clusters.backends.namespace import workspace_request_namespace
 from clusters.models import NodePool
 from clusters.selectors import MigChoice, PoolRow
 from common.validation import TextField
+from environments.models import Environment
+from environments.selectors import environment_choices
+from environments.validation import container_image_clean
 from teams.models import Team
 from workspaces.backends import ApiField, KindForm
 from workspaces.forms import clean_workspace_name
@@ -71,36 +73,50 @@ class MigRequestForm(_AksRequestForm):
             "required": "Choose a MIG profile.",
         },
     )
+    environment = forms.ChoiceField(
+        required=False,
+        help_text="A container image from the catalog, pinned by version or digest.",
+        error_messages={"invalid_choice": "That is not an environment your team can choose."},
+    )
     image = TextField(
         max_length=200,
         required=False,
-        help_text="Container image; JupyterLab with PyTorch by default.",
+        help_text="Or your own container image, pinned: registry/name:version or @sha256:…",
     )
-    field_order = ["team", "name", "profile", "image", "justification"]
+    field_order = ["team", "name", "profile", "environment", "image", "justification"]
 
-    def __init__(self, *args: Any, choices: list[MigChoice], **kwargs: Any) -> None:
-        """``choices``: clusters.selectors.MigChoice of the chosen team."""
+    def __init__(
+        self,
+        *args: Any,
+        choices: list[MigChoice],
+        environments: list[Environment] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        """``choices``: clusters.selectors.MigChoice of the chosen team; ``environments``:
+        the container environments it may choose, best first (the first is the default)."""
         super().__init__(*args, url_name="workspaces:request-mig", **kwargs)
         self.choices = choices
+        self.environments = environments or []
         cast(forms.ChoiceField, self.fields["profile"]).choices = [
             (f"{c.gpu_model}|{c.profile}", f"{c.gpu_model} {c.profile}") for c in choices
         ]
+        cast(forms.ChoiceField, self.fields["environment"]).choices = [("", "Default")] + [
+            (e.slug, f"{e.name} ({e.container_image})") for e in self.environments
+        ]
+
+    def clean_environment(self) -> Environment | None:
+        slug = self.cleaned_data["environment"]
+        return next((e for e in self.environments if e.slug == slug), None)
 
     def clean_image(self) -> str:
         image: str = self.cleaned_data["image"].strip()
-        if image and not IMAGE_RE.match(image):
-            raise forms.ValidationError(
-                "An image reference looks like registry/name:tag, e.g. "
-                "quay.io/jupyter/pytorch-notebook:cuda12-latest."
-            )
-        return image
-
-
-# registry/path[:tag][@sha256:digest], as the OCI distribution spec names them (simplified).
-IMAGE_RE = re.compile(
-    r"^[a-z0-9]+([._-][a-z0-9]+)*(:[0-9]+)?(/[a-z0-9]+([._-][a-z0-9]+)*)*"
-    r"(:[A-Za-z0-9_][A-Za-z0-9._-]{0,127})?(@sha256:[a-f0-9]{64})?$"
-)
+        if not image:
+            return ""
+        try:
+            # Pinned, as a catalog entry is, so the workspace can be made the same again.
+            return container_image_clean(image)
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from exc
 
 
 class NamespaceRequestForm(_AksRequestForm):
@@ -133,14 +149,26 @@ class NamespaceRequestForm(_AksRequestForm):
         return next(r.pool for r in self.pools if str(r.pool.pk) == chosen)
 
 
+MIG_KIND = MigBackend.kind
+
+
 def _mig_choices(team: Team | None) -> dict[str, Any]:
-    return {"choices": cluster_selectors.mig_choices(team=team) if team else []}
+    if team is None:
+        return {"choices": [], "environments": []}
+    return {
+        "choices": cluster_selectors.mig_choices(team=team),
+        "environments": environment_choices(team=team, kind=MIG_KIND),
+    }
 
 
 def _mig_request(*, data: Mapping[str, Any], **common: Any) -> Workspace:
     gpu_model, profile = data["profile"].split("|", 1)
     return workspace_request_mig(
-        profile=profile, gpu_model=gpu_model, image=data["image"], **common
+        profile=profile,
+        gpu_model=gpu_model,
+        image=data["image"],
+        environment=data.get("environment"),
+        **common,
     )
 
 
@@ -150,7 +178,11 @@ def _mig_api_data(values: Mapping[str, Any], form: Any, user: User) -> dict[str,
     profile, model = values["mig_profile"], values["gpu_model"]
     found = [c for c in form.choices if c.profile == profile and model in ("", c.gpu_model)]
     model = model or (found[0].gpu_model if len(found) == 1 else "")
-    return {"profile": f"{model}|{profile}", "image": values["image"]}
+    return {
+        "profile": f"{model}|{profile}",
+        "image": values["image"],
+        "environment": values["environment"],
+    }
 
 
 def _namespace_choices(team: Team | None) -> dict[str, Any]:
@@ -181,6 +213,7 @@ MIG = KindForm(
         ApiField("mig_profile", str, max_length=16, required=True),
         ApiField("gpu_model", str, max_length=16),
         ApiField("image", str, max_length=200),
+        ApiField("environment", str, max_length=64),
     ),
     api_form_data=_mig_api_data,
     api_names={"profile": "mig_profile"},

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -30,6 +31,9 @@ from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
+from environments.models import Environment
+from environments.recipes import recipe_for
+from environments.selectors import environment_default
 from teams.models import Profile, Team
 from workspaces import telemetry
 from workspaces.backends import (
@@ -51,7 +55,10 @@ from workspaces.requests import Ask, WorkspaceActionError, check_member, workspa
 from workspaces.states import Status
 from workspaces.telemetry import ParsedSample
 
-DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-latest"
+# Without a container environment in the catalog (docs/environments.md): Jupyter's PyTorch
+# image with CUDA 12, pinned to a dated build (jupyter/docker-stacks tags its images
+# "<variant>-<YYYY-MM-DD>"; "cuda12-latest" moves).
+DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2024-09-30"
 JUPYTER_PORT = 8888
 # A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
 # A MIG pod holds its slice from the moment it is bound: running, or on its way down.
@@ -327,11 +334,15 @@ def workspace_request_mig(
     request_key: UUID,
     now: datetime,
     image: str = "",
+    environment: Environment | None = None,
     justification: str = "",
 ) -> Workspace:
     """Ask for one MIG slice of ``profile`` ("1g.10gb") on a ``gpu_model`` GPU, placed on the
     team's ready pool serving it with the most free instances. It counts slices/7 of a GPU
     against the team's quota of that model, and costs that share of the node price (USD/hour).
+    Its container runs ``image`` when given (the researcher's own, pinned), else
+    ``environment``'s image, else the team's default container environment's (recorded on the
+    workspace, environments.recipes), else DEFAULT_IMAGE.
     Raises WorkspaceActionError when no pool on the team's clusters serves the profile, and
     JustificationNeeded above quota without a reason."""
     check_member(user=user, team=team)
@@ -354,12 +365,23 @@ def workspace_request_mig(
         mig_profile=profile,
         gpu_slices=choice.slices,
         namespace=link.namespace,
-        image=image.strip() or DEFAULT_IMAGE,
+        **_image_fields(team, image.strip(), environment),
     )
     slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
     reason = f"Requested {slice_name} on node pool {choice.pool.name}"
     ask = Ask(user, team, request_key, fields, Fraction(choice.slices, SLICES_PER_GPU), reason)
     return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def _image_fields(team: Team, image: str, environment: Environment | None) -> dict[str, Any]:
+    """The container image and the environment it came from (none for the researcher's own)."""
+    if image:
+        return {"image": image}
+    chosen = environment or environment_default(team=team, kind=MigBackend.kind)
+    if chosen is None or not chosen.container_image:
+        return {"image": DEFAULT_IMAGE}
+    recipe = recipe_for(chosen)
+    return {"image": chosen.container_image, "environment": chosen, "environment_recipe": recipe}
 
 
 def slice_access_refresh_all() -> dict[str, str]:

@@ -377,6 +377,7 @@ def test_a_sample_carries_every_reading_in_the_protocols_shape(tmp_path):
         jupyter_url=refused_url("/api/kernels"),
         proc_path=str(tmp_path / "no-proc"),
         setup_path=str(tmp_path / "no-setup"),
+        ide=no_ide(tmp_path),
     )
     assert json.loads(json.dumps(sample)) == {
         "at": "2026-11-20T13:04:30.999Z",
@@ -392,6 +393,15 @@ def test_a_sample_carries_every_reading_in_the_protocols_shape(tmp_path):
     }  # fmt: skip
 
 
+def no_ide(tmp_path):
+    """Where ide_activity finds no code-server, no VS Code history and no terminal."""
+    return {
+        "vscode_url": refused_url(),
+        "vscode_history": [str(tmp_path / "no-history")],
+        "pts_dir": str(tmp_path / "no-pts"),
+    }
+
+
 def _driverless(tmp_path, **kwargs):
     def library_not_found(nvml):
         return nvml.NVMLError_LibraryNotFound("NVML Shared Library Not Found")
@@ -401,6 +411,7 @@ def _driverless(tmp_path, **kwargs):
         nvml=fake_nvml([], init_error=library_not_found),
         utmp_path=str(tmp_path / "utmp"),
         jupyter_url=refused_url("/api/kernels"),
+        ide=no_ide(tmp_path),
         **{"proc_path": str(tmp_path / "no-proc"), "setup_path": str(tmp_path / "s"), **kwargs},
     )
 
@@ -424,6 +435,29 @@ def test_the_environment_setup_step_is_reported_while_it_runs(tmp_path):
         "step": "pip",
         "state": "running",
     }
+
+
+def test_a_failed_setup_step_sends_the_logs_last_lines_and_jupyter_is_not_ready(tmp_path):
+    status, log = tmp_path / "status.json", tmp_path / "env.log"
+    status.write_text('{"step": "pip", "state": "failed", "at": "2026-11-20T13:00:00Z"}')
+    lines = [f"line {i}" for i in range(30)] + [
+        "ERROR: No matching distribution\x1b[0m " + "x" * 300
+    ]
+    log.write_text("\n".join(lines) + "\n")
+    reading = _driverless(tmp_path, setup_path=str(status), setup_log_path=str(log))
+    tail = reading["setup"]["log_tail"]
+    assert len(tail) == 20 and tail[0] == "line 11"
+    assert tail[-1].startswith("ERROR: No matching distribution [0m x") and len(tail[-1]) == 200
+    assert reading["jupyter_ready"] is False  # nobody answers on the refused port
+
+
+def test_jupyter_ready_asks_jupyters_status_with_the_token(server):
+    server.default = (200, {}, {"started": "2026-11-20T13:00:00Z", "kernels": 0})
+    assert agent.jupyter_answers(f"{server.url}/api/kernels", token="jup-token") is True
+    assert server.requests[0]["path"] == "/api/status"
+    assert server.requests[0]["headers"]["Authorization"] == "token jup-token"
+    server.default = (403, {}, {"message": "Forbidden"})
+    assert agent.jupyter_answers(f"{server.url}/api/kernels", token="wrong") is False
 
 
 @pytest.mark.parametrize(
@@ -466,7 +500,10 @@ def test_accepted_samples_leave_the_buffer_and_the_portals_interval_is_adopted(s
     assert request["path"] == f"/api/workspaces/{WORKSPACE}/heartbeat/"
     assert request["headers"]["Authorization"] == f"Bearer {TOKEN}"
     assert request["headers"]["Content-Type"] == "application/json"
-    assert json.loads(request["body"]) == {"agent_version": "1.0", "samples": samples(3)}
+    assert json.loads(request["body"]) == {
+        "agent_version": agent.AGENT_VERSION,
+        "samples": samples(3),
+    }
     assert len(sender.buffer) == 0
     assert sender.interval_seconds == 5
 
@@ -744,8 +781,9 @@ def test_without_config_the_pods_environment_configures_the_agent(server, capsys
     env = pod_env(server.url, JUPYTER_TOKEN="jup-token")
     monkeypatch.setattr(agent, "JUPYTER_URL", f"{server.url}/api/kernels")
     assert agent.main([], environ=env) == agent.EXIT_GONE
-    kernels, heartbeat = server.requests
-    assert kernels["headers"]["Authorization"] == "token jup-token"
+    status, heartbeat = server.requests  # Jupyter's status (answered 410: no Jupyter there)
+    assert status["path"] == "/api/status?no_track_activity=1"
+    assert status["headers"]["Authorization"] == "token jup-token"
     assert heartbeat["path"] == f"/api/workspaces/{WORKSPACE}/heartbeat/"
     assert heartbeat["headers"]["Authorization"] == f"Bearer {TOKEN}"
     err = capsys.readouterr().err

@@ -15,6 +15,7 @@ from billing.demo import DAYS, demo_telemetry_seed
 from billing.models import Advice
 from billing.savings import savings_of_teams, team_savings_list, workspace_rightsizing
 from teams.models import Team
+from tests.agents import agent_reports_ready
 from workspaces.models import TelemetryHour, Workspace
 
 pytestmark = pytest.mark.django_db
@@ -51,7 +52,13 @@ def test_seed_demo_gives_advice_savings_and_a_resize_at_once(
     page = client.get(reverse("team-savings", args=[nlp.slug])).content.decode()
     assert "llm-serve" in page and "notebook" in page
     serve.refresh_from_db()
-    assert serve.status == "running"  # the worker (eager here) created it in the emulator
+    # The worker (eager here) created it in the emulator from an environment; its agent
+    # (played here: no live portal) reports it set up.
+    assert serve.status == "setting_up"
+    ready_at = NOW + timedelta(minutes=3)
+    agent_reports_ready(serve.pk, now=ready_at, clock=lambda: ready_at)
+    serve.refresh_from_db()
+    assert serve.status == "running"
     detail = client.get(reverse("workspaces:detail", args=[serve.pk])).content.decode()
     assert "Resize to" in detail
 

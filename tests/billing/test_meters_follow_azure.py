@@ -2,7 +2,6 @@
 opens only once Azure says the create succeeded, and a delete keeps the meter and the GPUs until
 Azure confirms it; the page shows what a stuck delete has cost. Azure through the emulator."""
 
-import uuid
 from datetime import timedelta
 from decimal import Decimal
 
@@ -13,29 +12,13 @@ from django.utils import timezone
 from billing.models import Meter, UsageInterval
 from billing.workspace_cost import workspace_cost
 from teams.models import GpuQuota
-from tests.factories import SSH_KEY, OfferingFactory
+from tests.factories import vm_request
 from workspaces.actions import workspace_delete, workspace_retry
-from workspaces.backends.vm_request import workspace_request
-from workspaces.models import Workspace
 from workspaces.quota import team_gpus_in_use
 from workspaces.requests import JustificationNeeded
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _request(cast, name="llm", **extra):
-    ws = workspace_request(
-        user=cast.researcher,
-        team=cast.team,
-        name=name,
-        offering=OfferingFactory(),
-        ssh_public_key=SSH_KEY,
-        request_key=uuid.uuid4(),
-        now=timezone.now(),
-        **extra,
-    )
-    return Workspace.objects.get(pk=ws.pk)
 
 
 def _compute(ws):
@@ -44,7 +27,7 @@ def _compute(ws):
 
 def test_a_create_azure_refused_opens_no_meter_and_costs_nothing(client, cast, sim):
     sim.inject("vm.create", "allocation_failed")
-    ws = _request(cast)
+    ws = vm_request(cast)
     assert ws.status == Status.FAILED
     assert not _compute(ws).exists()
     cost = workspace_cost(workspace=ws, now=timezone.now() + timedelta(hours=1))
@@ -55,7 +38,7 @@ def test_a_create_azure_refused_opens_no_meter_and_costs_nothing(client, cast, s
 
 
 def test_the_meter_opens_when_azure_says_the_create_succeeded(cast, sim):
-    ws = _request(cast)
+    ws = vm_request(cast)
     assert ws.status == Status.RUNNING
     running_at = ws.events.get(to_status=Status.RUNNING).at
     assert [i.started_at for i in _compute(ws)] == [running_at]
@@ -64,7 +47,7 @@ def test_the_meter_opens_when_azure_says_the_create_succeeded(cast, sim):
 def _stuck_delete(cast, sim, settings):
     settings.WORKSPACE_RETRY_MAX = 1
     settings.AZURE_RETRY_TOTAL = 0
-    ws = _request(cast)
+    ws = vm_request(cast)
     sim.inject("vm.delete", "server_error", count=2)  # every attempt the bound allows
     workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
@@ -82,7 +65,7 @@ def test_a_failing_delete_keeps_the_meter_and_the_gpus_until_azure_confirms(
     assert _compute(ws).get().ended_at is None
     assert team_gpus_in_use(team_ids=[cast.team.pk])[cast.team.pk]["A100"] == 1
     with pytest.raises(JustificationNeeded, match="has 0 of its 1 left"):
-        _request(cast, name="second")
+        vm_request(cast, name="second")
 
     # What the stuck delete has cost: two hours of the VM since the delete was asked.
     asked = ws.events.filter(to_status=Status.DELETING).get().at

@@ -154,7 +154,7 @@ def test_heartbeats_follow_the_protocol(arm, portal, workspace):
     for beat in beats:
         assert beat["path"] == f"/api/workspaces/{workspace}/heartbeat/"
         assert beat["auth"] == f"Bearer {TOKEN}"
-        assert beat["body"]["agent_version"] == "1.0"
+        assert beat["body"]["agent_version"] == "1.1"
         assert len(beat["body"]["samples"]) == 1
     sample = beats[0]["body"]["samples"][0]
     assert set(sample) == {
@@ -201,6 +201,35 @@ def test_idle_reports_nothing_going_on(arm, ctl, portal, workspace):
         assert sample["gpus"][0]["mem_used_mib"] < 1024 and sample["gpus"][0]["processes"] == 0
         assert sample["ssh_sessions"] == 0 and sample["jupyter_busy_kernels"] == 0
         assert sample["cpu_percent"] <= 3
+
+
+def test_tab_open_keeps_what_a_tab_polls_fresh_and_its_last_cell_where_it_was(
+    arm, ctl, portal, workspace
+):
+    ctl.set_agent_profile("vm1", "tab_open")
+    create_vm(arm, "vm1", custom_data(portal.url, workspace))
+
+    portal.wait_for(workspace, 3)
+
+    first, *_, last = portal.samples(workspace)
+    assert [g["util_percent"] for g in last["gpus"]] == [0] and last["jupyter_busy_kernels"] == 0
+    # The open tab's polling moves Jupyter's /api/status and code-server's heartbeat ...
+    assert last["jupyter"]["last_activity"] == last["at"] == last["vscode"]["last_activity"]
+    # ... but the kernel last ran a cell, and the notebook was last saved, when it began.
+    assert last["jupyter"]["kernels_active_at"] == first["jupyter"]["kernels_active_at"]
+    assert last["jupyter"]["saved_at"] <= first["at"] < last["at"]
+
+
+def test_training_keeps_a_kernel_busy_with_nobody_logged_in(arm, ctl, portal, workspace):
+    ctl.set_agent_profile("vm1", "training")
+    create_vm(arm, "vm1", custom_data(portal.url, workspace))
+
+    portal.wait_for(workspace, 2)
+
+    for sample in portal.samples(workspace):
+        assert sample["jupyter_busy_kernels"] == 1 and sample["jupyter"]["busy_kernels"] == 1
+        assert sample["ssh_sessions"] == 0
+        assert all(80 <= g["util_percent"] <= 98 for g in sample["gpus"])
 
 
 def test_default_profile_applies_to_vms_without_their_own(arm, ctl, portal, workspace):

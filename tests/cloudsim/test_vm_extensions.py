@@ -187,7 +187,9 @@ def test_the_extension_settings_are_shown_by_the_control_api(ctl):
     assert ctl.extensions(seconds=2, drivers_required=True) == {
         "seconds": 2.0,
         "drivers_required": True,
+        "setup_seconds": None,
     }
+    assert ctl.extensions(setup_seconds=7)["setup_seconds"] == 7.0
 
 
 def test_drivers_required_at_start_outlives_a_reset():

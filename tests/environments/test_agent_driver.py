@@ -45,3 +45,26 @@ def test_words_this_portal_does_not_know_are_kept_as_unknown(client, cast, drive
     )
     agent = WorkspaceAgent.objects.get(pk=ws.pk)
     assert (agent.driver, agent.setup) == kept
+
+
+def test_a_failed_steps_log_tail_and_jupyters_answer_are_kept_bounded(client, cast):
+    ws, token = _running(cast)
+    hostile = ["ok"] * 500 + [42, None, "bell\x07" + "x" * 1000]
+    reading = sample(
+        timezone.now(),
+        setup={"step": "pip", "state": "failed", "log_tail": hostile},
+        jupyter_ready=False,
+    )
+    assert post(client, ws, token, {"samples": [reading]}).status_code == 202
+    agent = WorkspaceAgent.objects.get(pk=ws.pk)
+    assert (agent.setup, agent.jupyter) == ("pip: failed", "silent")
+    assert len(agent.setup_log) == 18  # the last 20 entries, less the two that are not text
+    assert agent.setup_log[-1].startswith("bell?x") and len(agent.setup_log[-1]) == 200
+
+
+@pytest.mark.parametrize("tail", ["not a list", {"a": 1}, None])
+def test_a_log_tail_of_another_shape_is_dropped_not_refused(client, cast, tail):
+    ws, token = _running(cast)
+    reading = sample(timezone.now(), setup={"step": "pip", "state": "failed", "log_tail": tail})
+    assert post(client, ws, token, {"samples": [reading]}).status_code == 202
+    assert WorkspaceAgent.objects.get(pk=ws.pk).setup_log == []

@@ -1,5 +1,6 @@
 """A VM workspace made from an environment, in the emulator: the default of each GPU family
-ends Running with the right driver method, and a failed driver extension fails it with Azure's
+is created with the right driver method and sets up until Ready (tests/environments/
+test_setting_up.py plays the agent live), and a failed driver extension fails it with Azure's
 exit code. Celery runs eagerly; only Azure is faked."""
 
 import base64
@@ -69,11 +70,15 @@ def _request(cast, size, **kwargs):
 
 
 @pytest.mark.parametrize("size", sorted(FAMILIES))
-def test_the_default_environment_of_each_family_ends_running(cast, sim, catalog, size):
+def test_the_default_environment_of_each_family_sets_up_with_its_driver_method(
+    cast, sim, catalog, size
+):
     ws = Workspace.objects.get(pk=_request(cast, size).pk)
     _, _, _, _, slug, method = FAMILIES[size]
-    assert (ws.status, ws.error_message) == (Status.RUNNING, "")
-    assert ws.environment.slug == slug and ws.setup_step == ""
+    # Up in Azure, with its driver; Running once its agent reports the layer and JupyterLab.
+    assert (ws.status, ws.error_message) == (Status.SETTING_UP, "")
+    assert ws.setup_step == "Setting up: waiting for the VM to report its environment setup"
+    assert ws.environment.slug == slug
     assert ws.environment_recipe["driver_method"] == method
     assert ws.environment_recipe["vm_image"] == catalog[slug].vm_image
     name = f"ws-{ws.pk.hex[:12]}"
@@ -109,10 +114,11 @@ def test_a_failed_driver_extension_fails_the_workspace_with_azures_exit_code(
     assert not [v for v in sim.state()["virtualMachines"] if v["name"] == f"ws-{ws.pk.hex[:12]}"]
 
 
-def test_a_throttled_extension_put_is_retried_and_ends_running(cast, sim, catalog):
+def test_a_throttled_extension_put_is_retried_and_the_driver_installs(cast, sim, catalog):
     sim.inject("vm.extension.create", "throttle", count=1, retry_after=0)
     ws = Workspace.objects.get(pk=_request(cast, "Standard_NV12ads_A10_v5").pk)
-    assert ws.status == Status.RUNNING
+    assert ws.status == Status.SETTING_UP
+    assert azure_extensions.get(azure_settings(), vm=f"ws-{ws.pk.hex[:12]}").succeeded
 
 
 def test_an_environment_chosen_for_a_size_it_cannot_drive_is_refused(cast, sim, catalog):

@@ -27,14 +27,17 @@ def _wait(predicate, seconds, what):
     pytest.fail(f"timed out waiting for {what}")
 
 
+# tab_open: a JupyterLab tab left open, whose polling keeps Jupyter's and code-server's own
+# last activity fresh in every sample (docs/agent-protocol.md, "IDE activity").
+@pytest.mark.parametrize("profile", ["idle", "tab_open"])
 def test_the_simulated_agent_drives_a_vm_to_idle_and_the_portal_stops_it(
-    live_server, cast, sim, settings, celery_worker_thread
+    live_server, cast, sim, settings, celery_worker_thread, profile
 ):
     settings.PORTAL_URL = live_server.url
     settings.AGENT_INTERVAL_SECONDS = 0.2
     settings.HEARTBEAT_FLUSH_SECONDS = 0.25  # the buffered path, as in production
     settings.IDLE_TIME_SCALE = 0.005  # 30 min idle -> 9 s, 10 min warning -> 3 s
-    sim.set_default_agent_profile("idle")
+    sim.set_default_agent_profile(profile)
     ws = workspace_request(
         user=cast.researcher,
         team=cast.team,

@@ -6,6 +6,7 @@ from django.urls import reverse
 from django.utils import timezone
 
 from cloudsim.entra.directory import VISION_LAB, demo_oid
+from common.hooks import Callbacks
 from notifications.models import Notice, NoticeKind
 from teams import hooks
 from teams.entra_sync import entra_sync
@@ -271,7 +272,10 @@ def test_a_failing_member_left_callback_is_logged_and_the_policy_still_applies(
         raise RuntimeError("a broken app")
 
     # Registered first, so the leaver policy's callback runs after it fails.
-    monkeypatch.setattr(hooks, "_member_left_callbacks", [broken, *hooks._member_left_callbacks])
+    first = Callbacks()
+    for callback in (broken, *hooks._member_left_callbacks.callbacks):
+        first.register(callback)
+    monkeypatch.setattr(hooks, "_member_left_callbacks", first)
     ws = _workspace(cast.team, cast.researcher)
 
     response = _after_commit(

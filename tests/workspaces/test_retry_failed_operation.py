@@ -1,34 +1,17 @@
 """Retry redoes the operation that failed: a workspace that failed while deleting is deleted
 again, never created again. Azure and Kubernetes through the emulator; Celery eager."""
 
-import uuid
-
 import pytest
 from django.urls import reverse
 from django.utils import timezone
 
 from tests.clusters.test_aks_workspaces import cluster, kube, make_pool, request_mig  # noqa: F401
-from tests.factories import SSH_KEY, OfferingFactory
+from tests.factories import vm_request
 from workspaces.actions import workspace_delete, workspace_retry
-from workspaces.backends.vm_request import workspace_request
-from workspaces.models import Workspace
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-
-def _running_vm(cast, name="retry-me"):
-    ws = workspace_request(
-        user=cast.researcher,
-        team=cast.team,
-        name=name,
-        offering=OfferingFactory(),
-        ssh_public_key=SSH_KEY,
-        request_key=uuid.uuid4(),
-        now=timezone.now(),
-    )
-    return Workspace.objects.get(pk=ws.pk)
 
 
 def _statuses(ws):
@@ -38,7 +21,7 @@ def _statuses(ws):
 def test_retry_after_a_failed_delete_deletes_and_creates_nothing(client, cast, sim, settings):
     settings.WORKSPACE_RETRY_MAX = 1
     settings.AZURE_RETRY_TOTAL = 0
-    ws = _running_vm(cast)
+    ws = vm_request(cast, "retry-me")
     sim.inject("nic.delete", "server_error", count=2)  # every attempt the bound allows
     workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
@@ -65,7 +48,7 @@ def test_retry_after_a_failed_delete_deletes_and_creates_nothing(client, cast, s
 
 def test_retry_after_a_failed_create_still_provisions(cast, sim):
     sim.inject("vm.create", "allocation_failed")
-    ws = _running_vm(cast)
+    ws = vm_request(cast, "retry-me")
     assert ws.status == Status.FAILED
     workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
     ws.refresh_from_db()
@@ -116,7 +99,7 @@ def _failed_create(cast):
     from teams.models import GpuQuota
 
     GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=1)
-    ws = _running_vm(cast)
+    ws = vm_request(cast, "retry-me")
     assert ws.status == Status.FAILED and ws.failed_operation == "create"
     return ws
 
@@ -131,7 +114,7 @@ def test_retry_of_a_failed_create_is_refused_when_the_team_filled_its_gpu_quota(
 
     sim.inject("vm.create", "allocation_failed")
     failed = _failed_create(cast)
-    other = _running_vm(cast, "other")  # the team's last A100 (quota 1) goes to another VM
+    other = vm_request(cast, "other")  # the team's last A100 (quota 1) goes to another VM
     assert other.status == Status.RUNNING
 
     answer = _retry_api(client, cast.researcher, failed)

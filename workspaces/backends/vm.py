@@ -30,7 +30,7 @@ from environments.recipes import jupyter_token, vm_recipe
 from teams.models import Profile
 from workspaces import azure, selectors, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_driver, vm_placement, vm_resize
+from workspaces.backends import vm_placement, vm_resize, vm_setup
 from workspaces.backends.base import (
     KindForm,
     Meters,
@@ -105,6 +105,13 @@ class VmBackend:
             workspace.refresh_from_db()
         if workspace.status == Status.RESIZING:
             return vm_resize.resize_step(self.cloud, self.resizer, workspace, clock)
+        if workspace.status == Status.SETTING_UP:
+            return vm_setup.setup_advance(
+                workspace,
+                vm_name=self.cloud.vm_names(workspace.pk).vm,
+                clock=clock,
+                clean_up=self.clean_up_failed_create,
+            )
         if workspace.status == Status.STOPPING and workspace.resize_to and not workspace.operation:
             why = vm_resize.region_refusal(self.cloud, workspace)
             if why:
@@ -133,13 +140,11 @@ class VmBackend:
             # Deallocated for a resize: the chain goes on to change the size (Resizing).
             _finish(workspace, operation, Status.RESIZING, progress.state, clock())
             return Next.POLL
-        if operation == "create":
-            # Running means the NVIDIA driver is there: an extension installs it first.
-            setting_up = vm_driver.driver_step(
-                workspace, self.cloud.vm_names(workspace.pk).vm, clock
-            )
-            if setting_up is not None:
-                return setting_up
+        if operation == "create" and vm_setup.needs_setup(workspace):
+            # Running means the researcher can work: the driver, the environment and
+            # JupyterLab are set up first (vm_setup).
+            _finish(workspace, operation, Status.SETTING_UP, progress.state, clock())
+            return Next.POLL
         _finish(workspace, operation, done, progress.state, clock())
         return Next.DONE
 
@@ -298,7 +303,8 @@ def _finish(
     if result is not None and result.private_ip:
         fields["private_ip"] = result.private_ip
     reasons = {
-        "create": "VM is running",
+        "create": "VM is running"
+        + ("; setting up its environment" if done == Status.SETTING_UP else ""),
         "start": "VM is running",
         "deallocate": "VM deallocated; OS disk kept",
         "resize": (

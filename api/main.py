@@ -25,6 +25,7 @@ from api.routers import (
     catalog,
     environments,
     queue,
+    schedules,
     teams,
     workspace_requests,
     workspaces,
@@ -124,3 +125,4 @@ api.add_router("/approvals", approvals.router)
 api.add_router("/", catalog.router)
 api.add_router("/", environments.router)
 api.add_router("/", queue.router)
+api.add_router("/", schedules.router)

@@ -48,6 +48,7 @@ def claim_window_open(*, workspace_id: UUID | str, expected: str, to: str, now: 
         admitted_at__isnull=False,
         claim_by__isnull=True,
         claimed_at__isnull=True,
+        scheduled=False,
     ).update(claim_by=now + claim_window())
     if opened:
         _tell_started(workspace_id, now + claim_window(), now)

@@ -52,9 +52,49 @@ class QueueEntry(models.Model):
     admitted_at = models.DateTimeField(null=True, blank=True)
     claim_by = models.DateTimeField(null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
+    # Queued by its autostart schedule: started for its owner, who has nothing to claim.
+    scheduled = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(fields=["claim_by"], name="queueentry_claim_by")]
 
     def __str__(self) -> str:
         return f"queue entry of {self.workspace_id}"
+
+
+class AutostartSchedule(models.Model):
+    """Start a stopped workspace on ``weekdays`` (Monday 0 .. Sunday 6, comma-separated) at
+    ``at`` in ``timezone`` (its owner's, an IANA name), so it is warm when work starts. The
+    start goes through the queue (it waits there when there is no room, and says so);
+    ``last_run_at`` is the scheduled instant last handled (UTC)."""
+
+    workspace = models.OneToOneField(
+        "workspaces.Workspace", on_delete=models.CASCADE, primary_key=True, related_name="autostart"
+    )
+    weekdays = models.CharField(max_length=13, default="0,1,2,3,4")
+    at = models.TimeField()
+    timezone = models.CharField(max_length=64)
+    enabled = models.BooleanField(default=True)
+    last_run_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.weekdays} {self.at} {self.timezone}"
+
+
+class TeamQuietHours(models.Model):
+    """Hours in which nothing of the team starts from the queue or a schedule: from ``start``
+    to ``end`` (local times in ``timezone``; an ``end`` before ``start`` runs past midnight)
+    on ``weekdays`` (of the start)."""
+
+    team = models.OneToOneField(
+        "teams.Team", on_delete=models.CASCADE, primary_key=True, related_name="quiet_hours"
+    )
+    start = models.TimeField()
+    end = models.TimeField()
+    weekdays = models.CharField(max_length=13, default="0,1,2,3,4,5,6")
+    timezone = models.CharField(max_length=64)
+    updated_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.start}-{self.end} {self.timezone}"

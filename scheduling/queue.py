@@ -23,8 +23,10 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 
 from common.permissions import access_require
+from notifications.notice_text import mark
 from scheduling.fairness import Waiting, fair_order, team_decayed_gpu_hours, team_priorities
 from scheduling.models import QueueEntry
+from scheduling.quiet import quiet_until
 from scheduling.room import Room
 from teams.models import Team
 from workspaces import selectors, states, telemetry
@@ -111,8 +113,10 @@ def queue_pass(*, now: datetime) -> PassResult:
     if not order:
         return result
     room = Room.load(order, now=now)
+    quiet = quiet_until(team_ids={w.team_id for w in order}, now=now)
+    _say_quiet(quiet, now)
     for waiting in order:
-        if not room.fits(waiting):
+        if waiting.team_id in quiet or not room.fits(waiting):
             continue
         if queue_admit(workspace_id=waiting.workspace_id, now=now):
             result.admitted.append(waiting.workspace_id)
@@ -120,6 +124,15 @@ def queue_pass(*, now: datetime) -> PassResult:
         else:
             room.block_team(waiting)
     return result
+
+
+def _say_quiet(quiet: dict[int, datetime], now: datetime) -> None:
+    """The queued workspaces of teams in their quiet hours say so (one UPDATE per team)."""
+    for team_id, until in quiet.items():
+        waiting = f"The team's quiet hours: nothing of it starts until {mark(until)}."
+        Workspace.objects.filter(team_id=team_id, status=Status.QUEUED).exclude(
+            waiting_reason=waiting
+        ).update(waiting_reason=waiting)
 
 
 def queue_admit(*, workspace_id: UUID, now: datetime) -> bool:
@@ -130,6 +143,9 @@ def queue_admit(*, workspace_id: UUID, now: datetime) -> bool:
         workspace = Workspace.objects.select_related("owner").get(pk=workspace_id)
         team = Team.objects.select_for_update().get(pk=workspace.team_id)
         if not Workspace.objects.filter(pk=workspace_id, status=Status.QUEUED).exists():
+            return False
+        if workspace.team_id in quiet_until(team_ids=[workspace.team_id], now=now):
+            _say_quiet(quiet_until(team_ids=[workspace.team_id], now=now), now)
             return False
         check = selectors.quota_check(
             team=team,
@@ -169,7 +185,7 @@ def _leave_queue(workspace: Workspace, now: datetime) -> bool:
     QueueEntry.objects.update_or_create(
         workspace_id=workspace.pk,
         defaults={"admitted_at": now, "claim_by": None, "claimed_at": None, "pinned_at": None},
-    )
+    )  # "scheduled" is kept: a scheduled start has nothing to claim
     return True
 
 
@@ -188,6 +204,7 @@ def queue_start(*, user: User, workspace: Workspace, now: datetime) -> None:
     )
     if not queued:
         raise WorkspaceActionError("Only a stopped workspace can join the queue to start.")
+    QueueEntry.objects.filter(workspace_id=workspace.pk).update(scheduled=False)
     queue_pass_soon()
 
 

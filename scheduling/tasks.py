@@ -6,6 +6,7 @@ import time
 from celery import shared_task
 from django.utils import timezone
 
+from scheduling.autostart import autostarts_run
 from scheduling.claims import claims_expire
 from scheduling.queue import queue_pass
 
@@ -33,3 +34,9 @@ def run_queue_pass() -> int:
 def expire_queue_claims() -> int:
     """Stop what the queue started and nobody claimed in time; returns how many."""
     return len(claims_expire(now=timezone.now()))
+
+
+@shared_task(acks_late=True)
+def run_autostarts() -> int:
+    """Queue (and start, with room) the workspaces whose schedule is due; how many."""
+    return len(autostarts_run(now=timezone.now()))

@@ -19,6 +19,7 @@ urlpatterns = [
         views.queue_move,
         name="move",
     ),
+    path("workspaces/<uuid:pk>/autostart/", views.autostart, name="autostart"),
     path("teams/<slug:slug>/", views.team_queue, name="team"),
     path("free-now/", views.free_now, name="free-now"),
 ]

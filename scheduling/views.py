@@ -13,6 +13,9 @@ from django.views.decorators.http import require_GET, require_POST
 from common.htmx import HtmxRequest
 from common.permissions import access_require
 from scheduling import board, claims, moves, queue, selectors
+from scheduling.autostart import autostart_set, quiet_hours_set
+from scheduling.forms import AutostartForm, QuietHoursForm
+from scheduling.models import AutostartSchedule, TeamQuietHours
 from teams import selectors as team_selectors
 from teams.models import Team
 from workspaces import selectors as workspace_selectors
@@ -46,6 +49,8 @@ def queue_panel(request: HttpRequest, pk: str) -> HttpResponse:
         else None,
         "can_act": request.user.has_perm("workspaces.act_on_workspace", workspace),
         "claim_minutes": claims.claim_window().total_seconds() // 60,
+        "schedule": AutostartSchedule.objects.filter(workspace=workspace).first(),
+        "autostart_form": AutostartForm(),
     }
     return render(request, "scheduling/_queue_panel.html", context)
 
@@ -109,17 +114,52 @@ def team_queue(request: HttpRequest, slug: str) -> HttpResponse:
     except Team.DoesNotExist:
         raise Http404 from None
     if request.method == "POST":
-        _team_priority_post(request, team)
+        if "start" in request.POST:
+            _quiet_hours_post(request, team)
+        else:
+            _team_priority_post(request, team)
         return redirect("scheduling:team", slug=slug)
-    context = {"team": team, **selectors.team_queue_summary(team=team, now=timezone.now())}
+    quiet = TeamQuietHours.objects.filter(team=team).first()
+    context = {
+        "team": team,
+        "quiet": quiet,
+        "quiet_form": QuietHoursForm(
+            initial={"start": quiet.start, "end": quiet.end, "timezone": quiet.timezone}
+            if quiet
+            else None
+        ),
+        **selectors.team_queue_summary(team=team, now=timezone.now()),
+    }
     return render(request, "scheduling/team.html", context)
+
+
+def _quiet_hours_post(request: HttpRequest, team: Team) -> None:
+    form = QuietHoursForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give a start, an end, a time zone and the weekdays.")
+        return
+    data = form.cleaned_data
+    try:
+        quiet_hours_set(
+            user=_user(request),
+            team=team,
+            start=data["start"],
+            end=data["end"],
+            timezone=data["timezone"],
+            weekdays=",".join(data["weekdays"]),
+            now=timezone.now(),
+        )
+    except WorkspaceActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Quiet hours saved.")
 
 
 def _team_priority_post(request: HttpRequest, team: Team) -> None:
     now, data = timezone.now(), request.POST
     try:
         if "lowest" in data:
-            lowest, highest = int(data["lowest"]), int(data["highest"])
+            lowest, highest = int(data["lowest"]), int(data.get("highest", ""))
             moves.team_priority_limits_set(
                 actor=_user(request), team=team, lowest=lowest, highest=highest, now=now
             )
@@ -153,3 +193,32 @@ def free_now(request: HtmxRequest) -> HttpResponse:
     if request.htmx:
         return render(request, "scheduling/_free_now.html", context)
     return render(request, "scheduling/free_now.html", context)
+
+
+@login_required
+@require_POST
+def autostart(request: HttpRequest, pk: str) -> HttpResponse:
+    """Set a workspace's autostart schedule (its owner or an admin)."""
+    workspace = get_object_or_404(
+        workspace_selectors.workspace_visible_to(user=request.user), pk=pk
+    )
+    form = AutostartForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Give the weekdays, a time and a time zone.")
+        return redirect("workspaces:detail", pk=workspace.pk)
+    data = form.cleaned_data
+    try:
+        autostart_set(
+            user=_user(request),
+            workspace=workspace,
+            weekdays=",".join(data["weekdays"]),
+            at=data["at"],
+            timezone=data["timezone"],
+            enabled=data["enabled"],
+            now=timezone.now(),
+        )
+    except WorkspaceActionError as exc:
+        messages.error(request, str(exc))
+    else:
+        messages.success(request, "Autostart saved.")
+    return redirect("workspaces:detail", pk=workspace.pk)

@@ -92,6 +92,12 @@ EXPECTED = {
     "scheduling:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "scheduling:move": Row("POST", (_, 403, 403, 403, 403, 302), pk="workspace"),
     "scheduling:team": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "scheduling:autostart": Row(
+        "POST",
+        (_, 404, 302, 404, 302, 302),
+        pk="workspace",
+        data={"weekdays": ["0"], "at": "08:30", "timezone": "UTC"},
+    ),
     # The board: the user's first team by default; another team's by ?team= is 404.
     "scheduling:free-now": Row("GET", (_, 200, 200, 200, 200, 200)),
     "agent-heartbeat": Row("POST", (401, 401, 401, 401, 401, 401), pk="workspace"),
@@ -249,6 +255,14 @@ EXPECTED = {
     "api-v1:queue_join": Row("POST", (401, 404, 409, 404, 409, 409)),
     "api-v1:queue_list": Row("GET", (401, 403, 403, 403, 403, 200)),
     "api-v1:queue_move": Row("POST", (401, 403, 403, 403, 403, 409)),
+    "api-v1:autostart_put": Row(
+        "PUT", (401, 404, 200, 404, 200, 200), data={"at": "08:30", "timezone": "UTC"}
+    ),
+    "api-v1:quiet_hours_put": Row(
+        "PUT",
+        (401, 404, 403, 404, 200, 200),
+        data={"start": "22:00", "end": "07:00", "timezone": "Europe/Berlin"},
+    ),
     "api-v1:free_now": Row("GET", (401, 404, 200, 404, 200, 200), query="?team=vision"),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
@@ -425,7 +439,9 @@ def _answer(client, user, name, role, objects, expected_row=None):
 
 def _api_answer(client, row, url, data):
     """The API takes JSON bodies, and an Idempotency-Key on POST creates."""
-    send = {"GET": client.get, "POST": client.post, "DELETE": client.delete}[row.method]
+    send = {"GET": client.get, "POST": client.post, "PUT": client.put, "DELETE": client.delete}[
+        row.method
+    ]
     if row.method == "GET":
         return send(url)
     body = json.dumps(data) if data else ""

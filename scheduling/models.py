@@ -98,3 +98,51 @@ class TeamQuietHours(models.Model):
 
     def __str__(self) -> str:
         return f"{self.start}-{self.end} {self.timezone}"
+
+
+class BookingStatus(models.TextChoices):
+    BOOKED = "booked", "Booked"
+    HOLDING = "holding", "Reserving capacity"
+    HELD = "held", "Capacity held"
+    ACTIVE = "active", "In its window"
+    RELEASED = "released", "Ended, released"
+    CANCELLED = "cancelled", "Cancelled"
+    FAILED = "failed", "Azure refused the reservation"
+
+
+class Booking(models.Model):
+    """``count`` VMs of ``vm_size`` (``gpu_model``) in ``region`` for ``team`` from
+    ``starts_at`` to ``ends_at``, backed by an Azure on-demand capacity reservation held from
+    BOOKING_HOLD_MINUTES before the start until the end (scheduling.bookings)."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="bookings")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    title = models.CharField(max_length=100)
+    vm_size = models.CharField(max_length=64)
+    region = models.CharField(max_length=32)
+    gpu_model = models.CharField(max_length=16)
+    gpus_each = models.CharField(max_length=16, help_text="GPUs per VM, a fraction")
+    count = models.PositiveSmallIntegerField()
+    price_per_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, help_text="USD/hour per VM"
+    )
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    status = models.CharField(
+        max_length=16, choices=BookingStatus.choices, default=BookingStatus.BOOKED
+    )
+    reason = models.TextField(blank=True)
+    warned_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["starts_at"]
+        indexes = [models.Index(fields=["status", "starts_at"], name="booking_status_start")]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.count} x {self.vm_size}, {self.starts_at:%Y-%m-%d %H:%M})"
+
+    @property
+    def group_name(self) -> str:
+        """The capacity reservation group (and reservation) of this booking in Azure."""
+        return f"booking-{self.pk}"

@@ -2,9 +2,9 @@
 
 1. the decision time of one pass with 10,000 queued requests from 200 teams (each team's
    quota full, so the pass orders all 10,000 and checks the room of every one; target <= 1 s);
-2. the time from a GPU freeing (the holder's *Stopped*) to the next queued workspace leaving
-   the queue (*Requested*) and to it *Running*, through a real Celery worker and the
-   emulator (target <= 5 s p99 to start).
+2. the time from a GPU freeing (the holder's *Deleted*) to the next queued workspace leaving
+   the queue (*Requested*) and to its VM being up (*Setting up*, or *Running*), through a
+   real Celery worker and the emulator (target <= 5 s p99 to start).
 
 PostgreSQL and Redis at 127.0.0.1, a fresh database, the emulator in a thread, a real worker:
 
@@ -127,26 +127,29 @@ def decision_time(waiting: int, teams: int, rounds: int = 5) -> None:
     )
 
 
-def _wait_for(workspace_id, status: str, timeout: float = 60.0):
+def _wait_for(workspace_id, *statuses: str, timeout: float = 60.0):
     from workspaces.models import WorkspaceEvent
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        event = WorkspaceEvent.objects.filter(workspace_id=workspace_id, to_status=status).last()
+        found = WorkspaceEvent.objects.filter(workspace_id=workspace_id, to_status__in=statuses)
+        event = found.last()
         if event is not None:
             return event.at
         time.sleep(0.005)
-    raise RuntimeError(f"{workspace_id} not {status} within {timeout} s")
+    raise RuntimeError(f"{workspace_id} not {statuses} within {timeout} s")
 
 
 def hand_overs(n: int) -> None:
-    """A team with one A100: each round the holder is stopped and the queued one behind it
-    must start; it becomes the next holder."""
+    """A team with one A100: each round the holder is deleted and the queued one behind it
+    must start (its VM created: Setting up, or Running where no setup is owed); it becomes
+    the next holder. Deleted, not stopped: a VM still setting up (its agent reports to no
+    portal here) cannot be stopped, and Azure counts a deallocated VM against its quota."""
     from django.contrib.auth import get_user_model
     from django.utils import timezone
 
     from teams.models import GpuQuota, Membership, Team
-    from workspaces.actions import workspace_stop
+    from workspaces.actions import workspace_delete
     from workspaces.backends.vm_request import workspace_request
     from workspaces.models import SizeOffering, Workspace
 
@@ -162,20 +165,22 @@ def hand_overs(n: int) -> None:
             request_key=uuid.uuid4(), now=timezone.now(), queue_when_full=True,
         ).pk  # fmt: skip
 
+    up = ("setting_up", "running")
     holder = ask(0)
-    _wait_for(holder, "running")
+    _wait_for(holder, *up)
     to_admit, to_running = [], []
     for i in range(1, n + 1):
         nxt = ask(i)
         assert Workspace.objects.get(pk=nxt).status == "queued"
-        workspace_stop(user=user, workspace=Workspace.objects.get(pk=holder), now=timezone.now())
-        freed = _wait_for(holder, "stopped")
-        admitted = _wait_for(nxt, "requested" if i else "starting")
-        running = _wait_for(nxt, "running")
+        workspace_delete(user=user, workspace=Workspace.objects.get(pk=holder), now=timezone.now())
+        freed = _wait_for(holder, "deleted")
+        admitted = _wait_for(nxt, "requested")
+        running = _wait_for(nxt, *up)
         to_admit.append((admitted - freed).total_seconds())
         to_running.append((running - freed).total_seconds())
         holder = nxt
-    for name, values in (("freed -> left the queue", to_admit), ("freed -> running", to_running)):
+    rows = (("freed -> left the queue", to_admit), ("freed -> VM up", to_running))
+    for name, values in rows:
         ms = [v * 1000 for v in values]
         print(
             f"{name:24} n={len(ms)} p50={statistics.median(ms):7.1f} ms "

@@ -14,6 +14,7 @@ Errors raised: WorkspaceActionError (queue_start: not stopped), ActionNotAllowed
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from datetime import datetime
 from uuid import UUID
@@ -67,12 +68,14 @@ def queued_waiting(*, now: datetime) -> list[Waiting]:
             "joined_from",
         )
     )
+    # A few sizes among thousands of rows: each share is worked out once.
+    share = functools.cache(lambda g, s, p: gpu_share(gpus=g, slices=s, partition=p))
     return [
         Waiting(
             row[0],
             row[1],
             row[2],
-            gpu_share(gpus=row[3], slices=row[4], partition=row[5]),
+            share(row[3], row[4], row[5]),
             row[6],
             row[7],
             bool(row[8]),

@@ -2,6 +2,8 @@
 passes run at once (beat ticks, freed GPUs, several workers): run on PostgreSQL, where the
 team row's lock and the compare-and-set from queued are what keep it right."""
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 
@@ -10,6 +12,7 @@ from teams.models import GpuQuota, Membership, Team
 from tests.factories import OfferingFactory, UserFactory, WorkspaceFactory
 from tests.races import race
 from workspaces.models import Workspace, WorkspaceEvent
+from workspaces.operations import workspace_reconcile
 from workspaces.states import Status
 
 
@@ -82,3 +85,19 @@ def test_one_workspace_admitted_by_fifty_passes_at_once_starts_once(sim):
     results = race([lambda: queue_admit(workspace_id=only.pk, now=timezone.now())] * 50)
     assert results.count(True) == 1
     assert len(_starts([only])) == 1
+
+
+@pytest.mark.django_db
+def test_a_worker_lost_after_the_admission_leaves_it_to_the_reconcile_not_a_second_start(cast):
+    """The admission commits, then the worker dies before its task runs (here: on_commit
+    callbacks never run in this test's transaction). Another pass does not start it again;
+    the reconcile sweep takes its lost chain over, once."""
+    (only,) = _queued(cast.team, [cast.researcher], 1)
+    now = timezone.now()
+    assert queue_admit(workspace_id=only.pk, now=now)
+    assert queue_pass(now=now + timedelta(seconds=1)).admitted == []
+    assert Workspace.objects.get(pk=only.pk).status == Status.REQUESTED
+    assert len(_starts([only])) == 1
+    later = now + timedelta(minutes=30)
+    assert workspace_reconcile(now=later, stale_after=timedelta(minutes=5)) == [only.pk]
+    assert workspace_reconcile(now=later, stale_after=timedelta(minutes=5)) == []

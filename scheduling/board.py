@@ -1,7 +1,7 @@
 """What is free now, per GPU model and region, for one team: the GPUs its quota leaves, what
 Azure's regional quota leaves for each offered size (workspaces.azure.azure_headroom, cached
 AZURE_HEADROOM_CACHE_SECONDS), the free MIG instances or GPUs of its clusters' pools, how
-many wait in the queue, and the next bookings (none until bookings exist: issue 34, part 2).
+many wait in the queue, and the next bookings of any team (they hold Azure's capacity).
 The board page and the request form show it; GET /api/v1/free-now returns it."""
 
 from __future__ import annotations
@@ -11,11 +11,16 @@ from datetime import datetime
 from fractions import Fraction
 
 from clusters.selectors import PoolRow, pool_capacity, team_clusters
+from scheduling.bookings import bookings_upcoming
+from scheduling.models import Booking
 from scheduling.queue import queue_counts
 from teams.models import GpuQuota, Team
 from workspaces.azure import azure_headroom
 from workspaces.quota import team_gpus_in_use
 from workspaces.selectors import offering_list
+
+# The board shows this many of the next bookings per GPU model and region.
+NEXT_BOOKINGS = 3
 
 
 @dataclass(frozen=True)
@@ -40,11 +45,12 @@ class BoardRow:
     queued: int
     sizes: list[SizeRoom] = field(default_factory=list)
     pools: list[PoolRow] = field(default_factory=list)
+    bookings: list[Booking] = field(default_factory=list)  # the next few, any team's
 
 
 def free_now(*, team: Team, now: datetime) -> list[BoardRow]:
     """The board of ``team``, one row per GPU model and region it can have (offered VM
-    sizes, its clusters' pools), by model then region. Five queries, and two ARM reads per
+    sizes, its clusters' pools), by model then region. Six queries, and two ARM reads per
     size and region not cached."""
     quotas = dict(GpuQuota.objects.filter(team=team).values_list("gpu_model", "gpus"))
     used = team_gpus_in_use(team_ids=[team.pk]).get(team.pk, {})
@@ -64,6 +70,10 @@ def free_now(*, team: Team, now: datetime) -> list[BoardRow]:
     clusters = [c.cluster_id for c in team_clusters(team=team)]
     for pool in pool_capacity(cluster_ids=clusters) if clusters else []:
         row(pool.pool.gpu_model, pool.pool.cluster.location).pools.append(pool)
+    for booking in bookings_upcoming(team_ids=None, now=now):
+        line = row(booking.gpu_model, booking.region)
+        if len(line.bookings) < NEXT_BOOKINGS:
+            line.bookings.append(booking)
     return [rows[key] for key in sorted(rows)]
 
 

@@ -88,10 +88,6 @@ def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
             "task": "scheduling.tasks.run_queue_pass",
             "schedule": settings.QUEUE_PASS_SECONDS,
         },
-        "bookings": {
-            "task": "scheduling.tasks.run_bookings",
-            "schedule": 60.0,
-        },
         "autostarts": {
             "task": "scheduling.tasks.run_autostarts",
             "schedule": 60.0,

@@ -354,10 +354,6 @@ QUEUE_HALF_LIFE_HOURS = env.float("QUEUE_HALF_LIFE_HOURS", default=168.0)
 QUEUE_CHARGE_HOURS = env.float("QUEUE_CHARGE_HOURS", default=1.0)
 QUEUE_PASS_SECONDS = env.float("QUEUE_PASS_SECONDS", default=15.0)
 QUEUE_CLAIM_MINUTES = env.int("QUEUE_CLAIM_MINUTES", default=30)
-# Bookings (scheduling/bookings.py): the capacity reservation is held from this many minutes
-# before the window, and the owner warned this many minutes before its end.
-BOOKING_HOLD_MINUTES = env.int("BOOKING_HOLD_MINUTES", default=30)
-BOOKING_WARN_MINUTES = env.int("BOOKING_WARN_MINUTES", default=15)
 # GPU work shorter than this is a spike; a silence longer than IDLE_GAP_SECONDS breaks the
 # evidence of idleness and shows "no telemetry" (seconds).
 IDLE_SPIKE_SECONDS = env.float("IDLE_SPIKE_SECONDS", default=60.0)

@@ -1,13 +1,7 @@
 """The forms of the queue's pages: a workspace's autostart schedule and a team's quiet
 hours. Zones and weekdays are checked by the services (scheduling.autostart)."""
 
-from typing import cast
-
 from django import forms
-from django.db.models import QuerySet
-
-from teams.models import Team
-from workspaces.models import SizeOffering
 
 WEEKDAYS = [
     ("0", "Mon"),
@@ -38,27 +32,3 @@ class QuietHoursForm(forms.Form):
     weekdays = forms.MultipleChoiceField(
         choices=WEEKDAYS, widget=forms.CheckboxSelectMultiple, initial=[d for d, _ in WEEKDAYS]
     )
-
-
-class BookingForm(forms.Form):
-    # Their querysets are set per user by the view.
-    team: "forms.ModelChoiceField[Team]" = forms.ModelChoiceField(queryset=Team.objects.none())
-    title = forms.CharField(max_length=100)
-    offering: "forms.ModelChoiceField[SizeOffering]" = forms.ModelChoiceField(
-        queryset=SizeOffering.objects.none(), label="Size and region"
-    )
-    count = forms.IntegerField(min_value=1, max_value=100, label="VMs")
-    starts_at = forms.DateTimeField(
-        label="From", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
-    )
-    ends_at = forms.DateTimeField(
-        label="To", widget=forms.DateTimeInput(attrs={"type": "datetime-local"})
-    )
-    confirm = forms.BooleanField(required=False, widget=forms.HiddenInput)
-
-    def team_choices(self, *, teams: "QuerySet[Team]", offerings: "QuerySet[SizeOffering]") -> None:
-        """The teams the user may book for, and the sizes offered."""
-        team = cast("forms.ModelChoiceField[Team]", self.fields["team"])
-        team.queryset = teams
-        offering = cast("forms.ModelChoiceField[SizeOffering]", self.fields["offering"])
-        offering.queryset = offerings

@@ -7,7 +7,6 @@ from celery import shared_task
 from django.utils import timezone
 
 from scheduling.autostart import autostarts_run
-from scheduling.bookings import bookings_tick
 from scheduling.claims import claims_expire
 from scheduling.queue import queue_pass
 
@@ -41,10 +40,3 @@ def expire_queue_claims() -> int:
 def run_autostarts() -> int:
     """Queue (and start, with room) the workspaces whose schedule is due; how many."""
     return len(autostarts_run(now=timezone.now()))
-
-
-@shared_task(acks_late=True)
-def run_bookings() -> None:
-    """Hold, open, warn and release the bookings' capacity reservations as their windows
-    come."""
-    bookings_tick(now=timezone.now())

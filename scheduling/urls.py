@@ -22,5 +22,4 @@ urlpatterns = [
     path("workspaces/<uuid:pk>/autostart/", views.autostart, name="autostart"),
     path("teams/<slug:slug>/", views.team_queue, name="team"),
     path("free-now/", views.free_now, name="free-now"),
-    path("bookings/", views.booking_calendar, name="bookings"),
 ]

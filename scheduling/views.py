@@ -12,9 +12,9 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.htmx import HtmxRequest
 from common.permissions import access_require
-from scheduling import board, bookings, claims, moves, queue, selectors
+from scheduling import board, claims, moves, queue, selectors
 from scheduling.autostart import autostart_set, quiet_hours_set
-from scheduling.forms import AutostartForm, BookingForm, QuietHoursForm
+from scheduling.forms import AutostartForm, QuietHoursForm
 from scheduling.models import AutostartSchedule, TeamQuietHours
 from teams import selectors as team_selectors
 from teams.models import Team
@@ -222,38 +222,3 @@ def autostart(request: HttpRequest, pk: str) -> HttpResponse:
     else:
         messages.success(request, "Autostart saved.")
     return redirect("workspaces:detail", pk=workspace.pk)
-
-
-@login_required
-def booking_calendar(request: HttpRequest) -> HttpResponse:
-    """The bookings of the user's teams (every team's for platform admins), by day, and the
-    form that books: its first POST shows the cost, the confirmed one books."""
-    user = _user(request)
-    teams = team_selectors.team_visible_to(user=user).order_by("name")
-    form = BookingForm(request.POST or None)
-    form.team_choices(teams=teams, offerings=workspace_selectors.offering_list())
-    quote = None
-    if request.method == "POST" and form.is_valid():
-        data = form.cleaned_data
-        quote = bookings.booking_quote(
-            offering=data["offering"], count=data["count"], starts_at=data["starts_at"],
-            ends_at=data["ends_at"],
-        )  # fmt: skip
-        if request.POST.get("confirm") == "yes":
-            try:
-                bookings.booking_create(
-                    user=user, team=data["team"], title=data["title"],
-                    offering=data["offering"], count=data["count"],
-                    starts_at=data["starts_at"], ends_at=data["ends_at"], now=timezone.now(),
-                )  # fmt: skip
-            except WorkspaceActionError as exc:
-                form.add_error(None, str(exc))
-            else:
-                messages.success(request, f"Booked: {quote.words()}")
-                return redirect("scheduling:bookings")
-    every = user.has_perm("scheduling.view_queue")
-    rows = bookings.bookings_upcoming(
-        team_ids=None if every else list(teams.values_list("pk", flat=True)), now=timezone.now()
-    )
-    context = {"form": form, "quote": quote, "rows": rows, "every": every}
-    return render(request, "scheduling/bookings.html", context)

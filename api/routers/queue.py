@@ -167,10 +167,7 @@ def free_now(request: HttpRequest, team: str) -> Any:
                 {"pool": p.pool.name, "unit": p.unit, "free": p.free, "total": p.total}
                 for p in row.pools
             ],
-            "next_bookings": [
-                f"{b.count} x {b.vm_size} for {b.team.slug}, {utc(b.starts_at)} to {utc(b.ends_at)}"
-                for b in row.bookings
-            ],
+            "next_bookings": [],
         }
         for row in board.free_now(team=found, now=timezone.now())
     ]

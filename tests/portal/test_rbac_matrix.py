@@ -92,7 +92,6 @@ EXPECTED = {
     "scheduling:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
     "scheduling:move": Row("POST", (_, 403, 403, 403, 403, 302), pk="workspace"),
     "scheduling:team": Row("GET", (_, 404, 200, 404, 200, 200)),
-    "scheduling:bookings": Row("GET", (_, 200, 200, 200, 200, 200)),
     "scheduling:autostart": Row(
         "POST",
         (_, 404, 302, 404, 302, 302),
@@ -263,20 +262,6 @@ EXPECTED = {
         "PUT",
         (401, 404, 403, 404, 200, 200),
         data={"start": "22:00", "end": "07:00", "timezone": "Europe/Berlin"},
-    ),
-    # A quote (no confirm) of a booking for the cast's team: its members 200, others 404.
-    "api-v1:booking_post": Row(
-        "POST",
-        (401, 404, 200, 404, 200, 200),
-        data={
-            "team": "vision",
-            "title": "Course",
-            "vm_size": "Standard_NC24ads_A100_v4",
-            "region": "eastus",
-            "count": 1,
-            "starts_at": "2040-01-07T09:00:00Z",
-            "ends_at": "2040-01-07T17:00:00Z",
-        },
     ),
     "api-v1:free_now": Row("GET", (401, 404, 200, 404, 200, 200), query="?team=vision"),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),

@@ -26,6 +26,8 @@ run: export CLOUDSIM_AKS_CLUSTER ?= 00000000-0000-0000-0000-000000000000/rg-gpu-
 # The demo subscription's vCPU quota (cloudsim/demo.py): Azure's default 96 vCPUs per family
 # does not fit the demo pools, let alone a VM, a MIG slice and a namespace requested at once.
 run: export CLOUDSIM_DEMO_QUOTA ?= 1
+# A new "datasets" share arrives with a small sample dataset (docs/storage.md).
+run: export CLOUDSIM_DEMO_DATASET ?= 1
 # A VM's GPUs appear to its agent only once its NVIDIA driver is there (the image's, or the
 # driver extension's), as on Azure (docs/environments.md).
 run: export CLOUDSIM_DRIVERS_REQUIRED ?= 1
@@ -75,6 +77,7 @@ run: venv
 	$(BIN)/python manage.py migrate --noinput -v0
 	$(BIN)/python manage.py collectstatic --noinput -v0
 	$(BIN)/python manage.py seed_demo
+	$(BIN)/python manage.py seed_demo_storage
 	@echo ""
 	@echo "  Portal:   http://127.0.0.1:$(PORTAL_PORT)"
 	@echo "  Emulator: http://127.0.0.1:$(CLOUDSIM_PORT) (Azure Resource Manager, simulated)"

@@ -22,10 +22,12 @@ from api.openapi import add_problem_responses
 from api.problems import problem
 from api.routers import (
     approvals,
+    bookings,
     catalog,
     environments,
     queue,
     schedules,
+    storage,
     teams,
     workspace_requests,
     workspaces,
@@ -124,5 +126,7 @@ api.add_router("/teams", teams.router)
 api.add_router("/approvals", approvals.router)
 api.add_router("/", catalog.router)
 api.add_router("/", environments.router)
+api.add_router("/", bookings.router)
+api.add_router("/", storage.router)
 api.add_router("/", queue.router)
 api.add_router("/", schedules.router)

@@ -21,6 +21,7 @@ from azure.mgmt.compute import ComputeManagementClient
 from azure.mgmt.containerservice import ContainerServiceClient
 from azure.mgmt.costmanagement import CostManagementClient
 from azure.mgmt.network import NetworkManagementClient
+from azure.mgmt.storage import StorageManagementClient
 
 from .metrics import ArmCallMetricsPolicy
 
@@ -178,6 +179,14 @@ def container_client(settings: AzureSettings) -> ContainerServiceClient:
     Raises ValueError (see _client_kwargs)."""
     kwargs = _client_kwargs(settings)
     return ContainerServiceClient(subscription_id=settings.subscription_id, **kwargs)
+
+
+@functools.lru_cache(maxsize=16)
+def storage_client(settings: AzureSettings) -> StorageManagementClient:
+    """The cached StorageManagementClient (storage accounts, Azure Files shares) for these
+    settings. Raises ValueError (see _client_kwargs)."""
+    kwargs = _client_kwargs(settings)
+    return StorageManagementClient(subscription_id=settings.subscription_id, **kwargs)
 
 
 class CostRetryPolicy(RetryPolicy[HttpRequest, HttpResponse]):

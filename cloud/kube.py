@@ -86,6 +86,7 @@ from .kube_namespace import (
     namespace_start,
     namespace_stop,
 )
+from .kube_nfs import NfsVolume
 
 __all__ = [
     "KubeApi",
@@ -110,6 +111,7 @@ __all__ = [
     "MigSpec",
     "NETWORK_POLICY_NAME",
     "NamespaceSpec",
+    "NfsVolume",
     "PodState",
     "PoolCapacity",
     "QUOTA_NAME",

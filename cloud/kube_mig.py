@@ -38,6 +38,7 @@ from .kube_core import (
     dns_label,
 )
 from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
+from .kube_nfs import NfsVolume, nfs_ensure, pod_parts
 
 
 @dataclass(frozen=True)
@@ -72,6 +73,8 @@ class MigSpec:
     jupyter_token: str = ""
     # 0 makes it stopped (a slice moved to another profile while stopped, or before its start).
     replicas: int = 1
+    # The team's shares and the owner's home (cloud.kube_nfs), mounted where a VM mounts them.
+    nfs: tuple[NfsVolume, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -153,20 +156,24 @@ def _statefulset(spec: MigSpec, labels: dict[str, Any]) -> dict[str, Any]:
     resource = {f"{MIG_PREFIX}{spec.mig_profile}": "1"}
     token = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "token"}}
     env = [{"name": k, "value": v} for k, v in spec.env]
+    nfs_mounts, nfs_volumes = pod_parts(spec.nfs)
     container = {
         "name": "workspace",
         "image": spec.image,
         "ports": [{"name": "http", "containerPort": JUPYTER_PORT}],
         "resources": {"requests": resource, "limits": resource},
         "env": [*env, {"name": AGENT_TOKEN_ENV, "valueFrom": token}, *_jupyter_env(spec)],
-        "volumeMounts": [{"name": "home", "mountPath": "/home"}],
+        "volumeMounts": [{"name": "home", "mountPath": "/home"}, *nfs_mounts],
     }
     pod_spec = {
         "nodeSelector": {"agentpool": spec.pool_name},
         "tolerations": [_toleration(t) for t in spec.tolerations],
         "securityContext": {"fsGroup": 100},  # The Jupyter images' "users" group owns /home.
         "containers": [container],
-        "volumes": [{"name": "home", "persistentVolumeClaim": {"claimName": f"{spec.name}-home"}}],
+        "volumes": [
+            {"name": "home", "persistentVolumeClaim": {"claimName": f"{spec.name}-home"}},
+            *nfs_volumes,
+        ],
     }
     if spec.agent_script:
         _with_agent(spec, container, pod_spec)
@@ -233,6 +240,7 @@ def mig_ensure(api: ApiClient, spec: MigSpec) -> None:
     )
     access = SliceAccess(spec.workspace_id, ns, spec.name, spec.owner_users, spec.labels)
     mig_access(api, access)
+    nfs_ensure(api, ns, spec.nfs)
     objects_create(api, ns, _mig_objects(spec, labels), owned_by(spec.workspace_id))
 
 

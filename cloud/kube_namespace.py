@@ -34,6 +34,7 @@ from .kube_core import (
     dns_label,
 )
 from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
+from .kube_nfs import NfsVolume, nfs_ensure
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,10 @@ class NamespaceSpec:
     cpu: str = "32"
     memory: str = "256Gi"
     labels: tuple[tuple[str, str], ...] = ()
+    # The team's shares and the owner's home as claims "nfs-<share>" its pods mount
+    # (cloud.kube_nfs); read-only ones are read-only on the volume itself, since the team may
+    # write any pod spec in its namespace.
+    nfs: tuple[NfsVolume, ...] = ()
 
 
 def _hard(spec: NamespaceSpec) -> dict[str, str]:
@@ -97,6 +102,7 @@ def namespace_ensure(api: ApiClient, spec: NamespaceSpec) -> None:
     labels, owned = _labels(spec.workspace_id, spec.labels), owned_by(spec.workspace_id)
     namespace_create(api, spec.name, labels, owned)
     objects_create(api, spec.name, _namespace_objects(spec, labels), owned)
+    nfs_ensure(api, spec.name, spec.nfs, enforce_read_only=True)
 
 
 def _workloads(api: ApiClient, namespace: str) -> Iterator[tuple[Callable[..., Any], Any]]:

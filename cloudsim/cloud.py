@@ -10,7 +10,7 @@ import time
 import uuid
 from collections import deque
 
-from . import errors, ledger, models, quirks
+from . import errors, ledger, models, quirks, storage_state
 from .agents import AgentBook
 from .entra.directory import Directory
 from .kube import KubeClusters
@@ -67,6 +67,8 @@ FAULT_OPS = frozenset(
         "graph.memberObjects",
     }
 )
+# The emulated Microsoft.Storage and disk snapshot operations (cloudsim.storage_state).
+FAULT_OPS = FAULT_OPS | storage_state.FAULT_OPS
 SYNC_KINDS = frozenset(
     {
         "throttle",
@@ -105,6 +107,8 @@ class Cloud:
         # that lifting it wakes every request held at once. Never replaced: waiters hold it.
         self.answering = threading.Event()
         self.drivers_required = False  # What reset() restores (cloudsim --drivers-required).
+        # Where emulated Azure Files shares keep their files (cloudsim.storage_state).
+        self.storage_root = storage_state.storage_root()
         self.reset()
 
     def reset(self) -> None:
@@ -135,6 +139,7 @@ class Cloud:
             self.agents.reset()
             self.kube = KubeClusters()  # Kubernetes API state of each managed cluster.
             self.entra = Directory()  # Entra ID tenant and Graph directory (cloudsim.entra).
+            self.storage = storage_state.StorageState(self.storage_root)  # Files wiped too.
             self.quirks = quirks.Quirks()  # Azure answers off by default (quirks.py).
             self.hang_seconds = 0.0  # How long ARM and Kubernetes requests hang (/_sim/hang).
             self.extension_play = models.ExtensionPlay(drivers_required=self.drivers_required)
@@ -214,10 +219,14 @@ class Cloud:
             for vm in self.vms.values()
             if vm.allocated and vm.location == loc and vm.size.lower() == wanted
         )
-        return reserved + vms + sum(
-            pool.count
-            for pool in self.pools.values()
-            if pool.allocated and pool.location == loc and pool.vm_size.lower() == wanted
+        return (
+            reserved
+            + vms
+            + sum(
+                pool.count
+                for pool in self.pools.values()
+                if pool.allocated and pool.location == loc and pool.vm_size.lower() == wanted
+            )
         )
 
     def free_capacity(self, location: str, size: str) -> int:

@@ -280,6 +280,22 @@ class SimControl:
         """Groups an ID token may carry before the overage claims replace them."""
         return self._call("POST", "/_sim/entra/settings", {"group_limit": group_limit})
 
+    # --- a workspace's view of its NFS mounts (cloudsim/storage_mounts.py) ------------------
+
+    def storage_mounts(self, vm: str) -> list[dict]:
+        """The VM's mounts: [{"path", "source", "read_only", "host_path", "live"}]."""
+        return self._call("POST", "/_sim/storage/mounts", {"vm": vm})["mounts"]
+
+    def storage_write(self, vm: str, path: str, content: str) -> dict:
+        """Write a file at `path` inside the VM (EROFS 403, ENOENT 404, ENOSPC 507)."""
+        return self._call(
+            "POST", "/_sim/storage/write", {"vm": vm, "path": path, "content": content}
+        )
+
+    def storage_read(self, vm: str, path: str) -> str:
+        """Read a file at `path` inside the VM (ENOENT 404)."""
+        return self._call("POST", "/_sim/storage/read", {"vm": vm, "path": path})["content"]
+
 
 def _json_or_text(raw: bytes) -> dict:
     try:

@@ -48,6 +48,8 @@ POST /_sim/k8s/clusters           {"subscription", "resource_group", "name", "po
                                   -> {"key", "server"}  (the AKS side does this for real clusters)
 POST /_sim/k8s/pools/drop         {"subscription", "resource_group", "name", "pool"}
 POST /_sim/k8s/namespaces         {"cluster", "name", "labels"={}}   (made outside the portal)
+POST /_sim/storage/(mounts|read|write)   a workspace's view of its NFS mounts
+                                  (cloudsim/storage_mounts.py)
 /_sim/entra/...                   the emulated Entra ID tenant (cloudsim/entra/control.py)
 
 Agent profiles: busy, batch (busy GPUs, nobody logged in), idle, spiky (idle with a 100 %
@@ -62,7 +64,17 @@ of a tag value on each day becomes cost x multiplier + extra_per_day (USD, numbe
 import time
 from decimal import Decimal, InvalidOperation
 
-from . import aks, costs, extensions, guest_setup, prices, quirks, spot
+from . import (
+    aks,
+    costs,
+    extensions,
+    guest_setup,
+    prices,
+    quirks,
+    spot,
+    storage_mounts,
+    storage_state,
+)
 from .agent_protocol import PROFILES
 from .cloud import ASYNC_KINDS, FAULT_OPS, SYNC_KINDS, VM_SIZE_KINDS, Cloud
 from .entra import control as entra_control
@@ -72,7 +84,9 @@ from .protocol import Request, Response
 from .skus import normalize_location
 
 # Ops with a VM size at hand.
-SIZED_OPS = frozenset({"vm.create", "vm.update", "vm.start", "aks.pool.create"})
+SIZED_OPS = frozenset(
+    {"vm.create", "vm.update", "vm.start", "aks.pool.create", "reservation.create"}
+)
 
 
 def _bad(message: str) -> ArmError:
@@ -106,7 +120,7 @@ def _faults(cloud: Cloud, body: dict) -> Response:
     if op not in FAULT_OPS:
         raise _bad(f"Unknown op '{op}'. Known: {', '.join(sorted(FAULT_OPS))}.")
     known = SYNC_KINDS | ASYNC_KINDS | quirks.FAULT_KINDS | set(extensions.EXIT_KINDS)
-    known |= guest_setup.FAULT_KINDS
+    known |= storage_state.FAULT_KINDS | guest_setup.FAULT_KINDS
     if kind in extensions.EXIT_KINDS and op != "vm.extension.create":
         raise _bad(f"Kind '{kind}' applies only to vm.extension.create.")
     if kind not in known:
@@ -115,7 +129,7 @@ def _faults(cloud: Cloud, body: dict) -> Response:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(quirks.CREATE_OPS))}.")
     if kind in ASYNC_KINDS | VM_SIZE_KINDS and op not in SIZED_OPS:
         raise _bad(f"Kind '{kind}' applies only to {', '.join(sorted(SIZED_OPS))}.")
-    for module in (prices, costs, entra_control, guest_setup):
+    for module in (prices, costs, entra_control, guest_setup, storage_state):
         ops = getattr(module, "FAULT_OPS", {getattr(module, "FAULT_OP", "")})
         if op in ops and kind not in module.FAULT_KINDS:
             raise _bad(f"Op '{op}' takes only {', '.join(sorted(module.FAULT_KINDS))}.")
@@ -362,6 +376,7 @@ def _entra(action):
 
 ROUTES |= {key: _entra(action) for key, action in entra_control.ROUTES.items()}
 ROUTES |= quirks.ROUTES
+ROUTES |= storage_mounts.ROUTES
 
 
 def handle(cloud: Cloud, req: Request) -> Response:

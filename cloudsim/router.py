@@ -10,6 +10,7 @@ from collections.abc import Callable
 from . import (
     aks,
     costs,
+    disk_snapshots,
     disks,
     errors,
     extensions,
@@ -18,6 +19,7 @@ from . import (
     prices,
     reservations,
     spot,
+    storage,
     vm_resize,
     vms,
 )
@@ -64,6 +66,7 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
     },
     (COMPUTE, "disks", ()): {
         "GET": disks.get_disk,
+        "PUT": disk_snapshots.put_disk,
         "PATCH": disks.patch_disk,
         "DELETE": disks.delete_disk,
     },
@@ -85,6 +88,7 @@ RESOURCE_ROUTES: dict[tuple[str, str, tuple[str, ...]], Methods] = {
         "DELETE": aks.delete_pool,
     },
 }
+RESOURCE_ROUTES |= disk_snapshots.ROUTES
 # (provider, type) -> methods on the collection in a resource group.
 GROUP_COLLECTION_ROUTES: dict[tuple[str, str], Methods] = {
     (CONTAINER, "managedclusters"): {"GET": aks.list_clusters},
@@ -168,7 +172,7 @@ def resolve(method: str, path: str) -> tuple[Handler, dict]:
     low = [s.lower() for s in segs]
     unversioned = UNVERSIONED_ROUTES.get("/" + "/".join(low))
     found = (unversioned, {}) if unversioned else None
-    found = found or _match_cost_query(segs, low)
+    found = found or _match_cost_query(segs, low) or storage.match(segs, low)
     found = found or _match_resource(segs, low) or _match_provider(segs, low)
     found = found or _match_group_collection(segs, low)
     if found is None:

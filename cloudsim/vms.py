@@ -339,9 +339,7 @@ def start_vm(cloud: Cloud, req: Request) -> Response:
     error = None
     if not vm.allocated:
         reserved = reservations.reserved_for(cloud, vm)
-        error = faults.allocation_error(
-            cloud, "vm.start", vm.location, vm.size, reserved=reserved
-        )
+        error = faults.allocation_error(cloud, "vm.start", vm.location, vm.size, reserved=reserved)
         vm.allocated = error is None
     if vm.power != "running":
         vm.power = "starting"

@@ -38,6 +38,10 @@ def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
             "task": "clusters.tasks.reconcile_pools",
             "schedule": settings.PORTAL_RECONCILE_INTERVAL,
         },
+        "advance-bookings": {
+            "task": "bookings.tasks.advance_bookings",
+            "schedule": settings.BOOKING_TICK_SECONDS,
+        },
         "idle-sweep": {
             "task": "workspaces.tasks.idle_sweep",
             "schedule": settings.IDLE_SWEEP_SECONDS,
@@ -99,6 +103,16 @@ def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,
+        },
+        # Team shares: scheduled snapshots (each team says how often) and deleted shares past
+        # their soft-delete retention (docs/storage.md).
+        "storage-snapshots": {
+            "task": "storage.tasks.scheduled_snapshots",
+            "schedule": 900.0,
+        },
+        "storage-purge": {
+            "task": "storage.tasks.purge_deleted_volumes",
+            "schedule": 3600.0,
         },
     }
 

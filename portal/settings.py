@@ -54,8 +54,10 @@ INSTALLED_APPS = [
     "notifications",
     "teams",
     "environments",
+    "bookings",
     "workspaces",
     "billing",
+    "storage",
     "clusters",
     "scheduling",
     "live",
@@ -466,6 +468,12 @@ KUBE_PENDING_RETRY_SECONDS = env.float("KUBE_PENDING_RETRY_SECONDS", default=15.
 # the driver extension takes up to ~20: docs/environments.md, "From request to Ready").
 SETUP_POLL_SECONDS = env.float("SETUP_POLL_SECONDS", default=5.0)
 SETUP_TIMEOUT_MINUTES = env.int("SETUP_TIMEOUT_MINUTES", default=90)
+# Bookings (docs/bookings.md): their capacity reservation is made this many minutes before the
+# window (so the GPUs are there when it starts), their maker warned this many before its end,
+# and beat advances them every BOOKING_TICK_SECONDS.
+BOOKING_HOLD_MINUTES = env.int("BOOKING_HOLD_MINUTES", default=30)
+BOOKING_WARN_MINUTES = env.int("BOOKING_WARN_MINUTES", default=15)
+BOOKING_TICK_SECONDS = env.float("BOOKING_TICK_SECONDS", default=60.0)
 # Seconds between checks of running Spot VMs' power states for evictions (Celery beat).
 SPOT_EVICTION_CHECK_SECONDS = env.float("SPOT_EVICTION_CHECK_SECONDS", default=60.0)
 # Seconds the approval queue keeps Azure's quota-left figures before asking ARM again.

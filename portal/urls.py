@@ -35,7 +35,9 @@ urlpatterns = [
     path("api/workspaces/<uuid:pk>/heartbeat/", api.agent_heartbeat, name="agent-heartbeat"),
     path("", include("live.urls")),
     path("", include("teams.urls")),
+    path("", include("storage.urls")),
     path("", include("environments.urls")),
+    path("", include("bookings.urls")),
     path("", include("notifications.urls")),
     path("", include("workspaces.approval_urls")),
     # Before the admin's own: its login honours PASSWORD_LOGIN (teams/entra_views.py).

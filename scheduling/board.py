@@ -1,7 +1,8 @@
 """What is free now, per GPU model and region, for one team: the GPUs its quota leaves, what
 Azure's regional quota leaves for each offered size (workspaces.azure.azure_headroom, cached
 AZURE_HEADROOM_CACHE_SECONDS), the free MIG instances or GPUs of its clusters' pools, how
-many wait in the queue, and the next bookings of any team (they hold Azure's capacity).
+many wait in the queue, and the next bookings of any team (bookings/: they hold Azure's
+capacity).
 The board page and the request form show it; GET /api/v1/free-now returns it."""
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from fractions import Fraction
 
+from bookings.models import LIVE, Booking
 from clusters.selectors import PoolRow, pool_capacity, team_clusters
 from scheduling.queue import queue_counts
 from teams.models import GpuQuota, Team
@@ -43,7 +45,7 @@ class BoardRow:
     queued: int
     sizes: list[SizeRoom] = field(default_factory=list)
     pools: list[PoolRow] = field(default_factory=list)
-    bookings: list[object] = field(default_factory=list)  # the next few, any team's
+    bookings: list[Booking] = field(default_factory=list)  # the next few, any team's
 
 
 def free_now(*, team: Team, now: datetime) -> list[BoardRow]:
@@ -68,6 +70,11 @@ def free_now(*, team: Team, now: datetime) -> list[BoardRow]:
     clusters = [c.cluster_id for c in team_clusters(team=team)]
     for pool in pool_capacity(cluster_ids=clusters) if clusters else []:
         row(pool.pool.gpu_model, pool.pool.cluster.location).pools.append(pool)
+    upcoming = Booking.objects.filter(state__in=LIVE, ends_at__gt=now).select_related("team")
+    for booking in upcoming.order_by("starts_at"):
+        line = row(booking.gpu_model, booking.region)
+        if len(line.bookings) < NEXT_BOOKINGS:
+            line.bookings.append(booking)
     return [rows[key] for key in sorted(rows)]
 
 

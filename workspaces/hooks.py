@@ -175,3 +175,52 @@ def workspace_recommendation(*, workspace: Workspace) -> RightsizingPanel | None
     """The workspace's right-sizing panel; None when no app provides one."""
     panel = _recommendation.given
     return panel(workspace=workspace) if panel is not None else None
+
+
+# What the workspaces app asks of storage (issue 33): the NFS shares a workspace mounts, its
+# team's shares and its owner's home. Storage provides it in its AppConfig.ready(); without
+# storage a workspace mounts nothing.
+
+
+@dataclass(frozen=True)
+class WorkspaceMount:
+    """One NFS mount: ``source`` as mount(8) takes it ("<account>.file.core.windows.net:/
+    <account>/<share>"), ``path`` in the workspace, ``label`` what users call it ("datasets",
+    "home"); ``account`` and ``share`` name the Azure Files share (a pod's PersistentVolume)."""
+
+    source: str
+    path: str
+    read_only: bool
+    label: str
+    account: str
+    share: str
+    size_gib: int = 100
+
+
+class WorkspaceMounts(Protocol):
+    """The mounts of a workspace, in the order they should be mounted."""
+
+    def __call__(self, *, workspace: Workspace) -> list[WorkspaceMount]: ...
+
+
+_mounts: Provided[WorkspaceMounts] = Provided("mounts (storage: StorageConfig.ready())")
+_planned_mounts: Provided[WorkspaceMounts] = Provided("shown mounts (storage)")
+
+
+def provide_mounts(callback: WorkspaceMounts, planned: WorkspaceMounts) -> None:
+    """Register storage's answer to which shares a workspace mounts: ``callback`` when its
+    VM or pod is made (it may make the owner's home first), ``planned`` for a page (a read)."""
+    _mounts.provide(callback)
+    _planned_mounts.provide(planned)
+
+
+def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
+    """The workspace's NFS mounts, to make it with; none when no app provides them."""
+    given = _mounts.given
+    return given(workspace=workspace) if given is not None else []
+
+
+def workspace_mounts_planned(*, workspace: Workspace) -> list[WorkspaceMount]:
+    """What the workspace mounts, to show (reads only); none when no app provides them."""
+    given = _planned_mounts.given
+    return given(workspace=workspace) if given is not None else []

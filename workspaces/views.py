@@ -165,6 +165,8 @@ def workspace_detail(request, pk):
         context["cost"] = hooks.workspace_cost(workspace=workspace, now=timezone.now())
         context["rightsizing"] = panel = hooks.workspace_recommendation(workspace=workspace)
         context["resize_url"] = _advice_resize_url(request, workspace, panel)
+        # The team's shares and the owner's home, where it mounts them (storage, issue 33).
+        context["mounts"] = hooks.workspace_mounts_planned(workspace=workspace)
     if request.htmx:
         response = render(request, "workspaces/_status_panel.html", context)
         if context["steady"]:

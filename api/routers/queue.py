@@ -167,7 +167,11 @@ def free_now(request: HttpRequest, team: str) -> Any:
                 {"pool": p.pool.name, "unit": p.unit, "free": p.free, "total": p.total}
                 for p in row.pools
             ],
-            "next_bookings": [],
+            "next_bookings": [
+                f"{b.instances} x {b.vm_size} for {b.team.slug}, {utc(b.starts_at)} to "
+                f"{utc(b.ends_at)}"
+                for b in row.bookings
+            ],
         }
         for row in board.free_now(team=found, now=timezone.now())
     ]

@@ -8,7 +8,7 @@ from gpuportal.common import JsonOpt, echo_or_json, handled, signed_in
 from gpuportal.render import table
 
 
-def _slug_path(kind: str, value: str) -> str:
+def slug_path(kind: str, value: str) -> str:
     if not value or any(c in value for c in "/?#%") or not value.isprintable():
         raise typer.BadParameter(f"not a {kind}: {value!r}")
     return value
@@ -37,7 +37,7 @@ def spend(
     """A team's spend this month in USD, its forecast, budget and GPU quota."""
     client = signed_in()
     slugs = (
-        [_slug_path("team", team)] if team else [t["slug"] for t in client.get("/teams")["items"]]
+        [slug_path("team", team)] if team else [t["slug"] for t in client.get("/teams")["items"]]
     )
     teams = [client.get(f"/teams/{slug}") for slug in slugs]
     if as_json:
@@ -83,7 +83,7 @@ def approve(
 ) -> None:
     """Approve (or --reject) a request above a team's quota (platform admins only)."""
     action = "reject" if reject else "approve"
-    path = f"/approvals/{_slug_path('approval id', approval_id)}/{action}"
+    path = f"/approvals/{slug_path('approval id', approval_id)}/{action}"
     result = signed_in().post(path, {"reason": reason})
     echo_or_json(
         result,

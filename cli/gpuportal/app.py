@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuportal import __version__, admin, request_cmds, waiting
+from gpuportal import __version__, admin, bookings, request_cmds, storage_cmds, waiting
 from gpuportal.client import ApiRefused, Client, CliFailure
 from gpuportal.common import (
     IdArg,
@@ -324,6 +324,11 @@ app.command("wait")(waiting.wait)
 app.command("spend")(admin.spend)
 app.command("approvals")(admin.approvals)
 app.command("approve")(admin.approve)
+app.command("bookings")(bookings.bookings)
+app.command("book")(bookings.book)
+app.command("unbook")(bookings.unbook)
+app.command("storage")(storage_cmds.storage)
+app.command("mounts")(storage_cmds.mounts)
 
 
 def main() -> None:

@@ -256,9 +256,39 @@ def _prepare_pvc(cluster: Cluster, obj: dict, now: float) -> None:
         raise invalid(res, name, "spec.resources[storage]", str(exc)) from None
     spec.setdefault("storageClassName", "default")  # AKS's default class (Azure Disk CSI).
     spec.setdefault("volumeMode", "Filesystem")
-    spec["volumeName"] = f"pvc-{obj['metadata']['uid']}"
     modes = spec.get("accessModes") or ["ReadWriteOnce"]
+    if spec.get("volumeName"):  # Static provisioning: bind to that PersistentVolume.
+        _bind_static(cluster, obj, modes)
+        return
+    spec["volumeName"] = f"pvc-{obj['metadata']['uid']}"
     obj["status"] = {"phase": "Bound", "accessModes": modes, "capacity": {"storage": storage}}
+
+
+def _bind_static(cluster: Cluster, claim: dict, modes: list) -> None:
+    """A claim naming its volume binds to it when the volume is there, free or pre-bound to
+    this claim (spec.claimRef); it stays Pending otherwise, as the binder leaves it."""
+    meta = claim["metadata"]
+    volume = cluster.get("persistentvolumes", "", claim["spec"]["volumeName"])
+    ref = ((volume or {}).get("spec") or {}).get("claimRef") or {}
+    mine = (ref.get("namespace"), ref.get("name")) in ((meta.get("namespace"), meta["name"]),)
+    if volume is None or (ref and not mine) or volume["status"]["phase"] == "Released":
+        claim["status"] = {"phase": "Pending"}
+        return
+    volume["spec"]["claimRef"] = {"namespace": meta.get("namespace"), "name": meta["name"]}
+    volume["status"] = {"phase": "Bound"}
+    capacity = volume["spec"].get("capacity") or {}
+    claim["status"] = {"phase": "Bound", "accessModes": modes, "capacity": capacity}
+
+
+def _prepare_pv(cluster: Cluster, obj: dict, now: float) -> None:
+    res, name = RESOURCES["persistentvolumes"], obj["metadata"]["name"]
+    spec = obj.setdefault("spec", {})
+    if not (spec.get("capacity") or {}).get("storage"):
+        raise invalid(res, name, "spec.capacity", "Required value")
+    if not spec.get("accessModes"):
+        raise invalid(res, name, "spec.accessModes", "Required value")
+    spec.setdefault("persistentVolumeReclaimPolicy", "Retain")
+    obj["status"] = {"phase": "Available"}
 
 
 def _prepare_quota(cluster: Cluster, obj: dict, now: float) -> None:
@@ -276,6 +306,7 @@ PREPARE = {
     "pods": _prepare_pod,
     "services": _prepare_service,
     "persistentvolumeclaims": _prepare_pvc,
+    "persistentvolumes": _prepare_pv,
     "resourcequotas": _prepare_quota,
     "limitranges": lambda c, obj, now: admission.default_limit_range(obj),
     "secrets": lambda c, obj, now: admission.encode_string_data(obj),

@@ -40,6 +40,7 @@ RESOURCES = {
         Resource("", "v1", "pods", "Pod"),
         Resource("", "v1", "services", "Service"),
         Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+        Resource("", "v1", "persistentvolumes", "PersistentVolume", namespaced=False),
         Resource("", "v1", "secrets", "Secret"),
         Resource("", "v1", "configmaps", "ConfigMap"),
         Resource("", "v1", "resourcequotas", "ResourceQuota"),

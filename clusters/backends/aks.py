@@ -16,6 +16,7 @@ from fractions import Fraction
 from typing import Any
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 from django.core.cache import cache
 
@@ -25,7 +26,7 @@ from clusters.models import NodePool
 from clusters.services import cluster_ref
 from common.words import counted
 from teams.models import Team
-from workspaces import states
+from workspaces import hooks, states
 from workspaces.azure import azure_in_request, azure_settings
 from workspaces.backends import Meters, ResizeChoice, RightsizeOptions, SizingOffer, Step
 from workspaces.chains import Next
@@ -226,3 +227,19 @@ class AksBackend:
     def resize_choices(self, workspace: Workspace, now: datetime) -> list[ResizeChoice]:
         """None by default: a namespace's GPU quota is changed by a new request."""
         return []
+
+
+def nfs_volumes(workspace: Workspace) -> tuple[kube.NfsVolume, ...]:
+    """The team's shares and the owner's home (storage, issue 33), at the paths a VM mounts
+    them, through the Azure Files CSI driver."""
+    return tuple(
+        kube.NfsVolume(
+            account=m.account,
+            share=m.share,
+            resource_group=settings.AZURE_RESOURCE_GROUP,
+            path=m.path,
+            read_only=m.read_only,
+            size_gib=m.size_gib,
+        )
+        for m in hooks.workspace_mounts(workspace=workspace)
+    )

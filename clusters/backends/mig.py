@@ -26,7 +26,14 @@ from cloud import kube
 from cloud.errors import CloudError
 from clusters import selectors as cluster_selectors
 from clusters.backends import mig_resize
-from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels, pool_of
+from clusters.backends.aks import (
+    AksBackend,
+    aks_fields,
+    kube_api,
+    nfs_volumes,
+    object_labels,
+    pool_of,
+)
 from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
@@ -293,6 +300,7 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
         agent_requirement=cloud_init.nvml_requirement(),
         owner_users=owner_users(workspace.owner),
         jupyter_token=jupyter_token(workspace),
+        nfs=nfs_volumes(workspace),
     )
 
 

@@ -18,7 +18,14 @@ from django.contrib.auth.models import User
 from cloud import kube
 from cloud.errors import CloudError
 from cloud.prometheus import NamespaceGpuUse
-from clusters.backends.aks import AksBackend, aks_fields, kube_api, object_labels, pool_of
+from clusters.backends.aks import (
+    AksBackend,
+    aks_fields,
+    kube_api,
+    nfs_volumes,
+    object_labels,
+    pool_of,
+)
 from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from common.words import counted, times
@@ -179,6 +186,7 @@ def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
         group_object_id=str(group),
         gpus=workspace.gpu_count,
         labels=object_labels(workspace),
+        nfs=nfs_volumes(workspace),
     )
 
 

@@ -462,3 +462,34 @@ def test_request_with_queue_waits_queued_when_the_team_quota_is_in_use(signed_in
 
     assert result.exit_code == 0, result.output
     assert Workspace.objects.get(name="queued-cli").status == "queued"
+
+
+def test_storage_and_mounts_show_the_teams_shares_and_where_a_workspace_mounts_them(
+    signed_in, cast, sim
+):
+    from storage import services
+
+    now = timezone.now()
+    services.storage_quota_set(user=cast.platform_admin, team=cast.team, quota_gib=4096, now=now)
+    services.share_create(
+        user=cast.team_admin,
+        team=cast.team,
+        name="datasets",
+        size_gib=1024,
+        researcher_access="ro",
+        now=now,
+    )
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
+
+    shares = _cli("storage", "vision")
+    mounts = _cli("mounts", str(ws.pk))
+
+    assert shares.exit_code == 0, shares.output
+    assert "1024 GiB of 4096 GiB provisioned" in shares.output
+    assert ["datasets", "/data/datasets", "1024", "GiB", "ready", "read-only"] in [
+        line.split() for line in shares.output.splitlines()
+    ]
+    assert mounts.exit_code == 0, mounts.output
+    assert ["/data/datasets", "datasets", "read-only"] in [
+        line.split() for line in mounts.output.splitlines()
+    ]

@@ -13,9 +13,11 @@ from django.conf import settings
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from django.utils import timezone
 
+from bookings.services import booking_create
 from clusters.models import AksCluster, NodePool, PoolStatus
 from environments.demo import seed_demo_environments
 from notifications.models import Notice
+from storage.models import TeamShare, TeamStorage, VolumeState
 from teams.models import Membership, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
 from teams.webhook_settings import webhook_create
@@ -58,6 +60,18 @@ API_ENVIRONMENT = {
     "vm_image": "microsoft-dsvm:ubuntu-hpc:2204:22.04.2024102301",
     "driver_method": "preinstalled",
     "gpu_families": ["A100"],
+}
+
+
+# The API's body for a booking of one A100 VM for the cast's team, two days ahead.
+_BOOKED_FROM = (timezone.now() + timedelta(days=2)).replace(microsecond=0)
+API_BOOKING = {
+    "title": "Lab",
+    "vm_size": "Standard_NC24ads_A100_v4",
+    "region": "eastus",
+    "instances": 1,
+    "starts_at": _BOOKED_FROM.isoformat(),
+    "ends_at": (_BOOKED_FROM + timedelta(hours=4)).isoformat(),
 }
 
 
@@ -141,6 +155,20 @@ EXPECTED = {
     "team-idle-policy": Row("GET", (_, 404, 403, 404, 200, 200)),
     "team-leaver-policy": Row("POST", (_, 404, 403, 404, 302, 302), data={"leaver_policy": "keep"}),
     "team-quota": Row("GET", (_, 404, 403, 404, 403, 200)),
+    # The team's storage: members read it; its admins change shares, platform admins the quota.
+    "team-storage": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "storage-share-create": Row(
+        "POST",
+        (_, 404, 403, 404, 302, 302),
+        data={"name": "checkpoints", "size_gib": "100", "researcher_access": "rw"},
+    ),
+    "storage-share-delete": Row(
+        "POST", (_, 404, 403, 404, 302, 302), pk="share", data={"confirm": "datasets"}
+    ),
+    # A share that is not deleted cannot be restored: a permitted caller gets the form's 400.
+    "storage-share-restore": Row("POST", (_, 404, 403, 404, 400, 400), pk="share"),
+    "storage-share-snapshot": Row("POST", (_, 404, 403, 404, 302, 302), pk="share"),
+    "storage-quota": Row("POST", (_, 404, 403, 404, 403, 302), data={"quota_gib": "5000"}),
     # The team's chat and JSON webhooks: its admins and platform admins.
     "team-webhooks": Row("GET", (_, 404, 403, 404, 200, 200)),
     # Every member reads what the team is offered; its admins hide catalog entries.
@@ -148,6 +176,12 @@ EXPECTED = {
     "team-environment-visibility": Row(
         "POST", (_, 404, 403, 404, 302, 302), pk="catalog_environment", data={"hide": "1"}
     ),
+    # Every member sees the team's bookings and books; platform admins see every team's.
+    "team-bookings": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "team-booking-quote": Row("POST", (_, 404, 200, 404, 200, 403)),
+    # Its maker (the team admin here), the team's admins and platform admins cancel it.
+    "booking-cancel": Row("POST", (_, 404, 403, 404, 302, 302), pk="booking"),
+    "bookings": Row("GET", (_, 403, 403, 403, 403, 200)),
     "team-webhook-change": Row(
         "POST", (_, 404, 403, 404, 302, 302), pk="webhook", data={"events": "budget"}
     ),
@@ -248,6 +282,10 @@ EXPECTED = {
         "GET", (401, 404, 200, 404, 200, 200), query="?team=vision&kind=vm"
     ),
     "api-v1:environment_add": Row("POST", (401, 404, 403, 404, 201, 201), data=API_ENVIRONMENT),
+    # A team's members (and platform admins) see its bookings; its members book.
+    "api-v1:booking_list": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:booking_add": Row("POST", (401, 404, 201, 404, 201, 403), data=API_BOOKING),
+    "api-v1:booking_cancel_api": Row("POST", (401, 404, 403, 404, 200, 200)),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
     # The fair queue: a running workspace has no claim window and cannot join the queue (409).
     "api-v1:queue_place": Row("GET", (401, 404, 200, 404, 200, 200)),
@@ -264,6 +302,16 @@ EXPECTED = {
         data={"start": "22:00", "end": "07:00", "timezone": "Europe/Berlin"},
     ),
     "api-v1:free_now": Row("GET", (401, 404, 200, 404, 200, 200), query="?team=vision"),
+    # Team storage: members read it, team admins change shares; a share not deleted cannot be
+    # restored (400 to those allowed), and a delete without the name typed is a 400 too.
+    "api-v1:storage_get": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:share_create": Row(
+        "POST", (401, 404, 403, 404, 201, 201), data={"name": "checkpoints", "size_gib": 100}
+    ),
+    "api-v1:share_delete": Row("DELETE", (401, 404, 403, 404, 202, 202), query="?confirm=datasets"),
+    "api-v1:share_restore": Row("POST", (401, 404, 403, 404, 400, 400)),
+    "api-v1:share_snapshot": Row("POST", (401, 404, 403, 404, 202, 202)),
+    "api-v1:workspace_mounts": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
     "api-v1:approval_reject": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
 }
@@ -280,6 +328,9 @@ PARAMS = {
     # The API's path parameters.
     "workspace_id": lambda objects: objects["workspace"].pk,
     "approval_id": lambda objects: objects["quota_request"].pk,
+    "team": lambda objects: objects["team"].slug,
+    "booking_id": lambda objects: objects["booking"].pk,
+    "share_id": lambda objects: objects["share"].pk,
 }
 
 
@@ -298,6 +349,18 @@ def _walk(patterns, prefix="", namespace=""):
 
 
 URLS = {name: params for name, _route, params in _walk(get_resolver().url_patterns)}
+
+
+def _share(cast, now):
+    TeamStorage.objects.create(team=cast.team, quota_gib=10000, account_name="gpvision0001")
+    return TeamShare.objects.create(
+        team=cast.team,
+        name="datasets",
+        size_gib=1024,
+        azure_name="datasets-000001",
+        state=VolumeState.READY,
+        created_at=now,
+    )
 
 
 @pytest.fixture
@@ -346,6 +409,16 @@ def objects(cast, sim):
             created_at=now,
         ),
         "notice": Notice.objects.create(user=cast.researcher, text="hello", created_at=now),
+        "booking": booking_create(
+            actor=cast.team_admin,
+            team=cast.team,
+            title="Lab",
+            offering=OfferingFactory(),
+            instances=1,
+            starts_at=now + timedelta(days=2),
+            ends_at=now + timedelta(days=2, hours=4),
+            now=now,
+        ),
         "api_token": api_token_create(
             user=cast.researcher, name="ci", scope="read", expires_in_days=30, now=now
         )[0],
@@ -359,6 +432,7 @@ def objects(cast, sim):
             now=now,
         )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
+        "share": _share(cast, now),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }
 

@@ -2,9 +2,13 @@
 left and Azure's regional quota left), how many wait in the queue; the request form shows the
 same, and the API returns it."""
 
+from datetime import timedelta
+
 import pytest
 from django.urls import reverse
+from django.utils import timezone
 
+from bookings.services import booking_create
 from teams.models import GpuQuota
 from tests.factories import OfferingFactory, WorkspaceFactory
 from workspaces.states import Status
@@ -59,3 +63,16 @@ def test_another_teams_board_is_404(client, cast, sim):
     client.force_login(cast.researcher)
     assert client.get(reverse("scheduling:free-now"), {"team": "nlp"}).status_code == 404
     assert client.get("/api/v1/free-now?team=nlp").status_code == 404
+
+
+def test_the_board_lists_the_next_bookings_of_the_model_and_region(client, cast, sim):
+    _scarce(cast, sim)
+    start = timezone.now() + timedelta(days=1)
+    booking_create(
+        actor=cast.outsider, team=cast.other_team, title="Course", offering=OfferingFactory(),
+        instances=1, starts_at=start, ends_at=start + timedelta(hours=8), now=timezone.now(),
+    )  # fmt: skip
+    client.force_login(cast.researcher)
+    rows = client.get("/api/v1/free-now?team=vision").json()
+    (a100,) = [r for r in rows if r["gpu_model"] == "A100"]
+    assert len(a100["next_bookings"]) == 1 and a100["next_bookings"][0].startswith("1 x ")

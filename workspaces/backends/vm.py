@@ -21,14 +21,14 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 
-from agent import cloud_init, environment_init
+from agent import cloud_init, environment_init, nfs_mounts
 from cloud import azure_resize, azure_vm
 from cloud.azure_vm import Progress, VmSpec, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
 from environments.recipes import jupyter_token, vm_recipe
 from teams.models import Profile
-from workspaces import azure, selectors, states, telemetry
+from workspaces import azure, hooks, selectors, states, telemetry
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_placement, vm_resize, vm_setup
 from workspaces.backends.base import (
@@ -339,7 +339,7 @@ def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
         vm_size=workspace.vm_size,
         admin_username=workspace.ssh_user,
         ssh_public_key=workspace.ssh_public_key,
-        custom_data=_cloud_init(workspace, now),
+        custom_data=_with_mounts(workspace, _cloud_init(workspace, now)),
         spot=workspace.spot,
         tags={
             "portal": "gpu-workspace-portal",
@@ -369,6 +369,14 @@ def _cloud_init(workspace: Workspace, now: datetime) -> str:
         user=workspace.ssh_user,
         jupyter_token=jupyter_token(workspace.pk),
         personal=_personal(workspace),
+    )
+
+
+def _with_mounts(workspace: Workspace, custom_data: str) -> str:
+    """The team's shares and the owner's home, mounted at boot (storage, issue 33)."""
+    mounts = hooks.workspace_mounts(workspace=workspace)
+    return nfs_mounts.add_mounts(
+        custom_data, [nfs_mounts.NfsMount(m.source, m.path, m.read_only) for m in mounts]
     )
 
 

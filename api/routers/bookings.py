@@ -1,0 +1,174 @@
+"""/api/v1/teams/{team}/bookings and /api/v1/bookings/{id}/cancel: a team's bookings, a quote
+(``dry_run``: the cost and every reason it may not be made, nothing booked), booking, and
+cancelling, with the rules the pages use (bookings.services; docs/bookings.md)."""
+
+from datetime import datetime
+from typing import Any
+from uuid import UUID
+
+from django.http import Http404, HttpRequest
+from django.utils import timezone
+from ninja import Field, Router, Schema, Status
+
+from api.auth import require_write
+from api.errors import FieldErrors
+from api.schemas import Printable, caller
+from bookings.models import Booking
+from bookings.selectors import bookable_offerings, booking_calendar, booking_visible
+from bookings.services import (
+    MAX_INSTANCES,
+    BookingRefused,
+    booking_cancel,
+    booking_cost,
+    booking_create,
+    booking_quote,
+)
+from common.permissions import access_require
+from teams.models import Team
+from teams.selectors import team_get, team_visible_to
+
+router = Router(tags=["bookings"])
+
+
+class BookingOut(Schema):
+    id: UUID
+    title: str
+    team: str
+    vm_size: str
+    region: str
+    gpu_model: str
+    instances: int
+    gpus: int
+    starts_at: datetime
+    ends_at: datetime
+    hold_from: datetime = Field(description="When Azure's capacity reservation is made")
+    state: str
+    cost_usd: str = Field(description="What Azure bills for the hold, USD")
+    error: str
+
+
+class BookingsOut(Schema):
+    items: list[BookingOut]
+
+
+class QuoteOut(Schema):
+    cost_usd: str
+    held_hours: str
+    hold_from: datetime
+    gpus: int
+    refused: list[str] = Field(description="Why it may not be booked; empty when it may")
+
+
+class BookingIn(Schema):
+    title: Printable = Field(min_length=1, max_length=120)
+    vm_size: Printable = Field(min_length=1, max_length=64)
+    region: Printable = Field(min_length=1, max_length=32)
+    instances: int = Field(ge=1, le=MAX_INSTANCES)
+    starts_at: datetime = Field(description="ISO 8601 with its offset")
+    ends_at: datetime = Field(description="ISO 8601 with its offset")
+    dry_run: bool = Field(False, description="Only quote: the cost and the reasons, no booking")
+
+
+def _out(booking: Booking) -> dict[str, Any]:
+    return {
+        "id": booking.pk,
+        "title": booking.title,
+        "team": booking.team.slug,
+        "vm_size": booking.vm_size,
+        "region": booking.region,
+        "gpu_model": booking.gpu_model,
+        "instances": booking.instances,
+        "gpus": booking.gpus,
+        "starts_at": booking.starts_at,
+        "ends_at": booking.ends_at,
+        "hold_from": booking.hold_from,
+        "state": booking.state,
+        "cost_usd": f"{booking_cost(booking=booking):.2f}",
+        "error": booking.error_message,
+    }
+
+
+def _team(request: HttpRequest, slug: str) -> Team:
+    try:
+        return team_get(user=request.user, slug=slug)
+    except Team.DoesNotExist:
+        raise Http404("No such team among yours.") from None
+
+
+@router.get("/teams/{team}/bookings", response=BookingsOut, summary="A team's bookings")
+def booking_list(request: HttpRequest, team: str) -> Any:
+    """The team's bookings not ended more than 30 days ago, soonest first; 404 for a team the
+    caller does not see."""
+    found = _team(request, team)
+    days = booking_calendar(now=timezone.now(), team=found)
+    return {"items": [_out(b) for day in days for b in day.bookings]}
+
+
+@router.post(
+    "/teams/{team}/bookings",
+    response={200: QuoteOut, 201: BookingOut},
+    summary="Book GPUs for a window (or quote it)",
+)
+def booking_add(request: HttpRequest, team: str, body: BookingIn) -> Any:
+    """201 with the booking; with ``dry_run`` 200 with its quote and nothing booked. 400 naming
+    the fields, or with every reason it is refused (quota, budget, Azure's quota, the
+    window); 403 for a caller who is not a member; 404 for a team not theirs."""
+    require_write(request)
+    found = _team(request, team)
+    access_require(user=request.user, perm="bookings.book", obj=found)
+    if body.starts_at.tzinfo is None or body.ends_at.tzinfo is None:
+        raise FieldErrors([{"loc": ["body", "starts_at"], "msg": "Give the time's UTC offset."}])
+    offering = bookable_offerings().filter(vm_size=body.vm_size, region=body.region).first()
+    if offering is None:
+        raise FieldErrors([{"loc": ["body", "vm_size"], "msg": "Not offered in that region."}])
+    now = timezone.now()
+    if body.dry_run:
+        quote = booking_quote(
+            team=found,
+            offering=offering,
+            instances=body.instances,
+            starts_at=body.starts_at,
+            ends_at=body.ends_at,
+            now=now,
+        )
+        return Status(200, _quote_out(quote))
+    try:
+        booking = booking_create(
+            actor=caller(request),
+            team=found,
+            title=body.title,
+            offering=offering,
+            instances=body.instances,
+            starts_at=body.starts_at,
+            ends_at=body.ends_at,
+            now=now,
+        )
+    except BookingRefused as refused:
+        raise FieldErrors([{"loc": ["body"], "msg": r} for r in refused.reasons]) from None
+    return Status(201, _out(booking))
+
+
+def _quote_out(quote: Any) -> dict[str, Any]:
+    return {
+        "cost_usd": f"{quote.cost:.2f}",
+        "held_hours": f"{quote.held_hours}",
+        "hold_from": quote.hold_from,
+        "gpus": quote.gpus,
+        "refused": list(quote.over),
+    }
+
+
+@router.post("/bookings/{booking_id}/cancel", response=BookingOut, summary="Cancel a booking")
+def booking_cancel_api(request: HttpRequest, booking_id: UUID) -> Any:
+    """The booking, cancelled (or releasing what Azure holds); 403 unless its maker, the
+    team's admin or a platform admin; 404 for another team's."""
+    require_write(request)
+    teams = team_visible_to(user=request.user)
+    found = booking_visible(bookings=Booking.objects.select_related("team"), teams=teams)
+    booking = found.filter(pk=booking_id).first()
+    if booking is None:
+        raise Http404("No such booking.")
+    access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)
+    booking_cancel(actor=caller(request), booking=booking, now=timezone.now())
+    booking.refresh_from_db()
+    return _out(booking)

@@ -1,0 +1,48 @@
+"""The booking form: what to book and when, in the user's time zone (docs/bookings.md)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, cast
+
+from django import forms
+from django.db.models import QuerySet
+
+from bookings.services import MAX_INSTANCES
+from common.validation import TextField
+from workspaces.models import SizeOffering
+
+LOCAL = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
+
+
+class BookingForm(forms.Form):
+    title = TextField(max_length=120, help_text="What it is for, e.g. 'Deep learning lab 3'.")
+    offering = forms.ModelChoiceField(
+        queryset=SizeOffering.objects.none(),
+        label="Size and region",
+        error_messages={"invalid_choice": "That size is not offered there."},
+    )
+    instances = forms.IntegerField(
+        label="VMs", min_value=1, max_value=MAX_INSTANCES, initial=1, help_text="How many VMs."
+    )
+    starts_at = forms.DateTimeField(label="From", widget=LOCAL, input_formats=["%Y-%m-%dT%H:%M"])
+    ends_at = forms.DateTimeField(label="Until", widget=LOCAL, input_formats=["%Y-%m-%dT%H:%M"])
+
+    def __init__(self, *args: Any, offerings: QuerySet[SizeOffering], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        field = cast("forms.ModelChoiceField[SizeOffering]", self.fields["offering"])
+        field.queryset = offerings
+        field.label_from_instance = _label  # type: ignore[method-assign,assignment]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
+        starts_at: datetime | None = data.get("starts_at")
+        ends_at: datetime | None = data.get("ends_at")
+        if starts_at and ends_at and ends_at <= starts_at:
+            self.add_error("ends_at", "The window must end after it starts.")
+        return data
+
+
+def _label(offering: SizeOffering) -> str:
+    gpus = f"{offering.gpu_count} x {offering.gpu_model}"
+    return f"{offering.vm_size} ({gpus}) in {offering.region}, ${offering.price_per_hour}/h"

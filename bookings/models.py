@@ -1,0 +1,71 @@
+"""A booking: N instances of a GPU VM size in a region for a time window, backed by an Azure
+on-demand capacity reservation held from shortly before the window to its end
+(docs/bookings.md)."""
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class BookingState(models.TextChoices):
+    SCHEDULED = "scheduled", "Scheduled"  # before the hold begins
+    HOLDING = "holding", "Reserving capacity"  # the reservation's create is in Azure's hands
+    HELD = "held", "Capacity held"  # Azure holds the instances (billed, used or not)
+    RELEASING = "releasing", "Releasing"  # the window ended or it was cancelled
+    ENDED = "ended", "Ended"
+    CANCELLED = "cancelled", "Cancelled"  # cancelled before anything was held
+    FAILED = "failed", "Failed"  # Azure could not hold it (no room, quota)
+
+
+# Holding (or about to hold) instances in Azure: counted against quota and other bookings.
+LIVE = frozenset({BookingState.SCHEDULED, BookingState.HOLDING, BookingState.HELD})
+
+
+class Booking(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="bookings")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    title = models.CharField(max_length=120)
+    region = models.CharField(max_length=32)
+    vm_size = models.CharField(max_length=64)
+    gpu_model = models.CharField(max_length=16)
+    instances = models.PositiveSmallIntegerField(help_text="VMs of vm_size held")
+    gpus = models.PositiveIntegerField(help_text="GPUs: instances x the size's GPUs")
+    vcpus = models.PositiveIntegerField(help_text="vCPUs counted against Azure's quota")
+    price_per_hour = models.DecimalField(
+        max_digits=10, decimal_places=4, help_text="USD/hour of one instance, as booked"
+    )
+    starts_at = models.DateTimeField()
+    ends_at = models.DateTimeField()
+    hold_from = models.DateTimeField(help_text="When the reservation is made (before starts_at)")
+    state = models.CharField(
+        max_length=16, choices=BookingState.choices, default=BookingState.SCHEDULED
+    )
+    held_at = models.DateTimeField(null=True, blank=True)
+    released_at = models.DateTimeField(null=True, blank=True)
+    warned_at = models.DateTimeField(null=True, blank=True)
+    error_code = models.CharField(max_length=64, blank=True)
+    error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField()
+    updated_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["starts_at", "id"]
+        indexes = [models.Index(fields=["state", "hold_from"], name="booking_state_hold")]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(ends_at__gt=models.F("starts_at")), name="booking_window"
+            ),
+            models.CheckConstraint(condition=models.Q(instances__gte=1), name="booking_instances"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.instances} x {self.vm_size})"
+
+    @property
+    def azure_name(self) -> str:
+        """The capacity reservation group's and the reservation's name in Azure."""
+        return f"booking-{self.pk.hex[:12]}"

@@ -1,0 +1,123 @@
+"""Bookings pages: a team's calendar with the booking form (the cost is shown before
+confirming), cancelling, and the platform's calendar for platform admins. Strangers get 404,
+as on every team page (docs/bookings.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.utils import timezone
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from bookings.forms import BookingForm
+from bookings.models import Booking
+from bookings.selectors import bookable_offerings, booking_calendar, booking_visible
+from bookings.services import (
+    BookingRefused,
+    booking_cancel,
+    booking_cost,
+    booking_create,
+    booking_quote,
+)
+from common.permissions import access_require
+from teams.models import Team
+from teams.selectors import team_get, team_visible_to
+
+
+def _team(request: HttpRequest, slug: str, perm: str) -> Team:
+    try:
+        team = team_get(user=request.user, slug=slug)
+    except Team.DoesNotExist:
+        raise Http404("No such team.") from None
+    access_require(user=request.user, perm=perm, obj=team)
+    return team
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def team_bookings(request: HttpRequest, slug: str) -> HttpResponse:
+    """GET: the team's calendar and, for its members, the form. POST: book (members)."""
+    team = _team(request, slug, "teams.view_team" if request.method == "GET" else "bookings.book")
+    form = BookingForm(request.POST or None, offerings=bookable_offerings())
+    if request.method == "POST" and form.is_valid():
+        try:
+            booking = _create(request, team, form)
+        except BookingRefused as refused:
+            for reason in refused.reasons:
+                form.add_error(None, reason)
+        else:
+            cost = booking_cost(booking=booking)
+            messages.success(request, f"Booked {booking}: ${cost:,.2f} while it is held.")
+            return redirect("team-bookings", slug=team.slug)
+    context = {
+        "team": team,
+        "form": form,
+        "days": booking_calendar(now=timezone.now(), team=team),
+        "can_book": request.user.has_perm("bookings.book", team),
+    }
+    status = 400 if request.method == "POST" else 200
+    return render(request, "bookings/team_bookings.html", context, status=status)
+
+
+def _create(request: HttpRequest, team: Team, form: BookingForm) -> Booking:
+    data = form.cleaned_data
+    return booking_create(
+        actor=request.user,  # type: ignore[arg-type]  # login_required
+        team=team,
+        title=data["title"],
+        offering=data["offering"],
+        instances=data["instances"],
+        starts_at=data["starts_at"],
+        ends_at=data["ends_at"],
+        now=timezone.now(),
+    )
+
+
+@login_required
+@require_POST
+def team_booking_quote(request: HttpRequest, slug: str) -> HttpResponse:
+    """The cost and every reason it may not be made, for the form as filled (htmx)."""
+    team = _team(request, slug, "bookings.book")
+    form = BookingForm(request.POST, offerings=bookable_offerings())
+    context: dict[str, Any] = {"form": form}
+    if form.is_valid():
+        data = form.cleaned_data
+        context["quote"] = booking_quote(
+            team=team,
+            offering=data["offering"],
+            instances=data["instances"],
+            starts_at=data["starts_at"],
+            ends_at=data["ends_at"],
+            now=timezone.now(),
+        )
+    return render(request, "bookings/_quote.html", context)
+
+
+@login_required
+@require_POST
+def booking_cancel_view(request: HttpRequest, pk: str) -> HttpResponse:
+    """Cancel (its maker, the team's admins, platform admins); 404 for other teams'."""
+    teams = team_visible_to(user=request.user)
+    booking = booking_visible(bookings=Booking.objects.all(), teams=teams).filter(pk=pk).first()
+    if booking is None:
+        raise Http404("No such booking.")
+    access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)
+    actor: Any = request.user  # login_required: a User
+    if booking_cancel(actor=actor, booking=booking, now=timezone.now()):
+        messages.success(request, f"{booking.title} is cancelled; Azure releases what it held.")
+    else:
+        messages.info(request, f"{booking.title} had already ended.")
+    return redirect("team-bookings", slug=booking.team.slug)
+
+
+@login_required
+@require_GET
+def all_bookings(request: HttpRequest) -> HttpResponse:
+    """Every team's bookings (platform admins)."""
+    access_require(user=request.user, perm="bookings.view_all", obj=None)
+    context = {"days": booking_calendar(now=timezone.now()), "all_teams": True}
+    return render(request, "bookings/all_bookings.html", context)

@@ -25,6 +25,8 @@ from api.routers import (
     bookings,
     catalog,
     environments,
+    queue,
+    schedules,
     storage,
     teams,
     workspace_requests,
@@ -126,3 +128,5 @@ api.add_router("/", catalog.router)
 api.add_router("/", environments.router)
 api.add_router("/", bookings.router)
 api.add_router("/", storage.router)
+api.add_router("/", queue.router)
+api.add_router("/", schedules.router)

@@ -92,6 +92,7 @@ class WebhookEvent(models.TextChoices):
     BUDGET = "budget", "Budget threshold passed"
     EVICTION = "eviction", "Spot eviction"
     FAILURE = "failure", "Workspace failed"
+    QUEUE_STARTED = "queue_started", "Started from the queue"
     RECOMMENDATION = "recommendation", "Right-sizing recommendations"
     TEST = "test", "Test message"
 

@@ -88,6 +88,18 @@ def _beat_schedule(sender: Celery, **kwargs: Any) -> None:
             "task": "teams.tasks.entra_sync",
             "schedule": settings.ENTRA_SYNC_SECONDS,
         },
+        "queue-pass": {
+            "task": "scheduling.tasks.run_queue_pass",
+            "schedule": settings.QUEUE_PASS_SECONDS,
+        },
+        "autostarts": {
+            "task": "scheduling.tasks.run_autostarts",
+            "schedule": 60.0,
+        },
+        "queue-claims": {
+            "task": "scheduling.tasks.expire_queue_claims",
+            "schedule": 60.0,
+        },
         "expire-quota-requests": {
             "task": "teams.tasks.expire_quota_requests",
             "schedule": 600.0,

@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "billing",
     "storage",
     "clusters",
+    "scheduling",
     "live",
     "apps_proxy",
     "api",
@@ -362,6 +363,14 @@ SECRET_KEY = secret_key(
 AGENT_INTERVAL_SECONDS = env.float("AGENT_INTERVAL_SECONDS", default=30.0)
 # Seconds between idle sweeps (Celery beat).
 IDLE_SWEEP_SECONDS = env.float("IDLE_SWEEP_SECONDS", default=15.0)
+# The fair queue (scheduling/, docs/scarce-gpus.md): the half-life of a team's past GPU-hours
+# (hours; Slurm's default PriorityDecayHalfLife, 7 days), the GPU-hours each start counts at
+# once within a pass, how often a pass runs without a freed GPU to trigger it (seconds), and
+# how long the owner has to claim a workspace the queue started (minutes).
+QUEUE_HALF_LIFE_HOURS = env.float("QUEUE_HALF_LIFE_HOURS", default=168.0)
+QUEUE_CHARGE_HOURS = env.float("QUEUE_CHARGE_HOURS", default=1.0)
+QUEUE_PASS_SECONDS = env.float("QUEUE_PASS_SECONDS", default=15.0)
+QUEUE_CLAIM_MINUTES = env.int("QUEUE_CLAIM_MINUTES", default=30)
 # GPU work shorter than this is a spike; a silence longer than IDLE_GAP_SECONDS breaks the
 # evidence of idleness and shows "no telemetry" (seconds).
 IDLE_SPIKE_SECONDS = env.float("IDLE_SPIKE_SECONDS", default=60.0)

@@ -27,6 +27,7 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("workspaces/", include("workspaces.urls")),
     path("clusters/", include("clusters.urls")),
+    path("queue/", include("scheduling.urls")),
     path("sizing/estimate", sizing_views.sizing_estimate, name="sizing-estimate"),
     path("api/v1/", api_v1.urls),
     # After the API's routes: any other path under /api/v1/ is a 404 problem, not HTML.

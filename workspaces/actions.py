@@ -33,7 +33,7 @@ from workspaces.quota import QuotaCheck
 from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 from workspaces.transitions import transition_and_queue
-from workspaces.withdrawals import workspace_withdraw
+from workspaces.withdrawals import workspace_dequeue, workspace_withdraw
 
 # The refusal shown on the 403 page when someone else's workspace is acted on.
 NOT_YOURS = "Only the owner or a team admin can change this workspace."
@@ -263,6 +263,11 @@ def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None
     if workspace.status == Status.PENDING_APPROVAL:
         workspace_withdraw(user=user, workspace=workspace, now=now)
         return
+    if workspace.status == Status.QUEUED:
+        # A request never created is closed; a stopped VM that waited to start is deleted.
+        if workspace_dequeue(user=user, workspace=workspace, now=now) != Status.STOPPED:
+            return
+        workspace.refresh_from_db()
     _user_transition(
         user=user,
         workspace=workspace,

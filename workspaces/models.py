@@ -178,6 +178,9 @@ class Workspace(models.Model):
     # While requested: why Azure cannot take the VM yet (quota, SKU restriction), in plain words;
     # the worker checks again every AZURE_PRECHECK_RETRY_SECONDS. Empty once it proceeds.
     waiting_reason = models.TextField(blank=True)
+    # Its owner chose to wait in the fair queue (status queued, scheduling/) rather than ask for
+    # approval when the team's GPUs are in use, or hold them while Azure has no room.
+    queue_when_full = models.BooleanField(default=False)
     # One per request form; a double-clicked Request finds the workspace already made.
     request_key = models.UUIDField(unique=True)
     # What it is made from (environments.recipes.recipe_for): kept exactly as it was at the

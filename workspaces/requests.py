@@ -57,15 +57,20 @@ class Ask:
     fields: dict[str, Any]
     gpus: int | Fraction
     reason: str
+    # Above the team's GPU quota alone (not the per-member cap or the budget): wait in the
+    # fair queue (status queued, scheduling.queue) instead of asking a platform admin.
+    queue_when_full: bool = False
 
 
 def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspace:
     """Insert the workspace asked for and, inside the team's GPU quota, the per-member cap and
     the monthly budget, queue its provisioning; above any of them it waits as
-    ``pending_approval`` with a QuotaRequest. The quota is checked while holding the team row
-    (``select_for_update``) in the transaction that inserts, so concurrent requests cannot
-    overshoot it; the name is checked there too (unique per team among workspaces not
-    deleted). Idempotent on ``request_key``. Raises JustificationNeeded, NameTaken."""
+    ``pending_approval`` with a QuotaRequest, or, above the GPU quota alone and with
+    ``ask.queue_when_full``, as ``queued`` in the fair queue (scheduling.queue). The quota is
+    checked while holding the team row (``select_for_update``) in the transaction that
+    inserts, so concurrent requests cannot overshoot it; the name is checked there too
+    (unique per team among workspaces not deleted). Idempotent on ``request_key``. Raises
+    JustificationNeeded, NameTaken."""
     try:
         with transaction.atomic():
             team = Team.objects.select_for_update().get(pk=ask.team.pk)
@@ -85,6 +90,8 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
             if check.fits:
                 workspace = _insert(ask, Status.REQUESTED, now)
                 advance_queue(workspace.pk)
+            elif ask.queue_when_full and check.over == [check.gpu_reason]:
+                workspace = _insert(ask, Status.QUEUED, now, waiting=check.gpu_reason)
             else:
                 workspace = _insert_pending(ask, check, justification, now)
     except IntegrityError:
@@ -167,8 +174,10 @@ def _insert_pending(ask: Ask, check: QuotaCheck, justification: str, now: dateti
     return workspace
 
 
-def _insert(ask: Ask, status: str, now: datetime) -> Workspace:
+def _insert(ask: Ask, status: str, now: datetime, waiting: str = "") -> Workspace:
     workspace = Workspace.objects.create(
+        waiting_reason=waiting,
+        queue_when_full=ask.queue_when_full,
         team=ask.team,
         owner=ask.user,
         status=status,

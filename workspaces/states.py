@@ -30,6 +30,10 @@ if TYPE_CHECKING:  # workspaces.models imports this module
 
 class Status(models.TextChoices):
     PENDING_APPROVAL = "pending_approval", "Pending approval"
+    # Waiting in the fair queue (scheduling.queue) for the team's quota or Azure's capacity;
+    # holds no GPUs and nothing runs. Left by the queue's pass (requested, or starting for a
+    # stopped VM), by its owner (deleted, or stopped again for a stopped VM).
+    QUEUED = "queued", "Queued"
     REQUESTED = "requested", "Requested"
     PROVISIONING = "provisioning", "Provisioning"
     SETTING_UP = "setting_up", "Setting up"
@@ -52,6 +56,7 @@ class StatusStyle:
 # Keyed by Status, read with the plain strings stored in status columns.
 STYLE: dict[str, StatusStyle] = {
     Status.PENDING_APPROVAL: StatusStyle("Pending approval", "warning"),
+    Status.QUEUED: StatusStyle("Queued", "info"),
     Status.REQUESTED: StatusStyle("Requested", "primary"),
     Status.PROVISIONING: StatusStyle("Provisioning", "primary"),
     Status.SETTING_UP: StatusStyle("Setting up", "primary"),
@@ -89,6 +94,7 @@ def event_style(
 ACTIVE = frozenset(
     {
         Status.PENDING_APPROVAL,
+        Status.QUEUED,
         Status.REQUESTED,
         Status.PROVISIONING,
         Status.SETTING_UP,
@@ -168,8 +174,15 @@ OPERATION = {
 
 TRANSITIONS: dict[str, frozenset[str]] = {
     Status.PENDING_APPROVAL: frozenset({Status.REQUESTED, Status.DELETED}),
+    # Admitted by the queue: a new request goes on to be created, a stopped VM to be started;
+    # taken out of the queue: a new request is closed, a stopped VM stays stopped.
+    Status.QUEUED: frozenset({Status.REQUESTED, Status.STARTING, Status.DELETED, Status.STOPPED}),
     # Failed straight from requested: Azure refused the pre-check itself (nothing was made).
-    Status.REQUESTED: frozenset({Status.PROVISIONING, Status.DELETING, Status.FAILED}),
+    # Queued from requested: Azure has no room for any accepted size, and it waits in the
+    # queue without holding the team's GPUs.
+    Status.REQUESTED: frozenset(
+        {Status.PROVISIONING, Status.DELETING, Status.FAILED, Status.QUEUED}
+    ),
     # Requested again from provisioning: Azure had no room for the size, and the workspace
     # accepts equivalent sizes to try next (workspaces.backends.vm_placement).
     Status.PROVISIONING: frozenset(
@@ -183,7 +196,7 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     # A failed deallocate leaves the VM running; a failed start leaves it deallocated. A
     # deallocate for a resize goes on to Resizing; one whose size check failed back to Running.
     Status.STOPPING: frozenset({Status.STOPPED, Status.RUNNING, Status.RESIZING, Status.FAILED}),
-    Status.STOPPED: frozenset({Status.STARTING, Status.RESIZING, Status.DELETING}),
+    Status.STOPPED: frozenset({Status.STARTING, Status.RESIZING, Status.DELETING, Status.QUEUED}),
     Status.STARTING: frozenset({Status.RUNNING, Status.STOPPED, Status.FAILED}),
     # Resized (or refused, keeping its size): started again if it was running, else stopped.
     Status.RESIZING: frozenset({Status.STARTING, Status.STOPPED, Status.FAILED}),

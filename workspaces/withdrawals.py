@@ -6,25 +6,28 @@ request is marked withdrawn and audited (``quota_request.withdrawn``).
 
 Errors raised: WorkspaceActionError (not waiting for approval, or decided meanwhile),
 ActionNotAllowed (not the owner or a team admin).
+
+A queued workspace (the fair queue, scheduling.queue) is taken out of the queue the same way
+(workspace_dequeue).
 """
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import TYPE_CHECKING
+from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import transaction
 
 from common.permissions import access_require
 from teams.quota_requests import DecisionError, quota_request_withdraw
+from workspaces import states
+from workspaces.models import Workspace, WorkspaceEvent
 from workspaces.requests import WorkspaceActionError, workspace_close_unapproved
 from workspaces.states import Status
 
-if TYPE_CHECKING:
-    from workspaces.models import Workspace
-
 NOT_YOURS = "Only the owner or a team admin can withdraw this request."
+NOT_YOURS_QUEUED = "Only the owner or an admin can take this workspace out of the queue."
 
 
 def workspace_withdraw(*, user: User, workspace: Workspace, now: datetime) -> None:
@@ -48,3 +51,39 @@ def workspace_withdraw(*, user: User, workspace: Workspace, now: datetime) -> No
         )
         if not closed:
             raise WorkspaceActionError("The request changed meanwhile; look at it again.")
+
+
+def queued_from_stopped(*, workspace_id: UUID | str) -> bool:
+    """Whether a queued workspace was stopped (its VM exists, deallocated) when it joined the
+    queue: it leaves the queue by starting, or stopped again, rather than by being created or
+    closed. One query (the last event into queued)."""
+    joined = (
+        WorkspaceEvent.objects.filter(workspace_id=workspace_id, to_status=Status.QUEUED)
+        .order_by("-at", "-id")
+        .values_list("from_status", flat=True)
+        .first()
+    )
+    return joined == Status.STOPPED
+
+
+def workspace_dequeue(*, user: User, workspace: Workspace, now: datetime) -> str:
+    """Take a queued workspace out of the fair queue (its owner, a team admin or a platform
+    admin): a stopped VM that waited to start stays stopped, a request waiting to be created
+    is closed (nothing exists in Azure). Returns the status it left in.
+    Raises WorkspaceActionError (no longer queued), ActionNotAllowed."""
+    access_require(
+        user=user, perm="workspaces.act_on_workspace", obj=workspace, message=NOT_YOURS_QUEUED
+    )
+    to = Status.STOPPED if queued_from_stopped(workspace_id=workspace.pk) else Status.DELETED
+    left = states.transition(
+        workspace_id=workspace.pk,
+        expected=Status.QUEUED,
+        to=to,
+        now=now,
+        actor=user,
+        reason=f"Taken out of the queue by {user.username}",
+        waiting_reason="",
+    )
+    if not left:
+        raise WorkspaceActionError("The workspace left the queue meanwhile; look at it again.")
+    return to

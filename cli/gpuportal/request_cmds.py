@@ -80,6 +80,10 @@ def vm(
         str,
         typer.Option(help="What it is made from (`gpuportal environments`); default: the team's."),
     ] = "",
+    queue: Annotated[
+        bool,
+        typer.Option(help="Wait in the fair queue when the team's GPUs or Azure's are taken."),
+    ] = False,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -97,6 +101,8 @@ def vm(
     }
     if max_price:
         body["max_price"] = max_price
+    if queue:
+        body["queue_when_full"] = True
     if environment:
         body["environment"] = environment
     key = _ssh_key(ssh_key)

@@ -17,6 +17,7 @@ from django.utils import timezone
 from gpuportal.app import app
 from typer.testing import CliRunner
 
+from teams.models import GpuQuota
 from teams.tokens import api_token_create
 from tests.factories import SSH_KEY, MembershipFactory, OfferingFactory, WorkspaceFactory
 from tests.http_proxy import DroppingProxy
@@ -447,6 +448,20 @@ def test_wait_polls_with_if_none_match_so_an_unchanged_workspace_is_a_304(
     assert result.exit_code == 6
     assert proxy.answers[0] == ("GET", 200)
     assert len(proxy.answers) >= 3 and set(proxy.answers[1:]) == {("GET", 304)}
+
+
+def test_request_with_queue_waits_queued_when_the_team_quota_is_in_use(signed_in, cast):
+    OfferingFactory()
+    GpuQuota.objects.filter(team=cast.team, gpu_model="A100").update(gpus=0)
+
+    result = _cli(
+        "request", "vm", "--team", "vision", "--name", "queued-cli",
+        "--size", "Standard_NC24ads_A100_v4", "--region", "eastus", "--ssh-key", SSH_KEY,
+        "--queue",
+    )  # fmt: skip
+
+    assert result.exit_code == 0, result.output
+    assert Workspace.objects.get(name="queued-cli").status == "queued"
 
 
 def test_storage_and_mounts_show_the_teams_shares_and_where_a_workspace_mounts_them(

@@ -111,6 +111,20 @@ EXPECTED = {
     "approvals": Row("GET", (_, 403, 403, 403, 403, 200)),
     # Agents authenticate by token, never by session: every browser user gets 401 JSON.
     "workspaces:telemetry": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
+    # The fair queue (scheduling/): the whole queue and its moves are platform admins'.
+    "scheduling:queue": Row("GET", (_, 403, 403, 403, 403, 200)),
+    "scheduling:panel": Row("GET", (_, 404, 200, 404, 200, 200), pk="workspace"),
+    "scheduling:action": Row("POST", (_, 404, 302, 404, 302, 302), pk="workspace"),
+    "scheduling:move": Row("POST", (_, 403, 403, 403, 403, 302), pk="workspace"),
+    "scheduling:team": Row("GET", (_, 404, 200, 404, 200, 200)),
+    "scheduling:autostart": Row(
+        "POST",
+        (_, 404, 302, 404, 302, 302),
+        pk="workspace",
+        data={"weekdays": ["0"], "at": "08:30", "timezone": "UTC"},
+    ),
+    # The board: the user's first team by default; another team's by ?team= is 404.
+    "scheduling:free-now": Row("GET", (_, 200, 200, 200, 200, 200)),
     "agent-heartbeat": Row("POST", (401, 401, 401, 401, 401, 401), pk="workspace"),
     "approval-azure-quota": Row("GET", (_, 403, 403, 403, 403, 200), pk="quota_request"),
     "approval-decide": Row("POST", (_, 404, 403, 404, 403, 302), pk="quota_request"),
@@ -284,6 +298,21 @@ EXPECTED = {
     "api-v1:booking_add": Row("POST", (401, 404, 201, 404, 201, 403), data=API_BOOKING),
     "api-v1:booking_cancel_api": Row("POST", (401, 404, 403, 404, 200, 200)),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    # The fair queue: a running workspace has no claim window and cannot join the queue (409).
+    "api-v1:queue_place": Row("GET", (401, 404, 200, 404, 200, 200)),
+    "api-v1:queue_claim": Row("POST", (401, 404, 409, 404, 409, 409)),
+    "api-v1:queue_join": Row("POST", (401, 404, 409, 404, 409, 409)),
+    "api-v1:queue_list": Row("GET", (401, 403, 403, 403, 403, 200)),
+    "api-v1:queue_move": Row("POST", (401, 403, 403, 403, 403, 409)),
+    "api-v1:autostart_put": Row(
+        "PUT", (401, 404, 200, 404, 200, 200), data={"at": "08:30", "timezone": "UTC"}
+    ),
+    "api-v1:quiet_hours_put": Row(
+        "PUT",
+        (401, 404, 403, 404, 200, 200),
+        data={"start": "22:00", "end": "07:00", "timezone": "Europe/Berlin"},
+    ),
+    "api-v1:free_now": Row("GET", (401, 404, 200, 404, 200, 200), query="?team=vision"),
     # Team storage: members read it, team admins change shares; a share not deleted cannot be
     # restored (400 to those allowed), and a delete without the name typed is a 400 too.
     "api-v1:storage_get": Row("GET", (401, 404, 200, 404, 200, 200)),
@@ -303,6 +332,8 @@ PARAMS = {
     "slug": lambda objects: objects["team"].slug,
     "decision": "reject",
     "action": "retry",
+    "queue_action": "claim",
+    "where": "fair",
     "pool_pk": lambda objects: objects["pool"].pk,
     "kind": "namespace",
     "port": 6006,
@@ -494,7 +525,9 @@ def _answer(client, user, name, role, objects, expected_row=None):
 
 def _api_answer(client, row, url, data):
     """The API takes JSON bodies, and an Idempotency-Key on POST creates."""
-    send = {"GET": client.get, "POST": client.post, "DELETE": client.delete}[row.method]
+    send = {"GET": client.get, "POST": client.post, "PUT": client.put, "DELETE": client.delete}[
+        row.method
+    ]
     if row.method == "GET":
         return send(url)
     body = json.dumps(data) if data else ""

@@ -64,6 +64,16 @@ class WorkspaceRequestForm(forms.Form):
         ),
     )
     max_price = CeilingField()
+    queue_when_full = forms.BooleanField(
+        required=False,
+        label="Wait in the queue when there is no room",
+        widget=forms.CheckboxInput(attrs={"aria-describedby": "queue-help"}),
+        help_text=(
+            "When your team's GPUs are in use or Azure has no room, wait in the fair queue and "
+            "start by itself when your turn comes, instead of asking a platform admin or "
+            "holding your team's quota while Azure is full."
+        ),
+    )
     ssh_public_key = forms.CharField(
         label="SSH public key",
         widget=forms.Textarea(attrs={"rows": 3}),
@@ -206,6 +216,7 @@ def _request(
         accept_equivalents=data["accept_equivalents"],
         max_price=data["max_price"],
         environment=data.get("environment"),
+        queue_when_full=data.get("queue_when_full", False),
     )
 
 
@@ -223,6 +234,7 @@ def _api_form_data(values: Mapping[str, Any], form: Any, user: User) -> dict[str
         "max_price": "" if max_price is None else str(max_price),
         "ssh_public_key": values["ssh_public_key"] or selectors.user_ssh_key_last_used(user=user),
         "environment": values.get("environment") or "",
+        "queue_when_full": "on" if values.get("queue_when_full") else "",
     }
 
 
@@ -243,6 +255,7 @@ VM_FORM = KindForm(
         ApiField("accept_equivalents", bool),
         ApiField("max_price", Decimal, ge=Decimal("0.01"), le=Decimal("1000")),
         ApiField("environment", str, max_length=64),
+        ApiField("queue_when_full", bool),
     ),
     api_form_data=_api_form_data,
     api_names={"offering": "vm_size"},

@@ -3,8 +3,10 @@ else the next option it accepts (workspaces.equivalents), then other regions whe
 offering allows region fallback, in price order. Azure's refusals of a create for lack of room
 (AllocationFailed, SkuNotAvailable, ...) send it back here to try the next option; with every
 option tried it waits, requested, saying what was tried, and is checked again every
-AZURE_PRECHECK_RETRY_SECONDS. Quota and budget are checked again, under the team row's lock,
-for a size or price other than the one it holds.
+AZURE_PRECHECK_RETRY_SECONDS; or, when its owner chose the fair queue, it waits queued,
+holding none of the team's GPUs, until the queue's pass finds room (scheduling/). Quota and
+budget are checked again, under the team row's lock, for a size or price other than the one it
+holds.
 
 Errors raised: CloudError (from Azure's pre-check).
 """
@@ -23,7 +25,7 @@ from django.db import transaction
 from cloud.errors import CloudError
 from common.words import usd_hourly
 from teams.models import Team
-from workspaces import azure, selectors, states
+from workspaces import azure, chains, selectors, states
 from workspaces.chains import Next
 from workspaces.equivalents import offering_price
 from workspaces.live_topics import workspaces_changed
@@ -243,11 +245,30 @@ def _wait(
         if len(steps) > 1:
             also = f" The other allowed regions ({', '.join(others)}) have no room either."
         waiting = f"{problem}{also} {advice}"
+    if workspace.queue_when_full:
+        return _queue(workspace, waiting, now)
     Workspace.objects.filter(pk=workspace.pk, status=Status.REQUESTED).update(
         waiting_reason=waiting, placement_tried=[], updated_at=now
     )
     workspaces_changed([workspace.pk])
     return Next.WAIT
+
+
+def _queue(workspace: Workspace, waiting: str, now: datetime) -> Next:
+    """A workspace whose owner chose the fair queue waits there, holding none of the team's
+    GPUs, instead of requested: the queue (scheduling/) moves it back once Azure has room and
+    its turn comes. This chain ends (Next.DONE)."""
+    states.transition(
+        workspace_id=workspace.pk,
+        expected=Status.REQUESTED,
+        to=Status.QUEUED,
+        now=now,
+        reason=f"Waiting in the queue for room in Azure: {waiting}",
+        waiting_reason=waiting,
+        placement_tried=[],
+        **chains.RELEASED,
+    )
+    return Next.DONE
 
 
 def vm_create_refused(workspace: Workspace, error: CloudError, now: datetime) -> Next:

@@ -45,6 +45,7 @@ def workspace_request(
     accept_equivalents: bool = False,
     max_price: Decimal | None = None,
     environment: Environment | None = None,
+    queue_when_full: bool = False,
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
@@ -69,6 +70,9 @@ def workspace_request(
     the VM is made from; the workspace records its recipe for the size. Raises
     WorkspaceActionError when it does not drive the size. With no environment at all for the
     size, the VM gets the plain Ubuntu image and the agent, as before environments.
+
+    With ``queue_when_full``, a request above the team's GPU quota alone waits in the fair
+    queue (status queued, scheduling.queue) instead of asking for approval.
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
@@ -114,6 +118,7 @@ def workspace_request(
         fields,
         offering.gpu_share,
         reason + (" as a Spot VM" if spot else ""),
+        queue_when_full=queue_when_full,
     )
     return workspace_insert(ask=ask, justification=justification, now=now)
 

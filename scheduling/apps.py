@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class SchedulingConfig(AppConfig):
+    name = "scheduling"
+
+    def ready(self) -> None:
+        # Imported here, not at the top: this module loads before the models do.
+        from scheduling import claims, queue, rules  # noqa: F401 (rules registers)
+        from workspaces import hooks
+
+        # Workspaces sit below: they tell of every status change, from which the queue learns
+        # that GPUs were freed (a pass is due) and that an admitted workspace runs (its claim
+        # window opens).
+        hooks.on_transition(queue.queue_pass_when_freed)
+        hooks.on_transition(claims.claim_window_open)

@@ -2,6 +2,8 @@
 claim and "start when there is room", and the whole queue for platform admins with their
 moves. Views only call the services and selectors."""
 
+import re
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -174,6 +176,9 @@ def _team_priority_post(request: HttpRequest, team: Team) -> None:
         messages.success(request, "Saved.")
 
 
+SLUG = re.compile(r"[-a-zA-Z0-9_]{1,50}")
+
+
 @login_required
 @require_GET
 def free_now(request: HtmxRequest) -> HttpResponse:
@@ -182,6 +187,8 @@ def free_now(request: HtmxRequest) -> HttpResponse:
     a team the user may not see."""
     teams = team_selectors.team_visible_to(user=request.user).order_by("name")
     asked = request.GET.get("team", "")
+    if asked and not SLUG.fullmatch(asked):
+        raise Http404  # no team is named so (and PostgreSQL refuses a NUL in a query)
     # The request form sends its team field's value (the id); links send the slug.
     by_id = asked.isdecimal() and len(asked) < 10
     chosen = teams.filter(pk=int(asked)) if by_id else teams.filter(slug=asked)

@@ -34,12 +34,22 @@
     // Never swap away what someone is typing or choosing, nor a form they changed.
     var el = document.activeElement;
     if (el && region.contains(el) && el.matches("input, select, textarea")) return true;
-    return Array.prototype.some.call(region.querySelectorAll("input, textarea, option"),
+    return Array.prototype.some.call(region.querySelectorAll("input, textarea, select"),
       function (f) {
-        if (f.tagName === "OPTION") return f.selected !== f.defaultSelected;
+        if (f.tagName === "SELECT") return changedSelect(f);
         if (f.type === "checkbox" || f.type === "radio") return f.checked !== f.defaultChecked;
         return f.type !== "hidden" && f.value !== f.defaultValue;
       });
+  }
+
+  function changedSelect(select) {
+    // A single select with no option marked selected shows its first: that is its default.
+    var options = Array.prototype.slice.call(select.options);
+    if (select.multiple) {
+      return options.some(function (o) { return o.selected !== o.defaultSelected; });
+    }
+    var initial = options.findIndex(function (o) { return o.defaultSelected; });
+    return select.selectedIndex !== (initial < 0 ? 0 : initial);
   }
 
   function same(a, b) {

@@ -14,6 +14,7 @@ import uvicorn
 from django.utils import timezone
 
 from environments.demo import seed_demo_environments
+from tests.agents import agent_reports_ready
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.backends.vm_request import workspace_request
 from workspaces.models import Workspace
@@ -30,6 +31,9 @@ def running_lab_vm(cast, name="lab-vm", owner=None):
         request_key=uuid.uuid4(),
         now=timezone.now(),
     )
+    # Eager Celery leaves it Setting up: its agent (played here: no live portal) reports the
+    # environment set up and JupyterLab answering.
+    agent_reports_ready(ws.pk, now=timezone.now(), clock=timezone.now)
     return Workspace.objects.get(pk=ws.pk)
 
 

@@ -97,7 +97,7 @@ def test_researcher_runs_a_vm_through_its_whole_life(
 
     page.get_by_role("button", name="Stop (deallocate)").click()
     expect(panel.locator(".badge").first).to_have_text("Stopped", timeout=30_000)
-    page.get_by_role("button", name="Start").click()
+    page.get_by_role("button", name="Start", exact=True).click()
     expect(panel.locator(".badge").first).to_have_text("Running", timeout=30_000)
 
     page.once("dialog", lambda dialog: dialog.accept())

@@ -93,7 +93,7 @@ def test_open_pages_show_an_idle_stop_without_a_reload(
         f"Stopped: {shown['page']:.1f} s, to the open list showing it: {shown['list']:.1f} s"
     )
 
-    expect(panel.get_by_role("button", name="Start")).to_be_visible()
+    expect(panel.get_by_role("button", name="Start", exact=True)).to_be_visible()
     expect(panel.get_by_role("button", name="Stop (deallocate)")).to_have_count(0)
     expect(panel).not_to_contain_text("ssh researcher@")
     expect(page.locator("#telemetry")).to_be_visible()

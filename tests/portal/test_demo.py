@@ -54,7 +54,14 @@ def _pools():
     return list(NodePool.objects.values_list("name", "status", "error_code"))
 
 
-def test_the_demo_runs_a_vm_a_mig_slice_and_a_namespace_at_once(client, sim, celery_worker_thread):
+def test_the_demo_runs_a_vm_a_mig_slice_and_a_namespace_at_once(
+    client, sim, celery_worker_thread, live_server, settings
+):
+    # The VM is made from the demo catalog's environment: Running once its agent (the
+    # emulator's, posting to this live portal) reports it set up.
+    settings.PORTAL_URL = live_server.url
+    settings.AGENT_INTERVAL_SECONDS = 0.2
+    settings.SETUP_POLL_SECONDS = 0.2
     _seed(sim, demo_quota=True)
     _wait(lambda: NodePool.objects.filter(status=PoolStatus.READY).count() == 3, _pools)
     alice = get_user_model().objects.get(username="alice")

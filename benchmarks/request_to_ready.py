@@ -142,8 +142,12 @@ def child(latency: float, setup: float) -> None:
         call_command("seed_demo", stdout=quiet)
     sim = sim_server.control
     sim.extensions(drivers_required=True, setup_seconds=setup)
-    for size in FAMILIES:
+    from cloudsim.skus import load_catalog
+
+    catalog = load_catalog()
+    for size in FAMILIES:  # room for the demo's workspaces and these
         sim.set_capacity("eastus", size, 1000)
+        sim.set_quota("eastus", catalog.get("eastus", size).family, 100_000)
     sim.set_quota("eastus", "cores", 100_000)
     running = _processes(port)
     try:

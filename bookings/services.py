@@ -19,8 +19,8 @@ from bookings.models import LIVE, Booking, BookingState
 from teams.audit import audit_record
 from teams.guards import team_lock
 from teams.models import GpuQuota, Team
-from workspaces import hooks
 from workspaces.azure import azure_headroom
+from workspaces.budgets import team_budget
 from workspaces.models import SizeOffering
 
 CENT = Decimal("0.01")
@@ -147,12 +147,13 @@ def _quota_problem(
 def _budget_problem(
     team: Team, cost: Decimal, starts_at: datetime, now: datetime
 ) -> tuple[str, ...]:
+    """The month's budget left (workspaces.budgets, the one budget figure) when the window
+    starts this month; the whole budget for a later month, whose spend has not begun."""
     if team.monthly_budget is None:
         return ()
     left = team.monthly_budget
     if (starts_at.year, starts_at.month) == (now.year, now.month):
-        spent = hooks.team_spend(team_ids=[team.pk], now=now)[team.pk].spent
-        left = max(team.monthly_budget - spent, Decimal(0))
+        left = team_budget(teams=[team], now=now)[team.pk].left or Decimal(0)
     if cost <= left:
         return ()
     return (f"It costs ${cost:,.2f}; {team.name} has ${left:,.2f} of its monthly budget left.",)

@@ -10,6 +10,7 @@ end, the day after a period) never overflows Python's date range (year 1 to 9999
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from datetime import date
 from typing import Any
@@ -22,6 +23,19 @@ LATEST_DATE = date(2099, 12, 31)
 # Explicit directional formatting characters (Unicode UAX #9, section 2).
 _BIDI_CONTROLS = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 _LINE_BREAKS = frozenset("\n\r\t")
+
+
+# A team's or an environment's slug as a URL, a query string or an API body gives it (Django's
+# slug characters). One pattern for forms, views and API schemas alike.
+SLUG_PATTERN = r"^[-a-zA-Z0-9_]+$"
+_SLUG = re.compile(SLUG_PATTERN)
+
+
+def is_slug(value: str, *, max_length: int = 50) -> bool:
+    """Whether ``value`` (a query string's team, say) can name a slug at all: 1 to
+    ``max_length`` slug characters. Refusing anything else early also keeps a NUL, which
+    PostgreSQL refuses in a query, out of the database."""
+    return 0 < len(value) <= max_length and _SLUG.fullmatch(value) is not None
 
 
 def text_problem(value: str, *, multiline: bool = False) -> str | None:

@@ -2,8 +2,6 @@
 claim and "start when there is room", and the whole queue for platform admins with their
 moves. Views only call the services and selectors."""
 
-import re
-
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import User
@@ -14,6 +12,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.htmx import HtmxRequest
 from common.permissions import access_require
+from common.validation import is_slug
 from scheduling import board, claims, moves, queue, selectors
 from scheduling.autostart import autostart_set, quiet_hours_set
 from scheduling.forms import AutostartForm, QuietHoursForm
@@ -176,9 +175,6 @@ def _team_priority_post(request: HttpRequest, team: Team) -> None:
         messages.success(request, "Saved.")
 
 
-SLUG = re.compile(r"[-a-zA-Z0-9_]{1,50}")
-
-
 @login_required
 @require_GET
 def free_now(request: HtmxRequest) -> HttpResponse:
@@ -187,7 +183,7 @@ def free_now(request: HtmxRequest) -> HttpResponse:
     a team the user may not see."""
     teams = team_selectors.team_visible_to(user=request.user).order_by("name")
     asked = request.GET.get("team", "")
-    if asked and not SLUG.fullmatch(asked):
+    if asked and not is_slug(asked):
         raise Http404  # no team is named so (and PostgreSQL refuses a NUL in a query)
     # The request form sends its team field's value (the id); links send the slug.
     by_id = asked.isdecimal() and len(asked) < 10

@@ -13,6 +13,7 @@ from ninja import Field, Query, Router, Schema, Status
 from api.auth import require_write
 from api.errors import FieldErrors
 from api.schemas import Printable, caller
+from common.validation import SLUG_PATTERN
 from environments.models import Environment
 from environments.selectors import environment_choices
 from environments.services import environment_create
@@ -23,7 +24,7 @@ router = Router(tags=["environments"])
 
 
 class EnvironmentsQuery(Schema):
-    team: Printable = Field(min_length=1, max_length=50, pattern=r"^[-a-zA-Z0-9_]+$")
+    team: Printable = Field(min_length=1, max_length=50, pattern=SLUG_PATTERN)
     kind: Printable = Field(min_length=1, max_length=32, pattern=r"^[a-z][a-z0-9_-]*$")
     vm_size: Printable = Field("", max_length=64)
     gpu_family: Printable = Field("", max_length=16)
@@ -90,7 +91,7 @@ class EnvironmentIn(Schema):
 
     team: Printable = Field("", max_length=50, pattern=r"^[-a-zA-Z0-9_]*$")
     name: Printable = Field(min_length=1, max_length=64)
-    slug: Printable = Field(min_length=1, max_length=64, pattern=r"^[-a-zA-Z0-9_]+$")
+    slug: Printable = Field(min_length=1, max_length=64, pattern=SLUG_PATTERN)
     description: str = Field("", max_length=2000)
     contents: dict[str, Any] = Field(default_factory=dict)
     kinds: list[str] = Field(min_length=1, max_length=8)

@@ -6,7 +6,7 @@ see is 404, may not do 403, what the status refuses 409."""
 from typing import Any
 from uuid import UUID
 
-from django.http import HttpRequest
+from django.http import Http404, HttpRequest
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from ninja import Router, Schema, Status
@@ -14,6 +14,7 @@ from ninja import Router, Schema, Status
 from api.auth import require_write
 from api.schemas import WorkspaceOut, utc, workspace_out
 from common.permissions import access_require
+from common.validation import is_slug
 from scheduling import board, claims, moves, queue, selectors
 from teams import selectors as team_selectors
 from workspaces import selectors as workspace_selectors
@@ -154,6 +155,8 @@ class FreeNowOut(Schema):
 )
 def free_now(request: HttpRequest, team: str) -> Any:
     """``team``: the team's slug (404 for a team the caller may not see)."""
+    if not is_slug(team):
+        raise Http404  # no team is named so (and PostgreSQL refuses a NUL in a query)
     found = get_object_or_404(team_selectors.team_visible_to(user=request.user), slug=team)
     return [
         {

@@ -63,6 +63,10 @@ def test_another_teams_board_is_404(client, cast, sim):
     client.force_login(cast.researcher)
     assert client.get(reverse("scheduling:free-now"), {"team": "nlp"}).status_code == 404
     assert client.get("/api/v1/free-now?team=nlp").status_code == 404
+    # A NUL or a name no slug can have is no team either, on PostgreSQL too (not a 500).
+    for bad in ("a\x00b", "x" * 51, "a b"):
+        assert client.get(reverse("scheduling:free-now"), {"team": bad}).status_code == 404
+        assert client.get("/api/v1/free-now", {"team": bad}).status_code == 404
 
 
 def test_the_board_lists_the_next_bookings_of_the_model_and_region(client, cast, sim):

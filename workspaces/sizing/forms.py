@@ -9,7 +9,7 @@ from typing import Any
 from django import forms
 from django.core.validators import RegexValidator
 
-from common.validation import validate_printable
+from common.validation import SLUG_PATTERN, validate_printable
 from workspaces.sizing import fits
 from workspaces.sizing.estimate import (
     DEFAULT_BATCH,
@@ -76,7 +76,7 @@ class EstimateForm(forms.Form):
     team = forms.CharField(
         required=False,
         max_length=50,
-        validators=[validate_printable, RegexValidator(r"^[-a-zA-Z0-9_]+$", "Give a team id.")],
+        validators=[validate_printable, RegexValidator(SLUG_PATTERN, "Give a team id.")],
     )
     region = forms.CharField(
         required=False,

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
+from typing import Any
+from uuid import UUID
 
 from django.db.models import QuerySet
 from django.utils import timezone
 
 from bookings.models import Booking
 from teams.models import Team
+from teams.selectors import team_visible_to
 from workspaces.models import SizeOffering
 
 PAST_DAYS = 30  # how far back a calendar shows ended bookings
@@ -42,6 +45,16 @@ def bookable_offerings() -> QuerySet[SizeOffering]:
     return SizeOffering.objects.filter(offered=True, gpu_count__gt=0).order_by("region", "vm_size")
 
 
-def booking_visible(*, bookings: QuerySet[Booking], teams: QuerySet[Team]) -> QuerySet[Booking]:
-    """The bookings of ``teams`` (those the viewer may see)."""
-    return bookings.filter(team__in=teams)
+def booking_visible_to(*, user: Any, pk: object) -> Booking | None:
+    """The booking ``pk`` with its team, if it is of a team ``user`` may see (teams.selectors.
+    team_visible_to); None otherwise, and for a ``pk`` that is no booking id at all, so the
+    caller answers 404 either way."""
+    try:
+        booking_id = UUID(str(pk))
+    except ValueError:
+        return None
+    return (
+        Booking.objects.select_related("team")
+        .filter(pk=booking_id, team__in=team_visible_to(user=user))
+        .first()
+    )

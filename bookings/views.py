@@ -15,7 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from bookings.forms import BookingForm
 from bookings.models import Booking
-from bookings.selectors import bookable_offerings, booking_calendar, booking_visible
+from bookings.selectors import bookable_offerings, booking_calendar, booking_visible_to
 from bookings.services import (
     BookingRefused,
     booking_cancel,
@@ -25,7 +25,7 @@ from bookings.services import (
 )
 from common.permissions import access_require
 from teams.models import Team
-from teams.selectors import team_get, team_visible_to
+from teams.selectors import team_get
 
 
 def _team(request: HttpRequest, slug: str, perm: str) -> Team:
@@ -101,8 +101,7 @@ def team_booking_quote(request: HttpRequest, slug: str) -> HttpResponse:
 @require_POST
 def booking_cancel_view(request: HttpRequest, pk: str) -> HttpResponse:
     """Cancel (its maker, the team's admins, platform admins); 404 for other teams'."""
-    teams = team_visible_to(user=request.user)
-    booking = booking_visible(bookings=Booking.objects.all(), teams=teams).filter(pk=pk).first()
+    booking = booking_visible_to(user=request.user, pk=pk)
     if booking is None:
         raise Http404("No such booking.")
     access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)

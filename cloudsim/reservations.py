@@ -218,14 +218,19 @@ def associated_vms(cloud: Cloud, group: CapacityReservationGroup) -> list[VM]:
     return [vm for vm in cloud.vms.values() if key_of(group_of(vm) or "") == key_of(group.id)]
 
 
-def allocated_to(cloud: Cloud, reservation: CapacityReservation) -> list[VM]:
-    """The allocated VMs of the reservation's group and size, at most its capacity (those
-    beyond it are overallocated: they hold a slot of the region like any VM)."""
+def associated_of_size(cloud: Cloud, reservation: CapacityReservation) -> list[VM]:
+    """The VMs associated with the reservation's group that are of its size, allocated or not."""
     group = cloud.reservation_groups.get(key_of(reservation.group_id))
     if group is None:
         return []
     size = reservation.size.lower()
-    vms = [v for v in associated_vms(cloud, group) if v.allocated and v.size.lower() == size]
+    return [v for v in associated_vms(cloud, group) if v.size.lower() == size]
+
+
+def allocated_to(cloud: Cloud, reservation: CapacityReservation) -> list[VM]:
+    """The allocated VMs of the reservation's group and size, at most its capacity (those
+    beyond it are overallocated: they hold a slot of the region like any VM)."""
+    vms = [v for v in associated_of_size(cloud, reservation) if v.allocated]
     return vms[: reservation.capacity]
 
 
@@ -275,7 +280,7 @@ def reservation_body(cloud: Cloud, r: CapacityReservation, expand: bool = False)
         "provisioningState": r.provisioning,
         "provisioningTime": iso(r.created),
         "timeCreated": iso(r.created),
-        "virtualMachinesAssociated": [{"id": v.id} for v in _associated_of_size(cloud, r)],
+        "virtualMachinesAssociated": [{"id": v.id} for v in associated_of_size(cloud, r)],
     }
     if expand:
         properties["instanceView"] = {
@@ -300,13 +305,6 @@ def reservation_body(cloud: Cloud, r: CapacityReservation, expand: bool = False)
         "sku": {"name": r.size, "capacity": r.capacity},
         "properties": properties,
     }
-
-
-def _associated_of_size(cloud: Cloud, r: CapacityReservation) -> list[VM]:
-    group = cloud.reservation_groups.get(key_of(r.group_id))
-    if group is None:
-        return []
-    return [v for v in associated_vms(cloud, group) if v.size.lower() == r.size.lower()]
 
 
 def group_body(cloud: Cloud, group: CapacityReservationGroup, expand: bool) -> dict:

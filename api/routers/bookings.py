@@ -14,7 +14,7 @@ from api.auth import require_write
 from api.errors import FieldErrors
 from api.schemas import Printable, caller
 from bookings.models import Booking
-from bookings.selectors import bookable_offerings, booking_calendar, booking_visible
+from bookings.selectors import bookable_offerings, booking_calendar, booking_visible_to
 from bookings.services import (
     MAX_INSTANCES,
     BookingRefused,
@@ -25,7 +25,7 @@ from bookings.services import (
 )
 from common.permissions import access_require
 from teams.models import Team
-from teams.selectors import team_get, team_visible_to
+from teams.selectors import team_get
 
 router = Router(tags=["bookings"])
 
@@ -163,9 +163,7 @@ def booking_cancel_api(request: HttpRequest, booking_id: UUID) -> Any:
     """The booking, cancelled (or releasing what Azure holds); 403 unless its maker, the
     team's admin or a platform admin; 404 for another team's."""
     require_write(request)
-    teams = team_visible_to(user=request.user)
-    found = booking_visible(bookings=Booking.objects.select_related("team"), teams=teams)
-    booking = found.filter(pk=booking_id).first()
+    booking = booking_visible_to(user=request.user, pk=booking_id)
     if booking is None:
         raise Http404("No such booking.")
     access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)

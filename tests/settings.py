@@ -14,3 +14,13 @@ os.environ.setdefault("SECRET_KEY", secrets.token_urlsafe(50))
 os.environ.setdefault("DATABASE_CONN_MAX_AGE", "0")
 
 from portal.settings import *  # noqa: E402, F403
+
+# Azure where a test did not start the emulator (the `sim` fixture): a port nothing listens on,
+# and the emulator's short retry waits. A test that forgets `sim` but sends the portal to Azure
+# (a request's quota check, a task queued on commit) is refused at once instead of waiting out
+# azure-core's backoff (0.8 s doubling, 5.6 s a call: a CLI test spent 44 s so), and never
+# reaches an emulator that `make run` may have on its default port 8100.
+AZURE_ENDPOINT = "http://127.0.0.1:9"
+AZURE_PRICES_ENDPOINT = AZURE_ENDPOINT
+AZURE_RETRY_BACKOFF = 0.01
+AZURE_RETRY_TOTAL = 2

@@ -8,7 +8,11 @@ Markers, set on a test or found here:
   commit, raw SQL, date truncation, JSON, collation and ordering, constraints, migrations).
   ``make test`` runs these on SQLite too; the rest run on PostgreSQL alone. A test that
   commits (``django_db(transaction=True)``) is marked so here, and so is every test of the
-  modules in ``EVERY_DATABASE``.
+  modules in ``EVERY_DATABASE``. A test that commits only because it starts a real process
+  (a live server, a browser, a Celery worker) runs on PostgreSQL alone: what it proves is the
+  processes working together, and what could differ by database is proved by the database
+  tests below it. ``SQLITE_END_TO_END`` names the few that run on SQLite too, so the embedded
+  default (``make run``) is still driven end to end on its own database.
 - ``process``: starts a real process or server (Celery workers, beat, ``live_server``, a
   browser, ``manage.py`` or a CLI subprocess). Left out of ``make test-fast``.
 - ``slow``: worth its time in ``make test``, not in the inner loop (the fuzz tables).
@@ -54,6 +58,14 @@ EVERY_DATABASE = {
     "teams/test_team_group_migration",  # a data migration
     "workspaces/test_workspace_flow",
 }
+# Process tests (see the docstring) that run on SQLite too: the embedded default end to end.
+SQLITE_END_TO_END = {
+    "portal/test_demo",  # make run's demo data, processes and pages
+    "portal/test_demo_run",
+    "portal/test_beat_failover",  # beat's leader lock in the embedded default's database
+    "browser/test_browser::test_researcher_runs_a_vm_through_its_whole_life",
+    "live/test_live",  # open pages follow change stamps written by the worker
+}
 # Modules, or module::function, that start processes beyond what the fixtures below show.
 PROCESS = {
     "agent/test_agent::test_once_runs_as_a_lone_file_without_nvidia_ml_py",
@@ -72,7 +84,7 @@ SLOW = {
     "portal/test_fuzz",  # every URL with every hostile value
     # The RBAC table again with the roles from Entra ID sign-in; test_rbac_matrix stays fast.
     "portal/test_rbac_matrix::test_rbac_matrix_for_entra_id_sign_in",
-    # Fifty threads racing for one GPU: minutes on SQLite, which serialises the writers.
+    # Fifty threads racing for one GPU, twenty times: over a minute on PostgreSQL.
     "workspaces/test_quota::test_fifty_concurrent_requests_for_the_last_gpu_never_overshoot",
 }
 # One xdist worker runs all of a group (modules, or module::function as above).
@@ -140,19 +152,29 @@ def _listed(item: pytest.Item, names: set[str]) -> bool:
 def _plan(item: pytest.Item) -> None:
     fixtures = set(getattr(item, "fixturenames", ()))
     markers = {m.name for m in item.iter_markers()}
+    process = bool(
+        _listed(item, PROCESS)
+        or PROCESS_FIXTURES & fixtures
+        or (PROCESS_MARKERS | {"process"}) & markers
+    )
     if not _uses_database(item):
         item.add_marker(pytest.mark.no_database)
-    else:
-        db = item.get_closest_marker("django_db")
-        if _listed(item, EVERY_DATABASE) or (db and db.kwargs.get("transaction")):
-            item.add_marker(pytest.mark.every_database)
-    if _listed(item, PROCESS) or PROCESS_FIXTURES & fixtures or PROCESS_MARKERS & markers:
+    elif _every_database(item, process):
+        item.add_marker(pytest.mark.every_database)
+    if process:
         item.add_marker(pytest.mark.process)
     if _listed(item, SLOW):
         item.add_marker(pytest.mark.slow)
     for group, names in XDIST_GROUPS.items():
         if _listed(item, names):
             item.add_marker(pytest.mark.xdist_group(group))
+
+
+def _every_database(item: pytest.Item, process: bool) -> bool:
+    if _listed(item, EVERY_DATABASE) or _listed(item, SQLITE_END_TO_END):
+        return True
+    db = item.get_closest_marker("django_db")
+    return bool(db and db.kwargs.get("transaction")) and not process
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -30,7 +30,7 @@ from environments.recipes import jupyter_token, vm_recipe
 from teams.models import Profile
 from workspaces import azure, hooks, selectors, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_placement, vm_resize, vm_setup
+from workspaces.backends import vm_placement, vm_reserved, vm_resize, vm_setup
 from workspaces.backends.base import (
     IdeTarget,
     KindForm,
@@ -288,6 +288,9 @@ def _run_operation(
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
+        if operation == "start" and workspace.capacity_reservation_group:
+            # A booked VM is associated with the booking's group while still deallocated.
+            vm_reserved.associate_before_start(workspace, name=name)
         spec = _vm_spec(cloud, workspace, clock()) if operation == "create" else None
         token = cloud.begin(azure_settings(), operation, name=name, spec=spec)
         azure.azure_usage_changed(region=workspace.region)
@@ -351,6 +354,7 @@ def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
         ssh_public_key=workspace.ssh_public_key,
         custom_data=_with_mounts(workspace, _cloud_init(workspace, now)),
         spot=workspace.spot,
+        capacity_reservation_group=workspace.capacity_reservation_group,
         tags={
             "portal": "gpu-workspace-portal",
             "team": workspace.team.slug,

@@ -20,6 +20,7 @@ from teams.audit import audit_record
 from teams.guards import team_lock
 from workspaces.backends.vm_reserved import reservable_refusal, reserved_environment
 from workspaces.models import Workspace
+from workspaces.selectors import user_ssh_key_last_used
 from workspaces.ssh_keys import validate_ssh_public_key
 from workspaces.states import Status
 
@@ -42,7 +43,8 @@ def booking_seat_add(
 ) -> BookingSeat:
     """Add ``workspace`` (an existing VM ``actor`` may act on) to ``booking``, or, without it,
     a VM ``name`` made for ``actor`` at the window's start from the environment ``environment``
-    (a slug; "" for the team's default) with ``ssh_public_key``. Decided holding the team's
+    (a slug; "" for the team's default) with ``ssh_public_key`` ("": the key of ``actor``'s
+    newest workspace). Decided holding the team's
     row: a booking has at most its ``instances`` workspaces, a workspace is in at most one
     live booking at a time, and one added after the window began is started at the next tick.
     Audited (booking.seat_add). Raises SeatRefused, ActionNotAllowed."""
@@ -107,8 +109,9 @@ def _fill_new(
     taken = Workspace.objects.filter(team=booking.team, name=name).exclude(status=Status.DELETED)
     if taken.exists() or booking.seats.filter(name=name).exists():
         raise SeatRefused(f"The team already has a workspace named “{name}”.")
+    key = ssh_public_key or user_ssh_key_last_used(user=seat.owner)
     try:
-        seat.ssh_public_key = validate_ssh_public_key(ssh_public_key)
+        seat.ssh_public_key = validate_ssh_public_key(key)
     except ValidationError as exc:
         raise SeatRefused(" ".join(exc.messages)) from None
     if environment:

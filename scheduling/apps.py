@@ -15,5 +15,7 @@ class SchedulingConfig(AppConfig):
         # window opens).
         hooks.on_transition(queue.queue_pass_when_freed)
         hooks.on_transition(claims.claim_window_open)
+        # A start Azure refused for lack of room waits a while before it is tried again.
+        hooks.on_transition(queue.queue_retry_later)
         # A person's Start is held by the team's quiet hours as the queue's starts are.
         hooks.provide_start_held(quiet_start_refusal)

@@ -123,6 +123,10 @@ class VmBackend:
         try:
             progress = _run_operation(self.cloud, workspace, operation, clock)
         except CloudError as exc:
+            if operation == "start" and not exc.transient and vm_placement.refused_for_room(exc):
+                # No room to start it: it waits in the fair queue instead of going back to
+                # stopped, and is started when its turn comes (vm_placement.vm_start_refused).
+                return vm_placement.vm_start_refused(workspace, exc, clock())
             # Azure has no room for the size there: with equivalent sizes accepted, clean up
             # and try the next option rather than fail (vm_placement).
             if operation != "create" or not workspace.accepted_sizes:

@@ -28,6 +28,7 @@ from workspaces.backends.vm_reserved import (
 )
 from workspaces.models import SizeOffering
 from workspaces.requests import WorkspaceActionError
+from workspaces.states import Status
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +73,8 @@ def _make(seat: BookingSeat, booking: Booking, group: str, now: datetime) -> str
         text = f"{seat.name} was not made for {booking.title}: {exc}"
         notice_send(users=[seat.owner], subject=text, text=text, link=_link(booking), now=now)
         return f"Not made: {exc}"
+    if workspace.status == Status.PENDING_APPROVAL:
+        return "Asked for: above the team's quota, it waits for a platform admin."
     return "Made in the reservation."
 
 

@@ -141,7 +141,13 @@ def workspace_leave_reserved(*, workspace_id: uuid.UUID | str, now: datetime, re
     stopped it (the caller tells its owner), WAITING while an operation is under way (ask
     again at the next tick). Raises CloudError."""
     workspace = Workspace.objects.filter(pk=workspace_id).first()
-    if workspace is None or workspace.status in _NOTHING_THERE:
+    if workspace is None:
+        return LEFT
+    if workspace.status in _NOTHING_THERE:
+        # Nothing in Azure; a later approval or retry must not name the deleted group.
+        Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
+            capacity_reservation_group=""
+        )
         return LEFT
     if workspace.status == Status.RUNNING:
         moved = transition_and_queue(

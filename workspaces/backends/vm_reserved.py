@@ -160,12 +160,16 @@ def workspace_leave_reserved(*, workspace_id: uuid.UUID | str, now: datetime, re
         return STOPPED if moved else WAITING
     if workspace.status in IN_PROGRESS:
         return WAITING
+    # Unmarked first, so a Start clicked meanwhile does not associate it again; when it was
+    # started meanwhile (the compare-and-set misses) it is stopped at the next tick.
+    unmarked = Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
+        capacity_reservation_group=""
+    )
+    if not unmarked:
+        return WAITING
     name = vm_names(workspace.pk).vm
     if azure_reservations.vm_group(azure_settings(), name=name):
         azure_reservations.vm_associate(azure_settings(), name=name, group=None)
-    Workspace.objects.filter(pk=workspace.pk, status=workspace.status).update(
-        capacity_reservation_group=""
-    )
     return LEFT
 
 

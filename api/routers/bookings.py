@@ -105,7 +105,7 @@ def _out(booking: Booking) -> dict[str, Any]:
                 "owner": seat.owner.username,
                 "outcome": seat.outcome,
             }
-            for seat in booking.seats.select_related("workspace", "owner")
+            for seat in booking.seats.all()  # prefetched by the calendar (bookings.selectors)
         ],
     }
 

@@ -145,11 +145,20 @@ def queue_retry_later(*, workspace_id: UUID | str, expected: str, to: str, now: 
     """workspaces.hooks transition callback: a start Azure refused for lack of room (starting
     -> queued, workspaces.backends.vm_placement.vm_start_refused) is not tried again for
     QUEUE_START_RETRY_SECONDS, so a full region is not asked again at every pass."""
-    if (expected, to) == (Status.STARTING, Status.QUEUED):
-        retry_at = now + timedelta(seconds=settings.QUEUE_START_RETRY_SECONDS)
-        QueueEntry.objects.update_or_create(
-            workspace_id=workspace_id, defaults={"retry_at": retry_at, "scheduled": False}
-        )
+    if (expected, to) != (Status.STARTING, Status.QUEUED):
+        return
+    defaults: dict[str, object] = {
+        "retry_at": now + timedelta(seconds=settings.QUEUE_START_RETRY_SECONDS)
+    }
+    started = (
+        WorkspaceEvent.objects.filter(workspace_id=workspace_id, to_status=Status.STARTING)
+        .order_by("-at", "-id")
+        .values_list("from_status", flat=True)
+        .first()
+    )
+    if started == Status.STOPPED:  # a person's Start (not the queue's for a schedule)
+        defaults["scheduled"] = False
+    QueueEntry.objects.update_or_create(workspace_id=workspace_id, defaults=defaults)
 
 
 def _say_quiet(quiet: dict[int, datetime], now: datetime) -> None:

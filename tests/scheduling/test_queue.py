@@ -172,5 +172,7 @@ def test_a_start_azure_refuses_for_room_waits_in_the_queue_not_stopped(cast, sim
     assert queue_pass(now=asked + timedelta(minutes=6)).admitted == [ws.pk]
     ws.refresh_from_db()
     assert ws.status == Status.RUNNING
-    # Started again, the same VM: it was created once.
+    # Started again, the same VM: it was created once; its owner claims it as any the queue
+    # started (they may be away by now).
     assert ws.events.filter(to_status=Status.PROVISIONING).count() == 1
+    assert QueueEntry.objects.get(workspace=ws).claim_by is not None

@@ -43,6 +43,19 @@ class BookingForm(forms.Form):
         return data
 
 
+class SeatForm(forms.Form):
+    """A workspace for a booking: an existing VM of the team by name, or a new one's name."""
+
+    workspace = TextField(max_length=63, required=False, label="A VM of the team")
+    name = TextField(max_length=63, required=False, label="Or a new VM's name")
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or self.cleaned_data
+        if bool(data.get("workspace")) == bool(data.get("name")):
+            raise forms.ValidationError("Name one VM of the team, or a new VM to make.")
+        return data
+
+
 def _label(offering: SizeOffering) -> str:
     gpus = f"{offering.gpu_count} x {offering.gpu_model}"
     return f"{offering.vm_size} ({gpus}) in {offering.region}, ${offering.price_per_hour}/h"

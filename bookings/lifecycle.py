@@ -1,7 +1,9 @@
 """A booking's life in Azure, one step per beat tick (bookings_advance): at ``hold_from`` the
 capacity reservation group and its reservation are made; once Azure holds the instances the
-booking is held; before its end its maker is warned; at its end (or when cancelled) the
-reservation and the group are deleted. A reservation Azure could not make fails the booking,
+booking is held; at its start its workspaces are started (or made) into the group
+(bookings.seat_lifecycle); before its end its maker is warned; at its end (or when
+cancelled) its workspaces are stopped and taken out of the group, then the reservation and
+the group are deleted. A reservation Azure could not make fails the booking,
 its maker is told why, and what Azure made of it is deleted too (docs/bookings.md).
 
 Each booking is advanced on its own: one Azure refuses, or one whose step raises, never holds
@@ -18,6 +20,7 @@ from django.conf import settings
 from django.db.models import Q
 
 from bookings.models import Booking, BookingState
+from bookings.seat_lifecycle import seats_leave, seats_start
 from cloud import azure_reservations as reservations
 from cloud.errors import CloudError
 from notifications.notices import notice_send
@@ -43,13 +46,18 @@ def bookings_advance(*, now: datetime) -> dict[str, int]:
     return moved
 
 
+def _warn() -> timedelta:
+    return timedelta(minutes=settings.BOOKING_WARN_MINUTES)
+
+
 def _due(now: datetime) -> list[Booking]:
-    warn = timedelta(minutes=settings.BOOKING_WARN_MINUTES)
+    warn = _warn()
     return list(
         Booking.objects.filter(
             Q(state=BookingState.SCHEDULED, hold_from__lte=now)
             | Q(state__in=[BookingState.HOLDING, BookingState.RELEASING])
             | Q(state=BookingState.HELD, ends_at__lte=now + warn)
+            | Q(state=BookingState.HELD, started_at=None, starts_at__lte=now)
             | Q(state=BookingState.FAILED, released_at=None)
         ).select_related("team", "created_by")
     )
@@ -121,16 +129,24 @@ def _near_end(booking: Booking, now: datetime) -> str:
     if now >= booking.ends_at:
         _set(booking, BookingState.RELEASING, now, expected=BookingState.HELD)
         return _release(booking, now)
-    warn = booking.warned_at is None
+    if booking.started_at is None and now >= booking.starts_at:
+        # Its workspaces start into the reservation; marked once they were all sent, so a
+        # tick that dies halfway starts the rest next time (each start is a compare-and-set).
+        seats_start(booking=booking, now=now)
+        _set(booking, BookingState.HELD, now, expected=BookingState.HELD, started_at=now)
+    warn = booking.warned_at is None and now >= booking.ends_at - _warn()
     if warn and _set(booking, BookingState.HELD, now, expected=BookingState.HELD, warned_at=now):
         minutes = settings.BOOKING_WARN_MINUTES
-        _tell(booking, now, f"{booking.title} ends in {minutes} minutes: save your work.")
+        text = f"{booking.title} ends in {minutes} minutes: save your work."
+        _tell(booking, now, text, owners=True)
     return BookingState.HELD
 
 
 def _release(booking: Booking, now: datetime) -> str:
     """Delete the reservation, then, once Azure says it is gone, the group. A reservation with
     VMs still allocated to it is refused (409) until they stop: tried again next tick."""
+    if booking.started_at is not None and not seats_leave(booking=booking, now=now):
+        return booking.state  # its workspaces are still stopping: next tick
     azure = azure_settings()
     if reservations.reservation_get(azure, group=booking.azure_name, name=RESERVATION):
         try:
@@ -156,9 +172,13 @@ def _what(booking: Booking) -> str:
     return f"{booking.instances} x {booking.vm_size} in {booking.region}"
 
 
-def _tell(booking: Booking, now: datetime, text: str) -> None:
+def _tell(booking: Booking, now: datetime, text: str, owners: bool = False) -> None:
+    """Tell its maker (and with ``owners`` its workspaces' owners, each once)."""
+    users = {booking.created_by_id: booking.created_by}
+    if owners:
+        users |= {seat.owner_id: seat.owner for seat in booking.seats.select_related("owner")}
     notice_send(
-        users=[booking.created_by],
+        users=list(users.values()),
         subject=text,
         text=text,
         link=f"/teams/{booking.team.slug}/bookings/",

@@ -47,6 +47,8 @@ class Booking(models.Model):
     held_at = models.DateTimeField(null=True, blank=True)
     released_at = models.DateTimeField(null=True, blank=True)
     warned_at = models.DateTimeField(null=True, blank=True)
+    # When its workspaces were started (or created) into the reservation, at the window's start.
+    started_at = models.DateTimeField(null=True, blank=True)
     error_code = models.CharField(max_length=64, blank=True)
     error_message = models.TextField(blank=True)
     created_at = models.DateTimeField()
@@ -69,3 +71,44 @@ class Booking(models.Model):
     def azure_name(self) -> str:
         """The capacity reservation group's and the reservation's name in Azure."""
         return f"booking-{self.pk.hex[:12]}"
+
+
+class BookingSeat(models.Model):
+    """A workspace of a booking: an existing VM of the team in the booking's region and size
+    (``workspace``), or one made at the window's start for ``owner`` from ``environment``
+    (``workspace`` is set once made). Started into the booking's capacity reservation group
+    at the start, stopped and disassociated at the end (bookings.lifecycle)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    booking = models.ForeignKey(Booking, on_delete=models.CASCADE, related_name="seats")
+    workspace = models.ForeignKey(
+        "workspaces.Workspace", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    # For one made at the start: its name, environment (None: the team's default for the
+    # size) and the owner's SSH public key, checked when the seat was added.
+    name = models.CharField(max_length=63, blank=True)
+    environment = models.ForeignKey(
+        "environments.Environment",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
+    ssh_public_key = models.TextField(blank=True)
+    # What the lifecycle did at the start, in words ("" until then): started, made, or why not.
+    outcome = models.TextField(blank=True)
+    # Stopped and taken out of the reservation group at the end (or nothing was there to).
+    left_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["created_at", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["booking", "workspace"], name="booking_seat_workspace_once"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.name or self.workspace_id} in {self.booking_id}"

@@ -13,8 +13,9 @@ from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from bookings.forms import BookingForm
+from bookings.forms import BookingForm, SeatForm
 from bookings.models import Booking
+from bookings.seats import SeatRefused, booking_seat_add
 from bookings.selectors import bookable_offerings, booking_calendar, booking_visible_to
 from bookings.services import (
     BookingRefused,
@@ -26,6 +27,7 @@ from bookings.services import (
 from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import team_get
+from workspaces.selectors import workspace_of_team
 
 
 def _team(request: HttpRequest, slug: str, perm: str) -> Team:
@@ -110,6 +112,32 @@ def booking_cancel_view(request: HttpRequest, pk: str) -> HttpResponse:
         messages.success(request, f"{booking.title} is cancelled; Azure releases what it held.")
     else:
         messages.info(request, f"{booking.title} had already ended.")
+    return redirect("team-bookings", slug=booking.team.slug)
+
+
+@login_required
+@require_POST
+def booking_workspace_add(request: HttpRequest, pk: str) -> HttpResponse:
+    """Add a workspace to a booking (members): ``workspace``, the name of a VM of the team,
+    or ``name``, a VM made for the caller at the start; a refusal is shown on the calendar."""
+    booking = booking_visible_to(user=request.user, pk=pk)
+    if booking is None:
+        raise Http404("No such booking.")
+    form = SeatForm(request.POST)
+    actor: Any = request.user  # login_required: a User
+    try:
+        if not form.is_valid():
+            raise SeatRefused(" ".join(str(m) for ms in form.errors.values() for m in ms))
+        existing, new = form.cleaned_data["workspace"], form.cleaned_data["name"]
+        workspace = workspace_of_team(team=booking.team, id_or_name=existing) if existing else None
+        if existing and workspace is None:
+            raise SeatRefused(f"{booking.team.name} has no workspace named “{existing}”.")
+        booking_seat_add(actor=actor, booking=booking, workspace=workspace, name=new,
+                         now=timezone.now())  # fmt: skip
+    except SeatRefused as refused:
+        messages.error(request, str(refused))
+    else:
+        messages.success(request, f"Added to {booking.title}: it starts at the window's start.")
     return redirect("team-bookings", slug=booking.team.slug)
 
 

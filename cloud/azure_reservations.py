@@ -55,6 +55,14 @@ def group_ensure(azure: AzureSettings, *, name: str, location: str, tags: dict[s
     return str(group.id)
 
 
+def group_id(azure: AzureSettings, *, name: str) -> str:
+    """The ARM id of the capacity reservation group ``name`` (what a VM names to join it)."""
+    return (
+        f"/subscriptions/{azure.subscription_id}/resourceGroups/{azure.resource_group}"
+        f"/providers/Microsoft.Compute/capacityReservationGroups/{name}"
+    )
+
+
 def group_delete(azure: AzureSettings, *, name: str) -> None:
     """Send the group's DELETE without waiting (empty: its reservations deleted, no VM
     associated). Raises CloudError (409 while it still holds reservations or VMs)."""
@@ -124,3 +132,36 @@ def _state(found: Any) -> ReservationState:
         provisioning_state=str(found.provisioning_state or ""),
         allocated_vms=tuple(str(ref.id).rsplit("/", 1)[-1] for ref in allocated),
     )
+
+
+def vm_group(azure: AzureSettings, *, name: str) -> str | None:
+    """The id of the capacity reservation group VM ``name`` is associated with
+    (properties.capacityReservation.capacityReservationGroup.id), None for none or no such VM.
+    Raises CloudError."""
+    with azure_errors():
+        try:
+            vm = compute_client(azure).virtual_machines.get(azure.resource_group, name)
+        except ResourceNotFoundError:
+            return None
+    profile = getattr(vm, "capacity_reservation", None)
+    group = getattr(profile, "capacity_reservation_group", None)
+    found = getattr(group, "id", None)
+    return str(found) if found else None
+
+
+def vm_associate(azure: AzureSettings, *, name: str, group: str | None) -> None:
+    """Associate the deallocated VM ``name`` with the capacity reservation group ``group`` (an
+    id), or with None take it out of its group, and wait for the update (seconds: nothing is
+    allocated). Microsoft Learn (capacity-reservation-associate-vm, -remove-vm): a VM is
+    deallocated first, then updated with ``capacityReservation.capacityReservationGroup.id``
+    (null to remove it), then started. Raises CloudError (409 OperationNotAllowed for a VM
+    that is allocated, 400 for a group that is not there or in another region)."""
+    body: dict[str, Any] = {
+        "properties": {"capacityReservation": {"capacityReservationGroup": {"id": group}}}
+    }
+    vms = compute_client(azure).virtual_machines
+    with azure_errors():
+        poller = vms.begin_update(  # type: ignore[call-overload]  # a JSON dict, sent as it is
+            azure.resource_group, name, body, polling_interval=azure.polling_interval
+        )
+        poller.result()

@@ -245,6 +245,31 @@ def unused_reserved(cloud: Cloud, location: str, size: str) -> int:
     )
 
 
+def check_reassociation(cloud: Cloud, vm: VM, properties: dict) -> None:
+    """For a VM update (PATCH or PUT) whose ``properties`` name another capacity reservation
+    group than the VM's (or null, to take it out of its group): Learn (capacity-reservation-
+    associate-vm, -remove-vm) has the VM deallocated first, so an allocated VM is refused
+    (409 OperationNotAllowed); a group that does not exist, or is in another location, is a
+    400 as at create."""
+    link = (properties.get("capacityReservation") or {}).get("capacityReservationGroup")
+    wanted = link.get("id") if isinstance(link, dict) else None
+    wanted = wanted if isinstance(wanted, str) and wanted else None
+    if key_of(wanted or "") == key_of(group_of(vm) or ""):
+        return
+    if vm.allocated:
+        message = (
+            f"The capacity reservation group of virtual machine '{vm.name}' can be changed only "
+            "while it is deallocated. Deallocate the virtual machine first."
+        )
+        raise errors.ArmError(409, "OperationNotAllowed", message)
+    group = cloud.reservation_groups.get(key_of(wanted)) if wanted else None
+    if wanted and (group is None or group.location != vm.location):
+        message = (
+            f"Capacity reservation group '{wanted}' was not found in location '{vm.location}'."
+        )
+        raise errors.invalid_parameter(message, "capacityReservation.capacityReservationGroup")
+
+
 def checked_association(cloud: Cloud, vm: VM) -> bool:
     """For a VM being created: whether a reservation of its group takes it (reserved_for).
     Raises 400 when it names a group that does not exist, or one in another location."""

@@ -286,6 +286,7 @@ def patch_vm(cloud: Cloud, req: Request) -> Response:
             properties[key] = {**properties[key], **value}
         else:
             properties[key] = value
+    reservations.check_reassociation(cloud, vm, properties)
     whole = {"location": vm.location, "tags": body.get("tags", vm.tags), "properties": properties}
     whole["properties"].setdefault("hardwareProfile", {}).setdefault("vmSize", vm.size)
     return _update(cloud, req, vm, _parse_spec(whole))

@@ -371,6 +371,9 @@ QUEUE_HALF_LIFE_HOURS = env.float("QUEUE_HALF_LIFE_HOURS", default=168.0)
 QUEUE_CHARGE_HOURS = env.float("QUEUE_CHARGE_HOURS", default=1.0)
 QUEUE_PASS_SECONDS = env.float("QUEUE_PASS_SECONDS", default=15.0)
 QUEUE_CLAIM_MINUTES = env.int("QUEUE_CLAIM_MINUTES", default=30)
+# A stopped VM Azure refused to start for lack of room waits in the queue at least this long
+# (seconds) before it is tried again: Azure publishes no capacity figure to wait on.
+QUEUE_START_RETRY_SECONDS = env.float("QUEUE_START_RETRY_SECONDS", default=300.0)
 # GPU work shorter than this is a spike; a silence longer than IDLE_GAP_SECONDS breaks the
 # evidence of idleness and shows "no telemetry" (seconds).
 IDLE_SPIKE_SECONDS = env.float("IDLE_SPIKE_SECONDS", default=60.0)

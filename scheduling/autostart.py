@@ -67,6 +67,15 @@ def autostart_set(
     return schedule
 
 
+def autostart_off(*, user: User, workspace: Workspace) -> AutostartSchedule | None:
+    """Turn the workspace's autostart schedule off, keeping its days and time for when it is
+    turned on again (its owner, a team admin, a platform admin); None when it has none.
+    Raises ActionNotAllowed."""
+    access_require(user=user, perm="workspaces.act_on_workspace", obj=workspace, message=NOT_YOURS)
+    AutostartSchedule.objects.filter(workspace=workspace).update(enabled=False)
+    return AutostartSchedule.objects.filter(workspace=workspace).first()
+
+
 def quiet_hours_set(
     *, user: User, team: Team, start: time, end: time, timezone: str, weekdays: str, now: datetime
 ) -> TeamQuietHours:

@@ -54,6 +54,8 @@ class QueueEntry(models.Model):
     claimed_at = models.DateTimeField(null=True, blank=True)
     # Queued by its autostart schedule: started for its owner, who has nothing to claim.
     scheduled = models.BooleanField(default=False)
+    # Azure refused to start it for lack of room: not started again before this (UTC).
+    retry_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["claim_by"], name="queueentry_claim_by")]

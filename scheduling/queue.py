@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from uuid import UUID
 
+from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import OuterRef, Subquery
@@ -118,8 +119,9 @@ def queue_pass(*, now: datetime) -> PassResult:
     room = Room.load(order, now=now)
     quiet = quiet_until(team_ids={w.team_id for w in order}, now=now)
     _say_quiet(quiet, now)
+    later = _retry_later(order, now)
     for waiting in order:
-        if waiting.team_id in quiet or not room.fits(waiting):
+        if waiting.team_id in quiet or waiting.workspace_id in later or not room.fits(waiting):
             continue
         if queue_admit(workspace_id=waiting.workspace_id, now=now):
             result.admitted.append(waiting.workspace_id)
@@ -127,6 +129,36 @@ def queue_pass(*, now: datetime) -> PassResult:
         else:
             room.block_team(waiting)
     return result
+
+
+def _retry_later(order: list[Waiting], now: datetime) -> set[UUID]:
+    """The entries Azure refused to start for lack of room less than QUEUE_START_RETRY_SECONDS
+    ago (QueueEntry.retry_at): skipped by this pass. One query."""
+    return set(
+        QueueEntry.objects.filter(
+            workspace_id__in=[w.workspace_id for w in order], retry_at__gt=now
+        ).values_list("workspace_id", flat=True)
+    )
+
+
+def queue_retry_later(*, workspace_id: UUID | str, expected: str, to: str, now: datetime) -> None:
+    """workspaces.hooks transition callback: a start Azure refused for lack of room (starting
+    -> queued, workspaces.backends.vm_placement.vm_start_refused) is not tried again for
+    QUEUE_START_RETRY_SECONDS, so a full region is not asked again at every pass."""
+    if (expected, to) != (Status.STARTING, Status.QUEUED):
+        return
+    defaults: dict[str, object] = {
+        "retry_at": now + timedelta(seconds=settings.QUEUE_START_RETRY_SECONDS)
+    }
+    started = (
+        WorkspaceEvent.objects.filter(workspace_id=workspace_id, to_status=Status.STARTING)
+        .order_by("-at", "-id")
+        .values_list("from_status", flat=True)
+        .first()
+    )
+    if started == Status.STOPPED:  # a person's Start (not the queue's for a schedule)
+        defaults["scheduled"] = False
+    QueueEntry.objects.update_or_create(workspace_id=workspace_id, defaults=defaults)
 
 
 def _say_quiet(quiet: dict[int, datetime], now: datetime) -> None:
@@ -187,7 +219,13 @@ def _leave_queue(workspace: Workspace, now: datetime) -> bool:
         telemetry.agent_activity_reset(workspace_id=workspace.pk)
     QueueEntry.objects.update_or_create(
         workspace_id=workspace.pk,
-        defaults={"admitted_at": now, "claim_by": None, "claimed_at": None, "pinned_at": None},
+        defaults={
+            "admitted_at": now,
+            "claim_by": None,
+            "claimed_at": None,
+            "pinned_at": None,
+            "retry_at": None,
+        },
     )  # "scheduled" is kept: a scheduled start has nothing to claim
     return True
 

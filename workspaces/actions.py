@@ -22,7 +22,7 @@ from notifications.notice_text import mark
 from notifications.notices import notice_about, notice_resolve, notice_send
 from notifications.webhooks import webhook_event_emit
 from teams.models import IdlePolicy, Team
-from workspaces import selectors, states, telemetry
+from workspaces import hooks, selectors, states, telemetry
 from workspaces.backends import backend_for
 from workspaces.models import (
     Workspace,
@@ -218,7 +218,9 @@ def _extension_in_force(
 def workspace_start(*, user: User, workspace: Workspace, now: datetime) -> None:
     """Start a stopped (deallocated) VM. Its GPUs count against the team's quota again and it
     burns money again, so the GPU quota and the budget are checked as for a new request,
-    holding the team row. Raises WorkspaceActionError (saying what is over), ActionNotAllowed."""
+    holding the team row. Inside the team's quiet hours (scheduling, through
+    workspaces.hooks.start_held) it is refused, saying until when.
+    Raises WorkspaceActionError (saying what is over or what holds it), ActionNotAllowed."""
     _user_transition(
         user=user,
         workspace=workspace,
@@ -245,6 +247,9 @@ def _room_for(workspace: Workspace, now: datetime) -> QuotaCheck:
 
 
 def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
+    held = hooks.start_held(team_id=workspace.team_id, now=now)
+    if held:
+        raise WorkspaceActionError(f"{workspace.name} was not started. {held}")
     check = _room_for(workspace, now)
     if check.over_to_start:
         raise WorkspaceActionError(

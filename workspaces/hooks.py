@@ -224,3 +224,26 @@ def workspace_mounts_planned(*, workspace: Workspace) -> list[WorkspaceMount]:
     """What the workspace mounts, to show (reads only); none when no app provides them."""
     given = _planned_mounts.given
     return given(workspace=workspace) if given is not None else []
+
+
+# What the workspaces app asks of scheduling (issue 34): whether a person's Start is held by
+# the team's quiet hours. Scheduling provides it in its AppConfig.ready(); without it nothing
+# holds a start.
+
+
+class StartHeld(Protocol):
+    """Why a person may not start a workspace of team ``team_id`` at ``now`` (a sentence),
+    or "" when nothing holds it."""
+
+    def __call__(self, *, team_id: int, now: datetime) -> str: ...
+
+
+_start_held: Provided[StartHeld] = Provided("start holds (scheduling: SchedulingConfig.ready())")
+# Register scheduling's answer (the team's quiet hours).
+provide_start_held = _start_held.provide
+
+
+def start_held(*, team_id: int, now: datetime) -> str:
+    """Why a start of the team's workspace is held at ``now``; "" when no app holds it."""
+    given = _start_held.given
+    return given(team_id=team_id, now=now) if given is not None else ""

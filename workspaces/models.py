@@ -181,6 +181,10 @@ class Workspace(models.Model):
     # Its owner chose to wait in the fair queue (status queued, scheduling/) rather than ask for
     # approval when the team's GPUs are in use, or hold them while Azure has no room.
     queue_when_full = models.BooleanField(default=False)
+    # The Azure id of the capacity reservation group (a booking's, bookings.lifecycle) its VM
+    # is created into or associated with before its next start; "" for none. Cleared once the
+    # booking's window ended and the deallocated VM was disassociated from the group.
+    capacity_reservation_group = models.CharField(max_length=300, blank=True)
     # One per request form; a double-clicked Request finds the workspace already made.
     request_key = models.UUIDField(unique=True)
     # What it is made from (environments.recipes.recipe_for): kept exactly as it was at the

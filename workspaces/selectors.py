@@ -12,6 +12,7 @@ from django.http import QueryDict
 
 from common.listing import DEFAULT_PAGE_SIZE, KeysetPage, Sort, keyset_page, sort_from
 from common.permissions import Actor
+from teams.models import Team
 from teams.selectors import team_visible_to
 from workspaces import chains, hooks
 from workspaces.budgets import Budget, budget_runs_out, team_budget
@@ -213,3 +214,14 @@ def user_ssh_key_last_used(*, user: User) -> str:
         .values_list("ssh_public_key", flat=True)[:SSH_KEYS_LOOKED_AT]
     )
     return next(filter(None, map(ssh_public_key_or_blank, keys)), "")
+
+
+def workspace_of_team(*, team: Team, id_or_name: str) -> Workspace | None:
+    """The workspace of ``team`` whose id is ``id_or_name``, or else its one not deleted of
+    that name; None when there is none."""
+    found = Workspace.objects.filter(team=team).exclude(status=Status.DELETED)
+    try:
+        by_id = found.filter(pk=UUID(id_or_name)).first()
+    except ValueError:
+        by_id = None
+    return by_id or found.filter(name=id_or_name).first()

@@ -197,7 +197,9 @@ TRANSITIONS: dict[str, frozenset[str]] = {
     # deallocate for a resize goes on to Resizing; one whose size check failed back to Running.
     Status.STOPPING: frozenset({Status.STOPPED, Status.RUNNING, Status.RESIZING, Status.FAILED}),
     Status.STOPPED: frozenset({Status.STARTING, Status.RESIZING, Status.DELETING, Status.QUEUED}),
-    Status.STARTING: frozenset({Status.RUNNING, Status.STOPPED, Status.FAILED}),
+    # Queued from starting: Azure had no room to start the deallocated VM (AllocationFailed);
+    # it waits in the fair queue to be started again rather than going back to stopped.
+    Status.STARTING: frozenset({Status.RUNNING, Status.STOPPED, Status.FAILED, Status.QUEUED}),
     # Resized (or refused, keeping its size): started again if it was running, else stopped.
     Status.RESIZING: frozenset({Status.STARTING, Status.STOPPED, Status.FAILED}),
     Status.DELETING: frozenset({Status.DELETED, Status.FAILED}),

@@ -55,15 +55,17 @@ def workspace_withdraw(*, user: User, workspace: Workspace, now: datetime) -> No
 
 def queued_from_stopped(*, workspace_id: UUID | str) -> bool:
     """Whether a queued workspace was stopped (its VM exists, deallocated) when it joined the
-    queue: it leaves the queue by starting, or stopped again, rather than by being created or
-    closed. One query (the last event into queued)."""
+    queue, or joined it because Azure had no room to start it: it leaves the queue by
+    starting, or stopped again, rather than by being created or closed. One query (the last
+    event into queued)."""
     joined = (
         WorkspaceEvent.objects.filter(workspace_id=workspace_id, to_status=Status.QUEUED)
         .order_by("-at", "-id")
         .values_list("from_status", flat=True)
         .first()
     )
-    return joined == Status.STOPPED
+    # From starting: Azure refused to start the deallocated VM for lack of room (it exists).
+    return joined in (Status.STOPPED, Status.STARTING)
 
 
 def workspace_dequeue(*, user: User, workspace: Workspace, now: datetime) -> str:

@@ -14,6 +14,7 @@ from api.auth import require_write
 from api.errors import FieldErrors
 from api.schemas import Printable, caller
 from bookings.models import Booking
+from bookings.seats import SeatRefused, booking_seat_add
 from bookings.selectors import bookable_offerings, booking_calendar, booking_visible_to
 from bookings.services import (
     MAX_INSTANCES,
@@ -26,8 +27,17 @@ from bookings.services import (
 from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import team_get
+from workspaces.models import Workspace
+from workspaces.selectors import workspace_of_team
 
 router = Router(tags=["bookings"])
+
+
+class SeatOut(Schema):
+    workspace_id: UUID | None = Field(description="None until one made at the start is made")
+    name: str
+    owner: str
+    outcome: str = Field(description="What happened at the window's start, in words")
 
 
 class BookingOut(Schema):
@@ -45,6 +55,9 @@ class BookingOut(Schema):
     state: str
     cost_usd: str = Field(description="What Azure bills for the hold, USD")
     error: str
+    workspaces: list[SeatOut] = Field(
+        description="Started into the reservation at the start, stopped at the end"
+    )
 
 
 class BookingsOut(Schema):
@@ -85,6 +98,15 @@ def _out(booking: Booking) -> dict[str, Any]:
         "state": booking.state,
         "cost_usd": f"{booking_cost(booking=booking):.2f}",
         "error": booking.error_message,
+        "workspaces": [
+            {
+                "workspace_id": seat.workspace_id,
+                "name": seat.workspace.name if seat.workspace else seat.name,
+                "owner": seat.owner.username,
+                "outcome": seat.outcome,
+            }
+            for seat in booking.seats.all()  # prefetched by the calendar (bookings.selectors)
+        ],
     }
 
 
@@ -163,10 +185,61 @@ def booking_cancel_api(request: HttpRequest, booking_id: UUID) -> Any:
     """The booking, cancelled (or releasing what Azure holds); 403 unless its maker, the
     team's admin or a platform admin; 404 for another team's."""
     require_write(request)
-    booking = booking_visible_to(user=request.user, pk=booking_id)
-    if booking is None:
-        raise Http404("No such booking.")
+    booking = _visible_booking(request, booking_id)
     access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)
     booking_cancel(actor=caller(request), booking=booking, now=timezone.now())
     booking.refresh_from_db()
     return _out(booking)
+
+
+class SeatIn(Schema):
+    workspace: Printable = Field(
+        "", max_length=64, description="An existing VM of the team: its id or name"
+    )
+    name: Printable = Field("", max_length=63, description="Or a VM to make at the start")
+    environment: Printable = Field("", max_length=64, description="Its environment's slug")
+    ssh_public_key: str = Field("", max_length=16384, description="Default: your last key")
+
+
+@router.post(
+    "/bookings/{booking_id}/workspaces",
+    response={201: BookingOut},
+    summary="Add a workspace to a booking",
+)
+def booking_seat_add_api(request: HttpRequest, booking_id: UUID, body: SeatIn) -> Any:
+    """201 with the booking. ``workspace`` names an existing VM of the team in the booking's
+    region and size (one the caller may act on); without it, ``name`` is a VM made for the
+    caller at the window's start. 400 saying why it is refused (not that size, the booking's
+    VMs all taken, ended); 403 for a VM not theirs; 404 for a booking or VM not visible."""
+    require_write(request)
+    booking = _visible_booking(request, booking_id)
+    if bool(body.workspace) == bool(body.name):
+        raise FieldErrors([{"loc": ["body", "workspace"], "msg": "Give workspace or name."}])
+    workspace = _team_workspace(booking, body.workspace) if body.workspace else None
+    try:
+        booking_seat_add(
+            actor=caller(request),
+            booking=booking,
+            workspace=workspace,
+            name=body.name,
+            environment=body.environment,
+            ssh_public_key=body.ssh_public_key,
+            now=timezone.now(),
+        )
+    except SeatRefused as refused:
+        raise FieldErrors([{"loc": ["body"], "msg": str(refused)}]) from None
+    return Status(201, _out(booking))
+
+
+def _visible_booking(request: HttpRequest, booking_id: UUID) -> Booking:
+    booking = booking_visible_to(user=request.user, pk=booking_id)
+    if booking is None:
+        raise Http404("No such booking.")
+    return booking
+
+
+def _team_workspace(booking: Booking, given: str) -> Workspace:
+    found = workspace_of_team(team=booking.team, id_or_name=given)
+    if found is None:
+        raise Http404("No such workspace in the booking's team.")
+    return found

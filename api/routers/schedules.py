@@ -14,7 +14,13 @@ from ninja import Router, Schema
 
 from api.auth import require_write
 from api.errors import FieldErrors
-from scheduling.autostart import ScheduleRefused, autostart_set, quiet_hours_set
+from scheduling.autostart import (
+    ScheduleRefused,
+    autostart_off,
+    autostart_set,
+    quiet_hours_set,
+)
+from scheduling.models import AutostartSchedule
 from teams import selectors as team_selectors
 from workspaces import selectors as workspace_selectors
 
@@ -78,12 +84,33 @@ def autostart_put(request: HttpRequest, workspace_id: UUID, body: AutostartIn) -
         )
     except ScheduleRefused as exc:
         raise _refused(exc) from None
+    return _schedule_out(schedule)
+
+
+def _schedule_out(schedule: AutostartSchedule | None) -> dict[str, Any]:
+    if schedule is None:
+        return {"weekdays": [], "at": "", "timezone": "", "enabled": False}
     return {
         "weekdays": [int(d) for d in schedule.weekdays.split(",")],
         "at": schedule.at.strftime("%H:%M"),
         "timezone": schedule.timezone,
         "enabled": schedule.enabled,
     }
+
+
+@router.delete(
+    "/workspaces/{workspace_id}/autostart",
+    response=AutostartOut,
+    summary="Turn a workspace's autostart schedule off (its days and time are kept)",
+)
+def autostart_delete(request: HttpRequest, workspace_id: UUID) -> Any:
+    """200 with the schedule, now off (``enabled`` false; empty fields when there was none);
+    403 for a workspace the caller may not change, 404 for one they do not see."""
+    require_write(request)
+    visible = workspace_selectors.workspace_visible_to(user=request.user)
+    workspace = get_object_or_404(visible, pk=workspace_id)
+    schedule = autostart_off(user=request.user, workspace=workspace)  # type: ignore[arg-type]
+    return _schedule_out(schedule)
 
 
 @router.put(

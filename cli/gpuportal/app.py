@@ -9,7 +9,15 @@ from typing import Annotated, Any
 
 import typer
 
-from gpuportal import __version__, admin, bookings, request_cmds, storage_cmds, waiting
+from gpuportal import (
+    __version__,
+    admin,
+    bookings,
+    request_cmds,
+    schedule_cmds,
+    storage_cmds,
+    waiting,
+)
 from gpuportal.client import ApiRefused, Client, CliFailure
 from gpuportal.common import (
     IdArg,
@@ -354,6 +362,9 @@ app.command("approvals")(admin.approvals)
 app.command("approve")(admin.approve)
 app.command("bookings")(bookings.bookings)
 app.command("book")(bookings.book)
+app.command("book-workspace")(bookings.book_workspace)
+app.command("schedule")(schedule_cmds.schedule)
+app.command("claim")(schedule_cmds.claim)
 app.command("unbook")(bookings.unbook)
 app.command("storage")(storage_cmds.storage)
 app.command("mounts")(storage_cmds.mounts)

@@ -1,5 +1,6 @@
-"""`gpuportal bookings` (a team's calendar), `book` (the cost first, then confirm) and
-`unbook` (cancel): GPUs held for a window on an Azure capacity reservation."""
+"""`gpuportal bookings` (a team's calendar), `book` (the cost first, then confirm),
+`book-workspace` (a workspace started into it at its start) and `unbook` (cancel): GPUs held
+for a window on an Azure capacity reservation."""
 
 from typing import Annotated, Any
 
@@ -52,6 +53,10 @@ def book(
     vms: Annotated[int, typer.Option(help="How many VMs.")] = 1,
     title: Annotated[str, typer.Option(help="What it is for.")] = "Booking",
     yes: Annotated[bool, typer.Option("--yes", help="Book without asking.")] = False,
+    workspace: Annotated[
+        list[str] | None,
+        typer.Option(help="A VM of the team (name or id) started into it at the start."),
+    ] = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Book VMs of a size for a window: shows the cost and asks before booking."""
@@ -70,7 +75,35 @@ def book(
     )
     if not yes and not typer.confirm("Book it?"):
         raise typer.Exit(1)
-    echo_or_json(client.post(path, body), as_json, lambda b: typer.echo(f"Booked {b['id']}."))
+    booked = client.post(path, body)
+    for name in workspace or []:
+        booked = client.post(f"/bookings/{booked['id']}/workspaces", {"workspace": name})
+    echo_or_json(booked, as_json, lambda b: typer.echo(f"Booked {b['id']}." + _seats(b)))
+
+
+def _seats(b: dict[str, Any]) -> str:
+    names = ", ".join(seat["name"] for seat in b["workspaces"])
+    return f" Its workspaces: {names}." if names else ""
+
+
+@handled
+def book_workspace(
+    booking_id: Annotated[str, typer.Argument(help="The booking's id.")],
+    workspace: Annotated[str, typer.Option(help="A VM of the team: its name or id.")] = "",
+    new: Annotated[str, typer.Option(help="Or the name of a VM made at the start.")] = "",
+    environment: Annotated[str, typer.Option(help="With --new: its environment.")] = "",
+    ssh_key: Annotated[str, typer.Option(help="With --new: default your last key.")] = "",
+    as_json: JsonOpt = False,
+) -> None:
+    """Add a workspace to a booking: started into its reservation at the window's start,
+    stopped at its end."""
+    if bool(workspace) == bool(new):
+        raise typer.BadParameter("give --workspace or --new", param_hint="--workspace")
+    body = {"workspace": workspace, "name": new, "environment": environment}
+    if ssh_key:
+        body["ssh_public_key"] = ssh_key
+    data = signed_in().post(f"/bookings/{slug_path('booking', booking_id)}/workspaces", body)
+    echo_or_json(data, as_json, lambda b: typer.echo(f"{b['title']}:{_seats(b)}"))
 
 
 @handled

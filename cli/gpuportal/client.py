@@ -167,6 +167,9 @@ class Client:
     def post(self, path: str, body: Any = None) -> Any:
         return self.send("POST", path, body=body if body is not None else {}).json()
 
+    def put(self, path: str, body: Any) -> Any:
+        return self.send("PUT", path, body=body).json()
+
     def delete(self, path: str) -> Any:
         return self.send("DELETE", path).json()
 

@@ -154,7 +154,7 @@ class TestSpotLife:
         assert vm_of(sim, ws)["powerState"] == "running"
         assert UsageInterval.objects.filter(workspace=ws, meter="compute", spot=True).count() == 2
 
-    def test_a_start_without_spot_capacity_shows_azures_error_and_stays_stopped(self, cast, sim):
+    def test_a_start_without_spot_capacity_shows_azures_error_and_waits_queued(self, cast, sim):
         spot_price()
         ws = request(cast)
         sim.evict(f"ws-{ws.short_id}")
@@ -164,7 +164,7 @@ class TestSpotLife:
         workspace_start(user=cast.researcher, workspace=reload(ws), now=timezone.now())
 
         ws = reload(ws)
-        assert ws.status == Status.STOPPED and ws.error_code == "AllocationFailed"
+        assert ws.status == Status.QUEUED and ws.error_code == "AllocationFailed"
         assert "sufficient capacity" in ws.error_message
         assert vm_of(sim, ws)["powerState"] == "deallocated"
 

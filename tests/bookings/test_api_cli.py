@@ -11,7 +11,8 @@ from typer.testing import CliRunner
 
 from bookings.models import Booking, BookingState
 from teams.tokens import api_token_create
-from tests.factories import OfferingFactory
+from tests.factories import SSH_KEY, OfferingFactory, WorkspaceFactory
+from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
 A100 = "Standard_NC24ads_A100_v4"
@@ -50,11 +51,24 @@ def test_quote_book_refuse_and_cancel_through_the_api(client, cast, sim):
     assert naive.status_code == 400
     listed = client.get("/api/v1/teams/vision/bookings").json()["items"]
     assert [b["instances"] for b in listed] == [2]
+    seats = f"/api/v1/bookings/{made.json()['id']}/workspaces"
+    mine = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
+    added = client.post(seats, {"workspace": mine.name}, content_type="application/json")
+    assert added.status_code == 201, added.json()
+    made_later = {"name": "lab-2", "ssh_public_key": SSH_KEY}
+    added = client.post(seats, made_later, content_type="application/json")
+    assert [(s["name"], s["owner"]) for s in added.json()["workspaces"]] == [
+        (mine.name, "alice"),
+        ("lab-2", "alice"),
+    ]
+    full = client.post(seats, {"name": "lab-3"}, content_type="application/json")
+    assert full.status_code == 400 and "holds 2 VM" in full.json()["errors"][0]["msg"]
     cancelled = client.post(f"/api/v1/bookings/{made.json()['id']}/cancel")
     assert cancelled.status_code == 200 and cancelled.json()["state"] == BookingState.CANCELLED
     client.force_login(cast.outsider)
     assert client.get("/api/v1/teams/vision/bookings").status_code == 404
     assert client.post(f"/api/v1/bookings/{uuid.uuid4()}/cancel").status_code == 404
+    assert client.post(seats, made_later, content_type="application/json").status_code == 404
 
 
 def test_the_cli_shows_the_cost_and_books_once_confirmed(live_server, cast, sim):
@@ -71,8 +85,15 @@ def test_the_cli_shows_the_cost_and_books_once_confirmed(live_server, cast, sim)
     declined = run(app, args, input="n\n")
     assert "62.44 USD for 2 GPUs" in declined.output and declined.exit_code == 1
     assert not Booking.objects.exists()
-    booked = run(app, args, input="y\n")
+    mine = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
+    booked = run(app, [*args, "--workspace", mine.name], input="y\n")
     assert booked.exit_code == 0, booked.output
+    assert f"Its workspaces: {mine.name}." in booked.output
+    booking = Booking.objects.get()
+    added = run(app, ["book-workspace", str(booking.pk), "--new", "lab-2", "--ssh-key", SSH_KEY])
+    assert added.exit_code == 0 and f"{mine.name}, lab-2" in added.output, added.output
+    refused = run(app, ["book-workspace", str(booking.pk), "--new", "lab-3"])
+    assert refused.exit_code != 0 and "holds 2 VM" in refused.output
     listed = run(app, ["bookings", "--team", "vision"])
     assert "Lab" in listed.output and "scheduled" in listed.output
     too_many = run(app, [*args[:-4], "--vms", "9", *args[-4:], "--yes"])

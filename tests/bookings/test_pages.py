@@ -11,7 +11,8 @@ from django.utils import timezone
 from bookings.models import Booking, BookingState
 from bookings.services import booking_create
 from teams.models import AuditEntry
-from tests.factories import OfferingFactory
+from tests.factories import OfferingFactory, WorkspaceFactory
+from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db
 
@@ -98,3 +99,19 @@ def test_who_may_see_book_and_cancel(client, cast, offering):
     actions = list(AuditEntry.objects.filter(team=cast.team).values_list("action", "actor"))
     assert ("booking.create", cast.team_admin.pk) in actions
     assert ("booking.cancel", cast.team_admin.pk) in actions
+
+
+def test_a_member_adds_a_workspace_to_a_booking_on_its_page(client, cast, offering):
+    booking = _booking(cast, offering, cast.team_admin)
+    mine = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.STOPPED)
+    client.force_login(cast.outsider)
+    add = f"/bookings/{booking.pk}/workspaces/"
+    assert client.post(add, {"workspace": mine.name}).status_code == 404
+    client.force_login(cast.researcher)
+    assert client.post(add, {"workspace": "a\x00b"}).status_code == 302  # refused, said why
+    assert client.post(add, {"workspace": mine.name}).status_code == 302
+    page = client.get("/teams/vision/bookings/").content.decode()
+    assert f"{mine.name}, alice" in page
+    refused = client.post(add, {"name": "another"}, follow=True).content.decode()
+    assert "holds 1 VM(s), and each has its workspace" in refused
+    assert list(booking.seats.values_list("workspace", flat=True)) == [mine.pk]

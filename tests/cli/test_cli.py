@@ -9,6 +9,7 @@ import stat
 import subprocess
 import sys
 import uuid
+from datetime import timedelta
 from decimal import Decimal
 from pathlib import Path
 
@@ -511,3 +512,29 @@ def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(
     teammates = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="not-mine")
     refused = _cli("open", teammates.pk, "--print")
     assert refused.exit_code != 0 and "No JupyterLab" in refused.output
+
+
+def test_schedule_on_and_off_and_claim_a_workspace_the_queue_started(signed_in, cast):
+    from scheduling.models import AutostartSchedule, QueueEntry
+
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, name="warm", status="stopped")
+    on = _cli("schedule", "warm", "--weekdays", "mon-fri", "--at", "08:30", "--tz", "Europe/Berlin")
+    assert on.exit_code == 0, on.output
+    assert "Starts mon,tue,wed,thu,fri at 08:30 (Europe/Berlin)" in on.output
+    schedule = AutostartSchedule.objects.get(workspace=ws)
+    assert (schedule.weekdays, str(schedule.at), schedule.enabled) == (
+        "0,1,2,3,4",
+        "08:30:00",
+        True,
+    )
+    bad = _cli("schedule", "warm", "--at", "08:30", "--tz", "Mars/Olympus")
+    assert bad.exit_code == 1 and "Mars/Olympus" in bad.output  # the API's 400 problem
+    off = _cli("schedule", "warm", "--off")
+    assert off.exit_code == 0 and "Autostart is off." in off.output
+    assert AutostartSchedule.objects.get(workspace=ws).enabled is False
+    nothing = _cli("claim", "warm")
+    assert nothing.exit_code == 1 and "nothing to claim" in nothing.output
+    QueueEntry.objects.create(workspace=ws, claim_by=timezone.now() + timedelta(minutes=30))
+    claimed = _cli("claim", "warm")
+    assert claimed.exit_code == 0 and "Claimed: " in claimed.output, claimed.output
+    assert QueueEntry.objects.get(workspace=ws).claimed_at is not None

@@ -91,3 +91,33 @@ def test_deletes_wait_for_vms_to_go_then_free_the_slots(arm, ctl, finish):
 def test_a_vm_naming_a_missing_group_is_refused(arm):
     reply = _reserved_vm(arm, "lost")
     assert reply.status == 400 and reply.code == "InvalidParameter"
+
+
+def test_an_existing_vm_is_associated_only_while_deallocated_and_then_starts_reserved(
+    arm, ctl, finish
+):
+    _group(arm)
+    ctl.set_capacity("eastus", A100, 2)
+    assert arm.wait(arm.put_vm("mine"))["status"] == "Succeeded"  # a plain VM, allocated
+    assert arm.wait(_reserve(arm, capacity=1))["status"] == "Succeeded"  # the region is full
+    link = {"properties": {"capacityReservation": {"capacityReservationGroup": {"id": GROUP}}}}
+    refused = arm.call("PATCH", arm.vm_path("mine"), link)
+    assert (refused.status, refused.code) == (409, "OperationNotAllowed")
+    assert arm.wait(arm.call("POST", arm.vm_path("mine") + "/deallocate"))["status"] == (
+        "Succeeded"
+    )
+    assert arm.wait(arm.call("PATCH", arm.vm_path("mine"), link))["status"] == "Succeeded"
+    # No free slot in the region, but the reservation's instance takes it.
+    assert arm.wait(arm.call("POST", arm.vm_path("mine") + "/start"))["status"] == "Succeeded"
+    allocated = _view(arm)["properties"]["instanceView"]["utilizationInfo"]
+    assert [v["id"].rsplit("/", 1)[1] for v in allocated["virtualMachinesAllocated"]] == ["mine"]
+    # Taken out again (deallocated, id null as Learn's remove-vm shows): the group can go.
+    assert arm.wait(arm.call("POST", arm.vm_path("mine") + "/deallocate"))["status"] == (
+        "Succeeded"
+    )
+    unlink = {"properties": {"capacityReservation": {"capacityReservationGroup": {"id": None}}}}
+    assert arm.wait(arm.call("PATCH", arm.vm_path("mine"), unlink))["status"] == "Succeeded"
+    assert arm.wait(arm.call("DELETE", f"{GROUP}/capacityReservations/a100"))["status"] == (
+        "Succeeded"
+    )
+    assert arm.call("DELETE", GROUP).status == 200

@@ -199,6 +199,10 @@ EXPECTED = {
     # Its maker (the team admin here), the team's admins and platform admins cancel it.
     "booking-cancel": Row("POST", (_, 404, 403, 404, 302, 302), pk="booking"),
     "bookings": Row("GET", (_, 403, 403, 403, 403, 200)),
+    # Its team's members add a workspace (a refusal is shown on the calendar, 302 too).
+    "booking-workspace-add": Row(
+        "POST", (_, 404, 302, 404, 302, 403), pk="booking", data={"name": "seat"}
+    ),
     "team-webhook-change": Row(
         "POST", (_, 404, 403, 404, 302, 302), pk="webhook", data={"events": "budget"}
     ),
@@ -303,6 +307,9 @@ EXPECTED = {
     "api-v1:booking_list": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:booking_add": Row("POST", (401, 404, 201, 404, 201, 403), data=API_BOOKING),
     "api-v1:booking_cancel_api": Row("POST", (401, 404, 403, 404, 200, 200)),
+    "api-v1:booking_seat_add_api": Row(
+        "POST", (401, 404, 201, 404, 201, 403), data={"name": "seat", "ssh_public_key": SSH_KEY}
+    ),
     "api-v1:approval_list": Row("GET", (401, 403, 403, 403, 403, 200)),
     # The fair queue: a running workspace has no claim window and cannot join the queue (409).
     "api-v1:queue_place": Row("GET", (401, 404, 200, 404, 200, 200)),
@@ -313,6 +320,7 @@ EXPECTED = {
     "api-v1:autostart_put": Row(
         "PUT", (401, 404, 200, 404, 200, 200), data={"at": "08:30", "timezone": "UTC"}
     ),
+    "api-v1:autostart_delete": Row("DELETE", (401, 404, 200, 404, 200, 200)),
     "api-v1:quiet_hours_put": Row(
         "PUT",
         (401, 404, 403, 404, 200, 200),

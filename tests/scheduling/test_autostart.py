@@ -13,7 +13,9 @@ from scheduling.queue import queue_pass
 from teams.models import GpuQuota
 from tests.factories import WorkspaceFactory
 from workspaces import states
+from workspaces.actions import workspace_start
 from workspaces.models import Workspace
+from workspaces.requests import WorkspaceActionError
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db
@@ -135,3 +137,20 @@ def test_the_pages_set_a_schedule_and_quiet_hours(client, cast):
     client.force_login(cast.team_admin)
     client.post(reverse("scheduling:team", args=["vision"]), quiet)
     assert TeamQuietHours.objects.get(team=cast.team).end == time(7)
+
+
+def test_a_persons_start_inside_the_quiet_hours_is_refused_saying_until_when(cast):
+    ws = _stopped(cast)
+    quiet_hours_set(
+        user=cast.team_admin, team=cast.team, start=time(22), end=time(7),
+        timezone="Europe/Berlin", weekdays="0,1,2,3,4,5,6", now=FRIDAY,
+    )  # fmt: skip
+    for who in (cast.researcher, cast.team_admin):  # its team admin too: no way around it
+        with pytest.raises(WorkspaceActionError) as refused:
+            workspace_start(user=who, workspace=ws, now=_at(28, 5, 59))  # 06:59 CET
+        assert f"{ws.name} was not started. It is the team's quiet hours until Fri 07:00" in (
+            str(refused.value)
+        )
+    assert Workspace.objects.get(pk=ws.pk).status == Status.STOPPED
+    workspace_start(user=cast.researcher, workspace=ws, now=_at(28, 6))  # 07:00 CET
+    assert Workspace.objects.get(pk=ws.pk).status == Status.STARTING

@@ -153,3 +153,26 @@ def test_only_the_owner_or_an_admin_takes_it_out_of_the_queue(cast, sim):
     with pytest.raises(ActionNotAllowed):
         workspace_delete(user=cast.outsider, workspace=waiting, now=timezone.now())
     assert Workspace.objects.get(pk=waiting.pk).status == Status.QUEUED
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_start_azure_refuses_for_room_waits_in_the_queue_not_stopped(cast, sim):
+    ws = _request(cast, queue=False)
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    ws.refresh_from_db()
+    sim.inject("vm.start", "allocation_failed")  # Azure has no room when it is started
+    asked = timezone.now()
+    workspace_start(user=cast.researcher, workspace=ws, now=asked)
+    ws.refresh_from_db()
+    assert ws.status == Status.QUEUED
+    assert ws.waiting_reason.startswith("Azure has no room to start Standard_NC24ads_A100_v4")
+    assert ws.events.filter(from_status=Status.STARTING, to_status=Status.QUEUED).count() == 1
+    assert team_gpu_usage(team_ids=[cast.team.pk]).get(cast.team.pk, {}).get("A100", 0) == 0
+    assert queue_pass(now=asked + timedelta(minutes=1)).admitted == []  # not asked again yet
+    assert queue_pass(now=asked + timedelta(minutes=6)).admitted == [ws.pk]
+    ws.refresh_from_db()
+    assert ws.status == Status.RUNNING
+    # Started again, the same VM: it was created once; its owner claims it as any the queue
+    # started (they may be away by now).
+    assert ws.events.filter(to_status=Status.PROVISIONING).count() == 1
+    assert QueueEntry.objects.get(workspace=ws).claim_by is not None

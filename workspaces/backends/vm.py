@@ -21,16 +21,15 @@ from uuid import UUID
 from django.conf import settings
 from django.contrib.auth.models import AnonymousUser, User
 
-from agent import cloud_init, environment_init, nfs_mounts
+from agent import environment_init
 from cloud import azure_resize, azure_vm
-from cloud.azure_vm import Progress, VmSpec, VmState
+from cloud.azure_vm import Progress, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
 from environments.recipes import jupyter_token, vm_recipe
-from teams.models import Profile
-from workspaces import azure, hooks, selectors, states, telemetry
+from workspaces import azure, selectors, states
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_placement, vm_resize, vm_setup
+from workspaces.backends import vm_placement, vm_reserved, vm_resize, vm_setup
 from workspaces.backends.base import (
     IdeTarget,
     KindForm,
@@ -45,6 +44,7 @@ from workspaces.backends.base import (
 )
 from workspaces.backends.vm_form import VM_FORM
 from workspaces.backends.vm_request import VM_KIND
+from workspaces.backends.vm_spec import vm_spec
 from workspaces.chains import Next
 from workspaces.models import SizeOffering, Workspace
 from workspaces.states import BILLABLE, OPERATION, Status
@@ -123,6 +123,10 @@ class VmBackend:
         try:
             progress = _run_operation(self.cloud, workspace, operation, clock)
         except CloudError as exc:
+            if operation == "start" and not exc.transient and vm_placement.refused_for_room(exc):
+                # No room to start it: it waits in the fair queue instead of going back to
+                # stopped, and is started when its turn comes (vm_placement.vm_start_refused).
+                return vm_placement.vm_start_refused(workspace, exc, clock())
             # Azure has no room for the size there: with equivalent sizes accepted, clean up
             # and try the next option rather than fail (vm_placement).
             if operation != "create" or not workspace.accepted_sizes:
@@ -288,7 +292,10 @@ def _run_operation(
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
-        spec = _vm_spec(cloud, workspace, clock()) if operation == "create" else None
+        if operation == "start" and workspace.capacity_reservation_group:
+            # A booked VM is associated with the booking's group while still deallocated.
+            vm_reserved.associate_before_start(workspace, name=name)
+        spec = vm_spec(cloud, workspace, clock()) if operation == "create" else None
         token = cloud.begin(azure_settings(), operation, name=name, spec=spec)
         azure.azure_usage_changed(region=workspace.region)
         # Saved before polling: the worker that takes over after a crash resumes from it.
@@ -332,71 +339,6 @@ def _finish(
         reason=reasons["resize" if done == Status.RESIZING else operation],
         detail=detail,
         **fields,
-    )
-
-
-def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
-    """What to create: the image generation and OS disk SKU follow the size's resource SKU in
-    the region (HyperVGenerations, PremiumIO), since a Gen1-only size cannot boot a Gen2
-    image and a size without premium storage refuses a Premium_LRS disk."""
-    sku = cloud.sku_info(azure_settings(), location=workspace.region, vm_size=workspace.vm_size)
-    recipe = vm_recipe(workspace.environment_recipe or {})
-    return VmSpec(
-        image=recipe.image if recipe else sku.image,
-        os_disk_sku=sku.os_disk_sku,
-        workspace_id=str(workspace.pk),
-        location=workspace.region,
-        vm_size=workspace.vm_size,
-        admin_username=workspace.ssh_user,
-        ssh_public_key=workspace.ssh_public_key,
-        custom_data=_with_mounts(workspace, _cloud_init(workspace, now)),
-        spot=workspace.spot,
-        tags={
-            "portal": "gpu-workspace-portal",
-            "team": workspace.team.slug,
-            "workspace": str(workspace.pk),
-            "owner": workspace.owner.username,
-        },
-    )
-
-
-def _cloud_init(workspace: Workspace, now: datetime) -> str:
-    """cloud-init that installs the telemetry agent (docs/agent-protocol.md) and, for a VM made
-    from an environment, its layer and JupyterLab (agent/environment_init.py). The token is the
-    same for every create of this VM, so a create sent again carries the same customData."""
-    agent = {
-        "portal_url": settings.PORTAL_URL,
-        "workspace": str(workspace.pk),
-        "token": telemetry.agent_token_issue(workspace_id=workspace.pk, now=now),
-        "interval_seconds": settings.AGENT_INTERVAL_SECONDS,
-    }
-    recipe = vm_recipe(workspace.environment_recipe or {})
-    if recipe is None:
-        return cloud_init.render(**agent)
-    return environment_init.render(
-        agent=agent,
-        layer=recipe.layer,
-        user=workspace.ssh_user,
-        jupyter_token=jupyter_token(workspace.pk),
-        personal=_personal(workspace),
-    )
-
-
-def _with_mounts(workspace: Workspace, custom_data: str) -> str:
-    """The team's shares and the owner's home, mounted at boot (storage, issue 33)."""
-    mounts = hooks.workspace_mounts(workspace=workspace)
-    return nfs_mounts.add_mounts(
-        custom_data, [nfs_mounts.NfsMount(m.source, m.path, m.read_only) for m in mounts]
-    )
-
-
-def _personal(workspace: Workspace) -> environment_init.Personal:
-    """The owner's own setup (their account page), run after the environment."""
-    profile = Profile.objects.filter(user_id=workspace.owner_id).first()
-    if profile is None:
-        return environment_init.Personal()
-    return environment_init.Personal(
-        dotfiles_url=profile.dotfiles_url, setup_script=profile.setup_script
     )
 
 

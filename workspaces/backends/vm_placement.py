@@ -299,3 +299,29 @@ def vm_create_refused(workspace: Workspace, error: CloudError, now: datetime) ->
         placement_tried=tried,
     )
     return Next.POLL if moved else Next.DONE
+
+
+def vm_start_refused(workspace: Workspace, error: CloudError, now: datetime) -> Next:
+    """Azure refused to start the deallocated VM for lack of room (refused_for_room): it
+    waits in the fair queue (scheduling/), holding none of the team's GPUs, and is started
+    again when its turn comes and QUEUE_START_RETRY_SECONDS have passed; its history and
+    page say why. This chain ends (Next.DONE), also when another caller moved it on first."""
+    waiting = (
+        f"Azure has no room to start {workspace.vm_size} in {workspace.region} now "
+        f"({error.code}); it waits in the queue and is tried again."
+    )
+    states.transition(
+        workspace_id=workspace.pk,
+        expected=Status.STARTING,
+        to=Status.QUEUED,
+        now=now,
+        reason=f"Azure refused the start: {error.code}; waiting in the queue for room",
+        detail={"code": error.code, "message": error.message, "status": error.status},
+        waiting_reason=waiting,
+        operation="",
+        operation_token="",
+        error_code=error.code,
+        error_message=error.message,
+        **chains.RELEASED,
+    )
+    return Next.DONE

@@ -46,6 +46,7 @@ def workspace_request(
     max_price: Decimal | None = None,
     environment: Environment | None = None,
     queue_when_full: bool = False,
+    capacity_reservation_group: str = "",
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
@@ -73,6 +74,9 @@ def workspace_request(
 
     With ``queue_when_full``, a request above the team's GPU quota alone waits in the fair
     queue (status queued, scheduling.queue) instead of asking for approval.
+
+    ``capacity_reservation_group`` (an Azure id; a booking's, bookings.lifecycle): the VM is
+    created into it and takes an instance of its reservation.
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
@@ -96,6 +100,7 @@ def workspace_request(
         "gpu_partition": offering.gpu_partition,
         "ssh_user": settings.WORKSPACE_SSH_USER,
         "ssh_public_key": ssh_public_key,
+        "capacity_reservation_group": capacity_reservation_group,
     }
     fields.update(_environment_fields(team, offering, environment))
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"

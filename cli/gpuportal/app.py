@@ -260,8 +260,9 @@ def ssh(
             409,
             {
                 "title": "No ssh",
-                "detail": "This workspace takes no ssh now: is it running? "
-                "A namespace takes kubectl (`gpuportal show`).",
+                "detail": "This workspace takes no ssh now: is it running, and was it "
+                "requested with an SSH key? Without one, `gpuportal open` is the way in; "
+                "a namespace takes kubectl (`gpuportal show`).",
             },
         )
     command = ["ssh", f"{info['ssh_user']}@{info['host']}", *(ssh_args or [])]

@@ -174,6 +174,16 @@ def test_connect_of_a_running_vm_gives_the_ssh_command(alice, cast):
     }
 
 
+def test_a_vm_without_an_ssh_key_is_requested_and_connects_by_the_browser_only(alice, cast):
+    made = _post(alice, _vm_body(ssh_public_key=""))  # alice never gave a key before
+    assert made.status_code == 201
+    ws = Workspace.objects.get(pk=made.json()["id"])
+    assert ws.ssh_public_key == ""
+    Workspace.objects.filter(pk=ws.pk).update(status=Status.RUNNING, private_ip="10.0.0.7")
+    info = alice.get(f"{URL}/{ws.pk}/connect").json()
+    assert (info["host"], info["ssh_user"], info["ssh_command"]) == ("10.0.0.7", None, None)
+
+
 # --- requests ---------------------------------------------------------------------------------
 
 

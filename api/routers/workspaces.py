@@ -242,6 +242,8 @@ class ConnectOut(Schema):
     # Through the portal's app proxy (docs/apps.md): JupyterLab for whoever may open it while
     # it runs (else null), and the shared ports the caller may open.
     jupyterlab_url: str | None
+    # VS Code in the browser (code-server), where its environment runs one; else null.
+    vscode_url: str | None = None
     shared_ports: list[SharedPortOut]
 
 
@@ -256,6 +258,7 @@ def workspace_connect(request: HttpRequest, workspace_id: UUID) -> Any:
     apps = workspace_apps(user=request.user, workspace=workspace)
     return {
         "jupyterlab_url": apps.jupyterlab,
+        "vscode_url": apps.vscode,
         "shared_ports": [{"port": p.port, "level": p.level, "url": p.url} for p in apps.ports],
         "ssh_user": (workspace.ssh_user or None) if workspace.ssh_command else None,
         "host": workspace.private_ip or None,

@@ -23,7 +23,7 @@ def lab(cast, monkeypatch):
     """A running workspace of alice's whose backend says JupyterLab listens at 10.0.0.9."""
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
     target = IdeTarget("10.0.0.9", 8888, "t" * 48)
-    monkeypatch.setattr(services, "app_target", lambda *, workspace, port: target)
+    monkeypatch.setattr(services, "app_target", lambda *, workspace, port, app="": target)
     return ws
 
 

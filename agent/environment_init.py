@@ -10,6 +10,9 @@
   until it has finished once, and apt waits for the extension's dpkg lock.
 - ``gpu-portal-jupyter.service``: JupyterLab on the workspace's private address, port 8888,
   with the workspace's token, started once the setup has finished.
+- ``gpu-portal-vscode.service`` (a layer with ``"vscode": true``): code-server, VS Code in the
+  browser, on port 8080 (its default, where the agent reads its /healthz), password auth with
+  the workspace's hashed password, which the portal's app proxy sends as code-server's cookie.
 
 Each step writes {"step", "state", "at"} to STATUS_PATH, where the agent reads it. Standard
 library only; the layer is environments.validation.layer_clean's shape, already checked.
@@ -39,6 +42,17 @@ LOG_PATH = "/var/log/gpu-portal-env.log"
 SETUP_UNIT, JUPYTER_UNIT = "gpu-portal-env", "gpu-portal-jupyter"
 JUPYTER_PORT = 8888
 JUPYTERLAB = "jupyterlab==4.3.4"
+VSCODE_UNIT = "gpu-portal-vscode"
+VSCODE_PORT = 8080  # code-server's default --bind-addr port
+VSCODE_ENV_PATH = f"{CONFIG_DIR}/code-server.env"  # HASHED_PASSWORD=..., root's, 0600
+# code-server's release .deb, pinned: a standalone build with its own Node.js, what its install
+# script takes on Debian and Ubuntu (github.com/coder/code-server/releases). The emulator runs
+# the npm package of the same version (make code-server).
+CODE_SERVER_VERSION = "4.100.3"
+CODE_SERVER_DEB = (
+    "https://github.com/coder/code-server/releases/download/"
+    f"v{CODE_SERVER_VERSION}/code-server_{CODE_SERVER_VERSION}_amd64.deb"
+)
 # Miniforge's installer, pinned (github.com/conda-forge/miniforge/releases).
 MINIFORGE_VERSION = "24.9.2-0"
 MINIFORGE_URL = (
@@ -79,22 +93,34 @@ def render(
     jupyter_token: str,
     listen_address: str | None = None,
     personal: Personal | None = None,
+    vscode_password_hash: str = "",
 ) -> str:
     """The custom_data text: ``agent`` are agent/cloud_init.agent_document's arguments;
     ``layer`` the environment's cloud-init layer; ``user`` the VM's admin user, who runs
     JupyterLab; ``listen_address`` the private IPv4 address it listens on (None: the first
-    address `hostname -I` gives at start). Raises ValueError for a user, address, dotfiles URL
-    or setup script the VM would not take."""
+    address `hostname -I` gives at start); ``vscode_password_hash`` code-server's
+    HASHED_PASSWORD (64 hex digits), needed when the layer asks for VS Code. Raises ValueError
+    for a user, address, dotfiles URL, setup script or hash the VM would not take."""
     personal = personal or Personal()
     _check(user, listen_address, personal)
+    vscode = bool(layer.get("vscode"))
+    if vscode and not re.fullmatch(r"[0-9a-f]{64}", vscode_password_hash):
+        raise ValueError("VS Code needs its hashed password: 64 hex digits.")
     jupyter_url = f"http://{listen_address or '127.0.0.1'}:{JUPYTER_PORT}/api/kernels"
     extra = {"jupyter_url": jupyter_url, "jupyter_token": jupyter_token}
     document = cloud_init.agent_document(**agent, extra_config=extra)
     document["write_files"] += _files(layer, user, jupyter_token, listen_address, personal)
+    units = [f"{SETUP_UNIT}.service", f"{JUPYTER_UNIT}.service"]
+    if vscode:
+        document["write_files"] += [
+            _file(VSCODE_ENV_PATH, f"HASHED_PASSWORD={vscode_password_hash}\n", "0600"),
+            _file(f"/etc/systemd/system/{VSCODE_UNIT}.service", vscode_unit(user)),
+        ]
+        units.append(f"{VSCODE_UNIT}.service")
     document["runcmd"] += [
         ["systemctl", "daemon-reload"],
-        ["systemctl", "enable", f"{SETUP_UNIT}.service", f"{JUPYTER_UNIT}.service"],
-        ["systemctl", "start", "--no-block", f"{JUPYTER_UNIT}.service"],
+        ["systemctl", "enable", *units],
+        *(["systemctl", "start", "--no-block", unit] for unit in units[1:]),
     ]
     return cloud_init.dump(document)
 
@@ -195,6 +221,33 @@ WantedBy=multi-user.target
 """
 
 
+def vscode_unit(user: str) -> str:
+    """code-server's unit: as ``user``, in their home, on port VSCODE_PORT of every address
+    (the private one for the app proxy, loopback for the agent's /healthz), password auth
+    with HASHED_PASSWORD from VSCODE_ENV_PATH: every page and WebSocket needs its cookie."""
+    command = (
+        f"/usr/bin/code-server --auth password --bind-addr 0.0.0.0:{VSCODE_PORT} "
+        f"--disable-telemetry --disable-update-check /home/{user}"
+    )
+    return f"""\
+[Unit]
+Description=GPU portal: VS Code in the browser (code-server)
+Requires={SETUP_UNIT}.service
+After={SETUP_UNIT}.service
+
+[Service]
+User={user}
+WorkingDirectory=/home/{user}
+EnvironmentFile={VSCODE_ENV_PATH}
+ExecStart={command}
+Restart=always
+RestartSec=5
+
+[Install]
+WantedBy=multi-user.target
+"""
+
+
 _PRELUDE = f"""\
 #!/bin/bash
 # Written by the GPU portal. Runs as root from {SETUP_UNIT}.service until it has finished once.
@@ -223,6 +276,12 @@ def setup_script(layer: Mapping[str, Any], user: str, personal: Personal) -> str
     lines += ["step packages", "$APT update", f"$APT install {_words(dict.fromkeys(packages))}"]
     lines += _python_lines(layer)
     lines += ["step jupyterlab", f"{PYTHON_DIR}/bin/pip install -q {shlex.quote(JUPYTERLAB)}"]
+    if layer.get("vscode"):
+        lines += [
+            "step vscode",
+            f"curl -fsSL -o /tmp/code-server.deb {CODE_SERVER_DEB}",
+            "$APT install /tmp/code-server.deb",
+        ]
     home = f"/home/{user}"
     lines += [
         f"install -d -o {user} -g {user} -m 0700 {home}/.gpu-portal",

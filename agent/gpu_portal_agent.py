@@ -34,7 +34,7 @@ from collections import deque
 from datetime import datetime, timezone
 from email.utils import parsedate_to_datetime
 
-AGENT_VERSION = "1.1"
+AGENT_VERSION = "1.2"
 DEFAULT_CONFIG_PATH = "/etc/gpu-portal-agent/config.json"
 UTMP_PATH = "/var/run/utmp"
 PROC_STAT_PATH = "/proc/stat"
@@ -237,20 +237,47 @@ _UTMP_HEAD = struct.Struct("<h6x32s")
 USER_PROCESS = 7
 
 
-def count_ssh_sessions(utmp_path: str = UTMP_PATH) -> int:
-    """Interactive logins: utmp USER_PROCESS records on a pts/ or tty line. 0 without utmp."""
+def login_lines(utmp_path: str = UTMP_PATH) -> list:
+    """The terminal lines ("pts/0", "tty1") of interactive logins: utmp USER_PROCESS records
+    on a pts/ or tty line, as ``who`` lists them. [] without utmp."""
     try:
         with open(utmp_path, "rb") as handle:
             data = handle.read()
     except OSError:
-        return 0
-    count = 0
+        return []
+    lines = []
     for offset in range(0, len(data) - UTMP_RECORD_SIZE + 1, UTMP_RECORD_SIZE):
         ut_type, raw_line = _UTMP_HEAD.unpack_from(data, offset)
         line = raw_line.split(b"\0", 1)[0]
         if ut_type == USER_PROCESS and line.startswith((b"pts/", b"tty")):
-            count += 1
-    return count
+            lines.append(line.decode("ascii", "replace"))
+    return lines
+
+
+def count_ssh_sessions(utmp_path: str = UTMP_PATH) -> int:
+    """Interactive logins (login_lines). 0 without utmp."""
+    return len(login_lines(utmp_path))
+
+
+def ssh_activity(utmp_path: str = UTMP_PATH, dev_dir: str = "/dev") -> dict:
+    """The sample's "ssh" (agent 1.2): {"sessions": n, "input_at": when someone last typed in
+    any of them}, "input_at" left out when no login's terminal can be read. A login's input
+    time is its terminal's access time, which the kernel moves (to 8 s) when the shell reads
+    what was typed: what ``w`` and ``who -u`` show as IDLE. An SSH login left open with
+    nobody typing keeps its old time, so the portal counts it as work only from that time."""
+    lines = login_lines(utmp_path)
+    times = []
+    for line in lines[:MAX_LISTED]:
+        if ".." in line or line.startswith("/"):
+            continue  # utmp is root's, but a line must still name a terminal under dev_dir
+        with contextlib.suppress(OSError):
+            atime = os.stat(os.path.join(dev_dir, line)).st_atime
+            times.append(datetime.fromtimestamp(atime, timezone.utc))  # noqa: UP017
+    activity: dict = {"sessions": len(lines)}
+    typed = _newest(times)
+    if typed is not None:
+        activity["input_at"] = typed
+    return activity
 
 
 # Local requests must not go through a proxy that the environment may name.
@@ -508,6 +535,7 @@ def sample(
     cpu: CpuMeter | None = None,
     nvml=None,
     utmp_path: str = UTMP_PATH,
+    dev_dir: str = "/dev",
     jupyter_url: str = JUPYTER_URL,
     jupyter_token: str | None = None,
     proc_path: str = NVIDIA_PROC_PATH,
@@ -518,14 +546,18 @@ def sample(
     """One protocol sample read at ``now``. ``cpu`` keeps the previous /proc/stat reading
     between samples; a fresh meter reports CPU use since boot. ``proc_path`` and ``setup_path``
     are where the driver and the environment setup are read (tests point them elsewhere);
-    ``ide`` where IDE activity is (ide_activity's keyword arguments)."""
+    ``dev_dir`` where the logins' terminals are; ``ide`` where IDE activity is (ide_activity's
+    keyword arguments)."""
     nvml_status, gpus = read_gpus(nvml)
+    ssh = ssh_activity(utmp_path, dev_dir)
     reading = {
         "at": utc_iso(now),
         "nvml": nvml_status,
         "driver": driver_state(nvml_status, proc_path),
         "gpus": gpus,
-        "ssh_sessions": count_ssh_sessions(utmp_path),
+        # For portals before agent 1.2, which count every open login as work.
+        "ssh_sessions": ssh["sessions"],
+        "ssh": ssh,
         "jupyter_busy_kernels": 0,
         "cpu_percent": (cpu or CpuMeter()).read(),
     }

@@ -24,7 +24,8 @@ Each request on ``<label>.<APPS_DOMAIN>``:
    WebSocket whose Origin is not this host's are refused with 403, so no page can use the
    viewer's session on this host;
 4. the proxy's cookie is taken out of what is forwarded, JupyterLab's token is put in
-   (``Authorization: token``), and the answer is streamed back.
+   (``Authorization: token``), or for VS Code code-server's session cookie, and the answer
+   is streamed back.
 """
 
 import asyncio
@@ -114,11 +115,18 @@ def cookie_name() -> str:
     return HOST_COOKIE if settings.APPS_URL_SCHEME == "https" else COOKIE
 
 
-def _without_our_cookie(header: str) -> str:
-    """The Cookie header minus the proxy's session: the workspace never sees it."""
+def _without_our_cookie(header: str, route: services.Route | None = None) -> str:
+    """The Cookie header minus the proxy's session (the workspace never sees it), with the
+    route's own cookie (code-server's session) first and none of the browser's of that name,
+    which a page on the host may have set to take its place."""
     parts = [p.strip() for p in header.split(";")]
-    ours = (COOKIE, HOST_COOKIE)
-    return "; ".join(p for p in parts if p and p.split("=", 1)[0].strip() not in ours)
+    ours = {COOKIE, HOST_COOKIE}
+    if route is not None and route.cookie:
+        ours.add(route.cookie.split("=", 1)[0])
+    kept = [p for p in parts if p and p.split("=", 1)[0].strip() not in ours]
+    if route is not None and route.cookie:
+        kept.insert(0, route.cookie)
+    return "; ".join(kept)
 
 
 def upstream_set_cookie(value: str) -> str | None:
@@ -257,7 +265,7 @@ def _forwarded_headers(
     headers: dict[str, str], route: services.Route, scope: Scope
 ) -> list[tuple[str, str]]:
     out = [(k, v) for k, v in headers.items() if k not in HOP and k != "cookie"]
-    cookie = _without_our_cookie(headers.get("cookie", ""))
+    cookie = _without_our_cookie(headers.get("cookie", ""), route)
     if cookie:
         out.append(("cookie", cookie))
     if route.token:
@@ -344,7 +352,7 @@ async def _proxy_websocket(
     if scope["query_string"]:
         url += "?" + scope["query_string"].decode("latin-1")
     extra = [("Authorization", f"token {route.token}")] if route.token else []
-    cookie = _without_our_cookie(headers.get("cookie", ""))
+    cookie = _without_our_cookie(headers.get("cookie", ""), route)
     if cookie:
         extra.append(("Cookie", cookie))
     try:
@@ -356,6 +364,7 @@ async def _proxy_websocket(
             max_size=None,
             compression=None,
             open_timeout=30,
+            close_timeout=2,  # Seconds: code-server may never answer a close frame.
             ping_interval=None,
         )
     except (OSError, InvalidHandshake, InvalidStatus, TimeoutError):

@@ -14,7 +14,9 @@ class AppSession(models.Model):
 
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="+")
     user = models.ForeignKey(User, on_delete=models.CASCADE, related_name="+")
-    port = models.PositiveIntegerField(null=True, blank=True)  # None: its JupyterLab.
+    port = models.PositiveIntegerField(null=True, blank=True)  # None: its IDE (``app``).
+    # With port None: "" its JupyterLab, "vscode" its VS Code (apps_proxy.hosts.AppHost.app).
+    app = models.CharField(max_length=16, blank=True, default="")
     ticket_hash = models.CharField(max_length=64, unique=True)
     ticket_expires_at = models.DateTimeField()
     session_hash = models.CharField(max_length=64, unique=True, null=True, blank=True)
@@ -26,7 +28,7 @@ class AppSession(models.Model):
         indexes = [models.Index(fields=["expires_at"])]
 
     def __str__(self) -> str:
-        return f"{self.user_id} in {self.workspace_id} port {self.port or 'JupyterLab'}"
+        return f"{self.user_id} in {self.workspace_id} port {self.port or self.app or 'JupyterLab'}"
 
 
 class AdminAccess(models.Model):

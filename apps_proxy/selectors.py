@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.urls import reverse
 
-from apps_proxy.hosts import AppHost, app_origin
+from apps_proxy.hosts import VSCODE, AppHost, app_origin
 from apps_proxy.models import AdminAccess, PortShare, ShareLevel
 from apps_proxy.services import app_may_open, app_target
 from common.permissions import Actor
@@ -31,19 +31,22 @@ class SharedPort:
 
 @dataclass(frozen=True)
 class WorkspaceApps:
-    """What ``user`` may open of a workspace: JupyterLab (None when they may not or it runs
-    none), its shared ports they may open, and for its owner the controls."""
+    """What ``user`` may open of a workspace: JupyterLab and VS Code (None when they may not
+    or it runs none), its shared ports they may open, and for its owner the controls."""
 
     jupyterlab: str | None
     ports: list[SharedPort]
     manage: bool
     admin_access: bool
+    vscode: str | None = None
 
 
 def workspace_apps(*, user: Actor, workspace: Workspace) -> WorkspaceApps:
     ide = AppHost(workspace.pk)
     can_ide = app_may_open(user=user, workspace=workspace, port=None)
-    running = can_ide and app_target(workspace=workspace, port=None) is not None
+    target = app_target(workspace=workspace, port=None) if can_ide else None
+    running = target is not None
+    vscode = app_enter_url(AppHost(workspace.pk, app=VSCODE)) if target and target.vscode else None
     shares = PortShare.objects.filter(workspace=workspace, stopped_at=None).order_by("port")
     labels = dict(ShareLevel.choices)
     ports = [
@@ -56,6 +59,7 @@ def workspace_apps(*, user: Actor, workspace: Workspace) -> WorkspaceApps:
     manage = bool(user.has_perm("apps_proxy.manage_apps", workspace))
     return WorkspaceApps(
         jupyterlab=app_enter_url(ide, LAB_PATH) if running else None,
+        vscode=vscode,
         ports=ports,
         manage=manage,
         admin_access=manage

@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from apps_proxy.hosts import AppHost
+from apps_proxy.hosts import VSCODE, AppHost
 from apps_proxy.models import AdminAccess, AppSession, PortShare, ShareLevel
 from common.permissions import Actor, access_require
 from teams.audit import audit_record
@@ -40,12 +40,14 @@ def secret_hash(secret: str) -> str:
 @dataclass(frozen=True)
 class Route:
     """Where an authorised request on an apps host goes: ``host``:``port`` (before the route
-    resolver), JupyterLab's ``token`` to add (None for a shared port), and who asks."""
+    resolver), JupyterLab's ``token`` to add (None for a shared port and VS Code), and who
+    asks; ``cookie`` ("name=value") to add, code-server's session for VS Code, else None."""
 
     host: str
     port: int
     token: str | None
     user_id: int
+    cookie: str | None = None
 
 
 def app_share_open(*, workspace: Workspace, port: int) -> PortShare | None:
@@ -53,8 +55,8 @@ def app_share_open(*, workspace: Workspace, port: int) -> PortShare | None:
 
 
 def app_may_open(*, user: Actor, workspace: Workspace, port: int | None) -> bool:
-    """Whether ``user`` may open the app: the JupyterLab by its rule (apps_proxy.rules), a
-    shared port by its share's level (its owner at every level)."""
+    """Whether ``user`` may open the app: the IDE (JupyterLab, VS Code) by its rule
+    (apps_proxy.rules), a shared port by its share's level (its owner at every level)."""
     if not user.is_authenticated or not user.is_active:
         return False
     if port is None:
@@ -67,29 +69,36 @@ def app_may_open(*, user: Actor, workspace: Workspace, port: int | None) -> bool
     return share.level == ShareLevel.TEAM and bool(is_member_of(user, workspace.team))
 
 
-def app_target(*, workspace: Workspace, port: int | None) -> IdeTarget | None:
+def app_target(*, workspace: Workspace, port: int | None, app: str = "") -> IdeTarget | None:
     """Where the app listens while the workspace runs; None when it is not running or runs
-    no JupyterLab. A shared port is on the JupyterLab's host, without its token."""
+    no such IDE. A shared port is on the JupyterLab's host, without its token; ``app``
+    VSCODE is its VS Code (IdeTarget.vscode)."""
     if workspace.status != Status.RUNNING:
         return None
     target = backend_for(workspace.kind).ide_target(workspace)
-    if target is None or port is None:
+    if target is None or (port is None and not app):
         return target
+    if port is None:
+        return target.vscode if app == VSCODE else None
     return IdeTarget(target.host, port, "")
 
 
-def app_ticket_issue(*, user: User, workspace: Workspace, port: int | None, now: datetime) -> str:
-    """A one-use ticket into the app for ``user``. Raises WorkspaceActionError when the user
-    may not open it or it is not running (views answer 404: nobody learns it exists)."""
+def app_ticket_issue(
+    *, user: User, workspace: Workspace, port: int | None, now: datetime, app: str = ""
+) -> str:
+    """A one-use ticket into the app (``port``, or the IDE ``app``: "" JupyterLab, VSCODE)
+    for ``user``. Raises WorkspaceActionError when the user may not open it or it is not
+    running (views answer 404: nobody learns it exists)."""
     if not app_may_open(user=user, workspace=workspace, port=port):
         raise WorkspaceActionError("You may not open this.")
-    if app_target(workspace=workspace, port=port) is None:
-        raise WorkspaceActionError("It is not running JupyterLab now.")
+    if app_target(workspace=workspace, port=port, app=app) is None:
+        raise WorkspaceActionError("It is not running that now.")
     ticket = secrets.token_urlsafe(32)
     AppSession.objects.create(
         workspace=workspace,
         user=user,
         port=port,
+        app=app if port is None else "",
         ticket_hash=secret_hash(ticket),
         ticket_expires_at=now + timedelta(seconds=TICKET_SECONDS),
         created_at=now,
@@ -105,6 +114,7 @@ def app_ticket_redeem(*, ticket: str, app: AppHost, now: datetime) -> str | None
         ticket_hash=secret_hash(ticket),
         workspace_id=app.workspace_id,
         port=app.port,
+        app=app.app,
         redeemed_at=None,
         ticket_expires_at__gt=now,
     ).update(
@@ -124,16 +134,19 @@ def app_session_route(*, session: str, app: AppHost, now: datetime) -> Route | N
             session_hash=secret_hash(session),
             workspace_id=app.workspace_id,
             port=app.port,
+            app=app.app,
             expires_at__gt=now,
         )
         .first()
     )
     if found is None or not app_may_open(user=found.user, workspace=found.workspace, port=app.port):
         return None
-    target = app_target(workspace=found.workspace, port=app.port)
+    target = app_target(workspace=found.workspace, port=app.port, app=app.app)
     if target is None:
         return None
-    return Route(target.host, target.port, target.token or None, found.user_id)
+    return Route(
+        target.host, target.port, target.token or None, found.user_id, target.cookie or None
+    )
 
 
 # --- the owner's controls: admins' access, shared ports ---------------------------------------

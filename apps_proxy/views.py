@@ -38,7 +38,11 @@ def app_enter(request: HttpRequest) -> HttpResponse:
         raise Http404
     try:
         ticket = services.app_ticket_issue(
-            user=_user(request), workspace=workspace, port=app.port, now=timezone.now()
+            user=_user(request),
+            workspace=workspace,
+            port=app.port,
+            now=timezone.now(),
+            app=app.app,
         )
     except WorkspaceActionError:
         raise Http404 from None

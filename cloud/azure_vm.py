@@ -25,6 +25,8 @@ from azure.mgmt.compute.models import (
     VirtualMachinePriorityTypes,
 )
 from azure.mgmt.core.polling.arm_polling import ARMPolling
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ed25519
 
 from .clients import AzureSettings, compute_client, network_client
 from .errors import CloudError, azure_errors, from_azure
@@ -57,7 +59,8 @@ PREMIUM_SSD, STANDARD_SSD = "Premium_LRS", "StandardSSD_LRS"  # OS disk storageA
 class VmSpec:
     """What to create. custom_data is cloud-init text (sent base64-encoded); os_disk_gb in GiB.
     spot: an Azure Spot VM (priority Spot), deallocated when Azure evicts it and never evicted
-    for price (max price -1: it pays up to the pay-as-you-go price)."""
+    for price (max price -1: it pays up to the pay-as-you-go price). ssh_public_key "": the
+    owner gave none, and the VM gets a key nobody holds (unusable_ssh_key)."""
 
     workspace_id: str
     location: str
@@ -501,7 +504,8 @@ def _spot_properties() -> dict[str, Any]:
 
 def _os_profile(computer_name: str, spec: VmSpec) -> dict[str, Any]:
     user = spec.admin_username
-    ssh_key = {"path": f"/home/{user}/.ssh/authorized_keys", "keyData": spec.ssh_public_key}
+    key_data = spec.ssh_public_key or unusable_ssh_key()
+    ssh_key = {"path": f"/home/{user}/.ssh/authorized_keys", "keyData": key_data}
     return {
         "computerName": computer_name,
         "adminUsername": user,
@@ -511,6 +515,20 @@ def _os_profile(computer_name: str, spec: VmSpec) -> dict[str, Any]:
             "ssh": {"publicKeys": [ssh_key]},
         },
     }
+
+
+def unusable_ssh_key() -> str:
+    """A fresh Ed25519 public key whose private half is dropped at once: the authorized key of
+    a VM whose owner gave none (they work in the browser, through the app proxy).
+
+    Azure refuses a Linux VM with neither a password nor an SSH key ("Authentication using
+    either SSH or by user name and password must be enabled in Linux profile."), and a password
+    would open sshd to guessing; a key nobody holds opens nothing. Never logged or stored."""
+    private = ed25519.Ed25519PrivateKey.generate()
+    line = private.public_key().public_bytes(
+        serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
+    )
+    return line.decode("ascii") + " gpu-portal-no-ssh-login"
 
 
 # --- start / deallocate / delete ----------------------------------------------

@@ -17,6 +17,12 @@ per running workspace, with the configuration the workspace itself would have:
 - a pod behind a Service: the container's ``JUPYTER_TOKEN`` (a literal or the Secret key its
   ``secretKeyRef`` names), as the image's start command would read it.
 
+A VM whose layer asks for VS Code (its customData writes code-server's HASHED_PASSWORD,
+agent/environment_init.py) also answers on port 8080 with a real code-server, the npm package of
+the version the VM's .deb is (``make code-server`` installs it under .code-server/;
+CLOUDSIM_CODE_SERVER names another). Without it that address answers nothing, as a VM whose
+code-server failed to start.
+
 A reaper thread stops a process once its VM is no longer running or its pod is gone; a stopped
 VM keeps its home folder (its OS disk), as Azure's deallocate does.
 """
@@ -40,6 +46,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import code_server
+from .code_server import VSCODE_PORT
+
 if TYPE_CHECKING:
     from .cloud import Cloud
     from .kube.cluster import Cluster
@@ -48,6 +57,7 @@ log = logging.getLogger("cloudsim.jupyter")
 
 JUPYTER_PORT = 8888  # Where the workspaces' JupyterLab listens (agent/environment_init.py).
 JUPYTER_CONFIG = "/etc/gpu-portal-env/jupyter.json"  # Written by the VM's cloud-init.
+VSCODE = "#vscode"  # In a Target's key: "<VM key>#vscode", the VM's code-server.
 PAGE_CONFIG = "/etc/jupyter/labconfig/page_config.json"
 SERVICE_SUFFIXES = (".svc.cluster.local", ".svc")
 START_TIMEOUT = 90.0  # Seconds JupyterLab may take to answer /api/status on a busy machine.
@@ -95,7 +105,7 @@ def vm_target(cloud: "Cloud", host: str, port: int) -> Target | None:
     """The running VM whose NIC holds ``host``, if its cloud-init starts JupyterLab on
     ``port``. The caller holds cloud.lock."""
     nic = next((n for n in cloud.nics.values() if n.private_ip == host), None)
-    if nic is None or port != JUPYTER_PORT:
+    if nic is None or port not in (JUPYTER_PORT, VSCODE_PORT):
         return None
     vm = next(
         (v for v in cloud.vms.values() if nic.id.lower() in {i.lower() for i in v.nic_ids}), None
@@ -103,6 +113,8 @@ def vm_target(cloud: "Cloud", host: str, port: int) -> Target | None:
     if vm is None or vm.power != "running":
         return None
     files = _write_files(vm.custom_data)
+    if port == VSCODE_PORT:
+        return _vscode_target(vm.id.lower(), files)
     try:
         token = json.loads(files.get(JUPYTER_CONFIG, "{}"))["IdentityProvider"]["token"]
     except (ValueError, KeyError, TypeError):
@@ -111,6 +123,13 @@ def vm_target(cloud: "Cloud", host: str, port: int) -> Target | None:
     if PAGE_CONFIG in files:
         config.append(("labconfig/page_config.json", files[PAGE_CONFIG]))
     return Target(vm.id.lower(), str(token), tuple(config))
+
+
+def _vscode_target(vm_key: str, files: dict[str, str]) -> Target | None:
+    """The VM's code-server, when its cloud-init writes one's HASHED_PASSWORD (the token) and
+    code-server is installed here."""
+    hashed = code_server.hashed_password(files)
+    return Target(vm_key + VSCODE, hashed) if hashed else None
 
 
 def service_target(cloud: "Cloud", host: str, port: int) -> Target | None:
@@ -196,6 +215,8 @@ class JupyterPool:
         (POST /_sim/routes/serve): from now on that address answers, while the VM runs."""
         if port == JUPYTER_PORT or self.target(host, JUPYTER_PORT) is None:
             return False
+        if port == VSCODE_PORT and self.target(host, VSCODE_PORT) is not None:
+            return False  # Its code-server listens there.
         with self._lock:
             self.served.add((host, port))
         return True
@@ -227,6 +248,8 @@ class JupyterPool:
         home = self.root / folder / "home"
         config = home.parent / "config"
         home.mkdir(parents=True, exist_ok=True)
+        if target.key.endswith(VSCODE):
+            return self._launch_vscode(target, home)
         if served:
             return self._launch_files(target, home)
         shutil.rmtree(config, ignore_errors=True)
@@ -259,6 +282,18 @@ class JupyterPool:
         log_file.close()
         _wait_ready(process, port, target.token)
         log.info("JupyterLab for %s on 127.0.0.1:%s", target.key, port)
+        return Lab(target, port, process)
+
+    def _launch_vscode(self, target: Target, home: Path) -> Lab:
+        port = _free_port()
+        command, env = code_server.command(port, home, target.token)
+        log_file = open(home.parent / "code-server.log", "ab")  # noqa: SIM115 (the child keeps it)
+        process = subprocess.Popen(
+            command, env=env, stdout=log_file, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        log_file.close()
+        _wait_ready(process, port, "", path="/healthz")
+        log.info("code-server for %s on 127.0.0.1:%s", target.key, port)
         return Lab(target, port, process)
 
     def _launch_files(self, target: Target, home: Path) -> Lab:
@@ -335,13 +370,16 @@ class JupyterPool:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _wait_ready(process: subprocess.Popen[bytes], port: int, token: str) -> None:
+def _wait_ready(process: subprocess.Popen[bytes], port: int, token: str, path: str = "") -> None:
+    """Until the process answers 200 on ``path`` (default: JupyterLab's /api/status with
+    ``token``, or / without one)."""
     deadline = time.monotonic() + START_TIMEOUT
-    path, headers = ("/api/status", {"Authorization": f"token {token}"}) if token else ("/", {})
+    headers = {"Authorization": f"token {token}"} if token else {}
+    path = path or ("/api/status" if token else "/")
     request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", headers=headers)
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"JupyterLab exited with {process.returncode} at start")
+            raise RuntimeError(f"{path} server exited with {process.returncode} at start")
         try:
             with _OPENER.open(request, timeout=2) as answer:
                 if answer.status == 200:

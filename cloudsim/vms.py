@@ -88,11 +88,29 @@ def _parse_spec(body: dict) -> VmSpec:
     os_profile = (
         properties.get("osProfile") if isinstance(properties.get("osProfile"), dict) else {}
     )
+    _require_linux_login(os_profile)
     custom_data = os_profile.pop("customData", None)  # Write-only in Azure: never echoed.
     os_profile.pop("adminPassword", None)
     tags = body.get("tags") if isinstance(body.get("tags"), dict) else {}
     zones = body.get("zones") if isinstance(body.get("zones"), list) else None
     return VmSpec(normalize_location(location), size, tags, properties, refs, custom_data, zones)
+
+
+def _require_linux_login(os_profile: dict) -> None:
+    """Azure refuses a Linux VM nobody could log in to: password login disabled and no SSH
+    public key (ARM's InvalidParameter on linuxConfiguration)."""
+    linux = os_profile.get("linuxConfiguration")
+    if not isinstance(linux, dict) or not linux.get("disablePasswordAuthentication"):
+        return
+    keys = (
+        (linux.get("ssh") or {}).get("publicKeys") if isinstance(linux.get("ssh"), dict) else None
+    )
+    if not any(isinstance(k, dict) and k.get("keyData") for k in keys or []):
+        raise errors.invalid_parameter(
+            "Authentication using either SSH or by user name and password must be enabled in "
+            "Linux profile.",
+            "linuxConfiguration",
+        )
 
 
 def _require_objects(properties: dict) -> None:

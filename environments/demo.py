@@ -37,7 +37,11 @@ DEMO_ENVIRONMENTS: list[dict[str, Any]] = [
         "vm_image": UBUNTU_HPC,
         "driver_method": "preinstalled",
         "gpu_families": ["T4", "A100", "H100", "V100"],
-        "layer": {"conda": {"python": "3.11", "channels": ["conda-forge"]}, "pip": _PYTORCH},
+        "layer": {
+            "conda": {"python": "3.11", "channels": ["conda-forge"]},
+            "pip": _PYTORCH,
+            "vscode": True,
+        },
     },
     {
         "rank": 10,

@@ -4,6 +4,7 @@ GPU family, the layer (docs/environments.md, "What a workspace records")."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from dataclasses import dataclass
 from typing import Any
@@ -62,3 +63,14 @@ def jupyter_token(workspace_id: UUID | str) -> str:
     slice's is: 48 hex digits."""
     message = f"jupyter-vm:{workspace_id}".encode()
     return hmac.new(settings.SECRET_KEY.encode(), message, "sha256").hexdigest()[:48]
+
+
+def vscode_password_hash(workspace_id: UUID | str) -> str:
+    """code-server's ``HASHED_PASSWORD`` on a VM workspace: the SHA-256 (hex) of a password
+    derived from SECRET_KEY (never stored, never shown). code-server takes this legacy SHA-256
+    form as the value of its session cookie (``code-server-session``; its src/node/util.ts
+    isCookieValid), so the app proxy adds that cookie to each request, as it adds JupyterLab's
+    token, and no browser sees it."""
+    message = f"vscode-vm:{workspace_id}".encode()
+    password = hmac.new(settings.SECRET_KEY.encode(), message, "sha256").hexdigest()[:48]
+    return hashlib.sha256(password.encode()).hexdigest()

@@ -20,7 +20,7 @@ PREINSTALLED, EXTENSION = "preinstalled", "extension"
 DRIVER_METHODS = (PREINSTALLED, EXTENSION)
 EXTENSION_SETTINGS = {"updateOS": bool, "driverVersion": str, "installCUDA": bool}
 CONTENT_KEYS = ("os", "driver", "cuda", "python")
-LAYER_KEYS = ("packages", "conda", "pip")
+LAYER_KEYS = ("packages", "conda", "pip", "vscode")
 MAX_TEXT, MAX_ITEMS = 64, 100
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -158,7 +158,8 @@ def contents_clean(contents: object) -> dict[str, Any]:
 
 def layer_clean(layer: object) -> dict[str, Any]:
     """The cloud-init layer: {"packages": [apt package[=version]], "conda": {"python": "3.11",
-    "channels": [...], "packages": [conda spec]}, "pip": [requirement]}; every key optional.
+    "channels": [...], "packages": [conda spec]}, "pip": [requirement], "vscode": true (VS Code
+    in the browser: code-server beside JupyterLab)}; every key optional.
     Names are checked against a strict pattern because they become command arguments on the VM.
     Raises ValueError."""
     if not isinstance(layer, dict):
@@ -173,6 +174,11 @@ def layer_clean(layer: object) -> dict[str, Any]:
         clean["pip"] = _texts(layer["pip"], "pip requirement", _PIP)
     if layer.get("conda"):
         clean["conda"] = _conda_clean(layer["conda"])
+    if "vscode" in layer:
+        if not isinstance(layer["vscode"], bool):
+            raise _Wrong("vscode is true or false.")
+        if layer["vscode"]:
+            clean["vscode"] = True
     return clean
 
 

@@ -29,6 +29,7 @@ IDE_WORK_TIMES = (
     ("jupyter", "saved_at"),
     ("vscode", "saved_at"),
     (None, "terminal_input_at"),
+    ("ssh", "input_at"),  # agent 1.2: the last keystroke in an SSH login (ssh_counts_open)
 )
 
 
@@ -64,3 +65,11 @@ def ide_busy_kernels(raw: dict[str, Any]) -> int:
     busy = jupyter.get("busy_kernels") if isinstance(jupyter, dict) else None
     ok = isinstance(busy, int) and not isinstance(busy, bool) and 0 <= busy <= 10_000
     return busy if ok and isinstance(busy, int) else 0
+
+
+def ssh_counts_open(raw: dict[str, Any]) -> bool:
+    """Whether an open SSH login counts as work by itself: only for agents before 1.2, which
+    send ``ssh_sessions`` alone. A 1.2 agent sends ``ssh`` (an object) with the logins' last
+    input (``ssh.input_at``, counted as IDE work above), so a login left open with nobody
+    typing no longer keeps the workspace awake (docs/agent-protocol.md, "SSH sessions")."""
+    return not isinstance(raw.get("ssh"), dict)

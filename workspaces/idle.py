@@ -8,7 +8,8 @@ workspace is active, idle or silent, since when, and when it is warned and stopp
 Rules, in words:
 - A sample is *busy* when its highest GPU utilisation is at least ``gpu_threshold`` percent. A
   busy run counts as work once it has lasted ``spike_seconds``; a shorter one is a spike and
-  is ignored. An interactive session (SSH login, busy Jupyter kernel) counts at once.
+  is ignored. An interactive session (a busy Jupyter kernel; an open SSH login only from
+  agents before 1.2, whose logins count by their last keystroke instead) counts at once.
 - Work in an IDE counts from when it happened (``user_active_at``: a kernel's last message, a
   terminal's last input, a save; docs/agent-protocol.md, "IDE activity"), so a notebook whose
   cells ran 10 minutes ago is idle for 10 minutes, not for as long as its tab stays open.

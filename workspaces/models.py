@@ -270,7 +270,11 @@ class Workspace(models.Model):
 
     @property
     def ssh_command(self) -> str:
-        return f"ssh {self.ssh_user}@{self.private_ip}" if self.private_ip else ""
+        """``ssh <user>@<private ip>``; "" before it has an address or when its owner gave no
+        SSH key (its authorized key is one nobody holds: cloud.azure_vm.unusable_ssh_key)."""
+        if not self.private_ip or not self.ssh_public_key:
+            return ""
+        return f"ssh {self.ssh_user}@{self.private_ip}"
 
 
 class WorkspaceEvent(models.Model):

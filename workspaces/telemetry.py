@@ -27,7 +27,7 @@ from django.db.models.functions import TruncHour
 from common.words import duration_words
 from teams.models import IdlePolicy
 from workspaces import idle
-from workspaces.ide_activity import ide_activity, ide_busy_kernels
+from workspaces.ide_activity import ide_activity, ide_busy_kernels, ssh_counts_open
 from workspaces.models import HOUR_FIGURES, TelemetryHour, TelemetrySample, WorkspaceAgent
 from workspaces.states import Status
 
@@ -203,6 +203,8 @@ def _sample(index: int, raw: object) -> ParsedSample:
     utils = [g["util"] for g in shown if g["util"] is not None]
     nvml = _text(raw.get("nvml"), f"{where}.nvml", 200)
     ssh = _int(raw, "ssh_sessions", where, 0, 10_000)
+    if not ssh_counts_open(raw):
+        ssh = 0  # An agent 1.2 login counts by its last input (ide_activity), not for being open.
     kernels = max(_int(raw, "jupyter_busy_kernels", where, 0, 10_000), ide_busy_kernels(raw))
     cpu = raw.get("cpu_percent")
     if cpu is not None and not _number(cpu, 0, 100):

@@ -242,12 +242,15 @@ class ConnectOut(Schema):
     # Through the portal's app proxy (docs/apps.md): JupyterLab for whoever may open it while
     # it runs (else null), and the shared ports the caller may open.
     jupyterlab_url: str | None
+    # VS Code in the browser (code-server), where its environment runs one; else null.
+    vscode_url: str | None = None
     shared_ports: list[SharedPortOut]
 
 
 @router.get("/{workspace_id}/connect", response=ConnectOut, summary="How to reach it")
 def workspace_connect(request: HttpRequest, workspace_id: UUID) -> Any:
-    """A VM's ssh user, address and command once it has an address; a cluster kind's user
+    """A VM's address once it has one, and its ssh user and command when its owner gave an SSH
+    key (null without: the browser is the way in); a cluster kind's user
     kubeconfig (its backend's connect_download; 502 when Azure refuses it); the browser URLs of
     its JupyterLab and shared ports the caller may open (apps_proxy)."""
     workspace = _visible(request, workspace_id)
@@ -255,8 +258,9 @@ def workspace_connect(request: HttpRequest, workspace_id: UUID) -> Any:
     apps = workspace_apps(user=request.user, workspace=workspace)
     return {
         "jupyterlab_url": apps.jupyterlab,
+        "vscode_url": apps.vscode,
         "shared_ports": [{"port": p.port, "level": p.level, "url": p.url} for p in apps.ports],
-        "ssh_user": (workspace.ssh_user or None) if workspace.private_ip else None,
+        "ssh_user": (workspace.ssh_user or None) if workspace.ssh_command else None,
         "host": workspace.private_ip or None,
         "ssh_command": workspace.ssh_command or None,
         "kubeconfig": download[1].decode() if download else None,

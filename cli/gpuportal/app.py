@@ -268,8 +268,9 @@ def ssh(
             409,
             {
                 "title": "No ssh",
-                "detail": "This workspace takes no ssh now: is it running? "
-                "A namespace takes kubectl (`gpuportal show`).",
+                "detail": "This workspace takes no ssh now: is it running, and was it "
+                "requested with an SSH key? Without one, `gpuportal open` is the way in; "
+                "a namespace takes kubectl (`gpuportal show`).",
             },
         )
     command = ["ssh", f"{info['ssh_user']}@{info['host']}", *(ssh_args or [])]
@@ -289,18 +290,23 @@ def open_(
     print_only: Annotated[
         bool, typer.Option("--print", help="Print the URL, do not open a browser.")
     ] = False,
+    vscode: Annotated[
+        bool, typer.Option("--vscode", help="VS Code (code-server) instead of JupyterLab.")
+    ] = False,
 ) -> None:
-    """Open a running workspace's JupyterLab in the browser, through the portal (no ssh)."""
+    """Open a running workspace's JupyterLab (or VS Code) in the browser, through the portal
+    (no ssh)."""
     client = signed_in()
     info = client.get(workspace_path(client, workspace_id, "connect"))
-    url = info.get("jupyterlab_url")
+    ide = "VS Code" if vscode else "JupyterLab"
+    url = info.get("vscode_url" if vscode else "jupyterlab_url")
     if not url:
         raise ApiRefused(
             409,
             {
-                "title": "No JupyterLab",
-                "detail": "This workspace has no JupyterLab you may open now: is it running, "
-                "and is it yours?",
+                "title": f"No {ide}",
+                "detail": f"This workspace has no {ide} you may open now: is it running, "
+                "is it yours" + (", and does its environment bring VS Code?" if vscode else "?"),
             },
         )
     typer.echo(url)

@@ -68,7 +68,11 @@ def vm(
     region: Annotated[str, typer.Option(help="Azure region, e.g. eastus.")],
     spot: Annotated[bool, typer.Option(help="A spot VM: cheaper, may be evicted.")] = False,
     ssh_key: Annotated[
-        str | None, typer.Option(help="An SSH public key or a .pub file (default: your last key).")
+        str | None,
+        typer.Option(
+            help="An SSH public key or a .pub file (default: your last key; with none, the "
+            "VM is reached in the browser only: gpuportal open)."
+        ),
     ] = None,
     accept_equivalents: Annotated[
         bool, typer.Option(help="Take an equivalent size or region when this one has none.")

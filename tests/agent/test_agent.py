@@ -2,6 +2,7 @@
 sessions and CPU from synthetic files, and the heartbeat sender against a local HTTP server."""
 
 import json
+import os
 import socket
 import struct
 import subprocess
@@ -260,6 +261,34 @@ def test_a_console_login_counts_and_a_torn_last_record_does_not(tmp_path):
 
 def test_no_utmp_means_no_sessions(tmp_path):
     assert agent.count_ssh_sessions(str(tmp_path / "missing")) == 0
+    assert agent.ssh_activity(str(tmp_path / "missing"), str(tmp_path)) == {"sessions": 0}
+
+
+def test_ssh_input_is_the_newest_read_of_a_logins_terminal_as_w_shows_idle(tmp_path):
+    """An open login is not work by itself: the sample says when someone last typed into one
+    (its terminal's access time), and a login nobody types in keeps its old time."""
+    utmp = tmp_path / "utmp"
+    utmp.write_bytes(
+        utmp_record(USER_PROCESS, b"pts/0", b"alice")
+        + utmp_record(USER_PROCESS, b"pts/3", b"bob")
+        + utmp_record(USER_PROCESS, b"pts/7", b"gone")  # its terminal no longer exists
+        + utmp_record(USER_PROCESS, b"pts/../../etc/x", b"odd")  # not a terminal: never read
+        + utmp_record(DEAD_PROCESS, b"pts/1")
+    )
+    (tmp_path / "dev" / "pts").mkdir(parents=True)
+    (tmp_path / "etc").mkdir()
+    typed_long_ago = datetime(2026, 11, 20, 9, 0, tzinfo=UTC).timestamp()
+    typed_lately = datetime(2026, 11, 20, 12, 31, 36, tzinfo=UTC).timestamp()
+    for name, atime in (("pts/0", typed_long_ago), ("pts/3", typed_lately), ("pts/1", 2e9)):
+        (tmp_path / "dev" / name).write_text("")
+        os.utime(tmp_path / "dev" / name, (atime, typed_long_ago))
+    (tmp_path / "etc" / "x").write_text("")
+    os.utime(tmp_path / "etc" / "x", (2e9, 2e9))
+
+    assert agent.ssh_activity(str(utmp), str(tmp_path / "dev")) == {
+        "sessions": 4,
+        "input_at": "2026-11-20T12:31:36.000Z",
+    }
 
 
 class Server:
@@ -374,6 +403,7 @@ def test_a_sample_carries_every_reading_in_the_protocols_shape(tmp_path):
         cpu=agent.CpuMeter(str(stat)),
         nvml=fake_nvml([gpu(util=87, procs=2)]),
         utmp_path=str(utmp),
+        dev_dir=str(tmp_path / "no-dev"),
         jupyter_url=refused_url("/api/kernels"),
         proc_path=str(tmp_path / "no-proc"),
         setup_path=str(tmp_path / "no-setup"),
@@ -388,6 +418,7 @@ def test_a_sample_carries_every_reading_in_the_protocols_shape(tmp_path):
              "mem_total_mib": 81920, "processes": 2, "mig_profile": None}
         ],
         "ssh_sessions": 1,
+        "ssh": {"sessions": 1},
         "jupyter_busy_kernels": 0,
         "cpu_percent": 41.5,
     }  # fmt: skip

@@ -170,8 +170,19 @@ def test_connect_of_a_running_vm_gives_the_ssh_command(alice, cast):
         "kubeconfig": None,
         # Made from no environment, it runs no JupyterLab (tests/cli/test_cli.py: one that does).
         "jupyterlab_url": None,
+        "vscode_url": None,
         "shared_ports": [],
     }
+
+
+def test_a_vm_without_an_ssh_key_is_requested_and_connects_by_the_browser_only(alice, cast):
+    made = _post(alice, _vm_body(ssh_public_key=""))  # alice never gave a key before
+    assert made.status_code == 201
+    ws = Workspace.objects.get(pk=made.json()["id"])
+    assert ws.ssh_public_key == ""
+    Workspace.objects.filter(pk=ws.pk).update(status=Status.RUNNING, private_ip="10.0.0.7")
+    info = alice.get(f"{URL}/{ws.pk}/connect").json()
+    assert (info["host"], info["ssh_user"], info["ssh_command"]) == ("10.0.0.7", None, None)
 
 
 # --- requests ---------------------------------------------------------------------------------

@@ -23,7 +23,7 @@ def lab(cast, monkeypatch):
     """A running workspace of alice's whose backend says JupyterLab listens at 10.0.0.9."""
     ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
     target = IdeTarget("10.0.0.9", 8888, "t" * 48)
-    monkeypatch.setattr(services, "app_target", lambda *, workspace, port: target)
+    monkeypatch.setattr(services, "app_target", lambda *, workspace, port, app="": target)
     return ws
 
 
@@ -74,6 +74,8 @@ def test_shares_take_ports_and_levels_they_know(cast, lab):
         ("0123456789abcdef0123456789abcdef.apps.localhost:8200", (None,)),
         ("0123456789ABCDEF0123456789ABCDEF.apps.localhost", (None,)),
         ("0123456789abcdef0123456789abcdef-6006.apps.localhost:8200", (6006,)),
+        ("0123456789abcdef0123456789abcdef-vscode.apps.localhost:8200", ("vscode",)),
+        ("0123456789abcdef0123456789abcdef-vscode-8080.apps.localhost", None),
         ("0123456789abcdef0123456789abcdef-99999.apps.localhost", None),
         ("0123456789abcdef0123456789abcdef-0.apps.localhost", None),
         ("x.0123456789abcdef0123456789abcdef.apps.localhost", None),
@@ -84,7 +86,7 @@ def test_shares_take_ports_and_levels_they_know(cast, lab):
 )
 def test_only_app_hosts_of_the_apps_domain_parse(host, expected):
     parsed = host_parse(host)
-    assert (parsed if parsed is None else (parsed.port,)) == expected
+    assert (parsed if parsed is None else (parsed.port or parsed.app or None,)) == expected
     assert label_parse("not-a-label") is None
 
 
@@ -97,3 +99,37 @@ def test_a_workspace_cannot_set_cookies_for_other_apps_hosts_or_the_proxys_own(s
     assert asgi.upstream_set_cookie("__Host-gpuportal_app=planted; Path=/; Secure") is None
     settings.APPS_URL_SCHEME = "https"
     assert asgi.cookie_name() == "__Host-gpuportal_app"
+
+
+def test_a_vs_code_ticket_opens_vs_code_alone_with_code_servers_cookie(cast, monkeypatch):
+    """VS Code is an app of its own: a JupyterLab ticket does not redeem on its host nor the
+    reverse, and its route carries code-server's session cookie instead of a token."""
+    ws = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.RUNNING)
+    vscode = IdeTarget("10.0.0.9", 8080, "", "code-server-session=" + "c" * 64)
+    lab = IdeTarget("10.0.0.9", 8888, "t" * 48, vscode=vscode)
+    monkeypatch.setattr(services.backend_for(ws.kind), "ide_target", lambda workspace: lab)
+    now, host = timezone.now(), AppHost(ws.pk, app="vscode")
+    jupyter = services.app_ticket_issue(user=cast.researcher, workspace=ws, port=None, now=now)
+    assert services.app_ticket_redeem(ticket=jupyter, app=host, now=now) is None
+    ticket = services.app_ticket_issue(
+        user=cast.researcher, workspace=ws, port=None, now=now, app="vscode"
+    )
+    assert services.app_ticket_redeem(ticket=ticket, app=AppHost(ws.pk), now=now) is None
+    session = services.app_ticket_redeem(ticket=ticket, app=host, now=now)
+    route = services.app_session_route(session=session, app=host, now=now)
+    assert route == services.Route(
+        "10.0.0.9", 8080, None, cast.researcher.pk, "code-server-session=" + "c" * 64
+    )
+    assert services.app_session_route(session=session, app=AppHost(ws.pk), now=now) is None
+    with pytest.raises(WorkspaceActionError):  # a teammate: no more than its JupyterLab
+        services.app_ticket_issue(
+            user=cast.teammate, workspace=ws, port=None, now=now, app="vscode"
+        )
+
+
+def test_the_proxy_adds_code_servers_cookie_first_and_drops_the_browsers(settings):
+    from apps_proxy import asgi  # noqa: PLC0415 (it sets Django up: after pytest-django has)
+
+    route = services.Route("10.0.0.9", 8080, None, 1, "code-server-session=real")
+    sent = "gpuportal_app=ours; code-server-session=planted; theme=dark"
+    assert asgi._without_our_cookie(sent, route) == "code-server-session=real; theme=dark"

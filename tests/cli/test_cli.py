@@ -508,10 +508,16 @@ def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(
     url = opened.output.strip()
     assert url.startswith(f"{settings.PORTAL_URL}/apps/enter/?")
     assert f"host={AppHost(ws.pk).label}" in url and "next=%2Flab" in url
+    # Its environment (the demo's default) brings VS Code too: its own apps host.
+    vscode = _cli("open", "cli-lab", "--print", "--vscode")
+    assert vscode.exit_code == 0, vscode.output
+    assert f"host={ws.pk.hex}-vscode" in vscode.output
 
     teammates = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="not-mine")
     refused = _cli("open", teammates.pk, "--print")
     assert refused.exit_code != 0 and "No JupyterLab" in refused.output
+    refused = _cli("open", teammates.pk, "--print", "--vscode")
+    assert refused.exit_code != 0 and "No VS Code" in refused.output
 
 
 def test_schedule_on_and_off_and_claim_a_workspace_the_queue_started(signed_in, cast):

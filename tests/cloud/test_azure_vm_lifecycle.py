@@ -3,6 +3,7 @@
 import base64
 import time
 import uuid
+from dataclasses import replace
 
 import pytest
 
@@ -87,6 +88,22 @@ def test_create_sends_tags_cloud_init_and_ssh_key_and_no_public_ip(azure, contro
     )
     assert [c.properties.public_ip_address for c in nic_configs] == [None]
     assert props.network_profile.network_interface_configurations is None
+
+
+def test_a_vm_without_an_ssh_key_gets_a_key_nobody_holds_and_no_password(azure, spec):
+    """Azure refuses a Linux VM with no password and no key; the VM gets a fresh public key
+    whose private half was never kept, so nobody can ssh in and sshd takes no password."""
+    create(azure, replace(spec, ssh_public_key=""))
+
+    props = compute_client(azure).virtual_machines.get(
+        RESOURCE_GROUP, vm_names(spec.workspace_id).vm
+    )
+    linux = props.properties.os_profile.linux_configuration
+    assert linux.disable_password_authentication is True
+    [key] = linux.ssh.public_keys
+    assert key.path == "/home/alice/.ssh/authorized_keys"
+    assert key.key_data.startswith("ssh-ed25519 ") and key.key_data != spec.ssh_public_key
+    assert azure_vm.unusable_ssh_key() != azure_vm.unusable_ssh_key()  # never a shared key
 
 
 def test_begin_returns_a_token_without_waiting(azure, control, spec):

@@ -273,3 +273,16 @@ def test_update_that_swaps_the_nic_releases_the_old_one(arm):
     new = arm.call("GET", arm.nic_id("nic-b")).body["properties"]
     assert "virtualMachine" not in old
     assert new["virtualMachine"]["id"] == arm.vm_path("vm1")
+
+
+def test_a_linux_vm_nobody_could_log_in_to_is_refused(arm, ctl):
+    body = arm.vm_body("vm1-nic", disk="vm1-osdisk")
+    del body["properties"]["osProfile"]["linuxConfiguration"]["ssh"]
+
+    reply = arm.call("PUT", arm.vm_path("vm1"), body)
+
+    assert reply.status == 400
+    assert reply.body["error"]["code"] == "InvalidParameter"
+    assert reply.body["error"]["target"] == "linuxConfiguration"
+    assert "either SSH or by user name and password" in reply.body["error"]["message"]
+    assert ctl.state()["virtualMachines"] == []

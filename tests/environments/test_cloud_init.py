@@ -34,6 +34,7 @@ def render(layer, **changes):
         "jupyter_token": "j" * 43,
         "listen_address": "10.1.0.4",
         "personal": PERSONAL,
+        "vscode_password_hash": "a" * 64,
     }
     return environment_init.render(**{**arguments, **changes})
 
@@ -93,6 +94,26 @@ def test_the_agent_is_installed_and_knows_the_jupyter_server():
     assert config["token"] == AGENT["token"]
     assert config["jupyter_url"] == "http://10.1.0.4:8888/api/kernels"
     assert config["jupyter_token"] == "j" * 43
+
+
+def test_vs_code_is_installed_and_started_only_where_the_layer_asks_for_it():
+    asked = render({"vscode": True})
+    written = files(asked)
+    env = written[environment_init.VSCODE_ENV_PATH]
+    assert (env["content"], env["permissions"]) == (f"HASHED_PASSWORD={'a' * 64}\n", "0600")
+    unit = written["/etc/systemd/system/gpu-portal-vscode.service"]["content"]
+    assert "User=azureuser" in unit and "--auth password" in unit and "0.0.0.0:8080" in unit
+    assert f"EnvironmentFile={environment_init.VSCODE_ENV_PATH}" in unit
+    assert ["systemctl", "start", "--no-block", "gpu-portal-vscode.service"] in document(asked)[
+        "runcmd"
+    ]
+    script = written[environment_init.SETUP_PATH]["content"]
+    assert "step vscode" in script and environment_init.CODE_SERVER_DEB in script
+    assert "code-server_4.100.3_amd64.deb" in environment_init.CODE_SERVER_DEB  # pinned
+    plain = render({})
+    assert "code-server" not in plain and "HASHED_PASSWORD" not in plain
+    with pytest.raises(ValueError, match="hashed password"):
+        render({"vscode": True}, vscode_password_hash="not hex")
 
 
 def test_jupyterlab_listens_on_the_private_address_with_the_workspace_token():

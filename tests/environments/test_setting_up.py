@@ -117,13 +117,16 @@ def test_a_failed_layer_fails_with_the_logs_last_lines_and_retry_makes_it_again(
         "EnvironmentSetupFailed",
         "setup",
     )
-    assert "ERROR: the pip step of the environment failed (exit status 1)" in ws.error_message
+    # The emulator fails the middle step of packages, conda, pip, jupyterlab, vscode, done.
+    assert "ERROR: the jupyterlab step of the environment failed (exit status 1)" in (
+        ws.error_message
+    )
     # Nothing left billing in Azure.
     assert not [v for v in live.state()["virtualMachines"] if v["name"] == f"ws-{ws.pk.hex[:12]}"]
     client.force_login(cast.researcher)
     page = client.get(f"/workspaces/{ws.pk}/").content.decode()
-    assert "The environment&#x27;s setup failed at the pip step" in page or (
-        "setup failed at the pip step" in page
+    assert "The environment&#x27;s setup failed at the jupyterlab step" in page or (
+        "setup failed at the jupyterlab step" in page
     )
     assert "exit status 1" in page and "Retry" in page
     workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())

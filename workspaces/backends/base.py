@@ -107,11 +107,15 @@ class IdeTarget:
     """Where a running workspace's JupyterLab listens, as the portal's app proxy reaches it
     (apps_proxy): ``host`` a VM's private address or a Service's cluster DNS name, ``port``,
     and ``token``, JupyterLab's own, which the proxy adds to each request and no browser
-    sees."""
+    sees. ``vscode``: VS Code in the browser (code-server) beside it, where the workspace runs
+    one: its own IdeTarget with no token and the ``cookie`` ("name=value") the proxy adds to
+    each request instead, code-server's session; None where it runs none."""
 
     host: str
     port: int
     token: str
+    cookie: str = ""
+    vscode: IdeTarget | None = None
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from cloud import azure_resize, azure_vm
 from cloud.azure_vm import Progress, VmState
 from cloud.errors import CloudError
 from cloud.protocols import VmCloud, VmResizer
-from environments.recipes import jupyter_token, vm_recipe
+from environments.recipes import jupyter_token, vm_recipe, vscode_password_hash
 from workspaces import azure, selectors, states
 from workspaces.azure import azure_settings
 from workspaces.backends import vm_placement, vm_reserved, vm_resize, vm_setup
@@ -185,11 +185,20 @@ class VmBackend:
 
     def ide_target(self, workspace: Workspace) -> IdeTarget | None:
         """JupyterLab on its private address, for a VM made from an environment (its
-        cloud-init starts it: agent/environment_init.py)."""
-        if not workspace.private_ip or vm_recipe(workspace.environment_recipe or {}) is None:
+        cloud-init starts it: agent/environment_init.py), with code-server beside it when the
+        environment's layer asks for VS Code."""
+        recipe = vm_recipe(workspace.environment_recipe or {})
+        if not workspace.private_ip or recipe is None:
             return None
+        vscode = None
+        if recipe.layer.get("vscode"):
+            session = f"code-server-session={vscode_password_hash(workspace.pk)}"
+            vscode = IdeTarget(workspace.private_ip, environment_init.VSCODE_PORT, "", session)
         return IdeTarget(
-            workspace.private_ip, environment_init.JUPYTER_PORT, jupyter_token(workspace.pk)
+            workspace.private_ip,
+            environment_init.JUPYTER_PORT,
+            jupyter_token(workspace.pk),
+            vscode=vscode,
         )
 
     def idle_evidence(self, now: datetime) -> list[tuple[UUID, list[ParsedSample]]]:

@@ -75,11 +75,12 @@ class WorkspaceRequestForm(forms.Form):
         ),
     )
     ssh_public_key = forms.CharField(
-        label="SSH public key",
+        required=False,
+        label="SSH public key (optional)",
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text=(
-            "The line of your .pub file: Ed25519, or RSA of 2048 bits or more. It goes on the "
-            "VM for the SSH user."
+            "Only to ssh in: the line of your .pub file, Ed25519 or RSA of 2048 bits or more. "
+            "Without one you work in the browser (Open JupyterLab) and nobody can ssh in."
         ),
     )
     environment = forms.CharField(
@@ -130,6 +131,8 @@ class WorkspaceRequestForm(forms.Form):
         return clean_workspace_name(self.cleaned_data["name"])
 
     def clean_ssh_public_key(self) -> str:
+        if not self.cleaned_data["ssh_public_key"].strip():
+            return ""  # No key: the browser IDE through the app proxy is the way in.
         try:
             return validate_ssh_public_key(self.cleaned_data["ssh_public_key"])
         except forms.ValidationError as exc:

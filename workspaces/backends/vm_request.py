@@ -57,7 +57,9 @@ def workspace_request(
     The quota is checked while holding the team row (``select_for_update``) in the transaction
     that inserts, so concurrent requests cannot overshoot it. Idempotent on ``request_key``: a
     second submit of the same form returns the first workspace.
-    Raises django.core.exceptions.ValidationError when ``ssh_public_key`` is not a key Azure
+    ``ssh_public_key`` "" (or blank): none, the owner works in the browser and the VM gets a
+    key nobody holds (cloud.azure_vm.unusable_ssh_key). Raises
+    django.core.exceptions.ValidationError when ``ssh_public_key`` is not a key Azure
     takes (see workspaces.ssh_keys; a private key among them), WorkspaceActionError when the
     user is not in the team, the size is not offered or has no Spot price there (for ``spot``),
     and JustificationNeeded when the request is above quota and says no reason.
@@ -80,7 +82,7 @@ def workspace_request(
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
-    ssh_public_key = validate_ssh_public_key(ssh_public_key)
+    ssh_public_key = validate_ssh_public_key(ssh_public_key) if ssh_public_key.strip() else ""
     existing = Workspace.objects.filter(request_key=request_key, owner=user).first()
     if existing:
         return existing

@@ -41,6 +41,7 @@ STEP_WORDS = {
     "python": "creating the Python environment",
     "pip": "installing the pip requirements",
     "jupyterlab": "installing JupyterLab",
+    "vscode": "installing VS Code (code-server)",
     "dotfiles": "running your dotfiles",
     "personal": "running your setup script",
     "done": STARTING_JUPYTER,

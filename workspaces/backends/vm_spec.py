@@ -11,7 +11,7 @@ from django.conf import settings
 from agent import cloud_init, environment_init, nfs_mounts
 from cloud.azure_vm import VmSpec
 from cloud.protocols import VmCloud
-from environments.recipes import jupyter_token, vm_recipe
+from environments.recipes import jupyter_token, vm_recipe, vscode_password_hash
 from teams.models import Profile
 from workspaces import hooks, telemetry
 from workspaces.azure import azure_settings
@@ -63,6 +63,7 @@ def _cloud_init(workspace: Workspace, now: datetime) -> str:
         user=workspace.ssh_user,
         jupyter_token=jupyter_token(workspace.pk),
         personal=_personal(workspace),
+        vscode_password_hash=vscode_password_hash(workspace.pk),
     )
 
 

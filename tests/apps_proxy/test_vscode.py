@@ -1,0 +1,89 @@
+"""VS Code in the browser through the app proxy (issue 32): a VM made from an environment that
+asks for VS Code runs code-server beside JupyterLab (the emulator runs the real npm package,
+`make code-server`), and its owner opens it on its own apps host, `<id>-vscode`: the page
+loads, and VS Code's management WebSocket opens and completes its handshake through the
+proxy. code-server's session cookie is the proxy's to add and never reaches the browser.
+
+Skipped where code-server is not installed: it is opt-in (Makefile, `code-server`)."""
+
+import json
+import struct
+import uuid
+
+import pytest
+
+from cloudsim.code_server import code_server_path
+from environments.recipes import vscode_password_hash
+from tests.apps_proxy.helpers import running_lab_vm
+from tests.apps_proxy.test_proxy import ENTER, Browser
+
+pytestmark = [
+    pytest.mark.process,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.skipif(
+        code_server_path() is None,
+        reason="code-server is not installed: `make code-server` (opt-in, about 2.5 min)",
+    ),
+]
+CONTROL = 2  # VS Code's PersistentProtocol message types (base/parts/ipc/common/ipc.net.ts)
+
+
+def _message(kind, body):
+    """A PersistentProtocol message: type, id, ack, length (13 bytes), then the body."""
+    data = json.dumps(body).encode()
+    return struct.pack(">BIII", kind, 0, 0, len(data)) + data
+
+
+def _control_reply(sock):
+    """The next control message's JSON, from a byte stream of WebSocket frames."""
+    buffer = b""
+    while True:
+        buffer += sock.recv(timeout=60)
+        while len(buffer) >= 13:
+            kind, _, _, length = struct.unpack(">BIII", buffer[:13])
+            if len(buffer) < 13 + length:
+                break
+            body, buffer = buffer[13 : 13 + length], buffer[13 + length :]
+            if kind == CONTROL:
+                return json.loads(body)
+
+
+def test_the_owner_opens_vs_code_and_its_management_websocket_through_the_proxy(
+    client, cast, sim, apps_proxy
+):
+    from websockets.sync.client import connect  # noqa: PLC0415
+
+    ws = running_lab_vm(cast)
+    client.force_login(cast.researcher)
+    page = client.get(f"/workspaces/{ws.pk}/").content.decode()
+    assert 'data-testid="open-vscode"' in page
+    entered = client.get(ENTER, {"host": f"{ws.pk.hex}-vscode", "next": "/"})
+    assert entered.status_code == 302
+    browser = Browser(apps_proxy, ws)
+    browser.label = f"{ws.pk.hex}-vscode"
+    browser.origin = apps_proxy.origin(browser.label)
+    assert browser.follow_ticket(entered["Location"]).status_code == 302
+
+    start = browser.get("/")  # code-server sends the browser on to its folder
+    assert start.status_code == 302 and "folder=" in start.headers["location"], start.text
+    workbench = browser.get("/" + start.headers["location"].removeprefix("./"))
+    assert workbench.status_code == 200 and "workbench" in workbench.text
+    secret = vscode_password_hash(ws.pk)
+    assert secret not in workbench.text and secret not in str(workbench.headers)
+    # Without the proxy's session a page load goes to the portal to sign in and be checked.
+    stranger = Browser(apps_proxy, ws)
+    stranger.label = browser.label
+    refused = stranger.get("/")
+    assert refused.status_code == 302 and "/apps/enter/" in refused.headers["location"]
+
+    query = f"reconnectionToken={uuid.uuid4()}&reconnection=false&skipWebSocketFrames=false"
+    url = f"ws://127.0.0.1:{apps_proxy.port}/?{query}"
+    headers = {"Host": apps_proxy.host(browser.label), "Cookie": browser.cookie}
+    with connect(url, additional_headers=headers, origin=browser.origin, open_timeout=60) as sock:
+        sock.send(_message(CONTROL, {"type": "auth", "auth": "0" * 20, "data": "portal-test"}))
+        signed = _control_reply(sock)
+        assert signed["type"] == "sign"
+        # VS Code's own client signs the server's data; code-server ships no signer (vsda).
+        second = {"type": "connectionType", "signedData": signed["data"]}
+        sock.send(_message(CONTROL, {**second, "desiredConnectionType": 1}))  # 1: Management
+        assert _control_reply(sock) == {"type": "ok"}  # the management connection is up

@@ -11,6 +11,7 @@ from billing.metering import HOURLY_UNIT, monthly_to_hourly
 class PriceKind(models.TextChoices):
     VM = "vm", "Virtual machine"
     DISK = "disk", "Managed disk"
+    FILES = "files", "Azure Files premium (per GiB)"
 
 
 class Price(models.Model):
@@ -21,12 +22,14 @@ class Price(models.Model):
 
     kind = models.CharField(max_length=8, choices=PriceKind.choices)
     sku = models.CharField(
-        max_length=64, help_text="armSkuName (VM size) or disk tier, e.g. P10 LRS"
+        max_length=64,
+        help_text="armSkuName (VM size), disk tier (P10 LRS) or Files meter (Premium LRS "
+        "Provisioned)",
     )
     region = models.CharField(max_length=32, help_text="armRegionName, e.g. eastus")
     spot = models.BooleanField(default=False)
     unit_price = models.DecimalField(max_digits=16, decimal_places=6, help_text="USD per unit")
-    unit = models.CharField(max_length=16, help_text="'1 Hour' or '1/Month'")
+    unit = models.CharField(max_length=16, help_text="'1 Hour', '1/Month' or '1 GB/Month'")
     effective_start = models.DateTimeField()
     meter_id = models.CharField(max_length=64, blank=True)
     source = models.CharField(max_length=16, help_text="api or snapshot")

@@ -136,7 +136,7 @@ def test_a_real_price_change_is_the_same_meter_from_a_later_date(page):
 
 def test_parse_item_refuses_what_is_neither_a_vm_nor_a_disk():
     item = _item(serviceName="Azure Monitor", unitOfMeasure="1 GB")
-    with pytest.raises(ValueError, match="neither a VM nor a managed disk"):
+    with pytest.raises(ValueError, match="not a VM, disk or file share"):
         parse_item(item)
 
 

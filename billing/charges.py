@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import NamedTuple
@@ -209,3 +210,35 @@ _MICROSECOND = timedelta(microseconds=1)
 
 def _spans_and_bookings(windows: Windows) -> list[_Held]:
     return _spans(windows) + _bookings(windows)
+
+
+@dataclass(frozen=True)
+class StorageMonth:
+    """What a team's storage costs a month at ``now``: USD per provisioned GiB a month (the
+    "Premium LRS Provisioned" price in effect in the account's region; None when none is
+    known), the GiB Azure holds now, and ``monthly`` USD to the cent (None without a price).
+    A 730-hour month, as Azure prorates it; the spend pages bill the hours that pass."""
+
+    region: str
+    per_gib_month: Decimal | None
+    gib: int
+    monthly: Decimal | None
+
+
+def storage_month(*, team_id: int, region: str, now: datetime) -> StorageMonth:
+    """The team's storage a month at ``now`` (StorageMonth). Two queries."""
+    gib = sum(
+        h.quantity
+        for h in _spans({team_id: (now, now + _MICROSECOND)})
+        if h.started_at <= now and (h.ended_at is None or h.ended_at > now)
+    )
+    price = (
+        Price.objects.filter(
+            kind=PriceKind.FILES, sku=FILES_PROVISIONED, region=region, effective_start__lte=now
+        )
+        .order_by("-effective_start")
+        .first()
+    )
+    if price is None:
+        return StorageMonth(region, None, gib, None)
+    return StorageMonth(region, price.unit_price, gib, metering.to_cents(price.unit_price * gib))

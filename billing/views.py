@@ -21,7 +21,7 @@ from common.listing import bootstrap_form
 from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import budget_alert_list, team_get
-from workspaces.backends import backends, kind_choices
+from workspaces.backends import backends
 
 
 def _team(request, slug: str) -> Team:
@@ -62,7 +62,8 @@ def _team_spend_page(request, team: Team, export: ExportForm | None = None):
     spend = spend_month(team=team, month=month, now=now)
     export = export or ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
-    context["kind_columns"] = kind_choices()  # the per-day table's columns, as in _by_day
+    # The per-day table's columns, as in _by_day: the workspace kinds, then the charges.
+    context["kind_columns"] = [(k, v["label"]) for k, v in spend_series().items()]
     context["price_notes"] = [b.price_note for b in backends() if b.price_note]
     context["method"] = FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)

@@ -7,7 +7,9 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+import time_machine
 from django.core.management import call_command
+from django.urls import reverse
 
 from billing.charges import charge_lines
 from billing.csv_export import HEADER, spend_export
@@ -146,3 +148,15 @@ def test_a_booking_never_held_costs_nothing(cast, priced):
     assert (
         team_spend(team_ids=[cast.team.pk], now=NOV + timedelta(hours=5))[cast.team.pk].spent == 0
     )
+
+
+def test_the_storage_page_says_what_the_shares_cost_a_month(client, cast, priced):
+    share(cast, 1024, NOV - timedelta(days=1))
+    client.force_login(cast.researcher)
+
+    with time_machine.travel(NOV, tick=False):
+        page = client.get(reverse("team-storage", kwargs={"slug": cast.team.slug}))
+
+    text = " ".join(page.content.decode().split())
+    assert "costs <strong>$163.84</strong> a month: 1024 GiB at $0.160 per provisioned GiB" in text
+    assert "A stopped workspace's OS disk keeps costing too" in text

@@ -242,3 +242,33 @@ def storage_month(*, team_id: int, region: str, now: datetime) -> StorageMonth:
     if price is None:
         return StorageMonth(region, None, gib, None)
     return StorageMonth(region, price.unit_price, gib, metering.to_cents(price.unit_price * gib))
+
+
+@dataclass(frozen=True)
+class ChargeSpend:
+    """One share, home or booking over a period: its ``meter`` (storage, reservation),
+    ``resource`` name, Files SKU or VM size, GiB or VMs, hours held and USD (the sum of its
+    days' cents, as the CSV charges them); ``priced`` False if some hours had no price."""
+
+    meter: str
+    resource: str
+    sku: str
+    quantity: int
+    hours: Decimal
+    cost: Decimal
+    priced: bool
+
+
+def charge_spend(lines: Iterable[ChargeLine]) -> list[ChargeSpend]:
+    """The lines summed per resource, the costliest first."""
+    sums: dict[tuple[str, str, str, int], list[Decimal]] = {}
+    unpriced: set[tuple[str, str, str, int]] = set()
+    for ln in lines:
+        key = (ln.meter, ln.resource, ln.sku, ln.quantity)
+        total = sums.setdefault(key, [Decimal(0), Decimal(0)])
+        total[0] += ln.hours
+        total[1] += metering.to_cents(ln.cost)
+        if not ln.priced:
+            unpriced.add(key)
+    rows = [ChargeSpend(*k, h, c, k not in unpriced) for k, (h, c) in sums.items()]
+    return sorted(rows, key=lambda r: (-r.cost, r.resource))

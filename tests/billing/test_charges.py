@@ -160,3 +160,21 @@ def test_the_storage_page_says_what_the_shares_cost_a_month(client, cast, priced
     text = " ".join(page.content.decode().split())
     assert "costs <strong>$163.84</strong> a month: 1024 GiB at $0.160 per provisioned GiB" in text
     assert "A stopped workspace's OS disk keeps costing too" in text
+
+
+def test_the_spend_page_api_and_cli_figure_list_each_share_and_booking(client, cast, priced):
+    held = NOV + timedelta(hours=8, minutes=30)
+    booking(cast, 2, held, held + timedelta(hours=8, minutes=30))
+    share(cast, 1024, NOV)
+    client.force_login(cast.researcher)
+
+    with time_machine.travel(NOV + timedelta(days=1), tick=False):
+        body = client.get("/api/v1/teams/vision").json()
+        page = client.get(reverse("team-spend", args=["vision"])).content.decode()
+
+    assert [(c["meter"], c["quantity"], c["hours"], c["cost_usd"]) for c in body["charges"]] == [
+        ("reservation", 2, "8.50", "62.44"),  # 2 x $3.673 x 8.5 h, used or not
+        ("storage", 1024, "24.00", "5.39"),
+    ]
+    assert body["month_spend_usd"] == "67.83"
+    assert "share datasets" in page and "$62.44" in page

@@ -11,6 +11,7 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from cloud import azure_storage
+from cloud.costs import CHARGE_TAG
 from storage.models import (
     PersonalHome,
     ProvisionedSpan,
@@ -42,7 +43,12 @@ def _account(volume: Volume) -> str:
         azure_settings(),
         name=storage.account_name,
         location=settings.AZURE_LOCATION,
-        tags={"portal": "gpu-workspace-portal", "team": volume.team.slug},
+        # CHARGE_TAG: Azure's cost of the shares reconciles with the team's storage.
+        tags={
+            "portal": "gpu-workspace-portal",
+            "team": volume.team.slug,
+            CHARGE_TAG: volume.team.slug,
+        },
         subnet_ids=[settings.AZURE_SUBNET_ID],
         retention_days=storage.retention_days,
     )

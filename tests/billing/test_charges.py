@@ -11,11 +11,14 @@ import time_machine
 from django.core.management import call_command
 from django.urls import reverse
 
+from billing import actual_costs
 from billing.charges import charge_lines
 from billing.csv_export import HEADER, spend_export
-from billing.models import Price
+from billing.models import ActualCost, ActualCostDay, Price
 from billing.month_spend import spend_month, team_spend
+from billing.reconciliation import cost_reconciliation
 from bookings.models import Booking, BookingState
+from cloud.costs import ActualCost as AzureCost
 from storage.models import ProvisionedSpan, TeamShare
 from teams.selectors import team_timezones
 
@@ -178,3 +181,32 @@ def test_the_spend_page_api_and_cli_figure_list_each_share_and_booking(client, c
     ]
     assert body["month_spend_usd"] == "67.83"
     assert "share datasets" in page and "$62.44" in page
+
+
+def test_azures_cost_of_the_teams_storage_and_reservations_reconciles_with_the_estimate(
+    cast, priced
+):
+    held = NOV + timedelta(hours=20)
+    booking(cast, 2, held, held + timedelta(hours=4))
+    share(cast, 1024, held, held + timedelta(hours=4))
+    fetched = NOV + timedelta(days=1, hours=4)
+    # What Cost Management answers for the day (the emulator's ledger bills the same meters,
+    # tests/cloudsim/test_costs_api.py): grouped by workspace, both are untagged; grouped by
+    # CHARGE_TAG, they are the team's. 2 x $3.673 x 4 h + 1024 GiB x 4 h x $0.16/730.
+    azure = Decimal("29.384") + Decimal("0.89775342")
+    untagged = AzureCost(NOV.date(), "", azure + Decimal("0.50"), "USD")  # + someone's disk
+    rows = actual_costs._actual_cost_rows([untagged], fetched)
+    charges = actual_costs._charge_rows([AzureCost(NOV.date(), "vision", azure, "USD")], fetched)
+    ActualCost.objects.bulk_create(actual_costs._with_charges(rows, charges))
+    ActualCostDay.objects.create(day=NOV.date(), fetched_at=fetched)
+    actual_costs.cost_estimates_store(first=NOV.date(), last=NOV.date(), now=fetched)
+
+    result = cost_reconciliation(
+        team_ids=[cast.team.pk], first=NOV.date(), last=NOV.date(), include_unattributed=True
+    )
+
+    (row,) = result.teams[0].workspaces
+    assert row.name == "Storage and capacity reservations"
+    assert (row.comparison.estimate, row.comparison.actual) == (Decimal("30.28"), Decimal("30.28"))
+    assert not row.comparison.flagged
+    assert result.unattributed == Decimal("0.50")  # the charges are no longer unattributed

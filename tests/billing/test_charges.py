@@ -3,6 +3,7 @@ the cent: a share billed per provisioned GiB-month from the Retail Prices API's 
 meter, a held booking billed as its instances running, both in spend, burn, forecast and the
 chargeback CSV beside compute."""
 
+import io
 from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
@@ -30,7 +31,7 @@ NOV = datetime(2026, 11, 1, tzinfo=UTC)
 @pytest.fixture
 def priced(db):
     """The repository's offline price book (data/retail_prices_snapshot.json), as synced."""
-    call_command("sync_prices", "--offline", stdout=open("/dev/null", "w"))  # noqa: SIM115
+    call_command("sync_prices", "--offline", stdout=io.StringIO())
 
 
 def share(cast, gib, start, end=None, name="datasets"):

@@ -9,8 +9,10 @@ page, email, API and CLI reads (through billing.month_spend and billing.csv_expo
 - ``reservation``: each booking's on-demand capacity reservation, billed "at the same rate as
   the underlying VM size" whether VMs use it or not (Microsoft Learn,
   capacity-reservation-overview, "Pricing and billing"): instances x the size's pay-as-you-go
-  price x the hours Azure held it (Booking.held_at until released_at, or now). A VM deployed
-  into the reservation is billed nothing more for compute (the reservation's line carries it).
+  price x the hours Azure held it (Booking.held_at until released_at, or now), nothing taken
+  off for the unused part. No workspace is deployed into a booking's reservation yet, so no
+  workspace meter overlaps it; once one is, Azure bills that VM as the VM (its workspace tag)
+  and the reservation for its unused instances only, and so must this line (docs/bookings.md).
 
 Each charge is cut per local day of the team's time zone and per price change
 (billing.metering.pieces), exact in Decimal; callers round each (day, resource) line to the

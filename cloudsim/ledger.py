@@ -6,10 +6,12 @@ without deallocation) and a managed disk while it exists, each under that resour
 A premium (provisioned v1) file share bills its provisioned GiB ("Premium LRS Provisioned", per
 GiB a month, prorated by the hour) under its storage account's tags, from its create to its
 delete (a soft-deleted share's used bytes are not billed here). An on-demand capacity
-reservation bills its `capacity` instances at its size's pay-as-you-go price from when Azure
-holds them until its delete, used or not; a VM allocated to it (within its capacity) is billed
-nothing for compute, the reservation carries it (Microsoft Learn,
-capacity-reservation-overview: "Once in use, you pay for only the VM and nothing extra").
+reservation is priced at its size's pay-as-you-go rate from when Azure holds it until its
+delete, used or not; a VM allocated to it is billed as the VM (under the VM's tags) and the
+reservation only for its unused instances, so nothing is billed twice (Microsoft Learn,
+capacity-reservation-overview, "Pricing and billing": with 10 reserved and 5 VMs deployed
+into it, "a bill for 5 D2s_v3 VMs and 5 unused Capacity Reservation, both charged at the same
+rate"). The reservation's usage is reopened whenever its unused count changes.
 The portal tags its VMs with `workspace`; an OS disk created with a VM gets no tags in Azure
 (tags are not inherited), so its cost stays untagged unless the disk is tagged itself.
 
@@ -33,8 +35,9 @@ class Usage:
     """One billable stretch: kind "vm" (compute of VM size `sku`, Spot price if `spot`),
     "disk" (managed disk tier `sku`, e.g. "P10 LRS"), "files" (a premium share: `quantity`
     provisioned GiB of the meter `sku`, "Premium LRS Provisioned") or "reservation"
-    (`quantity` instances of VM size `sku`), from `start` until `end` (unix seconds; None while
-    open). `tags` follow the resource while it exists and stay as they were."""
+    (`quantity` unused reserved instances of VM size `sku`), from `start` until `end` (unix
+    seconds; None while open). `tags` follow the resource while it exists and stay as they
+    were."""
 
     kind: str
     resource_id: str
@@ -92,14 +95,9 @@ def _held_reservations(cloud) -> list:
 
 def _billable(cloud) -> dict[tuple[str, str], tuple[tuple, object, dict]]:
     """{(kind, resource key): (signature, resource, Usage fields)} of what is billable now."""
-    # A real cycle: cloudsim.reservations handles requests with a Cloud.
-    from .reservations import allocated_to
-
     now_billable = {}
-    held = _held_reservations(cloud)
-    in_reservation = {id(vm) for r in held for vm in allocated_to(cloud, r)}
     for key, vm in cloud.vms.items():
-        if vm.allocated and id(vm) not in in_reservation:
+        if vm.allocated:  # inside a reservation too: Azure bills it as the VM
             spot = _is_spot(vm)
             fields = dict(kind="vm", sku=vm.size, spot=spot, subscription=vm.subscription)
             now_billable[("vm", key)] = ((vm.size.lower(), spot), vm, fields)
@@ -107,18 +105,25 @@ def _billable(cloud) -> dict[tuple[str, str], tuple[tuple, object, dict]]:
         tier = disk_tier(disk.storage_type, disk.size_gb)
         fields = dict(kind="disk", sku=tier, spot=False, subscription=_subscription(disk.id))
         now_billable[("disk", key)] = ((tier,), disk, fields)
-    return now_billable | _reservations(held) | _shares(cloud)
+    return now_billable | _reservations(cloud) | _shares(cloud)
 
 
-def _reservations(held: list) -> dict[tuple[str, str], tuple[tuple, object, dict]]:
+def _reservations(cloud) -> dict[tuple[str, str], tuple[tuple, object, dict]]:
+    """Held reservations with unused instances: those bill, the used ones bill as VMs."""
+    # A real cycle: cloudsim.reservations handles requests with a Cloud.
+    from .reservations import allocated_to
+
     billable = {}
-    for r in held:
+    for r in _held_reservations(cloud):
+        unused = r.capacity - len(allocated_to(cloud, r))
+        if unused <= 0:
+            continue
         fields = dict(
             kind="reservation", sku=r.size, spot=False, subscription=_subscription(r.id),
-            quantity=r.capacity,
+            quantity=unused,
         )  # fmt: skip
         billed = _Billed(r.id, _group_of(r.id), r.location, dict(r.tags))
-        billable[("reservation", r.id.lower())] = ((r.size.lower(), r.capacity), billed, fields)
+        billable[("reservation", r.id.lower())] = ((r.size.lower(), unused), billed, fields)
     return billable
 
 

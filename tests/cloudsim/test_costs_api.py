@@ -281,6 +281,8 @@ ACCOUNT += "storageAccounts/teamvision01"
 
 
 def test_a_share_bills_its_provisioned_gib_and_a_reservation_its_instances_once(sim, ctl, arm):
+    """A reservation of 2 held 4 h, vm9 inside it for 2 h: Azure bills vm9 as a VM and the
+    reservation's unused instances (capacity-reservation-overview, "Pricing and billing")."""
     files = _price(
         "Premium LRS",
         0.16,
@@ -312,11 +314,13 @@ def test_a_share_bills_its_provisioned_gib_and_a_reservation_its_instances_once(
         ])).body["properties"]["rows"]  # fmt: skip
         by_workspace = post(arm, query(days=("2025-11-02", "2025-11-02")))
 
-    # The reservation: 2 A100 x 4 h x $3.00 = $24, used by vm9 for 2 of them or not. The share:
-    # 1024 GiB x 4 h x $0.16/730 = $0.89775342. vm9's compute inside the reservation: nothing
-    # more (no "w9" row); its OS disk (untagged), 3 h x $19.71/730 = $0.081.
+    # Team "vision": 2 A100 x 4 h x $3.00 = $24 in all, used or not and never twice: vm9's 2 h
+    # ($6, under its workspace tag) + the unused instances (2 x 1 h + 1 x 2 h + 2 x 1 h = $18).
+    # The share: 1024 GiB x 4 h x $0.16/730 = $0.89775342. vm9's OS disk (untagged), 3 h x
+    # $19.71/730 = $0.081.
     assert by_team == [
         [0.081, 20251102, "team", None, "USD"],
         [24.89775342, 20251102, "team", "vision", "USD"],
     ]
-    assert [r[3] for r in by_workspace.body["properties"]["rows"]] == [None]
+    by_tag = {r[3]: r[0] for r in by_workspace.body["properties"]["rows"]}
+    assert by_tag == {None: 18.97875342, "w9": 6.0}

@@ -14,11 +14,12 @@ from uuid import UUID
 
 from django.db import transaction
 
+from billing.charges import charge_lines
 from billing.live_spend import live_spend
 from billing.models import ActualCost, ActualCostDay, EstimatedCost
 from billing.pricing import day_start
+from cloud.costs import CHARGE_TAG, fetch_actual_costs
 from cloud.costs import ActualCost as AzureCost
-from cloud.costs import fetch_actual_costs
 from common.months import UTC_ZONE
 from teams.models import Team
 from workspaces.azure import azure_settings
@@ -53,7 +54,9 @@ def actual_costs_window(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> tuple
 
 def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualCostSync:
     """Fetch Azure's actual cost per workspace tag and UTC day (cloud.costs, Cost Management)
-    for actual_costs_window() and replace the stored rows of those days in one transaction;
+    and of each team's storage and reservations (tag CHARGE_TAG: its slug; rows with
+    ``charges``, taken out of the untagged row they are also in) for actual_costs_window()
+    and replace the stored rows of those days in one transaction;
     each day is marked fetched at ``now``, and the portal's estimate of those days is stored
     as of ``now`` in the same transaction (cost_estimates_store). Idempotent: a second sync
     stores the same rows.
@@ -63,7 +66,10 @@ def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualC
     stored changes.
     """
     first, last = actual_costs_window(now=now, days=days)
-    rows = _actual_cost_rows(fetch_actual_costs(azure_settings(), first=first, last=last), now)
+    azure = azure_settings()
+    rows = _actual_cost_rows(fetch_actual_costs(azure, first=first, last=last), now)
+    charged = fetch_actual_costs(azure, first=first, last=last, tag=CHARGE_TAG)
+    rows = _with_charges(rows, _charge_rows(charged, now))
     span = [first + timedelta(days=n) for n in range((last - first).days + 1)]
     with transaction.atomic():
         ActualCost.objects.filter(day__gte=first, day__lte=last).delete()
@@ -72,7 +78,9 @@ def actual_costs_sync(*, now: datetime, days: int = ACTUAL_COST_DAYS) -> ActualC
         ActualCostDay.objects.bulk_create([ActualCostDay(day=d, fetched_at=now) for d in span])
         cost_estimates_store(first=first, last=last, now=now)
     total = sum((r.cost for r in rows), Decimal(0))
-    unattributed = sum((r.cost for r in rows if r.workspace_id is None), Decimal(0))
+    unattributed = sum(
+        (r.cost for r in rows if r.workspace_id is None and not r.charges), Decimal(0)
+    )
     return ActualCostSync(first, last, len(rows), total, unattributed)
 
 
@@ -97,6 +105,42 @@ def _actual_cost_rows(costs: Iterable[AzureCost], now: datetime) -> list[ActualC
         )
         for (tag, day), amount in totals.items()
     ]
+
+
+def _charge_rows(costs: Iterable[AzureCost], now: datetime) -> list[ActualCost]:
+    """One ActualCost (``charges``) per team slug and day among Azure's CHARGE_TAG rows;
+    values that name no team, and resources without the tag (every workspace's), are left
+    out: the workspace query has them."""
+    totals: dict[tuple[str, date], Decimal] = defaultdict(Decimal)
+    for cost in costs:
+        if cost.currency != CURRENCY:
+            raise ValueError(f"Azure reports {cost.currency}, not {CURRENCY}; nothing stored")
+        if cost.tagged:
+            totals[(cost.workspace_tag, cost.day)] += cost.cost
+    teams = dict(Team.objects.filter(slug__in={t for t, _ in totals}).values_list("slug", "pk"))
+    return [
+        ActualCost(
+            workspace_tag=f"{CHARGE_TAG}:{slug}",
+            charges=True,
+            day=day,
+            cost=amount,
+            currency=CURRENCY,
+            fetched_at=now,
+            team_id=teams[slug],
+        )
+        for (slug, day), amount in totals.items()
+        if slug in teams
+    ]
+
+
+def _with_charges(rows: list[ActualCost], charges: list[ActualCost]) -> list[ActualCost]:
+    """The workspace query's rows and the teams' charges, each charge taken out of its day's
+    untagged row (a share or reservation has no workspace tag, so Azure counts it there too)."""
+    untagged = {r.day: r for r in rows if r.workspace_tag == ""}
+    for charge in charges:
+        if charge.day in untagged:
+            untagged[charge.day].cost -= charge.cost
+    return rows + charges
 
 
 def _workspaces_by_tag(tags: Iterable[str]) -> dict[str, tuple[UUID, int]]:
@@ -124,7 +168,8 @@ _ESTIMATE_PLACES = Decimal("1E-8")  # EstimatedCost.cost's decimal places
 def cost_estimates_store(*, first: date, last: date, now: datetime) -> int:
     """Replace the stored estimate (EstimatedCost, USD unrounded) of the UTC days
     first..last with the portal's estimate per team, workspace and UTC day as of ``now``:
-    every team's UsageIntervals up to ``now`` priced by Price (billing.live_spend.live_spend).
+    every team's UsageIntervals up to ``now`` priced by Price (billing.live_spend.live_spend),
+    and per team its storage and reservations (billing.charges, a row with ``charges``).
     A few days at a time, so memory stays bounded for a large fleet; all in one transaction.
     Idempotent; returns rows written."""
     team_ids = list(Team.objects.values_list("pk", flat=True))
@@ -142,17 +187,19 @@ def _store_estimate_chunk(team_ids: list[int], first: date, last: date, now: dat
     window = (day_start(first, UTC_ZONE), min(now, day_start(last + _UTC_DAY, UTC_ZONE)))
     if window[0] >= window[1]:
         return 0  # days still to come: nothing used yet
-    lines = live_spend(
-        windows=dict.fromkeys(team_ids, window), zones=dict.fromkeys(team_ids, UTC_ZONE)
-    )
-    totals: dict[tuple[int, UUID, date], Decimal] = defaultdict(Decimal)
+    windows, zones = dict.fromkeys(team_ids, window), dict.fromkeys(team_ids, UTC_ZONE)
+    lines = live_spend(windows=windows, zones=zones)
+    totals: dict[tuple[int, UUID | None, date], Decimal] = defaultdict(Decimal)
     for line in lines:  # compute and disk together, as Azure's cost per workspace tag
         totals[(line.team_id, line.workspace_id, line.day)] += line.cost
+    for charge in charge_lines(windows=windows, zones=zones):  # per team, as CHARGE_TAG
+        totals[(charge.team_id, None, charge.day)] += charge.cost
     EstimatedCost.objects.bulk_create(
         (
             EstimatedCost(
                 team_id=team,
                 workspace_id=workspace,
+                charges=workspace is None,
                 day=day,
                 cost=cost.quantize(_ESTIMATE_PLACES),
                 computed_at=now,

@@ -1,6 +1,7 @@
-"""Chargeback CSV: one row per team, workspace and day; USD to the cent per meter, so the
-rows add up to the spend pages' totals. Cells are CSV-injection safe. Streamed a week at a
-time (spend_export)."""
+"""Chargeback CSV: one row per team, workspace and day, and one per team share, home or
+booking and day (billing.charges: kind "storage" or "reservation", named in the workspace
+column); USD to the cent per meter, so the rows add up to the spend pages' totals. Cells are
+CSV-injection safe. Streamed a week at a time (spend_export)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ from typing import TypedDict
 from uuid import UUID
 
 from billing import metering
+from billing.charges import RESERVATION, ChargeLine, charge_lines
 from billing.live_spend import spend_between
-from billing.pricing import SpendLine
+from billing.pricing import SpendLine, day_start
 from teams.models import Team
 from teams.selectors import team_timezones
 from workspaces.models import Workspace
@@ -31,6 +33,8 @@ HEADER = [
     "compute_hours",
     "compute_usd",
     "disk_usd",
+    "storage_usd",
+    "reservation_usd",
     "cost_usd",
 ]
 _FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -89,8 +93,29 @@ def rows(
                 f"{row.hours:.2f}",
                 f"{row.compute:.2f}",
                 f"{row.disk:.2f}",
+                "0.00",
+                "0.00",
                 f"{row.compute + row.disk:.2f}",
             ]
+        )
+    return out
+
+
+def charge_rows(lines: Iterable[ChargeLine], teams: dict[int, str]) -> list[list[str]]:
+    """CSV rows of billing.charges lines: the share, home or booking in the workspace column,
+    its meter as the kind, its Files SKU or VM size; a reservation's VM-hours (instances x
+    hours held) as compute hours, as Azure bills it like running VMs."""
+    out = []
+    for line in sorted(lines, key=lambda ln: (ln.day, teams[ln.team_id], ln.resource)):
+        cost = metering.to_cents(line.cost)
+        reserved = line.meter == RESERVATION
+        hours = line.hours * line.quantity if reserved else Decimal(0)
+        cells = [line.day.isoformat(), teams[line.team_id], line.resource, "", "", line.meter]
+        out.append(
+            cells
+            + [line.sku, f"{hours:.2f}", "0.00", "0.00"]
+            + (["0.00", f"{cost:.2f}"] if reserved else [f"{cost:.2f}", "0.00"])
+            + [f"{cost:.2f}"]
         )
     return out
 
@@ -111,6 +136,7 @@ def lines(table: Iterable[list[str]]) -> Iterator[str]:
 
 
 EXPORT_CHUNK_DAYS = 7
+_DAY = timedelta(days=1)
 
 
 def spend_export(
@@ -127,8 +153,16 @@ def spend_export(
         week = spend_between(
             team_ids=list(names), first=first, last=week_last, now=now, zones=zones
         )
-        yield from rows(week, _export_workspaces(week), names)
-        first = week_last + timedelta(days=1)
+        windows = {
+            t: (day_start(first, zones[t]), min(now, day_start(week_last + _DAY, zones[t])))
+            for t in names
+        }
+        charged = charge_lines(
+            windows={t: w for t, w in windows.items() if w[0] < w[1]}, zones=zones
+        )
+        table = rows(week, _export_workspaces(week), names) + charge_rows(charged, names)
+        yield from sorted(table, key=lambda row: row[0])  # by day; stable within a day
+        first = week_last + _DAY
 
 
 def _export_workspaces(week: list[SpendLine]) -> dict[UUID, WorkspaceNames]:

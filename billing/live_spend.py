@@ -17,6 +17,7 @@ from uuid import UUID
 from django.db.models import Count, DurationField, ExpressionWrapper, Q, QuerySet, Sum
 
 from billing import live_sql, metering
+from billing.charges import charge_burn_rate
 from billing.models import DailySpend, Price, SpendRollup, UsageInterval
 from billing.pricing import (
     INTERVAL_FIELDS,
@@ -225,7 +226,9 @@ def team_burn_rate(*, team_ids: Iterable[int], now: datetime) -> dict[int, Decim
     burns while running (states.BILLABLE_ON_AKS). A workspace pending approval, waiting for
     Azure (requested: it holds GPU quota, see team_gpus_in_use) or failed burns nothing.
     Open intervals are counted per meter price in SQL, so the rows read do not grow with the
-    fleet: two queries whatever the number of teams."""
+    fleet; plus the team's shares, homes and held capacity reservations (billing.charges):
+    five queries whatever the number of teams."""
+    team_ids = list(team_ids)
     groups = [
         (_PriceKey(*row[:-1]), row[-1])
         for row in UsageInterval.objects.filter(team_id__in=team_ids, ended_at__isnull=True)
@@ -239,6 +242,8 @@ def team_burn_rate(*, team_ids: Iterable[int], now: datetime) -> dict[int, Decim
         point = metering.price_at(points(book, key), now)
         assert point is not None  # points() starts with the quoted price, at BEGINNING
         rates[key.team_id] += point.hourly * key.share_num / key.share_den * count
+    for team, rate in charge_burn_rate(team_ids=team_ids, now=now).items():
+        rates[team] += rate
     return rates
 
 

@@ -11,6 +11,7 @@ from billing.metering import HOURLY_UNIT, monthly_to_hourly
 class PriceKind(models.TextChoices):
     VM = "vm", "Virtual machine"
     DISK = "disk", "Managed disk"
+    FILES = "files", "Azure Files premium (per GiB)"
 
 
 class Price(models.Model):
@@ -21,12 +22,14 @@ class Price(models.Model):
 
     kind = models.CharField(max_length=8, choices=PriceKind.choices)
     sku = models.CharField(
-        max_length=64, help_text="armSkuName (VM size) or disk tier, e.g. P10 LRS"
+        max_length=64,
+        help_text="armSkuName (VM size), disk tier (P10 LRS) or Files meter (Premium LRS "
+        "Provisioned)",
     )
     region = models.CharField(max_length=32, help_text="armRegionName, e.g. eastus")
     spot = models.BooleanField(default=False)
     unit_price = models.DecimalField(max_digits=16, decimal_places=6, help_text="USD per unit")
-    unit = models.CharField(max_length=16, help_text="'1 Hour' or '1/Month'")
+    unit = models.CharField(max_length=16, help_text="'1 Hour', '1/Month' or '1 GB/Month'")
     effective_start = models.DateTimeField()
     meter_id = models.CharField(max_length=64, blank=True)
     source = models.CharField(max_length=16, help_text="api or snapshot")
@@ -211,7 +214,12 @@ class ActualCost(models.Model):
         blank=True,
         related_name="actual_costs",
     )
-    workspace_tag = models.CharField(max_length=256, blank=True, help_text="'' = untagged")
+    workspace_tag = models.CharField(
+        max_length=256, blank=True, help_text="'' = untagged; 'chargeback:<team>' for charges"
+    )
+    # The team's storage and capacity reservations (tag cloud.costs.CHARGE_TAG, billing.charges)
+    # rather than a workspace's resources; those are then left out of the untagged row.
+    charges = models.BooleanField(default=False)
     day = models.DateField(help_text="UTC day (Azure's UsageDate)")
     cost = models.DecimalField(max_digits=18, decimal_places=8, help_text="USD, as Azure wrote it")
     currency = models.CharField(max_length=3, default="USD")
@@ -247,15 +255,22 @@ class ActualCostDay(models.Model):
 
 class EstimatedCost(models.Model):
     """The portal's estimate of what one workspace cost on one UTC day (USD, unrounded): its
-    UsageIntervals priced by Price, as they were at ``computed_at``. Written by
+    UsageIntervals priced by Price, as they were at ``computed_at``; or, with ``charges``, what
+    the team's shares, homes and held reservations cost that day (billing.charges). Written by
     billing.actual_costs.cost_estimates_store when Azure's actual costs of the day are fetched
     (actual_costs_sync, in the same transaction, so both are snapshots of one moment) and
     again after a price correction (rollup_invalidate); the reconciliation reads these rows."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
     workspace = models.ForeignKey(
-        "workspaces.Workspace", on_delete=models.CASCADE, related_name="estimated_costs"
+        "workspaces.Workspace",
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="estimated_costs",
     )
+    # The team's storage and capacity reservations (billing.charges; workspace None).
+    charges = models.BooleanField(default=False)
     day = models.DateField(help_text="UTC day, as Azure's UsageDate")
     cost = models.DecimalField(max_digits=18, decimal_places=8, help_text="USD, unrounded")
     computed_at = models.DateTimeField()
@@ -264,7 +279,17 @@ class EstimatedCost(models.Model):
         ordering = ["day"]
         indexes = [models.Index(fields=["team", "day"])]
         constraints = [
-            models.UniqueConstraint(fields=["workspace", "day"], name="estimatedcost_unique_day")
+            models.UniqueConstraint(fields=["workspace", "day"], name="estimatedcost_unique_day"),
+            models.UniqueConstraint(
+                fields=["team", "day"],
+                condition=models.Q(charges=True),
+                name="estimatedcost_unique_charges_day",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(charges=True, workspace__isnull=True)
+                | models.Q(charges=False, workspace__isnull=False),
+                name="estimatedcost_workspace_or_charges",
+            ),
         ]
 
     def __str__(self) -> str:

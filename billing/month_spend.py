@@ -9,7 +9,7 @@ import heapq
 import operator
 from collections import defaultdict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta
 from decimal import Decimal
 from functools import reduce
@@ -19,6 +19,15 @@ from zoneinfo import ZoneInfo
 from django.db.models import Q, Sum
 
 from billing import live_sql, metering
+from billing.charges import (
+    CHARGE_KINDS,
+    RESERVATION,
+    STORAGE,
+    ChargeLine,
+    ChargeSpend,
+    charge_lines,
+    charge_spend,
+)
 from billing.forecast import forecast as month_forecast
 from billing.forecast import runs_out
 from billing.live_spend import (
@@ -62,7 +71,8 @@ def month_so_far(team_ids: Iterable[int], now: datetime, zones: Zones) -> DayRan
 
 def team_spend(*, team_ids: Iterable[int], now: datetime) -> dict[int, TeamSpend]:
     """Month-to-date spend and current burn rate per team: rolled-up days summed in SQL plus
-    live intervals. Seven queries, whatever the number of teams or workspaces."""
+    live intervals, plus the teams' storage and reservation charges (billing.charges).
+    Thirteen queries, whatever the number of teams, workspaces, shares or bookings."""
     team_ids = list(team_ids)
     zones = team_timezones(team_ids=team_ids)
     months = month_so_far(team_ids, now, zones)
@@ -77,6 +87,8 @@ def team_spend(*, team_ids: Iterable[int], now: datetime) -> dict[int, TeamSpend
         spent[team] += cost
     for line in live_spend(windows=live_windows(months, rolled, now, zones), zones=zones):
         spent[line.team_id] += metering.to_cents(line.cost)  # what the CSV charges, line by line
+    for charge in _charge_lines(months, now, zones):
+        spent[charge.team_id] += metering.to_cents(charge.cost)  # as the CSV charges it
     burn = team_burn_rate(team_ids=team_ids, now=now)
     return {t: TeamSpend(spent=spent[t], burn_per_hour=burn.get(t, Decimal(0))) for t in team_ids}
 
@@ -99,7 +111,8 @@ class WorkspaceSpend:
 class SpendMonth:
     """A team's month: ``total`` USD so far (the sum of the CSV's cent-rounded lines),
     ``days`` as (day, {kind: USD}), the top workspaces by cost; for the current month the
-    burn (USD/hour), ``forecast`` (USD at month end) and the day the budget runs out."""
+    burn (USD/hour), ``forecast`` (USD at month end) and the day the budget runs out;
+    ``charges``: its shares, homes and bookings over the month (ChargeSpend)."""
 
     first: date
     last: date
@@ -112,6 +125,7 @@ class SpendMonth:
     burn_per_hour: Decimal
     forecast: Decimal | None
     runs_out: date | None
+    charges: list[ChargeSpend] = field(default_factory=list)
 
 
 def spend_month(*, team: Team, month: date, now: datetime, top: int = 50) -> SpendMonth:
@@ -139,6 +153,7 @@ def spend_month(*, team: Team, month: date, now: datetime, top: int = 50) -> Spe
         burn_per_hour=burn,
         forecast=expected,
         runs_out=runs_out(team.monthly_budget, total, expected, end, now, tz),
+        charges=charge_spend(ln for ln in sums.charges if ln.team_id == team.pk),
     )
 
 
@@ -183,11 +198,12 @@ ByDay = dict[tuple[date, str], Decimal]  # USD (cents) per (day, kind)
 @dataclass
 class MonthSums:
     """Per team, USD (cents) by (day, kind); across the teams, the ``top`` costliest
-    workspaces, and how many ``workspaces`` spent."""
+    workspaces, and how many ``workspaces`` spent; the teams' charge lines (billing.charges)."""
 
     by_day: dict[int, ByDay]
     top: list[RankedWorkspace]
     workspaces: int
+    charges: list[ChargeLine]  # every team's storage and reservation lines, per day
 
     def total(self, team: int) -> Decimal:
         return sum(self.by_day[team].values(), Decimal(0))
@@ -197,10 +213,11 @@ def month_sums(months: DayRanges, now: datetime, zones: Zones, *, top: int) -> M
     """Each team's spend over its month ``{team_id: (first, last)}`` and the ``top``
     workspaces (none when 0): rolled days from the DaySpend and MonthSpend summaries (per
     team and month, a row per day and kind and a row per workspace), the days after each
-    team's rollup mark priced live. Five queries on PostgreSQL, where today's lines are
-    priced, summed and ranked with the month in SQL (billing.live_sql); six elsewhere, or
-    when a window spans midnights or holds a price change (then one or two more), whatever
-    the number of teams, workspaces or days."""
+    team's rollup mark priced live, and the team's storage and reservation charges
+    (billing.charges) per day as kinds "storage" and "reservation". Eight queries on
+    PostgreSQL, where today's lines are priced, summed and ranked with the month in SQL
+    (billing.live_sql); nine elsewhere, or when a window spans midnights or holds a price
+    change (then one or two more), whatever the number of teams, workspaces or days."""
     rolled = rolled_through(team_ids=list(months))
     by_day: dict[int, ByDay] = {team: defaultdict(Decimal) for team in months}
     day_rows = DaySpend.objects.filter(rolled_filter(months, rolled))
@@ -211,7 +228,22 @@ def month_sums(months: DayRanges, now: datetime, zones: Zones, *, top: int) -> M
     in_sql = live_sql.available() and one_day and not split and not changing_prices(one_day)
     ranking = _ranked_in_sql if in_sql else _ranked_in_python
     ranked, count = ranking(windows, by_day, _rolled_months(months, rolled), zones, top)
-    return MonthSums(by_day, ranked, count)
+    charges = _charge_lines(months, now, zones)
+    for line in charges:  # each resource's day rounded to the cent, as the CSV charges it
+        by_day[line.team_id][(line.day, line.meter)] += metering.to_cents(line.cost)
+    return MonthSums(by_day, ranked, count, charges)
+
+
+def _charge_lines(months: DayRanges, now: datetime, zones: Zones) -> list[ChargeLine]:
+    """The teams' storage and reservation charges (billing.charges) over their days
+    ``{team_id: (first, last)}`` up to now. Three queries (none without a window)."""
+    windows = {}
+    for team, (first, last) in months.items():
+        start = day_start(first, zones[team])
+        end = min(now, day_start(last + timedelta(days=1), zones[team]))
+        if start < end:
+            windows[team] = (start, end)
+    return charge_lines(windows=windows, zones=zones) if windows else []
 
 
 _Ranked = tuple[list[RankedWorkspace], int]
@@ -289,8 +321,21 @@ def _by_day(by_day: ByDay, first: date, last: date) -> DayCosts:
 
 def spend_kinds() -> list[str]:
     """The spend chart's series and the table's columns: every registered kind, in the
-    registry's order (workspaces.backends)."""
-    return [backend.kind for backend in backends()]
+    registry's order (workspaces.backends), then the team's charges (billing.charges)."""
+    return [backend.kind for backend in backends()] + list(CHARGE_KINDS)
+
+
+# The charges' legends and colours beside the workspace kinds' (WorkspaceBackend.spend_colour).
+CHARGE_SERIES = {
+    STORAGE: {"label": "Storage (shares and homes)", "colour": "#8c6d31"},
+    RESERVATION: {"label": "Capacity reservations (bookings)", "colour": "#7b4173"},
+}
+
+
+def spend_series() -> dict[str, dict[str, str]]:
+    """{kind: {"label", "colour"}} of every spend_kinds() series, for the chart's legend."""
+    series = {b.kind: {"label": b.label, "colour": b.spend_colour} for b in backends()}
+    return series | CHARGE_SERIES
 
 
 # What Workspace.size_label reads: the shown size is the kind's (a MIG slice's profile).

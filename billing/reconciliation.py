@@ -48,7 +48,8 @@ def cost_comparison(*, estimate: Decimal, actual: Decimal) -> CostComparison:
 
 @dataclass(frozen=True)
 class WorkspaceReconciliation:
-    """One workspace's comparison; ``name`` "(workspace removed)" once it is gone."""
+    """One workspace's comparison; ``name`` "(workspace removed)" once it is gone, and
+    CHARGES_NAME (``workspace_id`` None) for the team's storage and reservations."""
 
     workspace_id: UUID | None
     name: str
@@ -132,7 +133,11 @@ def cost_reconciliation(
     return Reconciliation(first, last, days, fetched_at, teams, unattributed)
 
 
-_Key = tuple[int, UUID | None]  # (team id, workspace id; None: a team-level cost)
+# (team id, workspace id or None, charges): a workspace's cost; (team, None, False) what
+# Azure charged to a removed workspace; (team, None, True) the team's storage and
+# reservations (billing.charges, tag cloud.costs.CHARGE_TAG).
+_Key = tuple[int, UUID | None, bool]
+CHARGES_NAME = "Storage and capacity reservations"
 
 
 def _estimates(team_ids: list[int], days: list[date]) -> dict[_Key, Decimal]:
@@ -140,11 +145,11 @@ def _estimates(team_ids: list[int], days: list[date]) -> dict[_Key, Decimal]:
     the stored EstimatedCost rows. One query."""
     rows = (
         EstimatedCost.objects.filter(team_id__in=team_ids, day__in=days)
-        .values("team_id", "workspace_id")
+        .values("team_id", "workspace_id", "charges")
         .annotate(total=Sum("cost"))
-        .values_list("team_id", "workspace_id", "total")
+        .values_list("team_id", "workspace_id", "charges", "total")
     )
-    return {(team, workspace): total for team, workspace, total in rows}
+    return {(team, workspace, charges): total for team, workspace, charges, total in rows}
 
 
 def _actuals(
@@ -155,21 +160,22 @@ def _actuals(
     scope = Q(team_id__in=team_ids) | (Q(team__isnull=True) if unattributed else Q(pk__in=[]))
     rows = (
         ActualCost.objects.filter(scope, day__in=days)
-        .values("team_id", "workspace_id")
+        .values("team_id", "workspace_id", "charges")
         .annotate(total=Sum("cost"))
-        .values_list("team_id", "workspace_id", "total")
+        .values_list("team_id", "workspace_id", "charges", "total")
     )
     totals: dict[_Key, Decimal] = {}
     loose = Decimal(0)
-    for team, workspace, cost in rows:
+    for team, workspace, charges, cost in rows:
         if team is None:
             loose += cost
         else:
-            totals[(team, workspace)] = cost
+            totals[(team, workspace, charges)] = cost
     return totals, (metering.to_cents(loose) if unattributed else None)
 
 
-_Compared = list[tuple[UUID | None, CostComparison]]  # (workspace id, its comparison)
+# ((workspace id, charges), its comparison)
+_Compared = list[tuple[tuple[UUID | None, bool], CostComparison]]
 
 
 def _reconciled_teams(
@@ -186,12 +192,13 @@ def _reconciled_teams(
         comparison = cost_comparison(
             estimate=estimates.get(key, zero), actual=actuals.get(key, zero)
         )
-        by_team[key[0]].append((key[1], comparison))
+        by_team[key[0]].append(((key[1], key[2]), comparison))
     shown: dict[int, _Compared] = {}
     for team, rows in by_team.items():
         rows.sort(key=lambda r: (not r[1].flagged, -max(r[1].estimate, r[1].actual)))
         shown[team] = rows if top is None else rows[:top]
-    names = _workspace_names([w for rows in shown.values() for w, _ in rows if w is not None])
+    ids = [w for rows in shown.values() for (w, _), _ in rows if w is not None]
+    names = _workspace_names(ids)
     return [
         _team_row(pk, name, by_team.get(pk, []), shown.get(pk, []), names, estimates, actuals)
         for pk, name in Team.objects.filter(pk__in=team_ids)
@@ -211,10 +218,15 @@ def _team_row(
 ) -> TeamReconciliation:
     """The team's total over all its workspaces (``mine``), listing those ``shown``."""
     zero = Decimal(0)
-    listed = [WorkspaceReconciliation(w, names.get(w, "(workspace removed)"), c) for w, c in shown]
+    listed = [
+        WorkspaceReconciliation(
+            w, CHARGES_NAME if charges else names.get(w, "(workspace removed)"), c
+        )
+        for (w, charges), c in shown
+    ]
     total = cost_comparison(
-        estimate=sum((estimates.get((team, w), zero) for w, _ in mine), zero),
-        actual=sum((actuals.get((team, w), zero) for w, _ in mine), zero),
+        estimate=sum((estimates.get((team, *k), zero) for k, _ in mine), zero),
+        actual=sum((actuals.get((team, *k), zero) for k, _ in mine), zero),
     )
     hidden = mine[len(listed) :]
     more_flagged = sum(1 for _, c in hidden if c.flagged)

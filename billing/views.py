@@ -14,14 +14,14 @@ from django.views.decorators.http import require_GET
 from billing import csv_export
 from billing.forecast import FORECAST_METHOD
 from billing.forms import ExportForm, MonthForm
-from billing.month_spend import spend_days, spend_kinds, spend_month
+from billing.month_spend import spend_days, spend_kinds, spend_month, spend_series
 from billing.overview import spend_overview, spend_overview_chart, team_month_page
 from billing.reconciliation import cost_reconciliation
 from common.listing import bootstrap_form
 from common.permissions import access_require
 from teams.models import Team
 from teams.selectors import budget_alert_list, team_get
-from workspaces.backends import backend_for, backends, kind_choices
+from workspaces.backends import backends
 
 
 def _team(request, slug: str) -> Team:
@@ -62,7 +62,8 @@ def _team_spend_page(request, team: Team, export: ExportForm | None = None):
     spend = spend_month(team=team, month=month, now=now)
     export = export or ExportForm(initial={"start": spend.first, "end": spend.last})
     context = {"team": team, "spend": spend, "month_form": month_form, "export": export}
-    context["kind_columns"] = kind_choices()  # the per-day table's columns, as in _by_day
+    # The per-day table's columns, as in _by_day: the workspace kinds, then the charges.
+    context["kind_columns"] = [(k, v["label"]) for k, v in spend_series().items()]
     context["price_notes"] = [b.price_note for b in backends() if b.price_note]
     context["method"] = FORECAST_METHOD
     context["budget_alerts"] = budget_alert_list(team=team, month=month)
@@ -109,11 +110,8 @@ def team_spend_data(request, slug):
             "currency": "USD",
             "days": [day.isoformat() for day, _ in days],
             "series": {kind: [f"{costs[kind]:.2f}" for _, costs in days] for kind in kinds},
-            # Each series' legend and colour, as its kind's backend gives them.
-            "kinds": {
-                kind: {"label": backend_for(kind).label, "colour": backend_for(kind).spend_colour}
-                for kind in kinds
-            },
+            # Each series' legend and colour, as its kind's backend (or the charge) gives them.
+            "kinds": spend_series(),
             "total": f"{total:.2f}",
         }
     )

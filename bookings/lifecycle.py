@@ -22,6 +22,7 @@ from django.db.models import Q
 from bookings.models import Booking, BookingState
 from bookings.seat_lifecycle import seats_leave, seats_start
 from cloud import azure_reservations as reservations
+from cloud.costs import CHARGE_TAG
 from cloud.errors import CloudError
 from notifications.notices import notice_send
 from workspaces.azure import azure_settings, azure_usage_changed
@@ -82,7 +83,9 @@ def _hold(booking: Booking, now: datetime) -> str:
         _set(booking, BookingState.CANCELLED, now, error_message="Its window passed unheld.")
         return BookingState.CANCELLED
     azure = azure_settings()
-    tags = {"portal": "gpu-workspace-portal", "booking": str(booking.pk), "team": booking.team.slug}
+    slug = booking.team.slug  # CHARGE_TAG: Azure's cost of it reconciles with the team's
+    tags = {"portal": "gpu-workspace-portal", "booking": str(booking.pk), "team": slug}
+    tags[CHARGE_TAG] = slug
     try:
         reservations.group_ensure(
             azure, name=booking.azure_name, location=booking.region, tags=tags

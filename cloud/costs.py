@@ -50,6 +50,9 @@ from .clients import AzureSettings, cost_client
 from .errors import azure_errors
 
 TAG = "workspace"  # The tag the portal puts on each workspace's resources (its id).
+# The tag the portal puts on what a team is billed for beside its workspaces (its storage
+# account, its bookings' capacity reservations): the team's slug.
+CHARGE_TAG = "chargeback"
 COST_COLUMNS = ("Cost", "PreTaxCost")  # Cost Management's names for the summed cost.
 MAX_DAYS_PER_QUERY = 31  # Daily rows over a longer period are truncated by the service.
 UNTAGGED = ""

@@ -8,9 +8,13 @@ pages of items linked by an absolute NextPageLink that is null on the last page)
 Shapes: fetch_prices() and parse_items() return RetailPrice values. kind "vm": unit_price is USD
 per hour of one VM of arm_sku_name (unit "1 Hour"); spot=True for the Spot meter. kind "disk":
 unit_price is USD per month of one managed disk of the tier arm_sku_name, e.g. "P10 LRS"
-(unit "1/Month"). Money is Decimal, parsed from the JSON text (never via float); times are aware
-UTC. One meter can appear more than once with different effective_start: a price change. Pick the
-latest one that has started; nothing here filters by date.
+(unit "1/Month"). kind "files": unit_price is USD per GiB a month of Azure Files premium
+(provisioned v1), arm_sku_name its meterName: "Premium LRS Provisioned" (per provisioned GiB)
+or "Premium LRS Snapshots" (per snapshot GiB); unit "1 GB/Month" (the API's label for GiB,
+as azure.microsoft.com prices it "per GiB per month"). Money is Decimal, parsed from the JSON
+text (never via float); times are aware UTC. One meter can appear more than once with
+different effective_start: a price change. Pick the latest one that has started; nothing here
+filters by date.
 
 Errors: PriceApiError when the service answers an error (after retrying 429 and 5xx, honouring
 Retry-After) or cannot be reached; PriceFormatError when any page is malformed or partial. Either
@@ -152,9 +156,21 @@ def _fields(item: Any, where: str) -> dict[str, Any]:
     return fields
 
 
+FILES_PRODUCT = "Premium Files"
+FILES_METERS = ("Premium LRS Provisioned", "Premium LRS Snapshots")
+FILES_UNITS = ("1 GB/Month", "1 GiB/Month")
+
+
 def _kind(f: dict[str, Any]) -> str | None:
     if f["serviceName"] == "Virtual Machines" and f["unitOfMeasure"] == "1 Hour":
         return "vm"
+    if (
+        f["serviceName"] == "Storage"
+        and f["productName"] == FILES_PRODUCT
+        and f["meterName"] in FILES_METERS
+        and f["unitOfMeasure"] in FILES_UNITS
+    ):
+        return "files"
     disk_meter = f["meterName"].endswith((" Disk", " Disks"))  # Not "Disk Operations"/"Mount".
     if (
         f["serviceName"] == "Storage"
@@ -171,7 +187,7 @@ def _pay_as_you_go(f: dict[str, Any], kind: str) -> bool:
     not retired Low Priority, and not a dedicated host (a host price is no VM's price)."""
     if f["type"] != "Consumption" or f["tierMinimumUnits"] != 0:
         return False
-    if kind == "disk":
+    if kind in ("disk", "files"):
         return True
     names = (f["skuName"], f["meterName"])
     return not (
@@ -181,7 +197,7 @@ def _pay_as_you_go(f: dict[str, Any], kind: str) -> bool:
 
 
 def _to_price(f: dict[str, Any], kind: str, where: str) -> RetailPrice:
-    sku = f["armSkuName"] if kind == "vm" else f["skuName"]
+    sku = {"vm": f["armSkuName"], "files": f["meterName"]}.get(kind, f["skuName"])
     if not sku or not f["armRegionName"]:
         raise PriceFormatError(f"{where}: a {kind} price without a size or region")
     return RetailPrice(
@@ -202,13 +218,14 @@ def _to_price(f: dict[str, Any], kind: str, where: str) -> RetailPrice:
 
 
 def parse_item(item: dict[str, Any], *, where: str = "item") -> RetailPrice:
-    """One VM or managed-disk item as a RetailPrice, whatever its price type or OS: no filtering
-    (parse_items keeps only Linux pay-as-you-go). Raises PriceFormatError for a malformed item,
-    ValueError for an item that prices neither a VM nor a managed disk."""
+    """One VM, managed-disk or Premium Files item as a RetailPrice, whatever its price type or
+    OS: no filtering (parse_items keeps only Linux pay-as-you-go). Raises PriceFormatError for
+    a malformed item, ValueError for an item that prices no VM, managed disk or Premium Files
+    meter."""
     fields = _fields(item, where)
     kind = _kind(fields)
     if kind is None:
-        raise ValueError(f"{where}: {fields['serviceName']!r} is neither a VM nor a managed disk")
+        raise ValueError(f"{where}: {fields['serviceName']!r} is not a VM, disk or file share")
     return _to_price(fields, kind, where)
 
 
@@ -286,6 +303,11 @@ def disk_filter(*, region: str, sku_names: Sequence[str]) -> str:
     """$filter for pay-as-you-go prices of these disk tiers ("P10 LRS") in one region.
     Raises ValueError like vm_filter; disk_filters() splits longer lists."""
     return _filter("Storage", region, "skuName", sku_names)
+
+
+def files_filter(*, region: str) -> str:
+    """$filter for the Premium Files meters (FILES_METERS) in one region."""
+    return _filter("Storage", region, "meterName", FILES_METERS)
 
 
 def _chunks(names: Sequence[str]) -> list[list[str]]:

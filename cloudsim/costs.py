@@ -18,10 +18,12 @@ The answer is a table of the days from..to (UTC), clipped to now:
 Each row is what the ledger's usages (ledger.py) cost that UTC day under one tag value: VM
 compute at the book's hourly Linux price for its size and region (its Spot price when the VM's
 priority is Spot), managed disks at their tier's monthly price / 730 per hour, each at the
-price in effect at each moment (the Retail Prices book, prices.py). Resources without the tag
-are one untagged row a day: TagKey the tag asked for and TagValue null, as Azure answers
-(the null is by design). Rows are at most Cloud.cost_page_size a page; nextLink repeats the
-query with a $skiptoken (POST the same body again).
+price in effect at each moment (the Retail Prices book, prices.py); premium file shares at
+"Premium LRS Provisioned" / 730 per provisioned GiB an hour; capacity reservations at their
+size's hourly price times their instances (ledger.py says what each bills and when).
+Resources without the tag are one untagged row a day: TagKey the tag asked for and TagValue
+null, as Azure answers (the null is by design). Rows are at most Cloud.cost_page_size a page;
+nextLink repeats the query with a $skiptoken (POST the same body again).
 
 Knobs (control_api.py): per tag value, a multiplier and an extra charge per day with usage,
 so tests can make Azure disagree with the portal. Faults for op "cost.query": throttle (429 with
@@ -133,6 +135,12 @@ def _meter_key(item: dict) -> tuple | None:
         return ("vm", str(item.get("armSkuName", "")).lower(), item.get("armRegionName"), spot)
     if service == "Storage" and unit == "1/Month" and str(item.get("meterName")).endswith(" Disk"):
         return ("disk", str(item.get("skuName", "")).lower(), item.get("armRegionName"), False)
+    if (
+        service == "Storage"
+        and item.get("productName") == "Premium Files"
+        and unit in ("1 GB/Month", "1 GiB/Month")
+    ):  # Per GiB a month, keyed by meter: "Premium LRS Provisioned", "Premium LRS Snapshots".
+        return ("files", str(item.get("meterName", "")).lower(), item.get("armRegionName"), False)
     return None
 
 
@@ -147,7 +155,7 @@ def price_book(items: list) -> dict[tuple, list[tuple[float, Decimal]]]:
             continue
         if not isinstance(price, int | float):
             continue
-        hourly = Decimal(str(price)) / (HOURS_PER_MONTH if key[0] == "disk" else 1)
+        hourly = Decimal(str(price)) / (HOURS_PER_MONTH if key[0] in ("disk", "files") else 1)
         book[key].append((start, hourly))
     return {key: sorted(points) for key, points in book.items()}
 
@@ -211,11 +219,13 @@ def daily_costs(
         start, end = max(usage.start, window[0]), min(usage.end or now, window[1])
         if start >= end or not _in_scope(usage, subscription, resource_group):
             continue
-        points = book.get((usage.kind, usage.sku.lower(), usage.location, usage.spot), [])
+        # A reservation bills its instances at its size's VM price (billed as running VMs).
+        kind = "vm" if usage.kind == "reservation" else usage.kind
+        points = book.get((kind, usage.sku.lower(), usage.location, usage.spot), [])
         value = _tag_value(usage.tags, tag)
         for a, b in _pieces(start, end, points):
             day = datetime.fromtimestamp(a, UTC).date()
-            costs[(day, value)] += _seconds(a, b) / 3600 * _price_at(points, a)
+            costs[(day, value)] += _seconds(a, b) / 3600 * _price_at(points, a) * usage.quantity
     return dict(costs)
 
 

@@ -160,3 +160,44 @@ class Snapshot(models.Model):
 
     def __str__(self) -> str:
         return f"snapshot {self.snapshot_time} of {self.share or self.home}"
+
+
+class ProvisionedSpan(models.Model):
+    """A stretch in which Azure held a share or home provisioned at ``size_gib`` (Azure Files
+    premium, provisioned v1: billed per provisioned GiB a month, prorated by the hour, used or
+    not, whether a workspace mounts it or not). Opened once Azure created (or restored) the
+    share, closed once Azure deleted it; ``ended_at`` is None while it exists. Written by
+    storage.provisioning only; billing.storage_cost prices them."""
+
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    share = models.ForeignKey(TeamShare, null=True, blank=True, on_delete=models.CASCADE)
+    home = models.ForeignKey(PersonalHome, null=True, blank=True, on_delete=models.CASCADE)
+    label = models.CharField(max_length=80, help_text="share <name> or home of <user>")
+    region = models.CharField(max_length=32, help_text="The account's location, e.g. eastus")
+    size_gib = models.PositiveIntegerField(help_text="Provisioned GiB")
+    started_at = models.DateTimeField()
+    ended_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["started_at"]
+        indexes = [models.Index(fields=["team", "started_at"])]
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(share__isnull=False, home__isnull=True)
+                | models.Q(share__isnull=True, home__isnull=False),
+                name="storage_span_of_one_volume",
+            ),
+            models.UniqueConstraint(
+                fields=["share"],
+                condition=models.Q(ended_at__isnull=True, share__isnull=False),
+                name="storage_span_one_open_per_share",
+            ),
+            models.UniqueConstraint(
+                fields=["home"],
+                condition=models.Q(ended_at__isnull=True, home__isnull=False),
+                name="storage_span_one_open_per_home",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.label}: {self.size_gib} GiB from {self.started_at:%Y-%m-%d %H:%M}"

@@ -83,7 +83,7 @@ def _home(workspace: Workspace) -> PersonalHome | None:
         return None
     if home.state == VolumeState.CREATING:
         try:
-            provisioning.volume_provision(kind="home", volume_id=home.pk)
+            provisioning.volume_provision(kind="home", volume_id=home.pk, now=timezone.now())
         except CloudError as error:
             _log.warning("home not ready", home=home.pk, code=error.code)
         home.refresh_from_db()

@@ -11,7 +11,15 @@ from django.contrib.auth.models import User
 from django.db import transaction
 
 from cloud import azure_storage
-from storage.models import PersonalHome, Snapshot, SnapshotReason, TeamShare, VolumeState
+from cloud.costs import CHARGE_TAG
+from storage.models import (
+    PersonalHome,
+    ProvisionedSpan,
+    Snapshot,
+    SnapshotReason,
+    TeamShare,
+    VolumeState,
+)
 from storage.selectors import team_storage_get
 from workspaces.azure import azure_settings
 
@@ -35,15 +43,45 @@ def _account(volume: Volume) -> str:
         azure_settings(),
         name=storage.account_name,
         location=settings.AZURE_LOCATION,
-        tags={"portal": "gpu-workspace-portal", "team": volume.team.slug},
+        # CHARGE_TAG: Azure's cost of the shares reconciles with the team's storage.
+        tags={
+            "portal": "gpu-workspace-portal",
+            "team": volume.team.slug,
+            CHARGE_TAG: volume.team.slug,
+        },
         subnet_ids=[settings.AZURE_SUBNET_ID],
         retention_days=storage.retention_days,
     )
     return storage.account_name
 
 
-def volume_provision(*, kind: str, volume_id: int) -> None:
-    """Create the volume's private account (idempotent) and its NFS share; then ready."""
+def _span_open(volume: Volume, now: datetime) -> None:
+    """Azure bills the share's provisioned size from now on (one open span per volume)."""
+    owner: dict[str, Volume]
+    if isinstance(volume, TeamShare):
+        owner, label = {"share": volume}, f"share {volume.name}"
+    else:
+        owner, label = {"home": volume}, f"home of {volume.owner.username}"
+    if ProvisionedSpan.objects.filter(**owner, ended_at=None).exists():
+        return
+    ProvisionedSpan.objects.create(
+        team_id=volume.team_id,
+        label=label,
+        region=settings.AZURE_LOCATION,
+        size_gib=volume.size_gib,
+        started_at=now,
+        **owner,
+    )
+
+
+def _span_close(volume: Volume, now: datetime) -> None:
+    key = "share" if isinstance(volume, TeamShare) else "home"
+    ProvisionedSpan.objects.filter(**{key: volume}, ended_at=None).update(ended_at=now)
+
+
+def volume_provision(*, kind: str, volume_id: int, now: datetime) -> None:
+    """Create the volume's private account (idempotent) and its NFS share; then ready, and
+    billed from ``now`` (ProvisionedSpan)."""
     volume = _load(kind, volume_id)
     if volume is None or volume.state != VolumeState.CREATING:
         return
@@ -51,7 +89,9 @@ def volume_provision(*, kind: str, volume_id: int) -> None:
     azure_storage.put_share(
         azure_settings(), account=account, name=volume.azure_name, quota_gib=volume.size_gib
     )
-    _move(volume, VolumeState.CREATING, state=VolumeState.READY, error="", attempts=0)
+    with transaction.atomic():
+        if _move(volume, VolumeState.CREATING, state=VolumeState.READY, error="", attempts=0):
+            _span_open(volume, now)
 
 
 def volume_failed(*, kind: str, volume_id: int, error: str) -> None:
@@ -61,9 +101,10 @@ def volume_failed(*, kind: str, volume_id: int, error: str) -> None:
         _move(volume, volume.state, state=VolumeState.FAILED, error=error[:300])
 
 
-def volume_remove(*, kind: str, volume_id: int) -> None:
+def volume_remove(*, kind: str, volume_id: int, now: datetime) -> None:
     """Delete the share with its snapshots; Azure keeps it restorable (soft delete), and so
-    does the row, with the version a restore names."""
+    does the row, with the version a restore names. Its provisioned size stops billing at
+    ``now`` (a soft-deleted share bills only its used GiB, which is not metered here)."""
     volume = _load(kind, volume_id)
     if volume is None or volume.state != VolumeState.DELETING:
         return
@@ -76,10 +117,13 @@ def volume_remove(*, kind: str, volume_id: int) -> None:
         if s.deleted and s.name == volume.azure_name and s.version
     ]
     version = max(deleted, key=int, default="")
-    _move(volume, VolumeState.DELETING, state=VolumeState.DELETED, deleted_version=version)
+    with transaction.atomic():
+        _span_close(volume, now)
+        _move(volume, VolumeState.DELETING, state=VolumeState.DELETED, deleted_version=version)
 
 
-def volume_restore(*, kind: str, volume_id: int) -> None:
+def volume_restore(*, kind: str, volume_id: int, now: datetime) -> None:
+    """Undelete the share; billed again from ``now``."""
     volume = _load(kind, volume_id)
     if volume is None or volume.state != VolumeState.CREATING or not volume.deleted_version:
         return
@@ -87,7 +131,11 @@ def volume_restore(*, kind: str, volume_id: int) -> None:
     azure_storage.restore_share(
         azure_settings(), account=account, name=volume.azure_name, version=volume.deleted_version
     )
-    _move(volume, VolumeState.CREATING, state=VolumeState.READY, deleted_version="", error="")
+    with transaction.atomic():
+        if _move(
+            volume, VolumeState.CREATING, state=VolumeState.READY, deleted_version="", error=""
+        ):
+            _span_open(volume, now)
 
 
 def snapshot_take(

@@ -26,18 +26,31 @@ def _run(task: Any, kind: str, volume_id: int, step: Callable[[], object]) -> No
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def provision_volume(self: Any, kind: str, volume_id: int) -> None:
     _run(
-        self, kind, volume_id, lambda: provisioning.volume_provision(kind=kind, volume_id=volume_id)
+        self,
+        kind,
+        volume_id,
+        lambda: provisioning.volume_provision(kind=kind, volume_id=volume_id, now=timezone.now()),
     )
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def remove_volume(self: Any, kind: str, volume_id: int) -> None:
-    _run(self, kind, volume_id, lambda: provisioning.volume_remove(kind=kind, volume_id=volume_id))
+    _run(
+        self,
+        kind,
+        volume_id,
+        lambda: provisioning.volume_remove(kind=kind, volume_id=volume_id, now=timezone.now()),
+    )
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)
 def restore_volume(self: Any, kind: str, volume_id: int) -> None:
-    _run(self, kind, volume_id, lambda: provisioning.volume_restore(kind=kind, volume_id=volume_id))
+    _run(
+        self,
+        kind,
+        volume_id,
+        lambda: provisioning.volume_restore(kind=kind, volume_id=volume_id, now=timezone.now()),
+    )
 
 
 @shared_task(bind=True, acks_late=True, max_retries=None)

@@ -5,6 +5,7 @@ redirect."""
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -15,7 +16,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.htmx import HtmxRequest
 from common.permissions import access_require
-from storage import selectors, services
+from storage import hooks, selectors, services
 from storage.forms import DeleteShareForm, QuotaForm, ShareForm
 from storage.models import HOME_MOUNT, TeamShare
 from storage.mounts import share_access
@@ -57,6 +58,9 @@ def _context(request: HttpRequest, team: Team, **forms: Any) -> dict[str, Any]:
         "can_set_quota": user.has_perm("storage.set_quota", team),
         "storage": storage,
         "used_gib": selectors.storage_used_gib(team=team),
+        "cost": hooks.storage_cost(
+            team_id=team.pk, region=settings.AZURE_LOCATION, now=timezone.now()
+        ),
         "shares": shares,
         "restorable": selectors.shares_restorable(team=team, now=timezone.now()),
         "homes": selectors.homes_live(team=team),

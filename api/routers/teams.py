@@ -43,6 +43,18 @@ class QuotaLineOut(Schema):
     in_use: str  # GPUs as a decimal string: "2", "0.1429" (a MIG slice is 1/7)
 
 
+class ChargeOut(Schema):
+    """A share, home or booking's cost this month (billing.charges): ``meter`` "storage" or
+    "reservation", ``quantity`` GiB or VMs, ``hours`` held, ``cost_usd`` to the cent."""
+
+    meter: str
+    resource: str
+    sku: str
+    quantity: int
+    hours: str
+    cost_usd: str
+
+
 class TeamOut(Schema):
     slug: str
     name: str
@@ -50,6 +62,7 @@ class TeamOut(Schema):
     budget_usd: str | None
     month_spend_usd: str
     forecast_usd: str | None
+    charges: list[ChargeOut]
 
 
 def _team(request: HttpRequest, slug: str) -> Team:
@@ -92,4 +105,15 @@ def team_detail(request: HttpRequest, slug: str) -> Any:
         "budget_usd": money(team.monthly_budget, "0.01"),
         "month_spend_usd": money(spend.total, "0.01"),
         "forecast_usd": money(spend.forecast, "0.01"),
+        "charges": [
+            {
+                "meter": c.meter,
+                "resource": c.resource,
+                "sku": c.sku,
+                "quantity": c.quantity,
+                "hours": money(c.hours, "0.01"),
+                "cost_usd": money(c.cost, "0.01"),
+            }
+            for c in spend.charges
+        ],
     }

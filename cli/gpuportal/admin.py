@@ -25,6 +25,8 @@ def _spend_lines(team: dict[str, Any]) -> None:
         # A row without a model is the team's quota over all models.
         what = f"{row.get('gpu_model') or 'all'} GPUs"
         typer.echo(f"  {what:<16}  {float(row['in_use']):g} of {row['gpus']} in use")
+    for charge in team.get("charges") or []:  # shares, homes and bookings this month
+        typer.echo(f"  {charge['meter']:<16}  {charge['resource']}: {charge['cost_usd']} USD")
 
 
 @handled

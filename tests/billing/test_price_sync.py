@@ -93,8 +93,9 @@ def test_the_offline_snapshot_loads_the_catalog_prices():
     assert disk.hourly == Decimal("0.027")  # $19.71 per 730-hour month
     assert not Price.objects.filter(sku__startswith="Standard_ND96isr_H100", spot=True).exists()
     # 345 from azure_gpu_vms.csv, and 21 pay-as-you-go and 21 Spot prices of the fractional
-    # NVadsA10 v5 sizes (azure_fractional_gpu_vms.csv).
-    assert "387 prices from the snapshot: 387 added" in out.getvalue()
+    # NVadsA10 v5 sizes (azure_fractional_gpu_vms.csv); and 4 Premium Files meters
+    # (provisioned and snapshot GiB in eastus and eastus2).
+    assert "391 prices from the snapshot: 391 added" in out.getvalue()
 
 
 def test_a_malformed_snapshot_is_refused_whole_and_the_old_prices_stay(tmp_path, monkeypatch):

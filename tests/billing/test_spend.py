@@ -11,6 +11,7 @@ from billing.csv_export import HEADER, spend_export
 from billing.live_spend import spend_between
 from billing.models import DailySpend, Price, UsageInterval
 from billing.month_spend import spend_month, team_spend
+from storage.models import ProvisionedSpan, TeamShare
 from teams.models import IdlePolicy
 from teams.selectors import team_timezones
 from tests.factories import TeamFactory, WorkspaceFactory
@@ -167,6 +168,15 @@ def test_a_late_price_correction_is_seen_at_once_and_rolled_up_again(cast):
     assert compute_by_day(lines_for(cast, date(2026, 11, 1), date(2026, 11, 3), now)) == expected
 
 
+def _share(team, start):
+    """A 100 GiB team share Azure holds from ``start`` (storage.ProvisionedSpan)."""
+    ProvisionedSpan.objects.create(
+        team=team, share=TeamShare.objects.create(
+            team=team, name="data", size_gib=100, azure_name="data", created_at=start
+        ), label="share data", region="eastus", size_gib=100, started_at=start,
+    )  # fmt: skip
+
+
 def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
     cast, django_assert_num_queries
 ):
@@ -175,15 +185,18 @@ def test_month_to_date_for_many_teams_takes_the_same_queries_as_for_one(
     now = datetime(2026, 11, 5, tzinfo=UTC)
     for team in (cast.team, cast.other_team):
         run(cast, team=team, start=datetime(2026, 10, 31, 23, 30, tzinfo=UTC))
+        _share(team, datetime(2026, 10, 1, tzinfo=UTC))
     billing.rollup_rebuild(now=now, team_ids=[cast.team.pk])
-    with django_assert_num_queries(7):  # rolled up: only today is live, summed in SQL
+    # + 6: shares, bookings and their prices (billing.charges), for the month and the burn.
+    with django_assert_num_queries(7 + 6):  # rolled up: only today is live, summed in SQL
         one = team_spend(team_ids=[cast.team.pk], now=now)
-    with django_assert_num_queries(9):  # never rolled up: 1-5 Nov priced interval by interval
+    with django_assert_num_queries(9 + 6):  # never rolled up: 1-5 Nov priced one by one
         both = team_spend(team_ids=[cast.team.pk, cast.other_team.pk], now=now)
     more = [TeamFactory() for _ in range(3)]
     for team in more:
         run(cast, team=team, start=datetime(2026, 11, 2, tzinfo=UTC))
-    with django_assert_num_queries(9):
+        _share(team, datetime(2026, 11, 2, tzinfo=UTC))
+    with django_assert_num_queries(9 + 6):
         team_spend(team_ids=[cast.team.pk, cast.other_team.pk, *(t.pk for t in more)], now=now)
 
     assert both[cast.team.pk] == one[cast.team.pk]
@@ -337,7 +350,10 @@ def test_the_page_ranks_workspaces_by_their_month_with_today_added(cast):
     ]
     assert page.more_workspaces == 1  # c, $3
     assert page.total == Decimal("72.00")
-    assert page.days[4] == (date(2026, 11, 5), {"vm": Decimal("33.00"), "mig": 0, "namespace": 0})
+    assert page.days[4] == (
+        date(2026, 11, 5),
+        {"vm": Decimal("33.00"), "mig": 0, "namespace": 0, "storage": 0, "reservation": 0},
+    )
 
 
 def test_a_monthly_disk_price_is_billed_per_hour_over_730_hours_live_and_rolled_up(cast):

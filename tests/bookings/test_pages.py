@@ -55,6 +55,7 @@ def test_a_member_books_in_their_time_zone_and_sees_the_cost_first(client, cast,
     assert booking.created_by == cast.researcher and booking.state == BookingState.SCHEDULED
     page = client.get("/teams/vision/bookings/").content.decode()
     assert "Deep learning lab" in page and "$62.44 while it is held" in page
+    assert "whether you use them or not" in " ".join(page.split())  # and where it is counted
 
 
 def test_a_refused_booking_says_why_and_makes_nothing(client, cast, offering):

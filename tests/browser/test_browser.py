@@ -175,7 +175,8 @@ def test_a_member_reads_the_spend_chart_and_its_numbers_match_the_page(
 
     page.goto(f"{base}/teams/{cast.team.slug}/spend/")
 
-    expect(page.locator("#spend-chart")).to_have_attribute("data-ready", "3")
+    # A series per workspace kind (vm, mig, namespace), then storage and reservation.
+    expect(page.locator("#spend-chart")).to_have_attribute("data-ready", "5")
     chart = page.evaluate(
         "() => Chart.getChart('spend-chart').data.datasets"
         ".map(d => d.data.reduce((a, b) => a + b, 0))"

@@ -18,6 +18,7 @@ from cloud.prices import (
     RetailPrice,
     disk_filter,
     fetch_prices,
+    files_filter,
     parse_item,
     parse_items,
     parse_page,
@@ -136,7 +137,7 @@ def test_a_real_price_change_is_the_same_meter_from_a_later_date(page):
 
 def test_parse_item_refuses_what_is_neither_a_vm_nor_a_disk():
     item = _item(serviceName="Azure Monitor", unitOfMeasure="1 GB")
-    with pytest.raises(ValueError, match="neither a VM nor a managed disk"):
+    with pytest.raises(ValueError, match="not a VM, disk or file share"):
         parse_item(item)
 
 
@@ -255,6 +256,37 @@ def test_disk_filter_escapes_quotes_odata_style():
     assert disk_filter(region="west'us", sku_names=["P10 LRS", "O'Neil"]) == (
         "serviceName eq 'Storage' and priceType eq 'Consumption' and "
         "armRegionName eq 'west''us' and (skuName eq 'P10 LRS' or skuName eq 'O''Neil')"
+    )
+
+
+def test_premium_files_meters_are_per_gib_a_month_keyed_by_meter_and_snapshots_stay_apart():
+    files = {"serviceName": "Storage", "productName": "Premium Files", "armSkuName": ""}
+    provisioned = _item(
+        **files, skuName="Premium LRS", meterName="Premium LRS Provisioned",
+        unitOfMeasure="1 GB/Month", retailPrice=Decimal("0.16"),
+    )  # fmt: skip
+    others = [
+        _item(**files, skuName="Premium LRS", meterName="Premium LRS Burst Transactions"),
+        _item(
+            **files,
+            skuName="Premium LRS",
+            meterName="Premium LRS Snapshots",
+            unitOfMeasure="1 GB/Month",
+            type="Reservation",
+        ),  # fmt: skip
+    ]
+
+    (price,) = parse_items([provisioned, *others])
+
+    assert (price.kind, price.arm_sku_name, price.unit_price, price.unit) == (
+        "files",
+        "Premium LRS Provisioned",
+        Decimal("0.16"),
+        "1 GB/Month",
+    )
+    assert files_filter(region="eastus") == (
+        "serviceName eq 'Storage' and priceType eq 'Consumption' and armRegionName eq 'eastus' "
+        "and (meterName eq 'Premium LRS Provisioned' or meterName eq 'Premium LRS Snapshots')"
     )
 
 

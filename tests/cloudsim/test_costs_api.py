@@ -271,3 +271,56 @@ def test_reset_forgets_the_ledger_and_the_knobs(lifetimes, ctl):
     ctl.reset()
 
     assert ctl.costs() == {"usages": [], "skew": {}, "page_size": 1000}
+
+
+FILES = {"serviceName": "Storage", "productName": "Premium Files", "armSkuName": ""}
+GROUP = f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.Compute/"
+GROUP += "capacityReservationGroups/booking-b1"
+ACCOUNT = f"/subscriptions/{SUB}/resourceGroups/{RG}/providers/Microsoft.Storage/"
+ACCOUNT += "storageAccounts/teamvision01"
+
+
+def test_a_share_bills_its_provisioned_gib_and_a_reservation_its_instances_once(sim, ctl, arm):
+    """A reservation of 2 held 4 h, vm9 inside it for 2 h: Azure bills vm9 as a VM and the
+    reservation's unused instances (capacity-reservation-overview, "Pricing and billing")."""
+    files = _price(
+        "Premium LRS",
+        0.16,
+        meterName="Premium LRS Provisioned",
+        unitOfMeasure="1 GB/Month",
+        **FILES,
+    )
+    ctl.set_prices([*BOOK, files])
+    ctl.set_latency(0)
+    tags = {"team": "vision"}
+    with time_machine.travel(T0, tick=False) as traveller:
+        account = {"location": "eastus", "kind": "FileStorage", "sku": {"name": "Premium_LRS"}}
+        arm.call("PUT", ACCOUNT, {**account, "tags": tags}, api="2024-01-01")
+        share = {"properties": {"enabledProtocols": "NFS", "shareQuota": 1024}}
+        arm.call("PUT", f"{ACCOUNT}/fileServices/default/shares/data", share, api="2024-01-01")
+        arm.call("PUT", GROUP, {"location": "eastus", "tags": {**tags, "booking": "b1"}})
+        body = {"location": "eastus", "sku": {"name": A100, "capacity": 2}, "tags": tags}
+        arm.call("PUT", f"{GROUP}/capacityReservations/instances", body)
+        at(traveller, T0 + timedelta(hours=1), arm)
+        put_vm(arm, "vm9", "w9", capacityReservation={"capacityReservationGroup": {"id": GROUP}})
+        at(traveller, T0 + timedelta(hours=3), arm)
+        assert arm.call("POST", arm.vm_path("vm9") + "/deallocate").status == 202
+        at(traveller, T0 + timedelta(hours=4), arm)
+        arm.call("DELETE", f"{GROUP}/capacityReservations/instances")
+        at(traveller, datetime(2025, 11, 3, tzinfo=UTC), arm)
+
+        by_team = post(arm, query(days=("2025-11-02", "2025-11-02"), grouping=[
+            {"type": "TagKey", "name": "team"}
+        ])).body["properties"]["rows"]  # fmt: skip
+        by_workspace = post(arm, query(days=("2025-11-02", "2025-11-02")))
+
+    # Team "vision": 2 A100 x 4 h x $3.00 = $24 in all, used or not and never twice: vm9's 2 h
+    # ($6, under its workspace tag) + the unused instances (2 x 1 h + 1 x 2 h + 2 x 1 h = $18).
+    # The share: 1024 GiB x 4 h x $0.16/730 = $0.89775342. vm9's OS disk (untagged), 3 h x
+    # $19.71/730 = $0.081.
+    assert by_team == [
+        [0.081, 20251102, "team", None, "USD"],
+        [24.89775342, 20251102, "team", "vision", "USD"],
+    ]
+    by_tag = {r[3]: r[0] for r in by_workspace.body["properties"]["rows"]}
+    assert by_tag == {None: 18.97875342, "w9": 6.0}

@@ -9,7 +9,7 @@ from django.utils import timezone
 
 from cloudsim.control import SimControlError
 from storage import services
-from storage.models import Access, PersonalHome, TeamShare, VolumeState
+from storage.models import Access, PersonalHome, ProvisionedSpan, TeamShare, VolumeState
 from tests.factories import SSH_KEY, OfferingFactory
 from workspaces.actions import workspace_delete
 from workspaces.backends.vm_request import workspace_request
@@ -115,6 +115,9 @@ def test_deleting_a_workspace_leaves_the_share_and_the_home(cast, team_storage):
     assert TeamShare.objects.get(team=cast.team, name="scratch").state == VolumeState.READY
     home = PersonalHome.objects.get(team=cast.team, owner=cast.researcher)
     assert home.state == VolumeState.READY
+    # Both still billed at their provisioned size, with no workspace left to mount them.
+    assert ProvisionedSpan.objects.filter(ended_at=None, team=cast.team).count() == 3  # + datasets
+    assert ProvisionedSpan.objects.get(home=home).size_gib == home.size_gib
     later, _ = _workspace(cast.researcher, cast.team)
     assert team_storage.storage_read(later, "/data/scratch/keep.txt") == "kept"
     assert team_storage.storage_read(later, "/data/home/notes.txt") == "mine"

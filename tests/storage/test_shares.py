@@ -11,7 +11,14 @@ from django.utils import timezone
 from cloudsim.storage_state import normalize_stamp
 from common.permissions import ActionNotAllowed
 from storage import provisioning, services
-from storage.models import Access, Snapshot, SnapshotReason, TeamShare, VolumeState
+from storage.models import (
+    Access,
+    ProvisionedSpan,
+    Snapshot,
+    SnapshotReason,
+    TeamShare,
+    VolumeState,
+)
 from storage.selectors import team_storage_get
 from teams.models import AuditEntry
 
@@ -108,6 +115,10 @@ def test_delete_needs_the_name_typed_and_is_audited_and_restorable(cast, sim, si
     share.refresh_from_db()
     assert share.state == VolumeState.READY
     assert _azure_share(sim_server, share).path.joinpath("epoch3.pt").read_text() == "weights"
+    # Billed (provisioned GiB) while Azure had it, not while it was soft-deleted, again after.
+    spans = list(ProvisionedSpan.objects.filter(share=share).values_list("size_gib", "ended_at"))
+    assert [gib for gib, _ in spans] == [100, 100]
+    assert spans[0][1] is not None and spans[1][1] is None
 
 
 def test_a_share_past_its_retention_cannot_be_restored(cast, sim):
@@ -133,6 +144,7 @@ def test_a_failed_create_says_why(cast, sim):
     share.refresh_from_db()
     assert share.state == VolumeState.FAILED
     assert "TotalSharesProvisionedCapacityExceedsAccountLimit" in share.error
+    assert not ProvisionedSpan.objects.exists()  # Azure made nothing: nothing is billed
 
 
 def test_scheduled_snapshots_keep_only_the_newest(cast, sim, sim_server):

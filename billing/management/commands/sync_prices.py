@@ -55,6 +55,7 @@ class Command(BaseCommand):
         for region, names in sorted(sizes.items()):
             filters += prices.vm_filters(region=region, arm_sku_names=sorted(names))
             filters += prices.disk_filters(region=region, sku_names=[OS_DISK_TIER])
+            filters.append(prices.files_filter(region=region))  # team shares and homes
         return prices.fetch_prices(
             endpoint=settings.AZURE_PRICES_ENDPOINT,
             filters=filters,

@@ -10,9 +10,13 @@ page, email, API and CLI reads (through billing.month_spend and billing.csv_expo
   the underlying VM size" whether VMs use it or not (Microsoft Learn,
   capacity-reservation-overview, "Pricing and billing"): instances x the size's pay-as-you-go
   price x the hours Azure held it (Booking.held_at until released_at, or now), nothing taken
-  off for the unused part. No workspace is deployed into a booking's reservation yet, so no
-  workspace meter overlaps it; once one is, Azure bills that VM as the VM (its workspace tag)
-  and the reservation for its unused instances only, and so must this line (docs/bookings.md).
+  off for the unused part. A booked workspace started into the reservation is billed as the VM
+  (its workspace's own compute meter, its workspace tag) and the reservation for its unused
+  instances only ("Once in use, you pay for only the VM and nothing extra"), so this line
+  counts, hour by hour, the instances minus the booked workspaces allocated in it then: those
+  whose compute meter opened while the reservation was held (bookings.lifecycle associates a
+  seat with the group before it starts it; one already running at the hold stays outside the
+  reservation, billed as a VM beside it, docs/bookings.md).
 
 Each charge is cut per local day of the team's time zone and per price change
 (billing.metering.pieces), exact in Decimal; callers round each (day, resource) line to the
@@ -33,9 +37,9 @@ from typing import NamedTuple
 from django.db.models import Q
 
 from billing import metering
-from billing.models import Price, PriceKind
+from billing.models import Meter, Price, PriceKind, UsageInterval
 from billing.pricing import BEGINNING, Windows, Zones
-from bookings.models import Booking
+from bookings.models import Booking, BookingSeat
 from storage.models import ProvisionedSpan
 
 STORAGE = "storage"
@@ -115,6 +119,7 @@ def _bookings(windows: Windows) -> list[_Held]:
         "pk", "team_id", "title", "region", "vm_size", "instances", "held_at", "released_at",
         "price_per_hour",
     )  # fmt: skip
+    in_use = _seats_allocated([pk for pk, *_ in rows])
     return [
         _Held(
             team,
@@ -122,16 +127,60 @@ def _bookings(windows: Windows) -> list[_Held]:
             f"booking {title} ({pk.hex[:12]})",
             vm_size,
             region,
-            n,
-            held,
-            released,
+            unused,
+            start,
+            end,
             PriceKind.VM,
             vm_size,
             quoted,
         )
         for pk, team, title, region, vm_size, n, held, released, quoted in rows
         if held is not None  # the query asks held_at < end: never None here
+        for start, end, unused in unused_pieces(
+            held=held, released=released, instances=n, in_use=in_use.get(pk, [])
+        )
     ]
+
+
+_Stretch = tuple[datetime, datetime | None]
+
+
+def _seats_allocated(booking_ids: list[object]) -> dict[object, list[_Stretch]]:
+    """Each booking's seats' compute meters (started_at, ended_at): two queries."""
+    if not booking_ids:
+        return {}
+    seats = BookingSeat.objects.filter(booking_id__in=booking_ids, workspace__isnull=False)
+    of_workspace: dict[object, list[object]] = defaultdict(list)
+    for booking_id, workspace_id in seats.values_list("booking_id", "workspace_id"):
+        of_workspace[workspace_id].append(booking_id)
+    found: dict[object, list[_Stretch]] = defaultdict(list)
+    meters = UsageInterval.objects.filter(workspace_id__in=of_workspace, meter=Meter.COMPUTE)
+    for workspace_id, start, end in meters.values_list("workspace_id", "started_at", "ended_at"):
+        for seat_of in of_workspace[workspace_id]:
+            found[seat_of].append((start, end))
+    return found
+
+
+def unused_pieces(
+    *, held: datetime, released: datetime | None, instances: int, in_use: list[_Stretch]
+) -> list[tuple[datetime, datetime | None, int]]:
+    """The hold [held, released) cut where the number of booked VMs allocated in it changes:
+    (start, end, unused instances), pieces with none unused left out. A compute meter counts
+    from its opening within the hold (a VM started into the group) to its close."""
+    inside = [(a, b) for a, b in in_use if a >= held and (released is None or a < released)]
+    edges = {held, *(a for a, _ in inside)}
+    edges |= {b for _, b in inside if b is not None and (released is None or b < released)}
+    points = sorted(edges)
+    pieces: list[tuple[datetime, datetime | None, int]] = []
+    for i, start in enumerate(points):
+        end = points[i + 1] if i + 1 < len(points) else released
+        running = sum(1 for a, b in inside if a <= start and (b is None or b > start))
+        unused = instances - min(running, instances)
+        if pieces and pieces[-1][1] == start and pieces[-1][2] == unused:
+            pieces[-1] = (pieces[-1][0], end, unused)
+        elif unused:
+            pieces.append((start, end, unused))
+    return pieces
 
 
 _Book = dict[tuple[str, str, str], list[metering.PricePoint]]
@@ -167,7 +216,8 @@ def _points(book: _Book, h: _Held) -> list[metering.PricePoint]:
 
 def charge_lines(*, windows: Windows, zones: Zones) -> list[ChargeLine]:
     """The teams' charges within each team's window ``{team_id: (start, end)}`` (end at most
-    now), per local day and resource. Three queries, whatever the number of teams."""
+    now), per local day and resource. Three queries, five with bookings held (their seats'
+    meters), whatever the number of teams."""
     held = _spans_and_bookings(windows)
     book = _book(held)
     totals: dict[_LineKey, list[Decimal]] = {}
@@ -195,12 +245,14 @@ def charge_lines(*, windows: Windows, zones: Zones) -> list[ChargeLine]:
 
 def charge_burn_rate(*, team_ids: Iterable[int], now: datetime) -> dict[int, Decimal]:
     """USD/hour each team's charges cost at ``now``: its shares and homes that exist and its
-    reservations Azure holds, at the prices in effect (teams with none may be missing). Three
-    queries."""
+    reservations Azure holds, less the booked VMs allocated in them, at the prices in effect
+    (teams with none may be missing). Three queries, five with bookings held."""
     held = _spans_and_bookings({t: (now, now + _MICROSECOND) for t in team_ids})
     book = _book(held)
     rates: dict[int, Decimal] = defaultdict(Decimal)
     for h in held:
+        if h.started_at > now or (h.ended_at is not None and h.ended_at <= now):
+            continue  # another piece of a booking's hold (unused_pieces)
         point = metering.price_at(_points(book, h), now)
         if point is not None:
             rates[h.team_id] += point.hourly * h.quantity

@@ -12,16 +12,17 @@ import time_machine
 from django.core.management import call_command
 from django.urls import reverse
 
-from billing import actual_costs
-from billing.charges import charge_lines
+from billing import actual_costs, metering
+from billing.charges import charge_burn_rate, charge_lines, unused_pieces
 from billing.csv_export import HEADER, spend_export
-from billing.models import ActualCost, ActualCostDay, Price
+from billing.models import ActualCost, ActualCostDay, Price, UsageInterval
 from billing.month_spend import spend_month, team_spend
 from billing.reconciliation import cost_reconciliation
-from bookings.models import Booking, BookingState
+from bookings.models import Booking, BookingSeat, BookingState
 from cloud.costs import ActualCost as AzureCost
 from storage.models import ProvisionedSpan, TeamShare
 from teams.selectors import team_timezones
+from tests.factories import WorkspaceFactory
 
 pytestmark = pytest.mark.django_db
 A100 = "Standard_NC24ads_A100_v4"
@@ -111,6 +112,53 @@ def test_a_held_reservation_costs_its_instances_used_or_not(cast, priced):
     # $0.16/730 = $2.693 -> $2.69. Burning now: 2 x $3.673 + 1024 x $0.16/730.
     assert spent.spent == Decimal("28.40")
     assert round(spent.burn_per_hour, 4) == Decimal("7.5704")
+
+
+def test_a_booked_vm_in_the_reservation_is_billed_once_as_the_vm(cast, priced):
+    # Microsoft Learn: "Once in use, you pay for only the VM". 2 reserved 08:30-16:30; a booked
+    # VM runs in it 09:00-13:00 (its compute meter); one already running before the hold is
+    # outside the reservation and changes nothing.
+    held = NOV + timedelta(hours=8, minutes=30)
+    b = booking(cast, 2, held, held + timedelta(hours=8))
+    inside = WorkspaceFactory(team=cast.team, owner=cast.researcher, vm_size=A100)
+    outside = WorkspaceFactory(team=cast.team, owner=cast.researcher, vm_size=A100)
+    for ws, start, end in (
+        (inside, NOV + timedelta(hours=9), NOV + timedelta(hours=13)),
+        (outside, NOV + timedelta(hours=7), NOV + timedelta(hours=12)),
+    ):
+        BookingSeat.objects.create(booking=b, workspace=ws, owner=cast.researcher, created_at=NOV)
+        UsageInterval.objects.create(
+            workspace=ws, team=cast.team, kind="vm", sku=A100, region="eastus",
+            started_at=start, ended_at=end, price_per_hour=Decimal("3.6730"),
+        )  # fmt: skip
+    zones = team_timezones(team_ids=[cast.team.pk])
+    window = {cast.team.pk: (NOV, NOV + timedelta(days=1))}
+
+    lines = charge_lines(windows=window, zones=zones)
+
+    # 16 reserved VM-hours, 4 of them the booked VM's: 12 unused, at $3.673.
+    assert sum(ln.hours * ln.quantity for ln in lines) == Decimal(12)
+    assert metering.to_cents(sum(ln.cost for ln in lines)) == Decimal("44.08")
+    at_ten = NOV + timedelta(hours=10)
+    assert charge_burn_rate(team_ids=[cast.team.pk], now=at_ten)[cast.team.pk] == Decimal(
+        "3.6730"
+    )  # one unused instance burns while the booked VM runs
+
+
+def test_unused_pieces_follow_the_vms_allocated_in_the_hold():
+    held, hour = NOV, timedelta(hours=1)
+    assert unused_pieces(held=held, released=None, instances=2, in_use=[]) == [(held, None, 2)]
+    pieces = unused_pieces(
+        held=held,
+        released=held + 8 * hour,
+        instances=2,
+        in_use=[(held + hour, held + 3 * hour), (held + 2 * hour, None), (held - hour, None)],
+    )
+    assert pieces == [
+        (held, held + hour, 2),
+        (held + hour, held + 2 * hour, 1),
+        (held + 3 * hour, held + 8 * hour, 1),
+    ]  # both allocated 2-3 h: nothing unused; one from 3 h; the one before the hold: outside
 
 
 def test_the_chargeback_csv_has_a_line_per_share_and_booking_a_day(cast, priced):

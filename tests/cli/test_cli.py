@@ -494,6 +494,23 @@ def test_storage_and_mounts_show_the_teams_shares_and_where_a_workspace_mounts_t
         line.split() for line in mounts.output.splitlines()
     ]
 
+    # Choosing mounts at the request: only the share named, and no home.
+    OfferingFactory()
+    made = _cli(
+        "request", "vm", "--team", "vision", "--name", "chosen", "--size",
+        "Standard_NC24ads_A100_v4", "--region", "eastus", "--ssh-key", SSH_KEY,
+        "--mount", "datasets", "--no-home",
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    chosen = Workspace.objects.get(name="chosen")
+    assert (chosen.mount_shares, chosen.mount_home) == (["datasets"], False)
+    refused = _cli(
+        "request", "vm", "--team", "vision", "--name", "refused", "--size",
+        "Standard_NC24ads_A100_v4", "--region", "eastus", "--ssh-key", SSH_KEY, "--mount", "nope",
+    )  # fmt: skip
+    assert refused.exit_code == 1 and "nope" in refused.output
+    assert not Workspace.objects.filter(name="refused").exists()
+
 
 def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(
     signed_in, cast, sim, settings

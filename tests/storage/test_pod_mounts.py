@@ -16,6 +16,7 @@ from tests.clusters.test_aks_workspaces import (  # noqa: F401
     request_namespace,
 )
 from tests.storage.test_mounts import _workspace
+from workspaces.hooks import MountChoice
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,3 +107,21 @@ def test_a_namespace_gets_claims_of_the_shares_read_only_on_the_volume(
         if "home" in c["metadata"]["name"]
     ]
     assert [c["status"]["phase"] for c in homes] == ["Bound"]
+
+
+def test_a_slice_mounts_only_what_its_request_chose(
+    cast,
+    cluster,  # noqa: F811
+    team_storage,
+    sim_server,
+):
+    make_pool(cast, cluster)
+
+    ws = request_mig(cast, mounts=MountChoice(shares=(), home=True))
+
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    assert [m["path"] for m in team_storage.storage_mounts(f"ws-{ws.short_id}")] == ["/data/home"]
+    (kube,) = sim_server.state.kube.clusters.values()
+    claims = [c["metadata"]["name"] for c in kube.items("persistentvolumeclaims", "team-vision")]
+    share = TeamShare.objects.get(name="datasets")
+    assert f"nfs-{share.azure_name}" not in claims

@@ -21,14 +21,16 @@ from teams.models import Team
 from workspaces import selectors
 from workspaces.backends.base import ApiField, KindForm
 from workspaces.backends.vm_request import VM_KIND, spot_unavailable, workspace_request
-from workspaces.forms import CeilingField, clean_workspace_name
+from workspaces.forms import CeilingField, MountsFormMixin, clean_workspace_name
+from workspaces.hooks import MountChoice
 from workspaces.models import SizeOffering, Workspace
 from workspaces.ssh_keys import NOT_ECHOED, validate_ssh_public_key
 
 
-class WorkspaceRequestForm(forms.Form):
+class WorkspaceRequestForm(MountsFormMixin):
     """The GPU VM's request page: team, name, region, size (an offering of the region), Spot,
-    equivalent sizes and their price ceiling, the SSH key and a justification."""
+    equivalent sizes and their price ceiling, the SSH key, what to mount (MountsFormMixin)
+    and a justification."""
 
     team: forms.ModelChoiceField[Team] = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = TextField(
@@ -202,6 +204,7 @@ def _request(
     justification: str,
     now: datetime,
     data: Mapping[str, Any],
+    mounts: MountChoice,
 ) -> Workspace:
     return workspace_request(
         user=user,
@@ -217,6 +220,7 @@ def _request(
         max_price=data["max_price"],
         environment=data.get("environment"),
         queue_when_full=data.get("queue_when_full", False),
+        mounts=mounts,
     )
 
 

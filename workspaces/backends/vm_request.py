@@ -18,6 +18,7 @@ from environments.recipes import recipe_for
 from environments.selectors import environment_default
 from teams.models import Team
 from workspaces import equivalents, selectors
+from workspaces.hooks import ALL_MOUNTS, MountChoice
 from workspaces.models import SizeOffering, Workspace
 from workspaces.requests import (
     Ask,
@@ -46,6 +47,7 @@ def workspace_request(
     max_price: Decimal | None = None,
     environment: Environment | None = None,
     queue_when_full: bool = False,
+    mounts: MountChoice = ALL_MOUNTS,
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
@@ -73,6 +75,9 @@ def workspace_request(
 
     With ``queue_when_full``, a request above the team's GPU quota alone waits in the fair
     queue (status queued, scheduling.queue) instead of asking for approval.
+
+    ``mounts``: the team shares and home to mount (docs/storage.md); MountRefused for a share
+    the user may not mount, before anything is made.
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
@@ -119,6 +124,7 @@ def workspace_request(
         offering.gpu_share,
         reason + (" as a Spot VM" if spot else ""),
         queue_when_full=queue_when_full,
+        mounts=mounts,
     )
     return workspace_insert(ask=ask, justification=justification, now=now)
 

@@ -53,10 +53,13 @@ def _request_form(
     environment = request.GET.get("environment", "")[:64]
     if environment and text_problem(environment) is None:
         initial["environment"] = environment
+    teams = team_list_for_requests(user=request.user)
+    initial["team"] = teams.first()  # what the select shows first: its shares to mount
     form = WorkspaceRequestForm(
         data,
         initial=initial,
-        teams=team_list_for_requests(user=request.user),
+        teams=teams,
+        user=request.user,
         regions=regions,
         offerings=offerings,
     )

@@ -490,7 +490,7 @@ class DiskSnapshot(models.Model):
     incremental, on standard storage), from which a new workspace of the same kind, team and
     region can start. ``size_gb`` is the disk's provisioned size in GiB (Azure bills an
     incremental snapshot for the GiB used, at most that). Deleted only on purpose
-    (storage.services.disk_snapshot_delete, audited); ``deleted_at`` once asked."""
+    (storage.services.disk_snapshot_delete, audited)."""
 
     team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="+")
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
@@ -504,7 +504,11 @@ class DiskSnapshot(models.Model):
     vm_size = models.CharField(max_length=64, help_text="The size of the workspace it kept")
     size_gb = models.PositiveIntegerField()
     created_at = models.DateTimeField()
+    # Deleted on purpose: restorable until purge_after (the team's retention days), when the
+    # hourly purge deletes it in Azure and sets purged_at.
     deleted_at = models.DateTimeField(null=True, blank=True)
+    purge_after = models.DateTimeField(null=True, blank=True)
+    purged_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -65,6 +65,11 @@ class Ask:
     mounts: MountChoice = ALL_MOUNTS
 
 
+class SnapshotRefused(WorkspaceActionError):
+    """A kept disk snapshot the request may not start from (not the user's, another team's
+    or region's, or deleted)."""
+
+
 class MountRefused(WorkspaceActionError):
     """A share asked for that the team does not have, or the user may not mount."""
 
@@ -173,7 +178,8 @@ class JustificationNeeded(WorkspaceActionError):
 def refusal_field(exc: WorkspaceActionError) -> str | None:
     """The request form's field a refusal is about, by the same name on the pages and in the
     API: "max_price" (CeilingTooLow), "justification" (JustificationNeeded), "name"
-    (NameTaken); None for a refusal of the request as a whole."""
+    (NameTaken), "mounts" (MountRefused), "from_snapshot" (SnapshotRefused); None for a
+    refusal of the request as a whole."""
     for refusal, field in _REFUSAL_FIELDS:
         if isinstance(exc, refusal):
             return field
@@ -185,6 +191,7 @@ _REFUSAL_FIELDS: tuple[tuple[type[WorkspaceActionError], str], ...] = (
     (JustificationNeeded, "justification"),
     (NameTaken, "name"),
     (MountRefused, "mounts"),
+    (SnapshotRefused, "from_snapshot"),
 )
 
 

@@ -228,8 +228,12 @@ ACTIONS = {
 @require_POST
 def workspace_action(request, pk, action):
     workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    # The delete's confirmation may ask to keep a snapshot of the OS disk (docs/storage.md).
+    extra = (
+        {"keep_snapshot": request.POST.get("keep_snapshot") == "on"} if action == "delete" else {}
+    )
     try:
-        ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now())
+        ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now(), **extra)
     except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)

@@ -105,6 +105,10 @@ def vm(
         bool,
         typer.Option(help="Wait in the fair queue when the team's GPUs or Azure's are taken."),
     ] = False,
+    from_snapshot: Annotated[
+        str,
+        typer.Option(help="Boot from a copy of a kept OS disk snapshot (`gpuportal storage`)."),
+    ] = "",
     mount: Mounts = None,
     no_mounts: NoMounts = False,
     no_home: NoHome = False,
@@ -129,6 +133,8 @@ def vm(
         body["queue_when_full"] = True
     if environment:
         body["environment"] = environment
+    if from_snapshot:
+        body["from_snapshot"] = from_snapshot
     key = _ssh_key(ssh_key)
     if key:
         body["ssh_public_key"] = key

@@ -123,6 +123,7 @@ class TimeSliceBackend:
     error_source = "Kubernetes"
     stop_label = "Stop"
     delete_warning = "The pod"
+    disk_snapshots = False  # no OS disk of its own
     hand_over_note = "Its pod is yours now."
     facts_template = "workspaces/kinds/generic_facts.html"
     resizable = False

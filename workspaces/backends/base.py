@@ -248,6 +248,9 @@ class WorkspaceBackend(Protocol):
     error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"
     stop_label: str  # the Stop button
     delete_warning: str  # what a delete removes: "The VM, its NIC and its OS disk"
+    # Whether its delete may keep a snapshot of its OS disk, from which a new workspace of
+    # the kind starts (Workspace.keep_snapshot, from_snapshot; docs/storage.md).
+    disk_snapshots: bool
     # Told to whoever is handed a leaver's workspace (workspaces.leavers): what access stays
     # with the leaver; "{leaver}" is their username.
     hand_over_note: str

@@ -30,7 +30,7 @@ from environments.recipes import jupyter_token, vm_recipe
 from teams.models import Profile
 from workspaces import azure, hooks, selectors, states, telemetry
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_placement, vm_resize, vm_setup
+from workspaces.backends import vm_placement, vm_resize, vm_setup, vm_snapshots
 from workspaces.backends.base import (
     IdeTarget,
     KindForm,
@@ -67,6 +67,7 @@ class VmBackend:
     error_source = "Azure"
     stop_label = "Stop (deallocate)"
     delete_warning = "The VM, its NIC and its OS disk"
+    disk_snapshots = True  # its OS disk may be kept as a snapshot (vm_snapshots)
     # Azure keeps the SSH key the VM was made with (osProfile is written once, at create).
     hand_over_note = (
         "Its VM still accepts {leaver}'s SSH key and not yours: delete it, or copy what you "
@@ -288,6 +289,8 @@ def _run_operation(
     name = cloud.vm_names(workspace.pk).vm
     token = workspace.operation_token if workspace.operation == operation else ""
     if not token:
+        if operation == "delete":  # Its owner may keep the OS disk first (vm_snapshots).
+            vm_snapshots.keep_before_delete(workspace, clock())
         spec = _vm_spec(cloud, workspace, clock()) if operation == "create" else None
         token = cloud.begin(azure_settings(), operation, name=name, spec=spec)
         azure.azure_usage_changed(region=workspace.region)
@@ -351,6 +354,7 @@ def _vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
         ssh_public_key=workspace.ssh_public_key,
         custom_data=_with_mounts(workspace, _cloud_init(workspace, now)),
         spot=workspace.spot,
+        os_disk_id=vm_snapshots.os_disk_from_snapshot(workspace, sku=sku.os_disk_sku),
         tags={
             "portal": "gpu-workspace-portal",
             "team": workspace.team.slug,

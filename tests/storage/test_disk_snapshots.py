@@ -164,3 +164,33 @@ def test_a_slice_has_no_disk_to_keep(cast, sim):
     with pytest.raises(Exception, match="no OS disk"):
         workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now(), keep_snapshot=True)
     assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING
+
+
+@pytest.mark.django_db
+def test_a_vm_from_a_snapshot_is_never_placed_in_another_region(cast):
+    from tests.factories import WorkspaceFactory
+    from workspaces.backends.vm_placement import vm_options
+
+    OfferingFactory(allow_region_fallback=True)
+    OfferingFactory(region="westus2", price_per_hour="2.0000")
+    gone = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.DELETED)
+    kept = DiskSnapshot.objects.create(
+        team=cast.team,
+        owner=cast.researcher,
+        workspace=gone,
+        kind=gone.kind,
+        name="ws-kept",
+        azure_id="/subscriptions/x/snapshots/ws-kept",
+        region="eastus",
+        vm_size="Standard_NC24ads_A100_v4",
+        size_gb=128,
+        created_at=timezone.now(),
+    )
+    plain = WorkspaceFactory(team=cast.team, owner=cast.researcher, region="eastus")
+    started = WorkspaceFactory(
+        team=cast.team, owner=cast.researcher, region="eastus", from_snapshot=kept
+    )
+
+    now = timezone.now()
+    assert {o.region for o in vm_options(plain, now)} == {"eastus", "westus2"}
+    assert {o.region for o in vm_options(started, now)} == {"eastus"}

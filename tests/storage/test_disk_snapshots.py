@@ -48,7 +48,7 @@ def _from(cast, snapshot, user=None):
     return Workspace.objects.get(pk=made.pk)
 
 
-def test_a_snapshot_kept_at_the_delete_starts_a_new_workspace_with_the_data(cast, sim):
+def test_a_snapshot_kept_at_the_delete_starts_a_new_workspace_with_the_data(client, cast, sim):
     snapshot = _kept(cast, sim)
     # The disk itself is gone with the VM; the snapshot stays in Azure.
     disks = [d["name"] for d in sim.state()["disks"]]
@@ -66,6 +66,12 @@ def test_a_snapshot_kept_at_the_delete_starts_a_new_workspace_with_the_data(cast
     os_disk = made.storage_profile.os_disk
     assert os_disk.create_option == "Attach" and os_disk.managed_disk.id.endswith("-osdisk")
     assert made.storage_profile.image_reference is None
+    # Both workspaces' pages say so.
+    client.force_login(cast.researcher)
+    page_b = client.get(f"/workspaces/{b.pk}/").content.decode()
+    assert f"<code>{snapshot.name}</code>" in page_b
+    page_a = client.get(f"/workspaces/{snapshot.workspace_id}/").content.decode()
+    assert "OS disk kept" in page_a and f"<code>{snapshot.name}</code>" in page_a
 
 
 def test_the_page_keeps_a_snapshot_only_when_ticked(client, cast, sim):

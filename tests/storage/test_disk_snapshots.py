@@ -15,7 +15,7 @@ from storage import disk_snapshots
 from teams.models import AuditEntry
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.storage.test_mounts import _workspace
-from workspaces.actions import workspace_delete
+from workspaces.actions import workspace_delete, workspace_retry
 from workspaces.azure import azure_settings
 from workspaces.backends.vm_request import workspace_request
 from workspaces.models import DiskSnapshot, Workspace
@@ -200,3 +200,23 @@ def test_a_vm_from_a_snapshot_is_never_placed_in_another_region(cast):
     now = timezone.now()
     assert {o.region for o in vm_options(plain, now)} == {"eastus", "westus2"}
     assert {o.region for o in vm_options(started, now)} == {"eastus"}
+
+
+def test_a_snapshot_azure_refuses_deletes_nothing_and_the_retry_keeps_it(cast, sim, sim_server):
+    vm, ws = _workspace(cast.researcher, cast.team)
+    sim.storage_write(vm, "/home/alice/notes.txt", "mine")
+    sim.inject("disk.snapshot", "server_error", count=1000)
+
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now(), keep_snapshot=True)
+
+    ws.refresh_from_db()
+    assert (ws.status, ws.failed_operation) == (Status.FAILED, "delete")
+    assert [v["name"] for v in sim.state()["virtualMachines"]] == [vm]
+    assert sim.storage_read(vm, "/home/alice/notes.txt") == "mine"  # disk and files kept
+    assert not DiskSnapshot.objects.exists()
+    sim_server.state.faults.pop("disk.snapshot", None)  # Azure takes snapshots again
+
+    workspace_retry(user=cast.researcher, workspace=ws, now=timezone.now())
+
+    assert Workspace.objects.get(pk=ws.pk).status == Status.DELETED
+    assert DiskSnapshot.objects.get(workspace=ws).name == f"{vm}-kept"

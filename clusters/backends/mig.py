@@ -88,7 +88,6 @@ class MigBackend(AksBackend):
     # A slice holds one MIG instance of its pool from the moment its pod is bound.
     pool_use: PoolUse | None = PoolUse(holding=SLICE_BOUND, waiting=SLICE_WAITING)
     delete_warning = "The pod, its Service and its /home volume"
-    disk_snapshots = False  # no OS disk of its own
     hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
     connect_template = "workspaces/kinds/mig_connect.html"

@@ -55,7 +55,6 @@ class NamespaceBackend(AksBackend):
     # Its GPU quota holds that many GPUs of its pool while the quota is in force.
     pool_use: PoolUse | None = PoolUse(holding=HOLDS_GPUS, units_field="gpu_count")
     delete_warning = "The namespace and everything in it"
-    disk_snapshots = False  # no OS disk of its own
     hand_over_note = "Its namespace stays open to the team's Entra ID group, as before."
     facts_template = "workspaces/kinds/namespace_facts.html"
     connect_template = "workspaces/kinds/namespace_connect.html"

@@ -55,6 +55,7 @@ class _AksRequestForm(MountsFormMixin):
                 "hx-get": reverse(url_name),
                 "hx-target": "#choices",
                 "hx-select": "#choices",
+                "hx-select-oob": "#mounts-choice",  # the chosen team's shares to mount
                 "hx-swap": "outerHTML",
                 "hx-trigger": "change",
             }

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from storage import services
-from storage.models import Access, PersonalHome
+from storage.models import Access, PersonalHome, TeamShare, VolumeState
 from tests.factories import SSH_KEY, OfferingFactory
 from tests.storage.test_mounts import _storage
 from workspaces.models import Workspace
@@ -148,3 +148,31 @@ def test_the_page_refuses_a_share_on_the_form(client, cast, shares):
     assert page.status_code == 200
     assert "admins-only is not a share of the team you may mount." in page.content.decode()
     assert not Workspace.objects.exists()
+
+
+def test_choosing_another_team_lists_that_teams_shares(client, cast):
+    from tests.factories import MembershipFactory
+
+    OfferingFactory()
+    MembershipFactory(team=cast.other_team, user=cast.researcher)
+    TeamShare.objects.create(
+        team=cast.other_team,
+        name="corpus",
+        size_gib=100,
+        azure_name="corpus-1a2b3c",
+        state=VolumeState.READY,
+        created_at=timezone.now(),
+    )
+    client.force_login(cast.researcher)
+
+    # The VM page's team select asks for the size table, and gets the tick boxes with it.
+    part = client.get(
+        f"/workspaces/new/?team={cast.other_team.pk}&region=eastus", headers={"HX-Request": "true"}
+    ).content.decode()
+    # The MIG page is rendered again for the team; its select takes the tick boxes from it.
+    mig = client.get(f"/workspaces/new/mig/?team={cast.other_team.pk}").content.decode()
+
+    assert 'hx-swap-oob="true"' in part and 'value="corpus"' in part
+    assert 'value="corpus"' in mig and 'hx-select-oob="#mounts-choice"' in mig
+    vision = client.get(f"/workspaces/new/mig/?team={cast.team.pk}").content.decode()
+    assert 'value="corpus"' not in vision  # another team's share

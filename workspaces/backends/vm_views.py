@@ -54,7 +54,10 @@ def _request_form(
     if environment and text_problem(environment) is None:
         initial["environment"] = environment
     teams = team_list_for_requests(user=request.user)
-    initial["team"] = teams.first()  # what the select shows first: its shares to mount
+    # The team asked for (the team select's htmx GET) or the select's first: its shares to
+    # mount are the form's choices.
+    asked = (data or request.GET).get("team", "")
+    initial["team"] = (teams.filter(pk=asked).first() if asked.isdigit() else None) or teams.first()
     form = WorkspaceRequestForm(
         data,
         initial=initial,
@@ -99,6 +102,7 @@ def workspace_request(request: HttpRequest, kind: str) -> HttpResponse:
     context.update(estimate_on_request_page(request) if request.method == "GET" else {})
     context.setdefault("estimate_form", EstimateForm(auto_id="est-%s"))
     if getattr(request, "htmx", False) and request.method == "GET":
+        context["mounts_oob"] = True  # the chosen team's shares replace the tick boxes
         return render(request, "workspaces/_size_table.html", context)
     return render(request, "workspaces/request.html", context)
 

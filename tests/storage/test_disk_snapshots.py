@@ -172,7 +172,6 @@ def test_a_slice_has_no_disk_to_keep(cast, sim):
     assert Workspace.objects.get(pk=ws.pk).status == Status.RUNNING
 
 
-@pytest.mark.django_db
 def test_a_vm_from_a_snapshot_is_never_placed_in_another_region(cast):
     from tests.factories import WorkspaceFactory
     from workspaces.backends.vm_placement import vm_options

@@ -26,6 +26,8 @@ from teams.quota_requests import DecisionError
 from workspaces.requests import (
     CeilingTooLow,
     JustificationNeeded,
+    MountRefused,
+    SnapshotRefused,
     WorkspaceActionError,
     refusal_field,
 )
@@ -63,6 +65,8 @@ def register(api: NinjaAPI) -> None:
 
     @api.exception_handler(JustificationNeeded)
     @api.exception_handler(CeilingTooLow)
+    @api.exception_handler(MountRefused)
+    @api.exception_handler(SnapshotRefused)
     def _field(request: HttpRequest, exc: WorkspaceActionError) -> HttpResponse:
         errors = [{"loc": ["body", refusal_field(exc)], "msg": str(exc)}]
         return problem(request, 400, str(exc), errors=errors)

@@ -1,7 +1,8 @@
 """Managed disk snapshots through azure-mgmt-compute: keep a workspace's OS disk before it is
 deleted, and make a new disk from the snapshot for a new workspace (Microsoft Learn, "Create a
 snapshot of a virtual hard disk", learn.microsoft.com/azure/virtual-machines/snapshot-copy-
-managed-disk; billed per GiB used, "LRS Snapshots" of Standard HDD Managed Disks).
+managed-disk; incremental snapshots, learn.microsoft.com/azure/virtual-machines/disks-
+incremental-snapshots: billed for the GiB used, on standard storage whatever the disk's tier).
 
 Every function raises cloud.errors.CloudError on an Azure failure and returns dataclasses.
 """
@@ -35,7 +36,8 @@ class DiskInfo:
 def snapshot_disk(
     settings: AzureSettings, *, name: str, disk_id: str, location: str, tags: dict[str, str]
 ) -> SnapshotInfo:
-    """A full (not incremental) Standard_LRS snapshot of the disk, named ``name``."""
+    """An incremental Standard_LRS snapshot of the disk, named ``name`` (a PUT: sent again,
+    it takes the disk again). Azure allows it while a VM runs on the disk (crash-consistent)."""
     body = models.Snapshot(
         {
             "location": location,
@@ -43,7 +45,7 @@ def snapshot_disk(
             "sku": {"name": "Standard_LRS"},
             "properties": {
                 "creationData": {"createOption": "Copy", "sourceResourceId": disk_id},
-                "incremental": False,
+                "incremental": True,
             },
         }
     )
@@ -80,6 +82,28 @@ def get_snapshot(settings: AzureSettings, *, name: str) -> SnapshotInfo | None:
 def delete_snapshot(settings: AzureSettings, *, name: str) -> None:
     with azure_errors():
         compute_client(settings).snapshots.begin_delete(settings.resource_group, name).result()
+
+
+def get_disk(settings: AzureSettings, *, name: str) -> DiskInfo | None:
+    with azure_errors():
+        try:
+            disk = compute_client(settings).disks.get(settings.resource_group, name)
+        except ResourceNotFoundError:
+            return None
+    return DiskInfo(name=disk.name or name, id=disk.id or "", size_gb=int(disk.disk_size_gb or 0))
+
+
+def ensure_disk_from_snapshot(
+    settings: AzureSettings, *, name: str, snapshot_id: str, location: str, sku: str
+) -> DiskInfo:
+    """The disk ``name``, copied from the snapshot unless it exists already (a create tried
+    again after a worker died finds the disk it made)."""
+    found = get_disk(settings, name=name)
+    if found is not None:
+        return found
+    return disk_from_snapshot(
+        settings, name=name, snapshot_id=snapshot_id, location=location, sku=sku
+    )
 
 
 def disk_from_snapshot(

@@ -77,6 +77,10 @@ class VmSpec:
     # A capacity reservation group's id: the VM takes an instance of its reservation for the
     # size (cloud.azure_reservations); "" for none.
     capacity_reservation_group: str = ""
+    # A managed disk to boot from instead of ``image`` (a disk copied from a kept snapshot,
+    # cloud.azure_snapshots): attached as the OS disk, so Azure takes no osProfile; the
+    # cloud-config travels as userData (IMDS) instead of customData.
+    os_disk_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -475,7 +479,7 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
         "managedDisk": {"storageAccountType": spec.os_disk_sku},
     }
     nic_ref = {"id": nic_id, "properties": {"primary": True, "deleteOption": "Detach"}}
-    properties = {
+    properties: dict[str, Any] = {
         "hardwareProfile": {"vmSize": spec.vm_size},
         "storageProfile": {
             "imageReference": image_reference(spec.image),
@@ -484,12 +488,34 @@ def _vm_body(names: VmNames, nic_id: str, spec: VmSpec) -> dict[str, Any]:
         "osProfile": _os_profile(names.vm, spec),
         "networkProfile": {"networkInterfaces": [nic_ref]},
     }
+    if spec.os_disk_id:
+        del properties["osProfile"]
+        properties.update(_attached_os_disk(names, spec))
     if spec.spot:
         properties.update(_spot_properties())
     if spec.capacity_reservation_group:
         group = {"id": spec.capacity_reservation_group}
         properties["capacityReservation"] = {"capacityReservationGroup": group}
     return {"location": spec.location, "tags": dict(spec.tags), "properties": properties}
+
+
+def _attached_os_disk(names: VmNames, spec: VmSpec) -> dict[str, Any]:
+    """A VM on an existing (specialized) OS disk, as Microsoft's examples attach one:
+    osDisk createOption Attach with managedDisk.id and osType, no imageReference and no
+    osProfile (Azure refuses them: the disk has its OS set up); the cloud-config as userData
+    (learn.microsoft.com/azure/virtual-machines/user-data)."""
+    os_disk = {
+        "name": names.os_disk,
+        "osType": "Linux",
+        "createOption": "Attach",
+        "deleteOption": "Detach",
+        "caching": "ReadWrite",
+        "managedDisk": {"id": spec.os_disk_id},
+    }
+    return {
+        "storageProfile": {"osDisk": os_disk},
+        "userData": base64.b64encode(spec.custom_data.encode("utf-8")).decode("ascii"),
+    }
 
 
 def _spot_properties() -> dict[str, Any]:

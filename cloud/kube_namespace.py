@@ -34,7 +34,7 @@ from .kube_core import (
     dns_label,
 )
 from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
-from .kube_nfs import NfsVolume, nfs_ensure
+from .kube_nfs import NfsVolume, nfs_ensure, nfs_release
 
 
 @dataclass(frozen=True)
@@ -159,15 +159,21 @@ def namespace_start(api: ApiClient, spec: NamespaceSpec) -> None:
 
 def namespace_delete(api: ApiClient, *, name: str, workspace_id: str) -> bool:
     """Delete the namespace if it is the workspace's (its WORKSPACE_LABEL; everything in it goes
-    with it). True once it is gone or is not the workspace's (someone else's is never touched),
+    with it), then the PersistentVolumes of its shares' claims (kube_nfs.nfs_release; never a
+    share). True once it is gone or is not the workspace's (someone else's is never touched),
     False while it is Terminating. Raises CloudError."""
     core = client.CoreV1Api(api)
     with _errors():
         found = _quietly(lambda: core.read_namespace(name))
-        if found is None or (found.metadata.labels or {}).get(WORKSPACE_LABEL) != workspace_id:
-            return True
-        _quietly(lambda: core.delete_namespace(name))
-        return _missing(lambda: core.read_namespace(name))
+        if found is not None:
+            if (found.metadata.labels or {}).get(WORKSPACE_LABEL) != workspace_id:
+                return True
+            _quietly(lambda: core.delete_namespace(name))
+            if not _missing(lambda: core.read_namespace(name)):
+                return False
+    # Gone (now, or by an earlier call of a delete tried again): its volumes go too.
+    nfs_release(api, namespace=name)
+    return True
 
 
 def namespace_phase(api: ApiClient, *, name: str) -> str:

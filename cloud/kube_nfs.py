@@ -21,7 +21,7 @@ from typing import Any
 from kubernetes import client
 from kubernetes.client import ApiClient
 
-from .kube_core import MANAGED_BY, MANAGED_BY_LABEL, _ensure, _errors
+from .kube_core import MANAGED_BY, MANAGED_BY_LABEL, _ensure, _errors, _quietly
 from .kube_ensure import Namespaced, objects_create
 
 DRIVER = "file.csi.azure.com"
@@ -126,6 +126,28 @@ def nfs_ensure(
                 "PersistentVolume", name, create, partial(core.read_persistent_volume, name), ours
             )
     objects_create(api, namespace, [claim(v, namespace) for v in volumes], ours)
+
+
+def nfs_release(api: ApiClient, *, namespace: str) -> list[str]:
+    """Delete the portal's PersistentVolumes bound to claims of ``namespace``, once the
+    namespace is gone: Retain leaves them Released, never bound again, so a namespace made
+    again under the name would wait for them forever. Only the volume objects go: Retain means
+    the CSI driver never deletes the Azure Files share behind them. Returns their names.
+    Raises CloudError."""
+    core = client.CoreV1Api(api)
+    gone = []
+    with _errors():
+        volumes = core.list_persistent_volume(label_selector=f"{MANAGED_BY_LABEL}={MANAGED_BY}")
+        for volume in volumes.items:
+            ref = volume.spec.claim_ref if volume.spec else None
+            if ref is None or ref.namespace != namespace:
+                continue
+            if volume.spec.persistent_volume_reclaim_policy != "Retain":
+                continue  # Not the portal's static volume: never risk a share.
+            name = volume.metadata.name
+            _quietly(partial(core.delete_persistent_volume, name))  # 404: already gone
+            gone.append(name)
+    return gone
 
 
 def pod_parts(volumes: tuple[NfsVolume, ...]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

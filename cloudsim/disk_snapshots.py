@@ -36,6 +36,8 @@ class DiskSnapshot:
     source_unique_id: str
     size_gb: int
     path: Path
+    incremental: bool = False
+    image: dict = field(default_factory=dict)  # the source disk's: its OS and driver
     tags: dict = field(default_factory=dict)
     created: float = field(default_factory=time.time)
     unique_id: str = field(default_factory=lambda: str(uuid.uuid4()))
@@ -62,7 +64,7 @@ def snapshot_body(snap: DiskSnapshot) -> dict:
             "sourceUniqueId": snap.source_unique_id,
         },
         "diskSizeGB": snap.size_gb,
-        "incremental": False,
+        "incremental": snap.incremental,
         "timeCreated": iso(snap.created),
         "provisioningState": "Succeeded",
         "uniqueId": snap.unique_id,
@@ -95,6 +97,8 @@ def put_snapshot(cloud: Cloud, req: Request) -> Response:
         source_unique_id=disk.unique_id,
         size_gb=disk.size_gb,
         path=path,
+        incremental=dig(body, "properties", "incremental") is True,
+        image=dict(disk.image),
         tags=body.get("tags") or {},
     )
     old = _snapshots(cloud).pop(key_of(rid), None)
@@ -138,7 +142,7 @@ def put_disk(cloud: Cloud, req: Request) -> Response:
         location=str(body.get("location") or snap.location),
         storage_type=sku,
         size_gb=int(dig(body, "properties", "diskSizeGB") or snap.size_gb),
-        image={},
+        image=dict(snap.image),
         managed_by=None,
         tags=body.get("tags") or {},
     )

@@ -29,6 +29,41 @@ def ensure_name_free(cloud: Cloud, vm: VM) -> None:
         raise ArmError(409, "ConflictingUserInput", message)
 
 
+def attaches(properties: dict) -> bool:
+    """Whether the VM boots from an existing disk (osDisk createOption Attach)."""
+    option = dig(properties, "storageProfile", "osDisk", "createOption")
+    return str(option or "").lower() == "attach"
+
+
+def disk_to_attach(cloud: Cloud, properties: dict, rg: str) -> Disk:
+    """The disk an Attach create names, checked as Azure does: no imageReference and no
+    osProfile (400 InvalidParameter: the disk's OS is set up), osType given, managedDisk.id
+    a disk that exists (404 NotFound) and no VM holds (409 OperationNotAllowed)."""
+    for part in ("imageReference", "osProfile"):
+        where = properties.get("storageProfile", {}) if part == "imageReference" else properties
+        if where.get(part) is not None:
+            message = f"Parameter '{part}' is not allowed with an attached OS disk."
+            raise errors.invalid_parameter(message, part)
+    os_disk = dig(properties, "storageProfile", "osDisk") or {}
+    if not os_disk.get("osType"):
+        message = "Required parameter 'osDisk.osType' is missing (null)."
+        raise errors.invalid_parameter(message, "osType")
+    disk_id = str(dig(os_disk, "managedDisk", "id") or "")
+    disk = cloud.disk("/" + disk_id.lstrip("/")) if disk_id else None
+    if disk is None:
+        raise errors.not_found(views.DISK_TYPE, disk_id.rsplit("/", 1)[-1] or "(none)", rg)
+    if disk.managed_by:
+        message = f"Disk {disk.name} is attached to VM {disk.managed_by}."
+        raise ArmError(409, "OperationNotAllowed", message)
+    return disk
+
+
+def attach_os_disk(vm: VM, disk: Disk) -> None:
+    """The VM boots from ``disk``: its OS disk from now on, deleted or detached with it."""
+    vm.disk_id, vm.os_disk_name = disk.id, disk.name
+    disk.managed_by = vm.id
+
+
 def create_os_disk(cloud: Cloud, vm: VM) -> Disk:
     """Create the VM's OS disk, attached to it (size in GiB from osDisk.diskSizeGB or 30)."""
     os_disk = dig(vm.properties, "storageProfile", "osDisk") or {}

@@ -90,6 +90,10 @@ def _parse_spec(body: dict) -> VmSpec:
     )
     _require_linux_login(os_profile)
     custom_data = os_profile.pop("customData", None)  # Write-only in Azure: never echoed.
+    # A VM on an attached OS disk takes no osProfile: its cloud-config comes as userData,
+    # which Azure answers only to $expand=userData (not played: it is left out here).
+    user_data = properties.pop("userData", None)
+    custom_data = custom_data or user_data
     os_profile.pop("adminPassword", None)
     tags = body.get("tags") if isinstance(body.get("tags"), dict) else {}
     zones = body.get("zones") if isinstance(body.get("zones"), list) else None
@@ -238,18 +242,26 @@ def _check_boot(spec: VmSpec, size: SizeInfo, disk_name: str) -> None:
 
 def _create(cloud: Cloud, req: Request, spec: VmSpec) -> Response:
     size = _offered_size(cloud, spec)
+    attached = None
+    if disks.attaches(spec.properties):
+        attached = disks.disk_to_attach(cloud, spec.properties, req.params["rg"])
     _check_boot(spec, size, disks.os_disk_name(spec.properties, req.params["name"]))
     spot = spec.properties.get("priority") in SPOT_PRIORITIES
     cloud.check_quota(req.params["sub"], spec.location, size, spot=spot)  # Validation step 4.
     vm = _new_vm(req, spec, size)
-    vm.driver = image_carries_driver(dig(spec.properties, "storageProfile", "imageReference") or {})
-    disks.ensure_name_free(cloud, vm)
+    image = attached.image if attached else dig(spec.properties, "storageProfile", "imageReference")
+    vm.driver = image_carries_driver(image or {})
+    if attached is not None:
+        disks.attach_os_disk(vm, attached)
+    else:
+        disks.ensure_name_free(cloud, vm)
     reserved = reservations.checked_association(cloud, vm)
     error = faults.allocation_error(cloud, "vm.create", vm.location, size.name, reserved=reserved)
     vm.allocated = error is None  # The slot is taken now, so concurrent creates see it.
     cloud.vms[key_of(vm.id)] = vm
     _bind_nics(cloud, vm, spec.nic_refs)
-    disks.create_os_disk(cloud, vm)
+    if attached is None:
+        disks.create_os_disk(cloud, vm)
     op = _start_op(cloud, vm, "PUT", error, lambda op: _finish_boot(vm, op))
     headers = quirks.create_headers(cloud, req, op, "vm.create")
     return Response(201, views.vm_body(cloud, vm), headers)

@@ -1,13 +1,16 @@
-"""Which NFS shares a workspace mounts (workspaces.hooks.WorkspaceMounts): every ready share
-of its team the owner's role may mount, read-write or read-only, at /data/<name>, and the
-owner's home in that team at /data/home. The same list for a VM (cloud-init, agent/
-nfs_mounts.py) and a pod (PersistentVolumes of the Azure Files CSI driver)."""
+"""Which NFS shares a workspace mounts (workspaces.hooks.WorkspaceMounts): the ready shares of
+its team the owner chose at the request (Workspace.mount_shares; null: every one their role may
+mount), read-write or read-only, at /data/<name>, and the owner's home in that team at
+/data/home unless they chose not to (Workspace.mount_home). The same list for a VM
+(cloud-init, agent/nfs_mounts.py) and a pod (PersistentVolumes of the Azure Files CSI
+driver)."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
 import structlog
+from django.contrib.auth.models import User
 from django.utils import timezone
 
 from cloud.azure_storage import nfs_source
@@ -16,7 +19,7 @@ from storage import provisioning
 from storage.models import HOME_MOUNT, Access, PersonalHome, TeamShare, VolumeState
 from storage.selectors import team_storage_get
 from storage.services import home_ensure
-from teams.models import Membership, Role
+from teams.models import Membership, Role, Team
 from workspaces.hooks import WorkspaceMount
 from workspaces.models import Workspace
 
@@ -29,6 +32,18 @@ def share_access(*, share: TeamShare, role: str | None) -> str:
     if role == Role.RESEARCHER:
         return share.researcher_access
     return Access.NONE
+
+
+def _role(team: Team, user: User) -> str | None:
+    return Membership.objects.filter(team=team, user=user).values_list("role", flat=True).first()
+
+
+def mount_options(*, team: Team, user: User) -> list[str]:
+    """The names of the team's ready shares ``user`` may mount, by name
+    (workspaces.hooks.MountOptions): what a request may choose among."""
+    role = _role(team, user)
+    shares = TeamShare.objects.filter(team=team, state=VolumeState.READY).order_by("name")
+    return [s.name for s in shares if share_access(share=s, role=role) != Access.NONE]
 
 
 def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:
@@ -47,20 +62,18 @@ def mounts_planned(*, workspace: Workspace, make_home: bool = False) -> list[Wor
     account = team_storage_get(team=workspace.team).account_name
     if not account:
         return []
-    role = (
-        Membership.objects.filter(team=workspace.team, user=workspace.owner)
-        .values_list("role", flat=True)
-        .first()
-    )
+    role = _role(workspace.team, workspace.owner)
     found = []
     shares = TeamShare.objects.filter(team=workspace.team, state=VolumeState.READY)
+    if workspace.mount_shares is not None:  # The owner's choice at the request.
+        shares = shares.filter(name__in=workspace.mount_shares)
     for share in shares.order_by("name"):
         access = share_access(share=share, role=role)
         if access == Access.NONE:
             continue
         mount = _mount(account, share.azure_name, share.mount_path, access, share.name)
         found.append(replace(mount, size_gib=share.size_gib))
-    if role is None:
+    if role is None or not workspace.mount_home:
         home = None
     elif make_home:
         home = _home(workspace)

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from cloud.errors import CloudError
-from storage import provisioning
+from storage import disk_snapshots, provisioning
 from storage.models import SnapshotReason
 
 
@@ -75,5 +75,6 @@ def scheduled_snapshots() -> int:
 
 @shared_task
 def purge_deleted_volumes() -> int:
-    """Beat: deleted shares and homes past their retention."""
-    return provisioning.volumes_purge(now=timezone.now())
+    """Beat: deleted shares, homes and kept disk snapshots past their retention."""
+    now = timezone.now()
+    return provisioning.volumes_purge(now=now) + disk_snapshots.disk_snapshots_purge(now=now)

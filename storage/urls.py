@@ -21,4 +21,14 @@ urlpatterns = [
         name="storage-share-snapshot",
     ),
     path("teams/<slug:slug>/storage/quota/", views.storage_quota, name="storage-quota"),
+    path(
+        "teams/<slug:slug>/storage/disk-snapshots/<int:pk>/delete/",
+        views.disk_snapshot_delete,
+        name="storage-disk-snapshot-delete",
+    ),
+    path(
+        "teams/<slug:slug>/storage/disk-snapshots/<int:pk>/restore/",
+        views.disk_snapshot_restore,
+        name="storage-disk-snapshot-restore",
+    ),
 ]

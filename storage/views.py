@@ -16,12 +16,13 @@ from django.views.decorators.http import require_GET, require_POST
 
 from common.htmx import HtmxRequest
 from common.permissions import access_require
-from storage import hooks, selectors, services
+from storage import disk_snapshots, hooks, selectors, services
 from storage.forms import DeleteShareForm, QuotaForm, ShareForm
 from storage.models import HOME_MOUNT, TeamShare
 from storage.mounts import share_access
 from teams import selectors as team_selectors
 from teams.models import Membership, Team
+from workspaces.models import DiskSnapshot
 
 
 def _team(request: HttpRequest, slug: str, perm: str) -> Team:
@@ -69,7 +70,19 @@ def _context(request: HttpRequest, team: Team, **forms: Any) -> dict[str, Any]:
         "quota_form": forms.get("quota_form")
         or QuotaForm(initial={"quota_gib": storage.quota_gib}),
         "delete_errors": forms.get("delete_errors") or {},
+        **_disk_snapshots(request, team),
     }
+
+
+def _disk_snapshots(request: HttpRequest, team: Team) -> dict[str, Any]:
+    """Kept snapshots of deleted VMs' OS disks (storage.disk_snapshots), each with
+    ``may_change``: whether the viewer may delete or restore it (its owner, a team admin)."""
+    manages = request.user.has_perm("storage.manage_shares", team)
+    kept = list(disk_snapshots.disk_snapshots_kept(team=team))
+    deleted = list(disk_snapshots.disk_snapshots_restorable(team=team, now=timezone.now()))
+    for snapshot in kept + deleted:
+        snapshot.may_change = manages or snapshot.owner_id == request.user.pk  # type: ignore[attr-defined]
+    return {"disk_snapshots": kept, "disk_snapshots_deleted": deleted}
 
 
 def _answer(request: HtmxRequest, team: Team, status: int = 200, **forms: Any) -> HttpResponse:
@@ -167,4 +180,46 @@ def storage_quota(request: HtmxRequest, slug: str) -> HttpResponse:
         user=request.user, team=team, quota_gib=form.cleaned_data["quota_gib"], now=timezone.now()
     )
     messages.success(request, f"Storage quota of {team.name} saved.")
+    return _answer(request, team)
+
+
+def _disk_snapshot(team: Team, pk: int) -> DiskSnapshot:
+    found = DiskSnapshot.objects.filter(team=team, pk=pk, purged_at__isnull=True).first()
+    if found is None:
+        raise Http404("No such snapshot.")
+    return found
+
+
+@login_required
+@require_POST
+def disk_snapshot_delete(request: HtmxRequest, slug: str, pk: int) -> HttpResponse:
+    """Delete a kept disk snapshot (its owner or a team admin, its name typed)."""
+    team = _team(request, slug, "storage.view_storage")
+    snapshot = _disk_snapshot(team, pk)
+    form = DeleteShareForm(request.POST)
+    try:
+        confirm = form.cleaned_data["confirm"] if form.is_valid() else ""
+        disk_snapshots.disk_snapshot_delete(
+            user=request.user, snapshot=snapshot, confirm=confirm, now=timezone.now()
+        )
+    except ValidationError as error:
+        errors = {f"disk-{snapshot.pk}": " ".join(error.messages)}
+        return _answer(request, team, status=400, delete_errors=errors)
+    messages.success(request, f"Snapshot {snapshot.name} deleted: it can be restored for now.")
+    return _answer(request, team)
+
+
+@login_required
+@require_POST
+def disk_snapshot_restore(request: HtmxRequest, slug: str, pk: int) -> HttpResponse:
+    team = _team(request, slug, "storage.view_storage")
+    snapshot = _disk_snapshot(team, pk)
+    try:
+        disk_snapshots.disk_snapshot_restore(
+            user=request.user, snapshot=snapshot, now=timezone.now()
+        )
+    except ValidationError as error:
+        messages.error(request, " ".join(error.messages))
+        return _answer(request, team, status=400)
+    messages.success(request, f"Snapshot {snapshot.name} is kept again.")
     return _answer(request, team)

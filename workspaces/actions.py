@@ -260,11 +260,18 @@ def _check_room_to_start(workspace: Workspace, now: datetime) -> None:
     telemetry.agent_activity_reset(workspace_id=workspace.pk)
 
 
-def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None:
+def workspace_delete(
+    *, user: User, workspace: Workspace, now: datetime, keep_snapshot: bool = False
+) -> None:
     """Delete the VM, its NIC and OS disk, and revoke its agent's token. A request still
     waiting for approval has nothing in Azure: deleting it withdraws it
     (workspaces.withdrawals), so ``gpuportal rm`` and the API's DELETE take it back.
+    With ``keep_snapshot``, its backend snapshots the OS disk before deleting it
+    (docs/storage.md); refused for a kind without one (WorkspaceBackend.disk_snapshots).
     Raises WorkspaceActionError, ActionNotAllowed."""
+    if keep_snapshot and not backend_for(workspace.kind).disk_snapshots:
+        label = backend_for(workspace.kind).label
+        raise WorkspaceActionError(f"A {label} has no OS disk of its own to keep.")
     if workspace.status == Status.PENDING_APPROVAL:
         workspace_withdraw(user=user, workspace=workspace, now=now)
         return
@@ -277,9 +284,10 @@ def workspace_delete(*, user: User, workspace: Workspace, now: datetime) -> None
         user=user,
         workspace=workspace,
         to=Status.DELETING,
-        reason="Deleted by user",
+        reason="Deleted by user" + ("; keeping a snapshot of its OS disk" if keep_snapshot else ""),
         now=now,
         failed_operation="",
+        keep_snapshot=keep_snapshot,
     )
     telemetry.agent_token_revoke(workspace_id=workspace.pk, now=now)
 

@@ -4,13 +4,15 @@ its backend (workspaces.backends.vm_form, clusters.backends.forms)."""
 
 import re
 from decimal import Decimal
-from typing import Any
+from typing import Any, cast
 
 from django import forms
 from django.db.models import QuerySet
 
 from common.validation import TextField
-from workspaces import equivalents
+from teams.models import Team
+from workspaces import equivalents, hooks
+from workspaces.hooks import MountChoice
 from workspaces.models import SizeOffering
 
 NAME_RE = re.compile(r"^[a-z0-9]([a-z0-9-]{0,38}[a-z0-9])?$")
@@ -24,6 +26,90 @@ def clean_workspace_name(value: str) -> str:
             "Use 1–40 lower-case letters, digits and hyphens, not starting or ending with one."
         )
     return name
+
+
+# The page's request forms carry this hidden field: its tick boxes are then the whole choice
+# (none ticked: no share). Data without it (the API's body) leaves out what it does not name:
+# every share the owner may mount, and the home.
+MOUNTS_SHOWN = "mounts_shown"
+
+
+class _MountsWidget(forms.CheckboxSelectMultiple):
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> Any:
+        if name not in data and MOUNTS_SHOWN not in data:
+            return None
+        return super().value_from_datadict(data, files, name)
+
+
+class _HomeWidget(forms.CheckboxInput):
+    def value_from_datadict(self, data: Any, files: Any, name: str) -> bool:
+        if name not in data and MOUNTS_SHOWN not in data:
+            return True
+        return super().value_from_datadict(data, files, name)
+
+
+class MountsField(forms.MultipleChoiceField):
+    """Team share names to mount; None (not given) for every share the owner may mount."""
+
+    widget = _MountsWidget
+
+    def to_python(self, value: Any) -> list[str] | None:
+        return None if value is None else super().to_python(value)
+
+    def validate(self, value: Any) -> None:
+        if value is not None:
+            super().validate(value)
+
+
+class MountsFormMixin(forms.Form):
+    """What every kind's request form asks about storage (docs/storage.md): which of the
+    team's shares to mount (``mounts``: the names ``user`` may mount in the chosen team,
+    hooks.mount_options) and whether to mount the owner's home (``home``). Takes ``user``
+    besides the form's own arguments; the chosen team is the data's ``team`` (a pk), else the
+    initial one."""
+
+    mounts = MountsField(
+        required=False,
+        label="Team shares to mount",
+        help_text="Each at /data/<name>. Untick what this workspace does not need.",
+        error_messages={"invalid_choice": "%(value)s is not a share of the team you may mount."},
+    )
+    home = forms.BooleanField(
+        required=False,
+        initial=True,
+        widget=_HomeWidget,
+        label="Mount my home at /data/home",
+        help_text="Your own share in this team, the same in every workspace of yours.",
+    )
+    mounts_shown = forms.CharField(required=False, initial="1", widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, user: Any = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        team = self._mount_team()
+        options = hooks.mount_options(team=team, user=user) if team and user else []
+        field = cast(forms.MultipleChoiceField, self.fields["mounts"])
+        field.choices = [(name, name) for name in options]
+        field.initial = options
+        # After the kind's own fields, before the justification (a page that lists every
+        # field in order: templates/workspaces/request_kind.html).
+        names = [n for n in self.fields if n not in ("mounts", "home", "justification")]
+        self.order_fields([*names, "mounts", "home", "justification"])
+
+    def _mount_team(self) -> Team | None:
+        raw = self.data.get(self.add_prefix("team")) if self.is_bound else None
+        if raw is None:
+            raw = self.initial.get("team")
+        if isinstance(raw, Team):
+            return raw
+        return Team.objects.filter(pk=raw).first() if str(raw or "").isdigit() else None
+
+
+def mount_choice(cleaned: dict[str, Any]) -> MountChoice:
+    """The MountChoice of a cleaned request form (the default for a form without the fields)."""
+    shares = cleaned.get("mounts")
+    return MountChoice(
+        shares=None if shares is None else tuple(shares), home=cleaned.get("home", True)
+    )
 
 
 class CeilingField(forms.DecimalField):

@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Protocol
 from common.hooks import Callbacks, Provided
 
 if TYPE_CHECKING:
+    from django.contrib.auth.models import User
     from django.db.models import Expression, Subquery
 
+    from teams.models import Team
     from workspaces.models import Workspace
 
 
@@ -197,21 +199,54 @@ class WorkspaceMount:
     size_gib: int = 100
 
 
+@dataclass(frozen=True)
+class MountChoice:
+    """What a request asks to mount (Workspace.mount_shares, mount_home): ``shares`` the team
+    shares by name, None for every share the owner's role may mount (the default); ``home``
+    whether the owner's home is mounted at /data/home."""
+
+    shares: tuple[str, ...] | None = None
+    home: bool = True
+
+
+# The default choice: every share the owner's role may mount, and the home.
+ALL_MOUNTS = MountChoice()
+
+
 class WorkspaceMounts(Protocol):
     """The mounts of a workspace, in the order they should be mounted."""
 
     def __call__(self, *, workspace: Workspace) -> list[WorkspaceMount]: ...
 
 
+class MountOptions(Protocol):
+    """The names of the team's shares ``user`` may mount now (ready, and their role's access
+    is not "not mounted"), by name."""
+
+    def __call__(self, *, team: Team, user: User) -> list[str]: ...
+
+
 _mounts: Provided[WorkspaceMounts] = Provided("mounts (storage: StorageConfig.ready())")
 _planned_mounts: Provided[WorkspaceMounts] = Provided("shown mounts (storage)")
+_mount_options: Provided[MountOptions] = Provided("mount options (storage)")
 
 
-def provide_mounts(callback: WorkspaceMounts, planned: WorkspaceMounts) -> None:
+def provide_mounts(
+    callback: WorkspaceMounts, planned: WorkspaceMounts, options: MountOptions
+) -> None:
     """Register storage's answer to which shares a workspace mounts: ``callback`` when its
-    VM or pod is made (it may make the owner's home first), ``planned`` for a page (a read)."""
+    VM or pod is made (it may make the owner's home first), ``planned`` for a page (a read),
+    ``options`` what a request may choose among."""
     _mounts.provide(callback)
     _planned_mounts.provide(planned)
+    _mount_options.provide(options)
+
+
+def mount_options(*, team: Team, user: User) -> list[str]:
+    """The share names a request of ``user`` in ``team`` may choose (MountOptions); none
+    when no app provides them."""
+    given = _mount_options.given
+    return given(team=team, user=user) if given is not None else []
 
 
 def workspace_mounts(*, workspace: Workspace) -> list[WorkspaceMount]:

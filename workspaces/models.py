@@ -200,6 +200,20 @@ class Workspace(models.Model):
     setup_step = models.CharField(
         max_length=200, blank=True, help_text="Setting up: the step it is at, in words"
     )
+    # What its owner chose to mount (docs/storage.md): the team shares by name, null for every
+    # share their role may mount when it is made; and whether their home is mounted.
+    mount_shares = models.JSONField(null=True, blank=True, default=None)
+    mount_home = models.BooleanField(default=True)
+    # Its owner asked, with the delete, to keep a snapshot of its OS disk (a kind with one).
+    keep_snapshot = models.BooleanField(default=False)
+    # The kept disk snapshot its OS disk is made from, instead of an image (null: an image).
+    from_snapshot = models.ForeignKey(
+        "workspaces.DiskSnapshot",
+        null=True,
+        blank=True,
+        on_delete=models.PROTECT,
+        related_name="started",
+    )
     created_at = models.DateTimeField()
     updated_at = models.DateTimeField()
 
@@ -477,3 +491,35 @@ class BeatRun(models.Model):
 
     def __str__(self) -> str:
         return self.job
+
+
+class DiskSnapshot(models.Model):
+    """A snapshot of a deleted workspace's OS disk its owner kept (Microsoft.Compute/snapshots,
+    incremental, on standard storage), from which a new workspace of the same kind, team and
+    region can start. ``size_gb`` is the disk's provisioned size in GiB (Azure bills an
+    incremental snapshot for the GiB used, at most that). Deleted only on purpose
+    (storage.services.disk_snapshot_delete, audited)."""
+
+    team = models.ForeignKey("teams.Team", on_delete=models.PROTECT, related_name="+")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+")
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.PROTECT, related_name="kept_snapshot"
+    )
+    kind = models.CharField(max_length=16)
+    name = models.CharField(max_length=80, unique=True, help_text="Its Azure name")
+    azure_id = models.CharField(max_length=300)
+    region = models.CharField(max_length=32)
+    vm_size = models.CharField(max_length=64, help_text="The size of the workspace it kept")
+    size_gb = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+    # Deleted on purpose: restorable until purge_after (the team's retention days), when the
+    # hourly purge deletes it in Azure and sets purged_at.
+    deleted_at = models.DateTimeField(null=True, blank=True)
+    purge_after = models.DateTimeField(null=True, blank=True)
+    purged_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -24,7 +24,8 @@ from django.db import IntegrityError, transaction
 from teams.models import Decision, Team
 from teams.quota_requests import quota_request_open
 from teams.selectors import membership_role
-from workspaces import selectors, states
+from workspaces import hooks, selectors, states
+from workspaces.hooks import ALL_MOUNTS, MountChoice
 from workspaces.models import Workspace
 from workspaces.selectors import QuotaCheck
 from workspaces.states import Status
@@ -60,6 +61,32 @@ class Ask:
     # Above the team's GPU quota alone (not the per-member cap or the budget): wait in the
     # fair queue (status queued, scheduling.queue) instead of asking a platform admin.
     queue_when_full: bool = False
+    # What to mount (docs/storage.md): checked against the team's shares the user may mount.
+    mounts: MountChoice = ALL_MOUNTS
+
+
+class SnapshotRefused(WorkspaceActionError):
+    """A kept disk snapshot the request may not start from (not the user's, another team's
+    or region's, or deleted)."""
+
+
+class MountRefused(WorkspaceActionError):
+    """A share asked for that the team does not have, or the user may not mount."""
+
+
+def check_mounts(*, user: User, team: Team, mounts: MountChoice) -> None:
+    """Raises MountRefused unless every share named is one the user may mount in the team
+    (hooks.mount_options: ready, and their role's access allows it)."""
+    if mounts.shares is None:
+        return
+    allowed = hooks.mount_options(team=team, user=user)
+    refused = [name for name in mounts.shares if name not in allowed]
+    if refused:
+        offer = ", ".join(allowed) or "none"
+        raise MountRefused(
+            f"{', '.join(refused)}: not a share of {team.name} you may mount "
+            f"(you may mount: {offer})."
+        )
 
 
 def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspace:
@@ -70,7 +97,8 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
     checked while holding the team row (``select_for_update``) in the transaction that
     inserts, so concurrent requests cannot overshoot it; the name is checked there too
     (unique per team among workspaces not deleted). Idempotent on ``request_key``. Raises
-    JustificationNeeded, NameTaken."""
+    JustificationNeeded, NameTaken, MountRefused (before anything is inserted)."""
+    check_mounts(user=ask.user, team=ask.team, mounts=ask.mounts)
     try:
         with transaction.atomic():
             team = Team.objects.select_for_update().get(pk=ask.team.pk)
@@ -150,7 +178,8 @@ class JustificationNeeded(WorkspaceActionError):
 def refusal_field(exc: WorkspaceActionError) -> str | None:
     """The request form's field a refusal is about, by the same name on the pages and in the
     API: "max_price" (CeilingTooLow), "justification" (JustificationNeeded), "name"
-    (NameTaken); None for a refusal of the request as a whole."""
+    (NameTaken), "mounts" (MountRefused), "from_snapshot" (SnapshotRefused); None for a
+    refusal of the request as a whole."""
     for refusal, field in _REFUSAL_FIELDS:
         if isinstance(exc, refusal):
             return field
@@ -161,6 +190,8 @@ _REFUSAL_FIELDS: tuple[tuple[type[WorkspaceActionError], str], ...] = (
     (CeilingTooLow, "max_price"),
     (JustificationNeeded, "justification"),
     (NameTaken, "name"),
+    (MountRefused, "mounts"),
+    (SnapshotRefused, "from_snapshot"),
 )
 
 
@@ -185,6 +216,8 @@ def _insert(ask: Ask, status: str, now: datetime, waiting: str = "") -> Workspac
         request_key=ask.request_key,
         created_at=now,
         updated_at=now,
+        mount_shares=None if ask.mounts.shares is None else list(ask.mounts.shares),
+        mount_home=ask.mounts.home,
         **ask.fields,
     )
     recorded = _inserted.get()

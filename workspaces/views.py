@@ -26,7 +26,7 @@ from common.permissions import access_require
 from teams.selectors import team_list_for_requests
 from workspaces import actions, hooks, requests, resizes, selectors
 from workspaces.backends import UnknownKind, backend_for
-from workspaces.forms import ResizeForm
+from workspaces.forms import ResizeForm, mount_choice
 from workspaces.models import Workspace
 from workspaces.states import STEADY, Status
 from workspaces.withdrawals import workspace_withdraw
@@ -80,6 +80,7 @@ def _kind_form_kwargs(request, form_class, teams, team) -> dict:
         "data": request.POST if request.method == "POST" else None,
         "initial": {"request_key": uuid.uuid4(), "team": team, **asked},
         "teams": teams,
+        "user": request.user,
     }
 
 
@@ -124,6 +125,7 @@ def kind_form_submit(
             justification=data["justification"],
             now=timezone.now(),
             data=data,
+            mounts=mount_choice(data),
         )
     except requests.WorkspaceActionError as exc:
         form.add_error(requests.refusal_field(exc), str(exc))
@@ -226,8 +228,12 @@ ACTIONS = {
 @require_POST
 def workspace_action(request, pk, action):
     workspace = get_object_or_404(selectors.workspace_visible_to(user=request.user), pk=pk)
+    # The delete's confirmation may ask to keep a snapshot of the OS disk (docs/storage.md).
+    extra = (
+        {"keep_snapshot": request.POST.get("keep_snapshot") == "on"} if action == "delete" else {}
+    )
     try:
-        ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now())
+        ACTIONS[action](user=request.user, workspace=workspace, now=timezone.now(), **extra)
     except requests.WorkspaceActionError as exc:
         messages.error(request, str(exc))
     return redirect("workspaces:detail", pk=workspace.pk)

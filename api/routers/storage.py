@@ -13,11 +13,12 @@ from ninja.responses import Status
 from api.auth import require_write
 from api.schemas import caller
 from common.permissions import access_require
-from storage import selectors, services
+from storage import disk_snapshots, selectors, services
 from storage.models import PersonalHome, TeamShare
 from storage.mounts import mounts_planned, share_access
 from teams.models import Membership, Team
 from teams.selectors import team_get
+from workspaces.models import DiskSnapshot
 from workspaces.selectors import workspace_visible_to
 
 router = Router(tags=["storage"])
@@ -40,12 +41,29 @@ class HomeOut(Schema):
     mount_path: str
 
 
+class DiskSnapshotOut(Schema):
+    """A kept snapshot of a deleted VM's OS disk (storage.disk_snapshots): ``size_gb`` the
+    disk's size in GiB, what Azure bills it for at most; ``restorable_until`` once deleted."""
+
+    id: int
+    name: str
+    owner: str
+    workspace: str
+    vm_size: str
+    region: str
+    size_gb: int
+    created_at: str
+    restorable_until: str | None = None
+
+
 class StorageOut(Schema):
     quota_gib: int
     used_gib: int
     shares: list[ShareOut]
     deleted_shares: list[ShareOut]
     home: HomeOut | None
+    disk_snapshots: list[DiskSnapshotOut]
+    deleted_disk_snapshots: list[DiskSnapshotOut]
 
 
 class ShareIn(Schema):
@@ -115,7 +133,68 @@ def storage_get(request: HttpRequest, slug: str) -> Any:
             if found
             else None
         ),
+        "disk_snapshots": [_disk_out(s) for s in disk_snapshots.disk_snapshots_kept(team=team)],
+        "deleted_disk_snapshots": [
+            _disk_out(s)
+            for s in disk_snapshots.disk_snapshots_restorable(team=team, now=timezone.now())
+        ],
     }
+
+
+def _disk_out(snapshot: DiskSnapshot) -> dict[str, Any]:
+    return {
+        "id": snapshot.pk,
+        "name": snapshot.name,
+        "owner": snapshot.owner.username,
+        "workspace": snapshot.workspace.name,
+        "vm_size": snapshot.vm_size,
+        "region": snapshot.region,
+        "size_gb": snapshot.size_gb,
+        "created_at": snapshot.created_at.isoformat(),
+        "restorable_until": snapshot.purge_after.isoformat() if snapshot.purge_after else None,
+    }
+
+
+def _disk_snapshot(team: Team, snapshot_id: int) -> DiskSnapshot:
+    found = DiskSnapshot.objects.filter(team=team, pk=snapshot_id, purged_at__isnull=True)
+    snapshot = found.select_related("owner", "workspace", "team").first()
+    if snapshot is None:
+        raise Http404("No such snapshot.")
+    return snapshot
+
+
+@router.delete(
+    "/teams/{slug}/storage/disk-snapshots/{snapshot_id}",
+    response={202: DiskSnapshotOut},
+    summary="Delete a kept disk snapshot (confirm=its name)",
+)
+def disk_snapshot_delete(
+    request: HttpRequest, slug: str, snapshot_id: int, confirm: str = ""
+) -> Any:
+    """202: deleted, restorable for the team's retention days, then purged in Azure; 400
+    unless ``confirm`` is its name; 403 unless its owner or a team admin."""
+    require_write(request)
+    team = _team(request, slug, "storage.view_storage")
+    snapshot = _disk_snapshot(team, snapshot_id)
+    disk_snapshots.disk_snapshot_delete(
+        user=caller(request), snapshot=snapshot, confirm=confirm, now=timezone.now()
+    )
+    return Status(202, _disk_out(_disk_snapshot(team, snapshot_id)))
+
+
+@router.post(
+    "/teams/{slug}/storage/disk-snapshots/{snapshot_id}/restore",
+    response={200: DiskSnapshotOut},
+    summary="Take back the delete of a kept disk snapshot",
+)
+def disk_snapshot_restore(request: HttpRequest, slug: str, snapshot_id: int) -> Any:
+    require_write(request)
+    team = _team(request, slug, "storage.view_storage")
+    snapshot = _disk_snapshot(team, snapshot_id)
+    disk_snapshots.disk_snapshot_restore(
+        user=caller(request), snapshot=snapshot, now=timezone.now()
+    )
+    return _disk_out(_disk_snapshot(team, snapshot_id))
 
 
 @router.post("/teams/{slug}/storage/shares", response={201: ShareOut}, summary="Create a share")

@@ -25,7 +25,7 @@ from teams.models import Team
 from teams.selectors import team_list_for_requests
 from workspaces import requests, selectors
 from workspaces.backends import ApiField, backend_for, backends
-from workspaces.forms import NAME_RE
+from workspaces.forms import NAME_RE, mount_choice
 from workspaces.models import Workspace
 
 
@@ -40,6 +40,10 @@ class WorkspaceRequestIn(Schema):
     team: Printable = Field(max_length=50)
     name: Printable = Field(max_length=40, json_schema_extra={"pattern": NAME_RE.pattern})
     justification: PrintableLines = Field("", max_length=2000)
+    # What to mount (docs/storage.md): team share names (absent: every share the caller may
+    # mount; [] none), and the caller's home.
+    mounts: list[Printable] | None = Field(None, max_length=50)
+    home: bool = True
 
     @field_validator("kind")
     @classmethod
@@ -154,12 +158,16 @@ def _visible(request: HttpRequest, workspace_id: UUID) -> Workspace:
 
 
 def _common(body: WorkspaceRequestIn, team: Team | None, key: UUID) -> dict[str, Any]:
-    return {
+    common: dict[str, Any] = {
         "team": team.pk if team else "",
         "name": body.name,
         "justification": body.justification,
         "request_key": str(key),
+        "home": body.home,
     }
+    if body.mounts is not None:
+        common["mounts"] = list(body.mounts)
+    return common
 
 
 def _answered_as_is(exc: requests.WorkspaceActionError) -> bool:
@@ -185,7 +193,7 @@ def _submit(
     teams = team_list_for_requests(user=user)
     mine = teams.filter(pk=team.pk).first() if team else None
     data = _common(body, team, key)
-    form = page.form_class(data, teams=teams, **page.choices(mine))
+    form = page.form_class(data, teams=teams, user=user, **page.choices(mine))
     form.data = data | page.api_form_data(values, form, user)
     _check(form, dict(page.api_names))
     cleaned = form.cleaned_data
@@ -198,6 +206,7 @@ def _submit(
             justification=cleaned["justification"],
             now=timezone.now(),
             data=cleaned,
+            mounts=mount_choice(cleaned),
         )
     except requests.WorkspaceActionError as exc:
         if _answered_as_is(exc):

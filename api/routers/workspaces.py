@@ -6,6 +6,7 @@ Each route calls the service or selector the HTML page calls; what the caller ma
 404 (workspace_visible_to), what they may not do 403 (the services' ActionNotAllowed), an
 action the status refuses 409 (WorkspaceActionError; api/errors.py)."""
 
+import functools
 import hashlib
 from collections.abc import Callable
 from datetime import datetime
@@ -159,8 +160,13 @@ _action_route("withdraw", "Withdraw a request waiting for approval (owner or tea
 
 
 @router.delete("/{workspace_id}", response={202: WorkspaceOut}, summary="Delete a workspace")
-def workspace_delete(request: HttpRequest, workspace_id: UUID) -> Any:
-    return _act(request, workspace_id, actions.workspace_delete)
+def workspace_delete(request: HttpRequest, workspace_id: UUID, keep_snapshot: bool = False) -> Any:
+    """``keep_snapshot=true``: snapshot its OS disk first (a VM; docs/storage.md)."""
+    return _act(
+        request,
+        workspace_id,
+        functools.partial(actions.workspace_delete, keep_snapshot=keep_snapshot),
+    )
 
 
 class EventOut(Schema):

@@ -200,7 +200,8 @@ def show(workspace_id: IdArg, as_json: JsonOpt = False) -> None:
 def _act(workspace_id: str, action: str, as_json: bool, body: Any = None) -> None:
     client = signed_in()
     if action == "delete":
-        ws = client.delete(workspace_path(client, workspace_id))
+        query = "?keep_snapshot=true" if body else ""  # body: keep a snapshot of its OS disk
+        ws = client.delete(workspace_path(client, workspace_id) + query)
     else:
         ws = client.post(workspace_path(client, workspace_id, action), body)
     echo_or_json(ws, as_json, lambda w: typer.echo(workspace_line(w)))
@@ -239,14 +240,23 @@ def keep(workspace_id: IdArg, as_json: JsonOpt = False) -> None:
 def remove(
     workspace_id: IdArg,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask.")] = False,
+    keep_snapshot: Annotated[
+        bool,
+        typer.Option(
+            "--keep-snapshot",
+            help="First keep a snapshot of its OS disk (a VM), to start a new VM from "
+            "(`request vm --from-snapshot NAME`; `gpuportal storage TEAM` lists them).",
+        ),
+    ] = False,
     as_json: JsonOpt = False,
 ) -> None:
     """Delete a workspace and everything it holds in Azure (asks first)."""
     found = resolve_workspace(signed_in(), workspace_id)
     if not yes:
         named = workspace_id if workspace_id == found else f"{workspace_id} ({found})"
-        typer.confirm(f"Delete workspace {named} and its disks?", abort=True)
-    _act(found, "delete", as_json)
+        kept = " (keeping a snapshot of its OS disk)" if keep_snapshot else ""
+        typer.confirm(f"Delete workspace {named} and its disks{kept}?", abort=True)
+    _act(found, "delete", as_json, body=keep_snapshot or None)
 
 
 @app.command()

@@ -27,6 +27,27 @@ Justification = Annotated[
     str, typer.Option(help="Why you need it, for the platform admin, when above the team's quota.")
 ]
 Wait = Annotated[bool, typer.Option("--wait", help="Then wait until it is settled (as `wait`).")]
+Mounts = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--mount",
+        help="A team share to mount at /data/NAME; give it again for more (default: every "
+        "share you may mount; see `gpuportal storage TEAM`).",
+    ),
+]
+NoHome = Annotated[bool, typer.Option("--no-home", help="Do not mount your home at /data/home.")]
+NoMounts = Annotated[bool, typer.Option("--no-mounts", help="Mount no team share.")]
+
+
+def _storage(body: dict[str, Any], mount: list[str] | None, no_mounts: bool, no_home: bool) -> None:
+    """The body's ``mounts`` and ``home`` (docs/storage.md): left out, the portal mounts
+    every share the caller may mount, and their home."""
+    if no_mounts:
+        body["mounts"] = []
+    elif mount:
+        body["mounts"] = list(mount)
+    if no_home:
+        body["home"] = False
 
 
 def _send(body: dict[str, Any], as_json: bool, wait: bool) -> None:
@@ -88,6 +109,13 @@ def vm(
         bool,
         typer.Option(help="Wait in the fair queue when the team's GPUs or Azure's are taken."),
     ] = False,
+    from_snapshot: Annotated[
+        str,
+        typer.Option(help="Boot from a copy of a kept OS disk snapshot (`gpuportal storage`)."),
+    ] = "",
+    mount: Mounts = None,
+    no_mounts: NoMounts = False,
+    no_home: NoHome = False,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -109,9 +137,12 @@ def vm(
         body["queue_when_full"] = True
     if environment:
         body["environment"] = environment
+    if from_snapshot:
+        body["from_snapshot"] = from_snapshot
     key = _ssh_key(ssh_key)
     if key:
         body["ssh_public_key"] = key
+    _storage(body, mount, no_mounts, no_home)
     _send(body, as_json, wait)
 
 
@@ -131,6 +162,9 @@ def mig(
         str,
         typer.Option(help="A container environment of the catalog (`gpuportal environments`)."),
     ] = "",
+    mount: Mounts = None,
+    no_mounts: NoMounts = False,
+    no_home: NoHome = False,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -147,6 +181,7 @@ def mig(
     }
     if gpu_model:
         body["gpu_model"] = gpu_model
+    _storage(body, mount, no_mounts, no_home)
     _send(body, as_json, wait)
 
 
@@ -160,6 +195,9 @@ def namespace(
     pool: Annotated[
         str | None, typer.Option(help="The node pool (when the team has several of the model).")
     ] = None,
+    mount: Mounts = None,
+    no_mounts: NoMounts = False,
+    no_home: NoHome = False,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -175,6 +213,7 @@ def namespace(
     }
     if pool:
         body["pool"] = pool
+    _storage(body, mount, no_mounts, no_home)
     _send(body, as_json, wait)
 
 
@@ -237,6 +276,9 @@ def new(
             "--field", "-f", help="One of the kind's fields as NAME=VALUE; give it again for more."
         ),
     ] = None,
+    mount: Mounts = None,
+    no_mounts: NoMounts = False,
+    no_home: NoHome = False,
     justification: Justification = "",
     wait: Wait = False,
     as_json: JsonOpt = False,
@@ -245,6 +287,7 @@ def new(
     `request new mig --team vision --name nb -f mig_profile=1g.10gb`."""
     chosen = _kind(signed_in().get("/kinds"), kind)
     body = {"kind": kind, "team": team, "name": name, "justification": justification}
+    _storage(body, mount, no_mounts, no_home)
     _send(body | _fields(chosen, field or []), as_json, wait)
 
 

@@ -19,6 +19,11 @@ def _storage_lines(data: dict[str, Any]) -> None:
         for s in data["shares"]
     ]
     table(["SHARE", "MOUNTED AT", "SIZE", "STATE", "YOU"], rows)
+    for snap in data.get("disk_snapshots") or []:
+        typer.echo(
+            f"Kept disk snapshot {snap['name']}: {snap['workspace']} ({snap['vm_size']}, "
+            f"{snap['region']}), {snap['size_gb']} GiB, {snap['owner']}"
+        )
     home = data.get("home")
     if home:
         typer.echo(f"Your home: {home['mount_path']}, {home['size_gib']} GiB, {home['state']}")

@@ -188,6 +188,30 @@ class Cluster(Store):
             ):
                 self.remove("persistentvolumeclaims", meta["namespace"], meta["name"])
 
+    def remove(self, plural: str, namespace: str, name: str) -> dict | None:
+        obj = super().remove(plural, namespace, name)
+        if obj is not None and plural == "persistentvolumeclaims":
+            self._release_volume(obj)
+        return obj
+
+    def _release_volume(self, claim: dict) -> None:
+        """A claim gone: its bound volume is Released (Retain: it and what it points at stay,
+        and no new claim binds it until someone deletes or edits it) or deleted (Delete)."""
+        volume = self.get("persistentvolumes", "", (claim.get("spec") or {}).get("volumeName"))
+        ref = ((volume or {}).get("spec") or {}).get("claimRef") or {}
+        meta = claim["metadata"]
+        if volume is None or (ref.get("namespace"), ref.get("name")) != (
+            meta.get("namespace"),
+            meta["name"],
+        ):
+            return
+        if volume["spec"].get("persistentVolumeReclaimPolicy") == "Delete":
+            self.remove("persistentvolumes", "", volume["metadata"]["name"])
+            return
+        released = copy.deepcopy(volume)
+        released["status"] = {"phase": "Released"}
+        self.save("persistentvolumes", released)
+
     def claim_in_use(self, namespace: str, claim: str) -> bool:
         for pod in self.items("pods", namespace):
             for volume in (pod.get("spec") or {}).get("volumes") or []:

@@ -99,6 +99,7 @@ class AksBackend:
     error_source = "Kubernetes or Azure"
     stop_label = "Stop"
     spot_capable = False  # its nodes are the pool's, never a Spot VM of its own
+    disk_snapshots = False  # a pod or a namespace: no OS disk of its own to keep
     resizable = False
     # {operation: event reason}, formatted with the workspace's profile and gpus.
     finished: dict[str, str] = {}

@@ -23,13 +23,13 @@ from environments.selectors import environment_choices
 from environments.validation import container_image_clean
 from teams.models import Team
 from workspaces.backends import ApiField, KindForm
-from workspaces.forms import clean_workspace_name
+from workspaces.forms import MountsFormMixin, clean_workspace_name
 from workspaces.models import Workspace
 
 
-class _AksRequestForm(forms.Form):
-    """Fields shared by the MIG slice and namespace request forms; ``team`` re-renders the
-    choices of the chosen team (htmx)."""
+class _AksRequestForm(MountsFormMixin):
+    """Fields shared by the MIG slice and namespace request forms (what to mount too:
+    MountsFormMixin); ``team`` re-renders the choices of the chosen team (htmx)."""
 
     team: forms.ModelChoiceField[Team] = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = TextField(
@@ -55,6 +55,7 @@ class _AksRequestForm(forms.Form):
                 "hx-get": reverse(url_name),
                 "hx-target": "#choices",
                 "hx-select": "#choices",
+                "hx-select-oob": "#mounts-choice",  # the chosen team's shares to mount
                 "hx-swap": "outerHTML",
                 "hx-trigger": "change",
             }

@@ -58,6 +58,7 @@ from workspaces.backends import (
 from workspaces.chains import Next
 from workspaces.gpu_evidence import GpuReading, gpu_readings_record
 from workspaces.gpus import SLICES_PER_GPU
+from workspaces.hooks import ALL_MOUNTS, MountChoice
 from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import Status
@@ -353,6 +354,7 @@ def workspace_request_mig(
     image: str = "",
     environment: Environment | None = None,
     justification: str = "",
+    mounts: MountChoice = ALL_MOUNTS,
 ) -> Workspace:
     """Ask for one MIG slice of ``profile`` ("1g.10gb") on a ``gpu_model`` GPU, placed on the
     team's ready pool serving it with the most free instances. It counts slices/7 of a GPU
@@ -361,7 +363,8 @@ def workspace_request_mig(
     ``environment``'s image, else the team's default container environment's (recorded on the
     workspace, environments.recipes), else DEFAULT_IMAGE.
     Raises WorkspaceActionError when no pool on the team's clusters serves the profile, and
-    JustificationNeeded above quota without a reason."""
+    JustificationNeeded above quota without a reason; ``mounts`` as workspace_insert takes it
+    (MountRefused)."""
     check_member(user=user, team=team)
     choice = next(
         (
@@ -386,7 +389,8 @@ def workspace_request_mig(
     )
     slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
     reason = f"Requested {slice_name} on node pool {choice.pool.name}"
-    ask = Ask(user, team, request_key, fields, Fraction(choice.slices, SLICES_PER_GPU), reason)
+    gpus = Fraction(choice.slices, SLICES_PER_GPU)
+    ask = Ask(user, team, request_key, fields, gpus, reason, mounts=mounts)
     return workspace_insert(ask=ask, justification=justification, now=now)
 
 

@@ -32,6 +32,7 @@ from common.words import counted, times
 from teams.models import Team
 from workspaces import telemetry
 from workspaces.backends import KindForm, PoolUse, Step, Words, WorkspaceBackend
+from workspaces.hooks import ALL_MOUNTS, MountChoice
 from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
 from workspaces.states import HOLDS_GPUS, Status
@@ -203,12 +204,14 @@ def workspace_request_namespace(
     request_key: UUID,
     now: datetime,
     justification: str = "",
+    mounts: MountChoice = ALL_MOUNTS,
 ) -> Workspace:
     """Ask for a namespace on ``pool``'s cluster with a quota of ``gpus`` whole GPUs of the
     pool's model; it costs gpus x the per-GPU share of the node price (USD/hour) while active.
     The namespace is named ``<team slug>-<name>`` as a DNS-1123 label. Raises
     WorkspaceActionError (team without the cluster or without a linked Entra ID group, a MIG
-    pool, GPUs below 1, the namespace taken) and JustificationNeeded."""
+    pool, GPUs below 1, the namespace taken), JustificationNeeded and MountRefused (``mounts``,
+    the team shares and home its claims give, as workspace_insert takes it)."""
     check_member(user=user, team=team)
     link = ClusterTeam.objects.filter(cluster_id=pool.cluster_id, team=team).first()
     if link is None or pool.status != PoolStatus.READY or pool.gpu_instance_profile:
@@ -227,7 +230,7 @@ def workspace_request_namespace(
     fields = aks_fields(pool, name, price, NamespaceBackend.kind)
     fields.update(gpu_count=gpus, namespace=namespace)
     reason = f"Requested namespace {namespace} with {times(gpus, pool.gpu_model)}"
-    ask = Ask(user, team, request_key, fields, gpus, reason)
+    ask = Ask(user, team, request_key, fields, gpus, reason, mounts=mounts)
     return workspace_insert(ask=ask, justification=justification, now=now)
 
 

@@ -22,7 +22,7 @@ from teams.models import GpuQuota
 from teams.tokens import api_token_create
 from tests.factories import SSH_KEY, MembershipFactory, OfferingFactory, WorkspaceFactory
 from tests.http_proxy import DroppingProxy
-from workspaces.models import Workspace
+from workspaces.models import DiskSnapshot, Workspace
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -494,6 +494,36 @@ def test_storage_and_mounts_show_the_teams_shares_and_where_a_workspace_mounts_t
     assert ["/data/datasets", "datasets", "read-only"] in [
         line.split() for line in mounts.output.splitlines()
     ]
+
+    # Choosing mounts at the request: only the share named, and no home.
+    OfferingFactory()
+    made = _cli(
+        "request", "vm", "--team", "vision", "--name", "chosen", "--size",
+        "Standard_NC24ads_A100_v4", "--region", "eastus", "--ssh-key", SSH_KEY,
+        "--mount", "datasets", "--no-home",
+    )  # fmt: skip
+    assert made.exit_code == 0, made.output
+    chosen = Workspace.objects.get(name="chosen")
+    assert (chosen.mount_shares, chosen.mount_home) == (["datasets"], False)
+    refused = _cli(
+        "request", "vm", "--team", "vision", "--name", "refused", "--size",
+        "Standard_NC24ads_A100_v4", "--region", "eastus", "--ssh-key", SSH_KEY, "--mount", "nope",
+    )  # fmt: skip
+    assert refused.exit_code == 1 and "nope" in refused.output
+    assert not Workspace.objects.filter(name="refused").exists()
+
+    # Keeping its OS disk at the delete, seeing it kept, starting a VM from it.
+    gone = _cli("rm", "chosen", "--yes", "--keep-snapshot")
+    assert gone.exit_code == 0, gone.output
+    kept = DiskSnapshot.objects.get(workspace=chosen)
+    listed = _cli("storage", "vision")
+    assert f"Kept disk snapshot {kept.name}: chosen" in listed.output
+    again = _cli(
+        "request", "vm", "--team", "vision", "--name", "again", "--size",
+        "Standard_NC24ads_A100_v4", "--region", "eastus", "--from-snapshot", kept.name,
+    )  # fmt: skip
+    assert again.exit_code == 0, again.output
+    assert Workspace.objects.get(name="again").from_snapshot == kept
 
 
 def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(

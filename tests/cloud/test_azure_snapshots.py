@@ -1,6 +1,9 @@
 """Managed disk snapshots through azure-mgmt-compute against the emulator: a VM's OS disk is
 kept as a snapshot, which outlives the VM, and a new disk copied from it has its files."""
 
+import uuid
+from dataclasses import replace
+
 import pytest
 
 from cloud import azure_snapshots
@@ -54,3 +57,46 @@ def test_a_snapshot_of_a_disk_that_is_not_there_is_refused(azure):
         )
 
     assert caught.value.code == "ResourceNotFound"
+
+
+def test_a_vm_boots_from_a_disk_copied_from_a_snapshot(azure, control, spec):
+    vm = _create(azure, spec)
+    control.storage_write(vm, "/home/alice/notes.txt", "kept")
+    disk = compute_client(azure).disks.get(RESOURCE_GROUP, vm_names(spec.workspace_id).os_disk)
+    snap = azure_snapshots.snapshot_disk(
+        azure, name="keep-3", disk_id=disk.id, location="eastus", tags={}
+    )
+    again = replace(spec, workspace_id=str(uuid.uuid4()))
+    made = azure_snapshots.ensure_disk_from_snapshot(
+        azure,
+        name=vm_names(again.workspace_id).os_disk,
+        snapshot_id=snap.id,
+        location="eastus",
+        sku="Standard_LRS",
+    )
+    # Asked again (a create tried again), the disk made first is the answer.
+    assert (
+        azure_snapshots.ensure_disk_from_snapshot(
+            azure, name=made.name, snapshot_id=snap.id, location="eastus", sku="Standard_LRS"
+        )
+        == made
+    )
+
+    second = _create(azure, replace(again, os_disk_id=made.id))
+
+    assert control.storage_read(second, "/home/alice/notes.txt") == "kept"
+    body = compute_client(azure).virtual_machines.get(RESOURCE_GROUP, second)
+    assert body.storage_profile.os_disk.create_option == "Attach"
+    assert body.os_profile is None  # Azure takes none with an attached OS disk
+
+
+def test_an_attached_os_disk_that_is_not_there_is_refused(azure, spec):
+    disk = azure_snapshots.get_disk(azure, name="none")
+    assert disk is None
+    bad = replace(spec, os_disk_id="/subscriptions/x/resourceGroups/rg/providers/"
+                  "Microsoft.Compute/disks/missing")  # fmt: skip
+
+    with pytest.raises(CloudError) as caught:
+        _create(azure, bad)
+
+    assert caught.value.code in ("NotFound", "ResourceNotFound")

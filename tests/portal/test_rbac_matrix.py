@@ -28,6 +28,7 @@ from teams.models import Membership, QuotaRequest, TeamQuotaIncrease
 from teams.tokens import api_token_create
 from teams.webhook_settings import webhook_create
 from tests.factories import SSH_KEY, OfferingFactory, UserFactory, WorkspaceFactory
+from workspaces.models import DiskSnapshot
 from workspaces.states import Status
 
 ROLES = ("anonymous", "outsider", "researcher", "other_team_admin", "team_admin", "platform_admin")
@@ -186,6 +187,12 @@ EXPECTED = {
     "storage-share-restore": Row("POST", (_, 404, 403, 404, 400, 400), pk="share"),
     "storage-share-snapshot": Row("POST", (_, 404, 403, 404, 302, 302), pk="share"),
     "storage-quota": Row("POST", (_, 404, 403, 404, 403, 302), data={"quota_gib": "5000"}),
+    # A kept disk snapshot: its owner (the researcher) or whoever manages the team's storage.
+    "storage-disk-snapshot-delete": Row(
+        "POST", (_, 404, 302, 404, 302, 302), pk="disk_snapshot", data={"confirm": "ws-kept"}
+    ),
+    # Not deleted, so not restorable: a permitted caller gets the 400.
+    "storage-disk-snapshot-restore": Row("POST", (_, 404, 400, 404, 400, 400), pk="disk_snapshot"),
     # The team's chat and JSON webhooks: its admins and platform admins.
     "team-webhooks": Row("GET", (_, 404, 403, 404, 200, 200)),
     # Every member reads what the team is offered; its admins hide catalog entries.
@@ -335,6 +342,10 @@ EXPECTED = {
     ),
     "api-v1:share_delete": Row("DELETE", (401, 404, 403, 404, 202, 202), query="?confirm=datasets"),
     "api-v1:share_restore": Row("POST", (401, 404, 403, 404, 400, 400)),
+    "api-v1:disk_snapshot_delete": Row(
+        "DELETE", (401, 404, 202, 404, 202, 202), query="?confirm=ws-kept"
+    ),
+    "api-v1:disk_snapshot_restore": Row("POST", (401, 404, 400, 404, 400, 400)),
     "api-v1:share_snapshot": Row("POST", (401, 404, 403, 404, 202, 202)),
     "api-v1:workspace_mounts": Row("GET", (401, 404, 200, 404, 200, 200)),
     "api-v1:approval_approve": Row("POST", (401, 404, 403, 404, 403, 200), pk="quota_request"),
@@ -357,6 +368,7 @@ PARAMS = {
     "team": lambda objects: objects["team"].slug,
     "booking_id": lambda objects: objects["booking"].pk,
     "share_id": lambda objects: objects["share"].pk,
+    "snapshot_id": lambda objects: objects["disk_snapshot"].pk,
 }
 
 
@@ -459,8 +471,26 @@ def objects(cast, sim):
         )[0],
         "researcher_membership": Membership.objects.get(team=cast.team, user=cast.researcher),
         "share": _share(cast, now),
+        "disk_snapshot": _disk_snapshot(cast, now),
         "teammate_membership": Membership.objects.get(team=cast.team, user=cast.teammate),
     }
+
+
+def _disk_snapshot(cast, now):
+    """The researcher's kept snapshot of a deleted VM's OS disk."""
+    gone = WorkspaceFactory(team=cast.team, owner=cast.researcher, status=Status.DELETED)
+    return DiskSnapshot.objects.create(
+        team=cast.team,
+        owner=cast.researcher,
+        workspace=gone,
+        kind=gone.kind,
+        name="ws-kept",
+        azure_id="/subscriptions/x/resourceGroups/rg/providers/Microsoft.Compute/snapshots/ws-kept",
+        region="eastus",
+        vm_size=gone.vm_size,
+        size_gb=128,
+        created_at=now,
+    )
 
 
 def _cluster_and_pool(cast, sim, now):

@@ -16,6 +16,9 @@ from tests.clusters.test_aks_workspaces import (  # noqa: F401
     request_namespace,
 )
 from tests.storage.test_mounts import _workspace
+from workspaces.actions import workspace_delete
+from workspaces.hooks import MountChoice
+from workspaces.models import Workspace
 from workspaces.states import Status
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -106,3 +109,51 @@ def test_a_namespace_gets_claims_of_the_shares_read_only_on_the_volume(
         if "home" in c["metadata"]["name"]
     ]
     assert [c["status"]["phase"] for c in homes] == ["Bound"]
+
+
+def test_a_slice_mounts_only_what_its_request_chose(
+    cast,
+    cluster,  # noqa: F811
+    team_storage,
+    sim_server,
+):
+    make_pool(cast, cluster)
+
+    ws = request_mig(cast, mounts=MountChoice(shares=(), home=True))
+
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    assert [m["path"] for m in team_storage.storage_mounts(f"ws-{ws.short_id}")] == ["/data/home"]
+    (kube,) = sim_server.state.kube.clusters.values()
+    claims = [c["metadata"]["name"] for c in kube.items("persistentvolumeclaims", "team-vision")]
+    share = TeamShare.objects.get(name="datasets")
+    assert f"nfs-{share.azure_name}" not in claims
+
+
+def test_deleting_a_namespace_deletes_its_volumes_never_the_share(
+    cast,
+    cluster,  # noqa: F811
+    team_storage,
+    sim_server,
+):
+    pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+    ws = request_namespace(cast, pool)
+    assert ws.status == Status.RUNNING, ws.error_message
+    (kube,) = sim_server.state.kube.clusters.values()
+    share = TeamShare.objects.get(name="datasets")
+    claim = kube.get("persistentvolumeclaims", ws.namespace, f"nfs-{share.azure_name}")
+    volume = claim["spec"]["volumeName"]
+    admins, _ = _workspace(cast.team_admin, cast.team)
+    team_storage.storage_write(admins, "/data/datasets/kept.csv", "a,b")
+
+    workspace_delete(user=cast.researcher, workspace=ws, now=timezone.now())
+
+    assert Workspace.objects.get(pk=ws.pk).status == Status.DELETED
+    assert kube.get("persistentvolumes", "", volume) is None
+    # The share and its files stay; the team's other namespace (MIG slices) keeps its own.
+    assert TeamShare.objects.get(pk=share.pk).state == "ready"
+    assert team_storage.storage_read(admins, "/data/datasets/kept.csv") == "a,b"
+    # The same name again: its claims bind (a Released volume left behind would not).
+    again = request_namespace(cast, pool)
+    assert again.status == Status.RUNNING, again.error_message
+    claim = kube.get("persistentvolumeclaims", again.namespace, f"nfs-{share.azure_name}")
+    assert claim["status"]["phase"] == "Bound"

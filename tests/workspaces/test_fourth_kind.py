@@ -43,7 +43,7 @@ from workspaces.backends import (
     unregister,
 )
 from workspaces.chains import Next
-from workspaces.forms import clean_workspace_name
+from workspaces.forms import MountsFormMixin, clean_workspace_name
 from workspaces.models import Workspace
 from workspaces.requests import Ask, check_member, workspace_insert
 from workspaces.states import BILLABLE_ON_AKS, OPERATION, Status
@@ -53,8 +53,9 @@ NODE_PRICE = Decimal("3.6730")  # USD/hour of the node whose GPU is shared
 SHARES = 8  # a time-sliced GPU is shared by up to 8 pods
 
 
-class TimeSliceForm(forms.Form):
-    """The kind's own request form: the common fields and the GPU share it takes."""
+class TimeSliceForm(MountsFormMixin):
+    """The kind's own request form: the common fields (what to mount included: the mixin)
+    and the GPU share it takes."""
 
     team = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = TextField(label="Workspace name", max_length=40)
@@ -73,7 +74,7 @@ class TimeSliceForm(forms.Form):
 
 def request_time_slice(
     *, user: Any, team: Any, name: str, request_key: Any, justification: str, now: datetime,
-    data: Mapping[str, Any],
+    data: Mapping[str, Any], mounts: Any,
 ) -> Workspace:  # fmt: skip
     """Its request service: ``share`` eighths of a GPU of the model, at that share of the
     node's price, against the team's quota (workspace_insert checks it)."""
@@ -88,7 +89,8 @@ def request_time_slice(
         "gpu_model": data["gpu_model"],
         "gpu_count": share,
     }
-    ask = Ask(user, team, request_key, fields, Fraction(share, SHARES), f"Requested {share}/8")
+    gpus = Fraction(share, SHARES)
+    ask = Ask(user, team, request_key, fields, gpus, f"Requested {share}/8", mounts=mounts)
     return workspace_insert(ask=ask, justification=justification, now=now)
 
 
@@ -121,6 +123,7 @@ class TimeSliceBackend:
     error_source = "Kubernetes"
     stop_label = "Stop"
     delete_warning = "The pod"
+    disk_snapshots = False  # no OS disk of its own
     hand_over_note = "Its pod is yours now."
     facts_template = "workspaces/kinds/generic_facts.html"
     resizable = False

@@ -146,13 +146,15 @@ class KindForm:
 
     The page: ``path`` under /workspaces/new/ ("" for /workspaces/new/ itself), the URL
     ``name``, the ``template`` (by default one that shows the form's fields in order), the
-    ``form_class`` (bound as ``form_class(data, teams=,
-    **choices(team))``), ``choices(team)``, the form's kind-specific keyword arguments (e.g. the
-    MIG profiles the team's pools offer; ``team`` may be None), and ``request(user=, team=,
-    name=, request_key=, justification=, now=, data=)``, the service that asks for the
-    workspace from the form's cleaned ``data`` (raises WorkspaceActionError,
-    JustificationNeeded, NameTaken). ``view`` is the dotted path of a page view of the kind's
-    own ("" for workspaces.views.workspace_request_kind; it is called with ``kind``).
+    ``form_class`` (bound as ``form_class(data, teams=, user=, **choices(team))``; it
+    subclasses workspaces.forms.MountsFormMixin), ``choices(team)``, the form's kind-specific
+    keyword arguments (e.g. the MIG profiles the team's pools offer; ``team`` may be None),
+    and ``request(user=, team=, name=, request_key=, justification=, now=, data=, mounts=)``,
+    the service that asks for the workspace from the form's cleaned ``data`` and passes
+    ``mounts`` (a hooks.MountChoice) to its Ask (raises WorkspaceActionError,
+    JustificationNeeded, NameTaken, MountRefused). ``view`` is the dotted path of a page
+    view of the kind's own ("" for workspaces.views.workspace_request_kind; it is called
+    with ``kind``).
 
     The API (api.routers.workspace_requests): ``api_fields`` of its body, and
     ``api_form_data(values, form, user)``, the form's data of the kind's own fields from the
@@ -250,6 +252,9 @@ class WorkspaceBackend(Protocol):
     error_source: str  # whose error codes it shows: "Azure", "Kubernetes or Azure"
     stop_label: str  # the Stop button
     delete_warning: str  # what a delete removes: "The VM, its NIC and its OS disk"
+    # Whether its delete may keep a snapshot of its OS disk, from which a new workspace of
+    # the kind starts (Workspace.keep_snapshot, from_snapshot; docs/storage.md).
+    disk_snapshots: bool
     # Told to whoever is handed a leaver's workspace (workspaces.leavers): what access stays
     # with the leaver; "{leaver}" is their username.
     hand_over_note: str

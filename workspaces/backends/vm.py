@@ -29,7 +29,7 @@ from cloud.protocols import VmCloud, VmResizer
 from environments.recipes import jupyter_token, vm_recipe, vscode_password_hash
 from workspaces import azure, selectors, states
 from workspaces.azure import azure_settings
-from workspaces.backends import vm_placement, vm_reserved, vm_resize, vm_setup
+from workspaces.backends import vm_placement, vm_reserved, vm_resize, vm_setup, vm_snapshots
 from workspaces.backends.base import (
     IdeTarget,
     KindForm,
@@ -67,6 +67,7 @@ class VmBackend:
     error_source = "Azure"
     stop_label = "Stop (deallocate)"
     delete_warning = "The VM, its NIC and its OS disk"
+    disk_snapshots = True  # its OS disk may be kept as a snapshot (vm_snapshots)
     # Azure keeps the SSH key the VM was made with (osProfile is written once, at create).
     hand_over_note = (
         "Its VM still accepts {leaver}'s SSH key and not yours: delete it, or copy what you "
@@ -304,6 +305,8 @@ def _run_operation(
         if operation == "start" and workspace.capacity_reservation_group:
             # A booked VM is associated with the booking's group while still deallocated.
             vm_reserved.associate_before_start(workspace, name=name)
+        if operation == "delete":  # Its owner may keep the OS disk first (vm_snapshots).
+            vm_snapshots.keep_before_delete(workspace, clock())
         spec = vm_spec(cloud, workspace, clock()) if operation == "create" else None
         token = cloud.begin(azure_settings(), operation, name=name, spec=spec)
         azure.azure_usage_changed(region=workspace.region)

@@ -21,14 +21,16 @@ from teams.models import Team
 from workspaces import selectors
 from workspaces.backends.base import ApiField, KindForm
 from workspaces.backends.vm_request import VM_KIND, spot_unavailable, workspace_request
-from workspaces.forms import CeilingField, clean_workspace_name
-from workspaces.models import SizeOffering, Workspace
+from workspaces.forms import CeilingField, MountsFormMixin, clean_workspace_name
+from workspaces.hooks import MountChoice
+from workspaces.models import DiskSnapshot, SizeOffering, Workspace
 from workspaces.ssh_keys import NOT_ECHOED, validate_ssh_public_key
 
 
-class WorkspaceRequestForm(forms.Form):
+class WorkspaceRequestForm(MountsFormMixin):
     """The GPU VM's request page: team, name, region, size (an offering of the region), Spot,
-    equivalent sizes and their price ceiling, the SSH key and a justification."""
+    equivalent sizes and their price ceiling, the SSH key, what to mount (MountsFormMixin)
+    and a justification."""
 
     team: forms.ModelChoiceField[Team] = forms.ModelChoiceField(queryset=None, empty_label=None)
     name = TextField(
@@ -90,6 +92,16 @@ class WorkspaceRequestForm(forms.Form):
         help_text=(
             "What the VM is made from: image, NVIDIA driver, CUDA, frameworks and JupyterLab. "
             "Empty: your team's default for the size (your team's Environments page lists them)."
+        ),
+    )
+    from_snapshot = forms.CharField(
+        required=False,
+        max_length=80,
+        label="Start from a kept snapshot",
+        help_text=(
+            "The name of a snapshot you kept of a deleted VM's OS disk (your team's Storage "
+            "page lists them): the VM boots from a copy of that disk, with its files and "
+            "software, instead of an environment. Empty: a new disk."
         ),
     )
     justification = TextField(
@@ -168,6 +180,16 @@ class WorkspaceRequestForm(forms.Form):
             )
         return found
 
+    def clean_from_snapshot(self) -> DiskSnapshot | None:
+        """The live snapshot named, or None; the request checks it is the user's."""
+        name = self.cleaned_data["from_snapshot"].strip()
+        if not name:
+            return None
+        found = DiskSnapshot.objects.filter(name=name, deleted_at__isnull=True).first()
+        if found is None:
+            raise forms.ValidationError(f"No kept snapshot is named {name}.")
+        return found
+
     def clean_max_price(self) -> Decimal | None:
         # A ceiling means something only to a request that accepts equivalent sizes.
         if not self.data.get(self.add_prefix("accept_equivalents")):
@@ -205,6 +227,7 @@ def _request(
     justification: str,
     now: datetime,
     data: Mapping[str, Any],
+    mounts: MountChoice,
 ) -> Workspace:
     return workspace_request(
         user=user,
@@ -220,6 +243,8 @@ def _request(
         max_price=data["max_price"],
         environment=data.get("environment"),
         queue_when_full=data.get("queue_when_full", False),
+        mounts=mounts,
+        from_snapshot=data.get("from_snapshot"),
     )
 
 
@@ -238,6 +263,7 @@ def _api_form_data(values: Mapping[str, Any], form: Any, user: User) -> dict[str
         "ssh_public_key": values["ssh_public_key"] or selectors.user_ssh_key_last_used(user=user),
         "environment": values.get("environment") or "",
         "queue_when_full": "on" if values.get("queue_when_full") else "",
+        "from_snapshot": values.get("from_snapshot") or "",
     }
 
 
@@ -259,6 +285,7 @@ VM_FORM = KindForm(
         ApiField("max_price", Decimal, ge=Decimal("0.01"), le=Decimal("1000")),
         ApiField("environment", str, max_length=64),
         ApiField("queue_when_full", bool),
+        ApiField("from_snapshot", str, max_length=80),
     ),
     api_form_data=_api_form_data,
     api_names={"offering": "vm_size"},

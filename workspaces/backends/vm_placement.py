@@ -99,7 +99,8 @@ def vm_options(workspace: Workspace, now: datetime) -> list[Option]:
         gpus = (workspace.gpu_model, workspace.gpu_count, workspace.gpu_partition)
         first = [Option(chosen, home, own, *gpus)]
     mine = SizeOffering.objects.filter(vm_size=chosen, region=home).first()
-    fallback = mine is not None and mine.allow_region_fallback
+    # A VM started from a kept snapshot stays in its region: the disk is copied there only.
+    fallback = mine is not None and mine.allow_region_fallback and not workspace.from_snapshot_id
     others: list[Option] = []
     for offering in selectors.offering_list(now=now).filter(vm_size__in=sizes):
         price = offering_price(offering, spot=workspace.spot)

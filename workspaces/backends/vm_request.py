@@ -18,10 +18,12 @@ from environments.recipes import recipe_for
 from environments.selectors import environment_default
 from teams.models import Team
 from workspaces import equivalents, selectors
-from workspaces.models import SizeOffering, Workspace
+from workspaces.hooks import ALL_MOUNTS, MountChoice
+from workspaces.models import DiskSnapshot, SizeOffering, Workspace
 from workspaces.requests import (
     Ask,
     CeilingTooLow,
+    SnapshotRefused,
     WorkspaceActionError,
     check_member,
     workspace_insert,
@@ -47,6 +49,8 @@ def workspace_request(
     environment: Environment | None = None,
     queue_when_full: bool = False,
     capacity_reservation_group: str = "",
+    mounts: MountChoice = ALL_MOUNTS,
+    from_snapshot: DiskSnapshot | None = None,
 ) -> Workspace:
     """Create a VM workspace and, inside the team's GPU quota, the per-member cap and the
     monthly budget (at the current burn plus this request, it lasts the month), queue
@@ -79,6 +83,12 @@ def workspace_request(
 
     ``capacity_reservation_group`` (an Azure id; a booking's, bookings.lifecycle): the VM is
     created into it and takes an instance of its reservation.
+    ``mounts``: the team shares and home to mount (docs/storage.md); MountRefused for a share
+    the user may not mount, before anything is made.
+
+    ``from_snapshot``: a kept snapshot of one of the user's deleted VMs in the team, in the
+    offering's region; the VM boots from a disk copied from it instead of an image, with
+    no environment of its own (the disk has its software). Raises SnapshotRefused otherwise.
     """
     # Checked here too, not only by the form: every caller (a later API) gets the same rules,
     # and only the normal form of a public key is stored and sent to Azure.
@@ -104,8 +114,12 @@ def workspace_request(
         "ssh_public_key": ssh_public_key,
         "capacity_reservation_group": capacity_reservation_group,
     }
-    fields.update(_environment_fields(team, offering, environment))
     reason = f"Requested {offering.vm_size} ({offering.gpu_summary}) in {offering.region}"
+    if from_snapshot is not None:
+        fields["from_snapshot"] = _snapshot_checked(user, team, offering, from_snapshot)
+        reason += f" from the kept snapshot {from_snapshot.name}"
+    else:
+        fields.update(_environment_fields(team, offering, environment))
     if fields.get("environment"):
         reason += f" with {fields['environment'].name}"
     if accept_equivalents:
@@ -126,8 +140,27 @@ def workspace_request(
         offering.gpu_share,
         reason + (" as a Spot VM" if spot else ""),
         queue_when_full=queue_when_full,
+        mounts=mounts,
     )
     return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def _snapshot_checked(
+    user: User, team: Team, offering: SizeOffering, snapshot: DiskSnapshot
+) -> DiskSnapshot:
+    """The snapshot, if the user may start a VM of the offering from it. Raises
+    SnapshotRefused."""
+    live = DiskSnapshot.objects.filter(pk=snapshot.pk, deleted_at__isnull=True).first()
+    if live is None or live.owner_id != user.pk or live.team_id != team.pk:
+        raise SnapshotRefused(f"{snapshot.name} is not a kept snapshot of yours in {team.name}.")
+    if live.kind != VM_KIND:
+        raise SnapshotRefused(f"{snapshot.name} is not a VM's OS disk.")
+    if live.region != offering.region:
+        raise SnapshotRefused(
+            f"{snapshot.name} is in {live.region}: a disk is made from it there only; choose "
+            f"a size in {live.region}."
+        )
+    return live
 
 
 def _accepted(

@@ -15,6 +15,7 @@ from environments.recipes import jupyter_token, vm_recipe, vscode_password_hash
 from teams.models import Profile
 from workspaces import hooks, telemetry
 from workspaces.azure import azure_settings
+from workspaces.backends import vm_snapshots
 from workspaces.models import Workspace
 
 
@@ -35,6 +36,7 @@ def vm_spec(cloud: VmCloud, workspace: Workspace, now: datetime) -> VmSpec:
         custom_data=_with_mounts(workspace, _cloud_init(workspace, now)),
         spot=workspace.spot,
         capacity_reservation_group=workspace.capacity_reservation_group,
+        os_disk_id=vm_snapshots.os_disk_from_snapshot(workspace, sku=sku.os_disk_sku),
         tags={
             "portal": "gpu-workspace-portal",
             "team": workspace.team.slug,

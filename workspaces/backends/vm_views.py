@@ -53,10 +53,16 @@ def _request_form(
     environment = request.GET.get("environment", "")[:64]
     if environment and text_problem(environment) is None:
         initial["environment"] = environment
+    teams = team_list_for_requests(user=request.user)
+    # The team asked for (the team select's htmx GET) or the select's first: its shares to
+    # mount are the form's choices.
+    asked = (data or request.GET).get("team", "")
+    initial["team"] = (teams.filter(pk=asked).first() if asked.isdigit() else None) or teams.first()
     form = WorkspaceRequestForm(
         data,
         initial=initial,
-        teams=team_list_for_requests(user=request.user),
+        teams=teams,
+        user=request.user,
         regions=regions,
         offerings=offerings,
     )
@@ -96,6 +102,7 @@ def workspace_request(request: HttpRequest, kind: str) -> HttpResponse:
     context.update(estimate_on_request_page(request) if request.method == "GET" else {})
     context.setdefault("estimate_form", EstimateForm(auto_id="est-%s"))
     if getattr(request, "htmx", False) and request.method == "GET":
+        context["mounts_oob"] = True  # the chosen team's shares replace the tick boxes
         return render(request, "workspaces/_size_table.html", context)
     return render(request, "workspaces/request.html", context)
 

@@ -10,12 +10,10 @@ instance merged in when PROMETHEUS_URL is set (idle_evidence). Errors raised: Cl
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -34,13 +32,12 @@ from clusters.backends.aks import (
     object_labels,
     pool_of,
 )
+from clusters.backends.jupyter import DEFAULT_IMAGE, JUPYTER_PORT, image_fields, jupyter_token
 from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
 from environments.models import Environment
-from environments.recipes import recipe_for
-from environments.selectors import environment_default
 from teams.models import Profile, Team
 from workspaces import telemetry
 from workspaces.backends import (
@@ -63,11 +60,6 @@ from workspaces.requests import Ask, WorkspaceActionError, check_member, workspa
 from workspaces.states import Status
 from workspaces.telemetry import ParsedSample
 
-# Without a container environment in the catalog (docs/environments.md): Jupyter's PyTorch
-# image with CUDA 12, pinned to a dated build (jupyter/docker-stacks tags its images
-# "<variant>-<YYYY-MM-DD>"; "cuda12-latest" moves).
-DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2024-09-30"
-JUPYTER_PORT = 8888
 # A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
 # A MIG pod holds its slice from the moment it is bound: running, or on its way down.
 SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
@@ -331,13 +323,6 @@ def slice_access(workspace: Workspace) -> kube.SliceAccess:
     )
 
 
-def jupyter_token(workspace: Workspace) -> str:
-    """JupyterLab's login token of a MIG workspace, derived from SECRET_KEY (never stored):
-    shown to those who may act on the workspace, and handed to the pod through its Secret."""
-    mac = hmac.new(settings.SECRET_KEY.encode(), f"jupyter:{workspace.pk}".encode(), "sha256")
-    return mac.hexdigest()[:48]
-
-
 # --- requests ---------------------------------------------------------------------------
 
 
@@ -382,23 +367,12 @@ def workspace_request_mig(
         mig_profile=profile,
         gpu_slices=choice.slices,
         namespace=link.namespace,
-        **_image_fields(team, image.strip(), environment),
+        **image_fields(team, MigBackend.kind, image.strip(), environment),
     )
     slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
     reason = f"Requested {slice_name} on node pool {choice.pool.name}"
     ask = Ask(user, team, request_key, fields, Fraction(choice.slices, SLICES_PER_GPU), reason)
     return workspace_insert(ask=ask, justification=justification, now=now)
-
-
-def _image_fields(team: Team, image: str, environment: Environment | None) -> dict[str, Any]:
-    """The container image and the environment it came from (none for the researcher's own)."""
-    if image:
-        return {"image": image}
-    chosen = environment or environment_default(team=team, kind=MigBackend.kind)
-    if chosen is None or not chosen.container_image:
-        return {"image": DEFAULT_IMAGE}
-    recipe = recipe_for(chosen)
-    return {"image": chosen.container_image, "environment": chosen, "environment_recipe": recipe}
 
 
 def slice_access_refresh_all() -> dict[str, str]:

@@ -174,11 +174,9 @@ class MigBackend(AksBackend):
         return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace))
 
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
-        """The JupyterLab token for those who may act on it; for its owner, whether they gave
-        no Entra ID identity (then nobody may port-forward to the pod)."""
+        """For its owner, whether they gave no Entra ID identity (then nobody may port-forward
+        to the pod). No JupyterLab token: the app proxy adds it, no page shows it."""
         context: dict[str, object] = {}
-        if user.has_perm("workspaces.act_on_workspace", workspace):
-            context["jupyter_token"] = jupyter_token(workspace)
         if workspace.owner_id == user.pk and isinstance(user, User):
             context["entra_missing"] = not owner_users(user)
         return context

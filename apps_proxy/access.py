@@ -5,15 +5,19 @@ A yes is kept ROUTE_CACHE_SECONDS, and trusted only while the workspace's stamp
 (apps_proxy.services.app_stamp: its status, its owner, and a counter that revoking admins'
 access or stopping or changing a share bumps) is the one it was decided under: one read by
 primary key per request, so a revoked grant, a stopped share or a stopped workspace is refused
-at the next request. A no is never kept. An open WebSocket is checked every
-WS_RECHECK_SECONDS (watch) and closed with 1008 once its session no longer opens the app.
+at the next request. A no is never kept. The open WebSockets' stamps are read every
+WS_RECHECK_SECONDS, all in one query (watch), and a socket is closed with 1008 once its
+session no longer opens the app.
 """
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, TypeVar
+from uuid import UUID
 
 from asgiref.sync import sync_to_async
 from django.db import close_old_connections, connections
@@ -24,7 +28,8 @@ from apps_proxy import hosts, services
 log = logging.getLogger("apps_proxy")
 T = TypeVar("T")
 ROUTE_CACHE_SECONDS = 5.0
-WS_RECHECK_SECONDS = 2.0  # An open WebSocket's session is checked again this often.
+WS_RECHECK_SECONDS = 2.0  # The open WebSockets' stamps are read again this often.
+WS_FULL_CHECK = 60.0  # Seconds: an open WebSocket's session is checked in full at least this often.
 # (session, host label) -> (monotonic time it is kept until, the stamp it was decided under, the
 # route): positive answers only (route_of).
 _routes: dict[tuple[str, str], tuple[float, services.Stamp | None, services.Route]] = {}
@@ -69,18 +74,71 @@ async def close_database() -> None:
     await sync_to_async(connections.close_all, thread_sensitive=True)()
 
 
+@dataclass(eq=False)
+class _Open:
+    """An open WebSocket: its session, its app, the workspace's side, and what its last full
+    check saw (the stamp, and when, on the monotonic clock)."""
+
+    session: str
+    app: hosts.AppHost
+    remote: Any
+    ended: asyncio.Event
+    stamp: services.Stamp | None
+    checked_at: float
+
+
+# Per event loop (one per process under uvicorn): its open WebSockets, and the task that
+# checks them (kept here: the event loop holds only a weak reference to a task).
+_open: dict[asyncio.AbstractEventLoop, tuple[set[_Open], asyncio.Task[None]]] = {}
+
+
 async def watch(session: str, app: hosts.AppHost, remote: Any, ended: asyncio.Event) -> None:
-    """Every WS_RECHECK_SECONDS, whether the session still opens the app (route_of: one read of
-    the workspace's stamp while nothing changed); once not, close the workspace's side (and so
-    the browser's, with 1008). A database error is logged and checked again next time."""
+    """Watch an open WebSocket until cancelled: once its session no longer opens the app, set
+    ``ended`` and close the workspace's side (the proxy then closes the browser's with 1008).
+    One task per process checks them all (_sweep)."""
+    cached = _routes.get((session, app.label))
+    opened = _Open(session, app, remote, ended, cached[1] if cached else None, time.monotonic())
+    loop = asyncio.get_running_loop()
+    if loop not in _open:
+        sockets: set[_Open] = set()
+        _open[loop] = (sockets, loop.create_task(_sweep(sockets)))
+    _open[loop][0].add(opened)
+    try:
+        await ended.wait()
+    finally:
+        _open[loop][0].discard(opened)
+
+
+async def _sweep(watched: set[_Open]) -> None:
+    """Every WS_RECHECK_SECONDS, the stamps of the open WebSockets' workspaces in one query; a
+    socket whose stamp changed, or not fully checked for WS_FULL_CHECK_SECONDS (a user
+    deactivated, a teammate gone), is checked again (route_of), and ended once refused. A
+    database error is logged and the sweep goes on."""
     while True:
         await asyncio.sleep(WS_RECHECK_SECONDS)
-        try:
-            allowed = await route_of(session, app) is not None
-        except Exception:  # A failing check must not end the connection, nor go unseen.
-            log.exception("checking an open WebSocket's session failed")
+        sockets = list(watched)
+        if not sockets:
             continue
-        if not allowed:
-            ended.set()
-            await remote.close(1008, "Access ended.")
-            return
+        try:
+            ids = {s.app.workspace_id for s in sockets}
+            stamps = await database(functools.partial(_stamps, ids))
+            for socket in sockets:
+                await _recheck(socket, stamps.get(socket.app.workspace_id))
+        except Exception:  # A failing check must not end the connections, nor go unseen.
+            log.exception("checking the open WebSockets' sessions failed")
+
+
+def _stamps(workspace_ids: set[UUID]) -> dict[UUID, services.Stamp]:
+    close_old_connections()  # A thread of the pool keeps its connection: check it lives.
+    return services.app_stamps(workspace_ids=workspace_ids)
+
+
+async def _recheck(socket: _Open, stamp: services.Stamp | None) -> None:
+    now = time.monotonic()
+    if stamp is not None and stamp == socket.stamp and now - socket.checked_at < WS_FULL_CHECK:
+        return
+    if await route_of(socket.session, socket.app) is None:
+        socket.ended.set()
+        await socket.remote.close(1008, "Access ended.")
+        return
+    socket.stamp, socket.checked_at = stamp, now

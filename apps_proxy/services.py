@@ -147,15 +147,15 @@ def app_stamp(*, workspace_id: UUID) -> Stamp | None:
     """What an answer of app_session_route for the workspace depends on that can end access at
     once: its status and owner, and the counter app_stamp_bump raises. One query by primary
     key. None for a workspace that no longer exists."""
-    found = (
-        Workspace.objects.filter(pk=workspace_id)
-        .values_list("status", "owner_id", "app_stamp__generation")
-        .first()
+    return app_stamps(workspace_ids={workspace_id}).get(workspace_id)
+
+
+def app_stamps(*, workspace_ids: set[UUID]) -> dict[UUID, Stamp]:
+    """app_stamp of each workspace that exists, in one query (the open WebSockets' check)."""
+    rows = Workspace.objects.filter(pk__in=workspace_ids).values_list(
+        "pk", "status", "owner_id", "app_stamp__generation"
     )
-    if found is None:
-        return None
-    status, owner_id, generation = found
-    return str(status), int(owner_id), int(generation or 0)
+    return {pk: (str(status), int(owner), int(gen or 0)) for pk, status, owner, gen in rows}
 
 
 def app_stamp_bump(*, workspace: Workspace) -> None:

@@ -60,6 +60,7 @@ def serve_proxy(settings, sim_server) -> Iterator[ProxyServer]:
     settings.APPS_PORT = port
     settings.WORKSPACE_ROUTE_RESOLVER = f"{sim_server.url}/_sim/routes/resolve"
     access._routes.clear()
+    access._open.clear()  # Each server runs its own event loop.
     config = uvicorn.Config(
         asgi.application, log_level="warning", lifespan="off", ws="websockets-sansio"
     )

@@ -72,7 +72,7 @@ def _open_as_owner(client, cast, apps_proxy, ws):
     return browser, entered["Location"]
 
 
-def test_the_owner_runs_code_in_the_kernel_through_the_proxy(client, cast, sim, apps_proxy):
+def test_the_owner_runs_code_in_the_kernel_until_the_workspace_stops(client, cast, sim, apps_proxy):
     ws = running_lab_vm(cast)
     browser, ticket_url = _open_as_owner(client, cast, apps_proxy, ws)
     token = jupyter_token(ws.pk)
@@ -92,6 +92,11 @@ def test_the_owner_runs_code_in_the_kernel_through_the_proxy(client, cast, sim, 
         msg_id = uuid.uuid4().hex
         sock.send(json.dumps(_execute(msg_id, "print(6 * 7)")))
         assert _stream_output(sock, msg_id) == "42\n"
+
+    # A stopped workspace opens nothing, from the very next request (the proxy kept a yes).
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    assert browser.get("/api/status").status_code == 302
+    assert _enter(client, cast.researcher, ws).status_code == 404
 
 
 def _execute(msg_id, code):
@@ -199,15 +204,6 @@ def test_only_the_owner_opens_it_and_admins_once_granted(client, cast, sim, apps
     # Only the owner grants.
     client.force_login(cast.team_admin)
     assert client.post(grant, {"grant": "1"}).status_code == 404
-
-
-def test_a_stopped_workspace_opens_nothing(client, cast, sim, apps_proxy):
-    ws = running_lab_vm(cast)
-    browser, _ = _open_as_owner(client, cast, apps_proxy, ws)
-    assert browser.get("/api/status").status_code == 200  # The proxy keeps this yes a while.
-    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
-    assert browser.get("/api/status").status_code == 302  # At the very next request.
-    assert _enter(client, cast.researcher, ws).status_code == 404
 
 
 def test_a_large_upload_and_download_go_through_whole(client, cast, sim, apps_proxy):

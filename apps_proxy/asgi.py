@@ -16,7 +16,8 @@ Each request on ``<label>.<APPS_DOMAIN>``:
 1. ``/_portal/auth?ticket=...&next=...`` redeems the portal's one-use ticket for this host's
    session cookie (host-only, HttpOnly, SameSite=Lax) and redirects to ``next``;
 2. anything else needs that cookie, authorised again against the database
-   (apps_proxy.services.app_session_route, cached ROUTE_CACHE_SECONDS); without it a page load
+   (apps_proxy.services.app_session_route; apps_proxy.access keeps a yes a few seconds while
+   the workspace's stamp, read at each request, is unchanged); without it a page load
    is sent through the portal (which asks for a login and checks the rules), anything else is
    404;
 3. a request another site or another workspace's page makes (Fetch Metadata:
@@ -30,13 +31,13 @@ Each request on ``<label>.<APPS_DOMAIN>``:
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
-import time
 import urllib.parse
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, MutableMapping
 from http.cookies import CookieError, SimpleCookie
-from typing import Any, TypeVar
+from typing import Any
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 
@@ -45,27 +46,24 @@ import django  # noqa: E402
 django.setup()
 
 import httpx  # noqa: E402
-from asgiref.sync import sync_to_async  # noqa: E402
 from django.conf import settings  # noqa: E402
-from django.db import close_old_connections, connections  # noqa: E402
 from django.utils import timezone  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus  # noqa: E402
 
 from apps_proxy import hosts, routes, services  # noqa: E402
+from apps_proxy.access import close_database, database, route_of, watch  # noqa: E402
 
 log = logging.getLogger("apps_proxy")
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
 Send = Callable[[dict[str, Any]], Awaitable[None]]
-T = TypeVar("T")
 
 COOKIE = "gpuportal_app"
 # Over https the cookie is "__Host-" prefixed: browsers then refuse one set with a Domain, so a
 # page on another apps host cannot plant its own session on this one ("cookie tossing").
 HOST_COOKIE = "__Host-" + COOKIE
 AUTH_PATH = "/_portal/auth"
-ROUTE_CACHE_SECONDS = 5.0
 # Hop-by-hop headers (RFC 9110 7.6.1) and what the proxy sets itself.
 HOP = frozenset(
     {
@@ -95,9 +93,6 @@ def _client() -> httpx.AsyncClient:
             trust_env=False,
         )
     return _clients[loop]
-
-
-_routes: dict[tuple[str, str], tuple[float, services.Route | None]] = {}
 
 
 def _headers(scope: Scope) -> dict[str, str]:
@@ -139,33 +134,6 @@ def upstream_set_cookie(value: str) -> str | None:
     return ";".join(kept)
 
 
-async def _route(session: str, app: hosts.AppHost) -> services.Route | None:
-    key, now = (session, app.label), time.monotonic()
-    cached = _routes.get(key)
-    if cached is not None and cached[0] > now:
-        return cached[1]
-
-    def look() -> services.Route | None:
-        close_old_connections()  # A thread of the pool keeps its connection: check it lives.
-        return services.app_session_route(session=session, app=app, now=timezone.now())
-
-    route = await _database(look)
-    if len(_routes) > 10_000:
-        _routes.clear()
-    _routes[key] = (now + ROUTE_CACHE_SECONDS, route)
-    return route
-
-
-async def _database(work: Callable[[], T]) -> T:
-    """Run ORM work in Django's one thread for it (asgiref's thread-sensitive executor), as
-    Django's own ASGI handler does: one connection, which close_database() closes."""
-    return await sync_to_async(work, thread_sensitive=True)()
-
-
-async def close_database() -> None:
-    await sync_to_async(connections.close_all, thread_sensitive=True)()
-
-
 async def _upstream(route: services.Route) -> tuple[str, int]:
     return await asyncio.to_thread(routes.route_resolve, route.host, route.port)
 
@@ -198,7 +166,7 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         return
     jar = _cookies(headers.get("cookie", ""))
     name = cookie_name()
-    route = await _route(jar[name].value, app) if name in jar else None
+    route = await route_of(jar[name].value, app) if name in jar else None
     if route is None:
         await _enter_through_portal(scope, send, headers, app)
         return
@@ -211,7 +179,10 @@ async def application(scope: Scope, receive: Receive, send: Send) -> None:
         await _refuse(scope, send, 502, "The workspace does not answer.")
         return
     if scope["type"] == "websocket":
-        await _proxy_websocket(scope, receive, send, headers, route, upstream)
+        # Its session is checked again while it is open (access.watch): a long-lived terminal
+        # or kernel connection ends with access, not only the next request.
+        watcher = functools.partial(watch, jar[name].value, app)
+        await _proxy_websocket(scope, receive, send, headers, route, upstream, watcher)
     else:
         await _proxy_http(scope, receive, send, headers, route, upstream)
 
@@ -223,7 +194,7 @@ async def _redeem(scope: Scope, send: Send, app: hosts.AppHost) -> None:
     if not target.startswith("/") or target.startswith("//") or "\\" in target:
         target = "/"  # Only a path on this host: no open redirect.
     now = timezone.now()
-    secret = await _database(
+    secret = await database(
         lambda: services.app_ticket_redeem(ticket=ticket, app=app, now=now) if ticket else None
     )
     if secret is None:
@@ -345,9 +316,11 @@ async def _proxy_websocket(
     headers: dict[str, str],
     route: services.Route,
     upstream: tuple[str, int],
+    watch: Callable[[Any, asyncio.Event], Coroutine[Any, Any, None]],
 ) -> None:
     """Open the same WebSocket to the workspace, then pass frames both ways until one side
-    closes. The upstream Origin is the upstream's own: the proxy checked the browser's."""
+    closes or ``watch`` (access.watch) ends access. The upstream Origin is the upstream's own: the
+    proxy checked the browser's."""
     url = f"ws://{upstream[0]}:{upstream[1]}{scope['path']}"
     if scope["query_string"]:
         url += "?" + scope["query_string"].decode("latin-1")
@@ -371,18 +344,20 @@ async def _proxy_websocket(
         await send({"type": "websocket.close", "code": 1011})
         return
     await send({"type": "websocket.accept", "subprotocol": remote.subprotocol})
-    browser_gone = asyncio.Event()
+    browser_gone, ended = asyncio.Event(), asyncio.Event()
     to_remote = asyncio.create_task(_browser_to_remote(receive, remote, browser_gone))
+    watcher = asyncio.create_task(watch(remote, ended))
     try:
-        async for message in remote:
-            key = "text" if isinstance(message, str) else "bytes"
-            await send({"type": "websocket.send", key: message})
-        if not browser_gone.is_set():  # The workspace closed it: tell the browser.
-            await send({"type": "websocket.close", "code": remote.close_code or 1000})
-    except ConnectionClosed:
-        pass
+        with contextlib.suppress(ConnectionClosed):  # Closed without a clean handshake.
+            async for message in remote:
+                key = "text" if isinstance(message, str) else "bytes"
+                await send({"type": "websocket.send", key: message})
+        if not browser_gone.is_set():  # The workspace closed it, or access ended: say so.
+            code = 1008 if ended.is_set() else (remote.close_code or 1000)
+            await send({"type": "websocket.close", "code": code})
     finally:
         to_remote.cancel()
+        watcher.cancel()
         await remote.close()
 
 

@@ -80,3 +80,18 @@ class PortShare(models.Model):
 
     def __str__(self) -> str:
         return f"port {self.port} of {self.workspace_id} to {self.level}"
+
+
+class AppStamp(models.Model):
+    """A counter the owner's controls bump (a revoked admins' grant, a share stopped or
+    changed): with the workspace's status and owner it is the stamp the app proxy checks at
+    each request before it trusts an answer it keeps (apps_proxy.services.app_stamp), so such a
+    change ends access at the next request. No row: never bumped (generation 0)."""
+
+    workspace = models.OneToOneField(
+        Workspace, on_delete=models.CASCADE, primary_key=True, related_name="app_stamp"
+    )
+    generation = models.PositiveBigIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"apps of {self.workspace_id} at {self.generation}"

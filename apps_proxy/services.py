@@ -6,20 +6,24 @@ A ticket is what the portal hands the browser on its way to an apps host: one us
 TICKET_SECONDS, for one user, one workspace and one app. The proxy redeems it on that host for
 a session cookie that only that host is sent (host-only, HttpOnly, SameSite=Lax). Each request
 on the host is authorised again (app_session_route): the workspace still running, the user
-still allowed, so a revoked grant, a stopped share or a stopped workspace ends access at once
-(the proxy caches an answer ROUTE_CACHE_SECONDS).
+still allowed. The proxy keeps a yes for ROUTE_CACHE_SECONDS but trusts it only while the
+workspace's stamp (app_stamp: its status, its owner, and a counter that revoking admins'
+access and stopping or changing a share bump) is unchanged, one primary-key read per request,
+so a revoked grant, a stopped share or a stopped workspace ends access at the next request.
 """
 
 import hashlib
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from uuid import UUID
 
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
+from django.db.models import F
 
 from apps_proxy.hosts import VSCODE, AppHost
-from apps_proxy.models import AdminAccess, AppSession, PortShare, ShareLevel
+from apps_proxy.models import AdminAccess, AppSession, AppStamp, PortShare, ShareLevel
 from common.permissions import Actor, access_require
 from teams.audit import audit_record
 from teams.rules import is_member_of
@@ -149,6 +153,31 @@ def app_session_route(*, session: str, app: AppHost, now: datetime) -> Route | N
     )
 
 
+Stamp = tuple[str, int, int]  # (workspace status, owner id, AppStamp.generation)
+
+
+def app_stamp(*, workspace_id: UUID) -> Stamp | None:
+    """What an answer of app_session_route for the workspace depends on that can end access at
+    once: its status and owner, and the counter app_stamp_bump raises. One query by primary
+    key. None for a workspace that no longer exists."""
+    return app_stamps(workspace_ids={workspace_id}).get(workspace_id)
+
+
+def app_stamps(*, workspace_ids: set[UUID]) -> dict[UUID, Stamp]:
+    """app_stamp of each workspace that exists, in one query (the open WebSockets' check)."""
+    rows = Workspace.objects.filter(pk__in=workspace_ids).values_list(
+        "pk", "status", "owner_id", "app_stamp__generation"
+    )
+    return {pk: (str(status), int(owner), int(gen or 0)) for pk, status, owner, gen in rows}
+
+
+def app_stamp_bump(*, workspace: Workspace) -> None:
+    """Make every answer the proxy keeps for the workspace stale (call inside the change's
+    transaction, so the proxy never sees the new stamp before the change)."""
+    stamp, _ = AppStamp.objects.get_or_create(workspace=workspace)
+    AppStamp.objects.filter(pk=stamp.pk).update(generation=F("generation") + 1)
+
+
 # --- the owner's controls: admins' access, shared ports ---------------------------------------
 
 
@@ -180,6 +209,7 @@ def admin_access_revoke(*, user: User, workspace: Workspace, now: datetime) -> N
             revoked_at=now
         )
         if ended:
+            app_stamp_bump(workspace=workspace)
             audit_record(
                 actor=user,
                 team=workspace.team,
@@ -213,6 +243,7 @@ def port_share_create(
         else:
             share.level = level
             share.save(update_fields=["level"])
+            app_stamp_bump(workspace=workspace)  # A narrower level ends others' access now.
         audit_record(
             actor=user,
             team=workspace.team,
@@ -234,6 +265,7 @@ def port_share_stop(*, user: User, workspace: Workspace, port: int, now: datetim
             return
         share.stopped_at = now
         share.save(update_fields=["stopped_at"])
+        app_stamp_bump(workspace=workspace)
         audit_record(
             actor=user,
             team=workspace.team,

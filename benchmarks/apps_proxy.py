@@ -141,6 +141,9 @@ def _child(args: argparse.Namespace) -> None:
     settings.AZURE_CREDENTIAL, settings.AZURE_POLLING_INTERVAL = "emulator", 0.01
     resolver = f"{sim.url}/_sim/routes/resolve"
     settings.WORKSPACE_ROUTE_RESOLVER = resolver
+    # The VM's agent report (running_lab_vm) is stored in the request, as in the tests, so the
+    # worker's next look finds it Ready; buffered, the VM would stay Setting up.
+    settings.HEARTBEAT_FLUSH_SECONDS = 0
     proxy_port = _free_port()
     settings.APPS_PORT = proxy_port
 

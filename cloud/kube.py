@@ -25,8 +25,9 @@ slices' namespace: ``edit`` there would read every member's Secret and exec into
 
 The code lives in cloud.kube_core (client, errors, shared helpers, capacity, names),
 cloud.kube_mig (MIG slices), cloud.kube_access (a slice's owner-only rights),
-cloud.kube_namespace (team namespaces) and cloud.kube_ensure (the idempotent creates both
-kinds share); this module is their public face, so callers keep
+cloud.kube_namespace (team namespaces), cloud.kube_lab (a namespace's JupyterLab, and the
+page config that keeps JupyterLab's token out of its pages) and cloud.kube_ensure (the
+idempotent creates both kinds share); this module is their public face, so callers keep
 writing ``kube.<name>``.
 """
 
@@ -66,6 +67,7 @@ from .kube_core import (
     kube_api,
     pool_capacity,
 )
+from .kube_lab import LAB_NAME, LabSpec, lab_host
 from .kube_mig import (
     MigSpec,
     PodState,
@@ -90,6 +92,8 @@ from .kube_nfs import NfsVolume
 
 __all__ = [
     "KubeApi",
+    "LAB_NAME",
+    "LabSpec",
     "AGENT_DIR",
     "AGENT_EXIT_GONE",
     "AGENT_FILE",
@@ -127,6 +131,7 @@ __all__ = [
     "dns_label",
     "from_kube",
     "kube_api",
+    "lab_host",
     "mig_access",
     "mig_delete",
     "mig_ensure",

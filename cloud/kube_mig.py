@@ -38,6 +38,7 @@ from .kube_core import (
     dns_label,
 )
 from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
+from .kube_lab import page_config_mount, page_config_objects
 from .kube_nfs import NfsVolume, nfs_ensure, pod_parts
 
 
@@ -68,8 +69,9 @@ class MigSpec:
     start_command: tuple[str, ...] = DEFAULT_START_COMMAND
     # The owner's Kubernetes user names (Entra object id, UPN): port-forward to the pod only.
     owner_users: tuple[str, ...] = ()
-    # JupyterLab's login token (Secret key "jupyter-token", env JUPYTER_TOKEN): the user logs in
-    # with it and the agent counts busy kernels with it.
+    # JupyterLab's token (Secret key "jupyter-token", env JUPYTER_TOKEN): the app proxy adds it
+    # to each request and the agent counts busy kernels with it; ConfigMap
+    # "<name>-page-config" blanks it in JupyterLab's pages (cloud.kube_lab).
     jupyter_token: str = ""
     # 0 makes it stopped (a slice moved to another profile while stopped, or before its start).
     replicas: int = 1
@@ -157,6 +159,10 @@ def _statefulset(spec: MigSpec, labels: dict[str, Any]) -> dict[str, Any]:
     token = {"secretKeyRef": {"name": f"{spec.name}-agent", "key": "token"}}
     env = [{"name": k, "value": v} for k, v in spec.env]
     nfs_mounts, nfs_volumes = pod_parts(spec.nfs)
+    # JupyterLab's pages carry no token: the app proxy adds it to each request (cloud.kube_lab).
+    page_mount, page_volume = page_config_mount(f"{spec.name}-page-config")
+    if spec.jupyter_token:
+        nfs_mounts, nfs_volumes = [*nfs_mounts, page_mount], [*nfs_volumes, page_volume]
     container = {
         "name": "workspace",
         "image": spec.image,
@@ -208,9 +214,11 @@ def _mig_objects(spec: MigSpec, labels: dict[str, Any]) -> list[Namespaced]:
     code = {"metadata": _meta(f"{name}-agent-code", labels, ns)}
     code["data"] = {AGENT_FILE: spec.agent_script}
     agent_code = [("ConfigMap", "CoreV1Api", "config_map", code)]
+    page_config = page_config_objects(f"{name}-page-config", labels, ns)
     return [
         ("Secret", "CoreV1Api", "secret", secret),
         *(agent_code if spec.agent_script else []),
+        *(page_config if spec.jupyter_token else []),
         ("PersistentVolumeClaim", "CoreV1Api", "persistent_volume_claim", {
             "metadata": _meta(f"{name}-home", labels, ns), "spec": pvc_spec}),
         ("Service", "CoreV1Api", "service", {"metadata": _meta(name, labels, ns),
@@ -333,9 +341,9 @@ def mig_state(api: ApiClient, *, namespace: str, name: str) -> PodState:
 
 
 def mig_delete(api: ApiClient, *, namespace: str, name: str) -> bool:
-    """Delete the StatefulSet (its pod goes with it), Service, Secret, the agent's ConfigMap,
-    PVC and the owner's Role and RoleBinding; True once all of them and the pod are gone (the
-    PVC outlives its pod), else call again. Raises CloudError."""
+    """Delete the StatefulSet (its pod goes with it), Service, Secret, the agent's and the
+    page config's ConfigMaps, PVC and the owner's Role and RoleBinding; True once all of them
+    and the pod are gone (the PVC outlives its pod), else call again. Raises CloudError."""
     core, apps = client.CoreV1Api(api), client.AppsV1Api(api)
     rbac, owner = client.RbacAuthorizationV1Api(api), f"{name}-owner"
     background = client.V1DeleteOptions(propagation_policy="Background")
@@ -348,6 +356,8 @@ def mig_delete(api: ApiClient, *, namespace: str, name: str) -> bool:
          lambda: core.read_namespaced_secret(f"{name}-agent", namespace)),
         (lambda: core.delete_namespaced_config_map(f"{name}-agent-code", namespace),
          lambda: core.read_namespaced_config_map(f"{name}-agent-code", namespace)),
+        (lambda: core.delete_namespaced_config_map(f"{name}-page-config", namespace),
+         lambda: core.read_namespaced_config_map(f"{name}-page-config", namespace)),
         (lambda: core.delete_namespaced_persistent_volume_claim(f"{name}-home", namespace),
          lambda: core.read_namespaced_persistent_volume_claim(f"{name}-home", namespace)),
         (lambda: rbac.delete_namespaced_role_binding(owner, namespace),

@@ -34,6 +34,7 @@ from .kube_core import (
     dns_label,
 )
 from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
+from .kube_lab import LabSpec, lab_objects
 from .kube_nfs import NfsVolume, nfs_ensure, nfs_release
 
 
@@ -56,6 +57,8 @@ class NamespaceSpec:
     # (cloud.kube_nfs); read-only ones are read-only on the volume itself, since the team may
     # write any pod spec in its namespace.
     nfs: tuple[NfsVolume, ...] = ()
+    # Its JupyterLab (cloud.kube_lab), which the portal's app proxy opens; None: none.
+    lab: LabSpec | None = None
 
 
 def _hard(spec: NamespaceSpec) -> dict[str, str]:
@@ -93,8 +96,10 @@ def _namespace_objects(spec: NamespaceSpec, labels: dict[str, Any]) -> list[Name
 
 def namespace_ensure(api: ApiClient, spec: NamespaceSpec) -> None:
     """Create what is missing of: the namespace, ResourceQuota "portal-quota", LimitRange
-    "portal-defaults", RoleBinding "team-edit" (ClusterRole edit to the team's group) and
-    NetworkPolicy "deny-other-namespaces" (ingress only from pods of this namespace).
+    "portal-defaults", RoleBinding "team-edit" (ClusterRole edit to the team's group),
+    NetworkPolicy "deny-other-namespaces" (ingress only from pods of this namespace), the
+    share claims, and with ``spec.lab`` its JupyterLab (cloud.kube_lab.lab_objects, after the
+    claims it mounts; its requests count in the quota).
     Raises ValueError for a bad name, CloudError("AlreadyExists") for a name someone else
     holds, other CloudErrors as refused."""
     if dns_label(spec.name) != spec.name:
@@ -103,6 +108,8 @@ def namespace_ensure(api: ApiClient, spec: NamespaceSpec) -> None:
     namespace_create(api, spec.name, labels, owned)
     objects_create(api, spec.name, _namespace_objects(spec, labels), owned)
     nfs_ensure(api, spec.name, spec.nfs, enforce_read_only=True)
+    if spec.lab is not None:
+        objects_create(api, spec.name, lab_objects(spec.lab, labels, spec.name, spec.nfs), owned)
 
 
 def _workloads(api: ApiClient, namespace: str) -> Iterator[tuple[Callable[..., Any], Any]]:

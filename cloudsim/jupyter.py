@@ -14,8 +14,10 @@ per running workspace, with the configuration the workspace itself would have:
 
 - a VM: the ``jupyter.json`` and ``labconfig/page_config.json`` its customData writes (what
   cloud-init would write), so the token is the one the portal sent;
-- a pod behind a Service: the container's ``JUPYTER_TOKEN`` (a literal or the Secret key its
-  ``secretKeyRef`` names), as the image's start command would read it.
+- a pod behind a Service (a MIG slice's, a team namespace's ``portal-jupyterlab``): the
+  container's ``JUPYTER_TOKEN`` (a literal or the Secret key its ``secretKeyRef`` names), as the
+  image's start command would read it, and the ConfigMaps it mounts under /etc/jupyter (the
+  page config that blanks the token in JupyterLab's pages), as the kubelet would mount them.
 
 A VM whose layer asks for VS Code (its customData writes code-server's HASHED_PASSWORD,
 agent/environment_init.py) also answers on port 8080 with a real code-server, the npm package of
@@ -59,6 +61,7 @@ JUPYTER_PORT = 8888  # Where the workspaces' JupyterLab listens (agent/environme
 JUPYTER_CONFIG = "/etc/gpu-portal-env/jupyter.json"  # Written by the VM's cloud-init.
 VSCODE = "#vscode"  # In a Target's key: "<VM key>#vscode", the VM's code-server.
 PAGE_CONFIG = "/etc/jupyter/labconfig/page_config.json"
+SYSTEM_CONFIG = "/etc/jupyter"  # The Jupyter images' system configuration folder.
 SERVICE_SUFFIXES = (".svc.cluster.local", ".svc")
 START_TIMEOUT = 90.0  # Seconds JupyterLab may take to answer /api/status on a busy machine.
 REAP_EVERY = 1.0  # Seconds between checks that each process's workspace still runs.
@@ -144,12 +147,18 @@ def service_target(cloud: "Cloud", host: str, port: int) -> Target | None:
         service = cluster.get("services", namespace, name)
         if service is None:
             continue
+        # The cluster's controllers run on without an API call (a Deployment's pod starts).
+        cluster.reconcile(time.time(), cloud.latency)
         spec = service.get("spec") or {}
         if not any(p.get("port") == port for p in spec.get("ports") or []):
             return None
         pod = _selected_pod(cluster, namespace, spec.get("selector") or {})
-        token = _container_token(cluster, namespace, pod) if pod else None
-        return Target(f"{key}|{namespace}|{name}", token) if token else None
+        container = _jupyter_container(pod) if pod else None
+        token = _container_token(cluster, namespace, container) if container else None
+        if not token or pod is None or container is None:
+            return None
+        files = _config_files(cluster, namespace, pod, container)
+        return Target(f"{key}|{namespace}|{name}", token, files)
     return None
 
 
@@ -165,22 +174,54 @@ def _selected_pod(
     return None
 
 
-def _container_token(cluster: "Cluster", namespace: str, pod: dict[str, Any]) -> str | None:
-    """JUPYTER_TOKEN of the pod's first container that sets it, resolved as the kubelet would."""
+def _jupyter_container(pod: dict[str, Any]) -> dict[str, Any] | None:
+    """The pod's first container that sets JUPYTER_TOKEN: the one whose start runs JupyterLab."""
     for container in (pod.get("spec") or {}).get("containers") or []:
-        for entry in container.get("env") or []:
-            if not isinstance(entry, dict) or entry.get("name") != "JUPYTER_TOKEN":
-                continue
-            ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
-            if not isinstance(ref, dict):
-                return entry.get("value") or None
-            secret = cluster.get("secrets", namespace, ref.get("name") or "") or {}
-            raw = (secret.get("data") or {}).get(ref.get("key") or "")
-            try:
-                return base64.b64decode(raw or "", validate=True).decode("utf-8") or None
-            except (binascii.Error, ValueError):
-                return None
+        env = container.get("env") or []
+        if any(isinstance(e, dict) and e.get("name") == "JUPYTER_TOKEN" for e in env):
+            return dict(container)
     return None
+
+
+def _container_token(cluster: "Cluster", namespace: str, container: dict[str, Any]) -> str | None:
+    """The container's JUPYTER_TOKEN, resolved as the kubelet would (a literal or a Secret key)."""
+    for entry in container.get("env") or []:
+        if not isinstance(entry, dict) or entry.get("name") != "JUPYTER_TOKEN":
+            continue
+        ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
+        if not isinstance(ref, dict):
+            return entry.get("value") or None
+        secret = cluster.get("secrets", namespace, ref.get("name") or "") or {}
+        raw = (secret.get("data") or {}).get(ref.get("key") or "")
+        try:
+            return base64.b64decode(raw or "", validate=True).decode("utf-8") or None
+        except (binascii.Error, ValueError):
+            return None
+    return None
+
+
+def _config_files(
+    cluster: "Cluster", namespace: str, pod: dict[str, Any], container: dict[str, Any]
+) -> tuple[tuple[str, str], ...]:
+    """What ConfigMaps the container mounts under /etc/jupyter (e.g. labconfig/page_config.json,
+    cloud.kube_lab), as (path under the config folder, content): the kubelet's mount, laid out
+    where this JupyterLab reads its configuration."""
+    volumes = {v.get("name"): v for v in (pod.get("spec") or {}).get("volumes") or []}
+    files = []
+    for mount in container.get("volumeMounts") or []:
+        path = str(mount.get("mountPath") or "")
+        source = (volumes.get(mount.get("name")) or {}).get("configMap") or {}
+        if not path.startswith(SYSTEM_CONFIG + "/") or not source.get("name"):
+            continue
+        config_map = cluster.get("configmaps", namespace, source["name"]) or {}
+        data = config_map.get("data") or {}
+        relative = path[len(SYSTEM_CONFIG) + 1 :]
+        if mount.get("subPath"):
+            if isinstance(data.get(mount["subPath"]), str):
+                files.append((relative, data[mount["subPath"]]))
+            continue
+        files += [(f"{relative}/{k}", v) for k, v in sorted(data.items()) if isinstance(v, str)]
+    return tuple(files)
 
 
 def _free_port() -> int:

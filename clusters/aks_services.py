@@ -4,8 +4,8 @@ tests). They live in their kind's backend: clusters.backends.mig and clusters.ba
 """
 
 from clusters.backends.aks import kube_api
+from clusters.backends.jupyter import jupyter_token
 from clusters.backends.mig import (
-    jupyter_token,
     kube_name,
     slice_access_refresh_all,
     workspace_request_mig,

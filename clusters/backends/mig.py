@@ -10,12 +10,10 @@ instance merged in when PROMETHEUS_URL is set (idle_evidence). Errors raised: Cl
 
 from __future__ import annotations
 
-import hmac
 from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
-from typing import Any
 from uuid import UUID
 
 from django.conf import settings
@@ -34,13 +32,12 @@ from clusters.backends.aks import (
     object_labels,
     pool_of,
 )
+from clusters.backends.jupyter import DEFAULT_IMAGE, JUPYTER_PORT, image_fields, jupyter_token
 from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam
 from common.words import with_article
 from environments.models import Environment
-from environments.recipes import recipe_for
-from environments.selectors import environment_default
 from teams.models import Profile, Team
 from workspaces import telemetry
 from workspaces.backends import (
@@ -64,11 +61,6 @@ from workspaces.requests import Ask, WorkspaceActionError, check_member, workspa
 from workspaces.states import Status
 from workspaces.telemetry import ParsedSample
 
-# Without a container environment in the catalog (docs/environments.md): Jupyter's PyTorch
-# image with CUDA 12, pinned to a dated build (jupyter/docker-stacks tags its images
-# "<variant>-<YYYY-MM-DD>"; "cuda12-latest" moves).
-DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2024-09-30"
-JUPYTER_PORT = 8888
 # A MIG slice's Kubernetes objects (its owner's Role and RoleBinding among them) may exist.
 # A MIG pod holds its slice from the moment it is bound: running, or on its way down.
 SLICE_BOUND = frozenset({Status.RUNNING, Status.STOPPING})
@@ -183,11 +175,9 @@ class MigBackend(AksBackend):
         return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace))
 
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
-        """The JupyterLab token for those who may act on it; for its owner, whether they gave
-        no Entra ID identity (then nobody may port-forward to the pod)."""
+        """For its owner, whether they gave no Entra ID identity (then nobody may port-forward
+        to the pod). No JupyterLab token: the app proxy adds it, no page shows it."""
         context: dict[str, object] = {}
-        if user.has_perm("workspaces.act_on_workspace", workspace):
-            context["jupyter_token"] = jupyter_token(workspace)
         if workspace.owner_id == user.pk and isinstance(user, User):
             context["entra_missing"] = not owner_users(user)
         return context
@@ -332,13 +322,6 @@ def slice_access(workspace: Workspace) -> kube.SliceAccess:
     )
 
 
-def jupyter_token(workspace: Workspace) -> str:
-    """JupyterLab's login token of a MIG workspace, derived from SECRET_KEY (never stored):
-    shown to those who may act on the workspace, and handed to the pod through its Secret."""
-    mac = hmac.new(settings.SECRET_KEY.encode(), f"jupyter:{workspace.pk}".encode(), "sha256")
-    return mac.hexdigest()[:48]
-
-
 # --- requests ---------------------------------------------------------------------------
 
 
@@ -385,24 +368,13 @@ def workspace_request_mig(
         mig_profile=profile,
         gpu_slices=choice.slices,
         namespace=link.namespace,
-        **_image_fields(team, image.strip(), environment),
+        **image_fields(team, MigBackend.kind, image.strip(), environment),
     )
     slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
     reason = f"Requested {slice_name} on node pool {choice.pool.name}"
     gpus = Fraction(choice.slices, SLICES_PER_GPU)
     ask = Ask(user, team, request_key, fields, gpus, reason, mounts=mounts)
     return workspace_insert(ask=ask, justification=justification, now=now)
-
-
-def _image_fields(team: Team, image: str, environment: Environment | None) -> dict[str, Any]:
-    """The container image and the environment it came from (none for the researcher's own)."""
-    if image:
-        return {"image": image}
-    chosen = environment or environment_default(team=team, kind=MigBackend.kind)
-    if chosen is None or not chosen.container_image:
-        return {"image": DEFAULT_IMAGE}
-    recipe = recipe_for(chosen)
-    return {"image": chosen.container_image, "environment": chosen, "environment_recipe": recipe}
 
 
 def slice_access_refresh_all() -> dict[str, str]:

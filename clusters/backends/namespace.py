@@ -1,5 +1,6 @@
 """The AKS namespace backend: a namespace with a GPU ResourceQuota, a LimitRange, a
-RoleBinding of ``edit`` for the team's Entra ID group and a NetworkPolicy.
+RoleBinding of ``edit`` for the team's Entra ID group, a NetworkPolicy, and a JupyterLab of its
+owner's that the portal's app proxy opens (cloud.kube_lab: a Deployment and its Service).
 
 It counts its GPU quota (whole GPUs) against the team's quota and costs quota / GPUs per node
 of the node price while running. Kubernetes is its agent: the idle evidence is the GPU use the
@@ -26,12 +27,13 @@ from clusters.backends.aks import (
     object_labels,
     pool_of,
 )
+from clusters.backends.jupyter import DEFAULT_IMAGE, JUPYTER_PORT, image_fields, jupyter_token
 from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from common.words import counted, times
 from teams.models import Team
 from workspaces import telemetry
-from workspaces.backends import KindForm, PoolUse, Step, Words, WorkspaceBackend
+from workspaces.backends import IdeTarget, KindForm, PoolUse, Step, Words, WorkspaceBackend
 from workspaces.hooks import ALL_MOUNTS, MountChoice
 from workspaces.models import Workspace
 from workspaces.requests import Ask, WorkspaceActionError, check_member, workspace_insert
@@ -112,8 +114,16 @@ class NamespaceBackend(AksBackend):
         return Step(kube.namespace_phase(api, name=workspace.namespace) == "Active")
 
     def api_details(self, workspace: Workspace) -> dict[str, str | int | bool | None]:
-        """Its GPU quota (whole GPUs, requests.nvidia.com/gpu)."""
-        return {"gpu_quota": workspace.gpu_count}
+        """Its GPU quota (whole GPUs, requests.nvidia.com/gpu) and its JupyterLab's image."""
+        return {"gpu_quota": workspace.gpu_count, "image": workspace.image or DEFAULT_IMAGE}
+
+    def ide_target(self, workspace: Workspace) -> IdeTarget | None:
+        """Its JupyterLab (cloud.kube_lab) behind Service ``portal-jupyterlab``, by its cluster
+        DNS name: the portal runs in the cluster (docs/operations.md, "The app proxy")."""
+        if workspace.status != Status.RUNNING or not workspace.namespace:
+            return None
+        host = kube.lab_host(workspace.namespace)
+        return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace))
 
     def size_label(self, workspace: Workspace) -> str:
         """Its GPU quota: "1 × A100 GPU", "2 × A100 GPUs"."""
@@ -188,6 +198,7 @@ def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
         gpus=workspace.gpu_count,
         labels=object_labels(workspace),
         nfs=nfs_volumes(workspace),
+        lab=kube.LabSpec(image=workspace.image or DEFAULT_IMAGE, token=jupyter_token(workspace)),
     )
 
 
@@ -208,6 +219,8 @@ def workspace_request_namespace(
 ) -> Workspace:
     """Ask for a namespace on ``pool``'s cluster with a quota of ``gpus`` whole GPUs of the
     pool's model; it costs gpus x the per-GPU share of the node price (USD/hour) while active.
+    Its JupyterLab (no GPU; 1 CPU and 4 GiB of the namespace's quota) runs the team's default
+    container environment's image, else DEFAULT_IMAGE (clusters.backends.jupyter).
     The namespace is named ``<team slug>-<name>`` as a DNS-1123 label. Raises
     WorkspaceActionError (team without the cluster or without a linked Entra ID group, a MIG
     pool, GPUs below 1, the namespace taken), JustificationNeeded and MountRefused (``mounts``,
@@ -229,6 +242,8 @@ def workspace_request_namespace(
     price = (pool.price_per_gpu_hour * gpus).quantize(pool.price_per_hour)
     fields = aks_fields(pool, name, price, NamespaceBackend.kind)
     fields.update(gpu_count=gpus, namespace=namespace)
+    # Its JupyterLab runs the team's default container environment, recorded as a slice's is.
+    fields.update(image_fields(team, NamespaceBackend.kind))
     reason = f"Requested namespace {namespace} with {times(gpus, pool.gpu_model)}"
     ask = Ask(user, team, request_key, fields, gpus, reason, mounts=mounts)
     return workspace_insert(ask=ask, justification=justification, now=now)

@@ -55,6 +55,6 @@ def test_a_namespace_by_gpu_model_and_count(client, cast, cluster):  # noqa: F81
     ws = created.json()
     assert ws["kind"] == "namespace" and ws["gpu_count"] == 2
     assert ws["namespace"] == "vision-team-jobs"
-    assert ws["details"] == {"gpu_quota": 2}
+    assert ws["details"] == {"gpu_quota": 2, "image": DEFAULT_IMAGE}  # its JupyterLab's
     refused = _post(client, body | {"name": "more", "gpus": 65})
     assert refused.status_code == 400 and refused.json()["errors"][0]["loc"][-1] == "gpus"

@@ -50,7 +50,7 @@ class ProxyServer:
 
 @contextlib.contextmanager
 def serve_proxy(settings, sim_server) -> Iterator[ProxyServer]:
-    from apps_proxy import asgi  # noqa: PLC0415 (it sets Django up: after pytest-django has)
+    from apps_proxy import access, asgi  # noqa: PLC0415 (it sets Django up: after pytest-django)
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
@@ -59,7 +59,8 @@ def serve_proxy(settings, sim_server) -> Iterator[ProxyServer]:
     settings.APPS_URL_SCHEME = "http"
     settings.APPS_PORT = port
     settings.WORKSPACE_ROUTE_RESOLVER = f"{sim_server.url}/_sim/routes/resolve"
-    asgi._routes.clear()
+    access._routes.clear()
+    access._open.clear()  # Each server runs its own event loop.
     config = uvicorn.Config(
         asgi.application, log_level="warning", lifespan="off", ws="websockets-sansio"
     )

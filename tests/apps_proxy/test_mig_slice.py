@@ -1,5 +1,6 @@
 """A MIG slice's JupyterLab, reached through its Service by the app proxy: the owner runs code in
-its kernel over the proxied WebSocket; a teammate is refused. Kubernetes is the emulator's
+its kernel over the proxied WebSocket, and JupyterLab's pages never carry its token; a teammate
+is refused. Kubernetes is the emulator's
 (its route table finds the pod behind the Service and the token in its Secret)."""
 
 import json
@@ -8,6 +9,7 @@ import uuid
 import pytest
 from websockets.sync.client import connect
 
+from clusters import aks_services
 from tests.apps_proxy.test_proxy import Browser, _enter, _execute, _stream_output
 from tests.clusters.test_aks_workspaces import cluster, make_pool, request_mig  # noqa: F401
 from workspaces.states import Status
@@ -26,6 +28,10 @@ def test_the_owner_runs_code_in_a_mig_slice_through_the_proxy(cast, cluster, cli
     browser = Browser(apps_proxy, ws)
     assert browser.follow_ticket(entered["Location"]).status_code == 302
     assert browser.get("/api/status").status_code == 200
+    # JupyterLab's own page does not carry its token: the pod mounts a page config blanking it.
+    page = browser.get("/lab")
+    assert page.status_code == 200 and '"token": ""' in page.text
+    assert aks_services.jupyter_token(ws) not in page.text
     kernel = browser.post("/api/kernels", {"name": "python3"}).json()["id"]
     url = f"ws://127.0.0.1:{apps_proxy.port}/api/kernels/{kernel}/channels"
     headers = {"Host": apps_proxy.host(browser.label), "Cookie": browser.cookie}

@@ -10,6 +10,7 @@ import uuid
 import httpx
 import pytest
 from django.utils import timezone
+from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from apps_proxy.hosts import AppHost
@@ -71,7 +72,7 @@ def _open_as_owner(client, cast, apps_proxy, ws):
     return browser, entered["Location"]
 
 
-def test_the_owner_runs_code_in_the_kernel_through_the_proxy(client, cast, sim, apps_proxy):
+def test_the_owner_runs_code_in_the_kernel_until_the_workspace_stops(client, cast, sim, apps_proxy):
     ws = running_lab_vm(cast)
     browser, ticket_url = _open_as_owner(client, cast, apps_proxy, ws)
     token = jupyter_token(ws.pk)
@@ -91,6 +92,11 @@ def test_the_owner_runs_code_in_the_kernel_through_the_proxy(client, cast, sim, 
         msg_id = uuid.uuid4().hex
         sock.send(json.dumps(_execute(msg_id, "print(6 * 7)")))
         assert _stream_output(sock, msg_id) == "42\n"
+
+    # A stopped workspace opens nothing, from the very next request (the proxy kept a yes).
+    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
+    assert browser.get("/api/status").status_code == 302
+    assert _enter(client, cast.researcher, ws).status_code == 404
 
 
 def _execute(msg_id, code):
@@ -130,6 +136,17 @@ def _stream_output(sock, msg_id):
     raise AssertionError("no output")
 
 
+def _terminal_output(sock, wanted):
+    """What a terminal's WebSocket (terminado's ["stdout", text] frames) printed, up to
+    ``wanted``. Raises ConnectionClosed when it closes first."""
+    seen = ""
+    while wanted not in seen:
+        message = json.loads(sock.recv(timeout=30))
+        if message[0] == "stdout":
+            seen += message[1]
+    return seen
+
+
 def test_other_origins_cannot_use_the_owners_session(client, cast, sim, apps_proxy):
     ws = running_lab_vm(cast)
     browser, _ = _open_as_owner(client, cast, apps_proxy, ws)
@@ -161,32 +178,32 @@ def test_only_the_owner_opens_it_and_admins_once_granted(client, cast, sim, apps
     assert entered.status_code == 302
     admin = Browser(apps_proxy, ws)
     admin.follow_ticket(entered["Location"])
-    assert admin.get("/api/status").status_code == 200
+    assert admin.get("/api/status").status_code == 200  # The proxy keeps this yes a while.
+    # A terminal the admin opened: its WebSocket runs a command through the proxy.
+    name = admin.post("/api/terminals", {}).json()["name"]
+    url = f"ws://127.0.0.1:{apps_proxy.port}/terminals/websocket/{name}"
+    headers = {"Host": apps_proxy.host(admin.label), "Cookie": admin.cookie}
+    terminal = connect(url, additional_headers=headers, origin=admin.origin, open_timeout=60)
+    terminal.send(json.dumps(["stdin", "echo $((6 * 7))x\r"]))
+    assert "42x" in _terminal_output(terminal, "42x")
 
     client.force_login(cast.researcher)
     assert client.post(grant, {"grant": "0"}).status_code == 302
-    from apps_proxy import asgi
-
-    asgi._routes.clear()  # The proxy's 5-second cache, which a real revoke outlives.
-    assert admin.get("/api/status").status_code == 302  # Back through the portal: refused.
+    # The very next request is refused (sent back through the portal, which answers 404), and
+    # the open terminal is closed.
+    refused = admin.get("/api/status")
+    assert refused.status_code == 302 and "/apps/enter/" in refused.headers["location"]
+    assert admin.post("/api/kernels", {"name": "python3"}).status_code == 404
     assert _enter(client, cast.platform_admin, ws).status_code == 404
+    with pytest.raises(ConnectionClosed) as closed:
+        _terminal_output(terminal, "never")
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 1008
     actions = list(AuditEntry.objects.filter(object_id=str(ws.pk)).values_list("action", flat=True))
     assert actions.count("apps.admin_access.grant") == 1
     assert actions.count("apps.admin_access.revoke") == 1
     # Only the owner grants.
     client.force_login(cast.team_admin)
     assert client.post(grant, {"grant": "1"}).status_code == 404
-
-
-def test_a_stopped_workspace_opens_nothing(client, cast, sim, apps_proxy):
-    ws = running_lab_vm(cast)
-    browser, _ = _open_as_owner(client, cast, apps_proxy, ws)
-    workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
-    from apps_proxy import asgi
-
-    asgi._routes.clear()
-    assert browser.get("/api/status").status_code == 302
-    assert _enter(client, cast.researcher, ws).status_code == 404
 
 
 def test_a_large_upload_and_download_go_through_whole(client, cast, sim, apps_proxy):

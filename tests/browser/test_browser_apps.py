@@ -3,7 +3,8 @@ owner creates a notebook and runs a cell whose output comes from the kernel (ove
 WebSocket); a teammate and another team's researcher are refused; the page JupyterLab serves
 cannot use the viewer's portal session. Debian's Chromium, the live server at 127.0.0.1 (a
 different site from *.apps.localhost, as production's apps domain is), the emulator's real
-JupyterLab behind the VM's private address."""
+JupyterLab behind the VM's private address, the MIG slice's Service or the team namespace's
+``portal-jupyterlab`` Service."""
 
 import shutil
 
@@ -12,7 +13,13 @@ from playwright.sync_api import expect
 
 from tests.apps_proxy.helpers import running_lab_vm, serve_proxy
 from tests.browser.test_browser import CHROMIUM, CHROMIUM_ARGS, _screenshot
-from tests.clusters.test_aks_workspaces import cluster, make_pool, request_mig  # noqa: F401
+from tests.clusters.test_aks_workspaces import (  # noqa: F401
+    cluster,
+    four_gpu_offering,
+    make_pool,
+    request_mig,
+    request_namespace,
+)
 from workspaces.models import Workspace
 from workspaces.states import Status
 
@@ -62,13 +69,19 @@ def _signed_in(browser, portal, username):
 def _running(kind, cast, request):
     if kind == "vm":
         return running_lab_vm(cast)
-    make_pool(cast, request.getfixturevalue("cluster"))
-    ws = request_mig(cast)
+    if kind == "namespace":  # Its JupyterLab is a Deployment of its own (cloud.kube_lab).
+        pool = make_pool(
+            cast, request.getfixturevalue("cluster"), "a100", "", **four_gpu_offering()
+        )
+        ws = request_namespace(cast, pool)
+    else:
+        make_pool(cast, request.getfixturevalue("cluster"))
+        ws = request_mig(cast)
     assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
     return ws
 
 
-@pytest.mark.parametrize("kind", ["vm", "mig"])
+@pytest.mark.parametrize("kind", ["vm", "mig", "namespace"])
 def test_the_owner_runs_a_notebook_cell_in_jupyterlab_from_the_workspace_page(
     cast, sim, portal, proxy, browser, kind, request
 ):

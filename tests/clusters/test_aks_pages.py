@@ -126,19 +126,40 @@ def test_a_running_slice_page_shows_how_to_open_it(client, cast, cluster):  # no
     ws = request_mig(cast)
     client.force_login(cast.researcher)
     page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
-    assert f"port-forward pod/ws-{ws.short_id}-0 8888:8888" in page
+    assert 'data-testid="open-jupyterlab"' in page
+    assert f"port-forward pod/ws-{ws.short_id}-0 6006:6006" in page
     assert "× 1 slice ÷ (7 × 1 GPU per node)" in page
-    token = aks_services.jupyter_token(ws)
-    assert token in page
     # alice gave no Entra ID identity: she is told Kubernetes will refuse her port-forward.
     assert 'data-testid="entra-missing"' in page and reverse("account") in page
-    client.force_login(cast.teammate)  # a member who may not act on it sees no token
+    client.force_login(cast.teammate)
     page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
-    assert token not in page and 'data-testid="entra-missing"' not in page
+    assert 'data-testid="entra-missing"' not in page
     client.force_login(cast.researcher)
     kubeconfig = client.get(reverse("workspaces:kubeconfig", kwargs={"pk": ws.pk}))
     assert kubeconfig["Content-Disposition"].startswith('attachment; filename="kubeconfig-')
     assert b"kubelogin" in kubeconfig.content
+
+
+@pytest.mark.parametrize("kind", ["mig", "namespace"])
+def test_jupyterlabs_token_reaches_no_page_and_no_api_answer(client, cast, cluster, kind):  # noqa: F811
+    from tests.clusters.test_aks_workspaces import request_mig, request_namespace
+
+    if kind == "mig":
+        make_pool(cast, cluster)
+        ws = request_mig(cast)
+    else:
+        ws = request_namespace(cast, make_pool(cast, cluster, "a100", "", **four_gpu_offering()))
+    token = aks_services.jupyter_token(ws)
+    for user in (cast.researcher, cast.team_admin):  # Its owner, who acts on it: nor them.
+        client.force_login(user)
+        page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
+        assert ws.name in page and token not in page
+        for path in ("", "/connect"):
+            answer = client.get(f"/api/v1/workspaces/{ws.pk}{path}")
+            assert answer.status_code == 200 and token not in answer.content.decode()
+    client.force_login(cast.researcher)
+    connect = client.get(f"/api/v1/workspaces/{ws.pk}/connect").json()
+    assert connect["jupyterlab_url"].endswith(f"host={ws.pk.hex}&next=%2Flab")
 
 
 def test_the_account_page_records_the_entra_identity_the_slices_grant(client, cast, cluster, sim):  # noqa: F811

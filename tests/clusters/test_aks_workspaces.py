@@ -279,6 +279,19 @@ def test_namespace_gets_quota_rolebinding_and_network_policy(cast, cluster, sim)
         {"kind": "Group", "name": str(GROUP), "apiGroup": "rbac.authorization.k8s.io"}
     ]
     assert any(p["namespace"] == "vision-training" for p in state["networkpolicies"])
+    # Its owner's JupyterLab: a Deployment behind a Service, its token in a Secret, its pod's
+    # CPU and memory counted in the namespace's quota, and no GPU of it taken.
+    mine = [o for o in state["deployments"] if o["namespace"] == "vision-training"]
+    assert [o["name"] for o in mine] == ["portal-jupyterlab"]
+    service = next(o for o in state["services"] if o["namespace"] == "vision-training")
+    assert service["name"] == "portal-jupyterlab" and service["ports"][0]["port"] == 8888
+    secrets = {o["name"]: o["keys"] for o in state["secrets"] if o["namespace"] == ws.namespace}
+    assert secrets["portal-jupyterlab-token"] == ["jupyter-token"]
+    pods = [p for p in state["pods"] if p["namespace"] == "vision-training"]
+    assert [p["requests"] for p in pods] == [{"pods": "1", "cpu": "1", "memory": "4Gi"}]
+    assert quota["used"]["requests.cpu"] == "1" and quota["used"]["requests.memory"] == "4Gi"
+    assert quota["used"]["requests.nvidia.com/gpu"] == "0"
+    assert ws.image == "quay.io/jupyter/pytorch-notebook:cuda12-2024-09-30"
 
 
 def test_a_namespace_for_a_team_with_no_linked_group_is_refused_at_request(cast, cluster, sim):

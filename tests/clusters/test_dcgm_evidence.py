@@ -58,7 +58,9 @@ def run_gpu_pod(ws, name="train", gpus=1):
     client.AppsV1Api(api).create_namespaced_deployment(ws.namespace, body)
     deadline = time.monotonic() + 10
     core = client.CoreV1Api(api)
-    while not core.list_namespaced_pod(ws.namespace, field_selector="status.phase=Running").items:
+    running = {"field_selector": "status.phase=Running", "label_selector": f"app={name}"}
+    # Its own pod: the namespace's JupyterLab runs beside it (cloud.kube_lab).
+    while not core.list_namespaced_pod(ws.namespace, **running).items:
         assert time.monotonic() < deadline, "the GPU pod never ran"
         time.sleep(0.05)
 

@@ -20,7 +20,12 @@ from portal.settings import *  # noqa: E402, F403
 # (a request's quota check, a task queued on commit) is refused at once instead of waiting out
 # azure-core's backoff (0.8 s doubling, 5.6 s a call: a CLI test spent 44 s so), and never
 # reaches an emulator that `make run` may have on its default port 8100.
-AZURE_ENDPOINT = "http://127.0.0.1:9"
-AZURE_PRICES_ENDPOINT = AZURE_ENDPOINT
-AZURE_RETRY_BACKOFF = 0.01
-AZURE_RETRY_TOTAL = 2
+# Processes a test starts (Celery workers, servers) load these settings too and are given the
+# emulator's address in their environment: that is kept.
+if "AZURE_ENDPOINT" not in os.environ:
+    AZURE_ENDPOINT = "http://127.0.0.1:9"
+    AZURE_PRICES_ENDPOINT = AZURE_ENDPOINT
+if "AZURE_RETRY_BACKOFF" not in os.environ:
+    AZURE_RETRY_BACKOFF = 0.01
+if "AZURE_RETRY_TOTAL" not in os.environ:
+    AZURE_RETRY_TOTAL = 2

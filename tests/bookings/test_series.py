@@ -7,6 +7,7 @@ from datetime import UTC, date, datetime, timedelta
 from decimal import Decimal
 
 import pytest
+from django.utils import timezone
 
 from bookings.models import Booking, BookingSeries, BookingState
 from bookings.series import Repeat, booking_series_cancel, booking_series_create, series_quote
@@ -142,3 +143,53 @@ def test_cancel_one_occurrence_or_the_rest_of_the_series(cast, sim):
     assert [states[b.pk] for b in (first, second, third)] == ["ended", "cancelled", "cancelled"]
     cancels = AuditEntry.objects.filter(action="booking.cancel").count()
     assert cancels == 2 and AuditEntry.objects.filter(action="booking.series_create").exists()
+
+
+def test_a_series_through_the_api_quoted_booked_refused_and_cancelled(client, cast, sim):
+    OfferingFactory()
+    sim.set_quota("eastus", "standardNCADSA100v4Family", 1000)  # Azure has room for all
+    client.force_login(cast.researcher)
+    start = (timezone.now() + timedelta(days=7)).replace(microsecond=0)
+    until = (start + timedelta(days=13)).date().isoformat()
+    # The first day's weekday by name, and two days later by number.
+    days = [start.strftime("%a").lower(), (start.weekday() + 2) % 7]
+    body = {
+        "title": "Course",
+        "vm_size": "Standard_NC24ads_A100_v4",
+        "region": "eastus",
+        "instances": 2,
+        "starts_at": start.isoformat(),
+        "ends_at": (start + timedelta(hours=8)).isoformat(),
+        "repeat": {"weekdays": days, "until": until, "time_zone": "UTC"},
+    }
+    post = lambda b: client.post(  # noqa: E731
+        "/api/v1/teams/vision/bookings", b, content_type="application/json"
+    )
+    quote = post({**body, "dry_run": True}).json()
+    assert quote["cost_usd"] == "249.76" and quote["refused"] == []
+    assert [o["cost_usd"] for o in quote["occurrences"]] == ["62.44"] * 4
+    hostile = [
+        {"weekdays": ["xyz"], "until": until},
+        {"weekdays": [], "until": until},
+        {"weekdays": [7], "until": until},
+        {"weekdays": ["tue"], "until": "2027-02-30"},
+        {"weekdays": ["tue"], "until": until, "time_zone": "Mars/Base"},
+        {"weekdays": ["tue"], "until": (start + timedelta(weeks=30)).date().isoformat()},
+        "weekly",
+    ]
+    for bad in hostile:
+        refused = post({**body, "repeat": bad})
+        assert refused.status_code == 400, (bad, refused.content)
+        assert refused["Content-Type"] == "application/problem+json"
+    assert not Booking.objects.exists()
+    made = post(body)
+    assert made.status_code == 201, made.content
+    series = made.json()
+    assert series["cost_usd"] == "249.76" and len(series["items"]) == 4
+    assert {b["series_id"] for b in series["items"]} == {series["series_id"]}
+    clash = post({**body, "instances": 3}).json()["errors"]  # 2 + 3 of the team's 4 A100s
+    assert len(clash) == 4 and "may hold 4 A100 GPUs" in clash[0]["msg"]
+    first = series["items"][0]["id"]
+    cancelled = client.post(f"/api/v1/bookings/{first}/cancel?series=true")
+    assert cancelled.status_code == 200 and cancelled.json()["state"] == "cancelled"
+    assert set(Booking.objects.values_list("state", flat=True)) == {BookingState.CANCELLED}

@@ -25,6 +25,7 @@ from django.db import transaction
 
 from bookings.models import LIVE, Booking, BookingSeries
 from bookings.services import (
+    MAX_AHEAD,
     BookingRefused,
     Quote,
     booking_cancel,
@@ -151,6 +152,8 @@ def series_quote(
     touches against the occurrences' costs starting in it. Never raises."""
     gpus = offering.gpu_count * instances
     try:
+        if not now < starts_at <= now + MAX_AHEAD:  # also keeps dates far from datetime's ends
+            raise BookingRefused(("A series starts in the future, at most a year ahead.",))
         windows = series_windows(starts_at=starts_at, ends_at=ends_at, repeat=repeat)
     except BookingRefused as refused:
         return SeriesQuote((), now, Decimal("0.0000"), Decimal("0.00"), gpus, refused.reasons)

@@ -68,7 +68,9 @@ def booking_quote(
     its other bookings then, its monthly budget (unless ``budget`` is False: a series weighs
     its occurrences' costs by month, bookings.series), and Azure's regional quota against
     every team's bookings then. Reads Azure's usages (cached); never raises."""
-    hold_from = max(now, starts_at - timedelta(minutes=settings.BOOKING_HOLD_MINUTES))
+    ahead = timedelta(minutes=settings.BOOKING_HOLD_MINUTES)
+    # Compared, not subtracted, first: a start at datetime's lower end must not overflow.
+    hold_from = now if starts_at <= now + ahead else starts_at - ahead
     held_hours, cost = hold_cost(
         price_per_hour=offering.price_per_hour,
         instances=instances,

@@ -9,7 +9,7 @@ from uuid import UUID
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 from ninja import Field, Router, Schema, Status
-from pydantic import field_validator
+from pydantic import StrictInt, StrictStr, field_validator
 
 from api.auth import require_write
 from api.errors import FieldErrors
@@ -102,7 +102,7 @@ class QuoteOut(Schema):
 
 
 class RepeatIn(Schema):
-    weekdays: list[int | str] = Field(
+    weekdays: list[StrictInt | StrictStr] = Field(
         min_length=1, max_length=7, description="mon..sun or 0 (Monday)..6"
     )
     until: date = Field(description="The last day a window may start (local)")
@@ -117,7 +117,7 @@ class RepeatIn(Schema):
         for day in given:
             if isinstance(day, str) and day.strip().lower()[:3] in DAYS:
                 days.append(DAYS.index(day.strip().lower()[:3]))
-            elif isinstance(day, int) and 0 <= day <= 6:
+            elif isinstance(day, int) and 0 <= day <= 6:  # StrictInt: a JSON true is refused
                 days.append(day)
             else:
                 raise ValueError(f"{day!r} is no weekday: use mon..sun or 0..6.")

@@ -172,6 +172,7 @@ def test_a_series_through_the_api_quoted_booked_refused_and_cancelled(client, ca
         {"weekdays": ["xyz"], "until": until},
         {"weekdays": [], "until": until},
         {"weekdays": [7], "until": until},
+        {"weekdays": [True], "until": until},
         {"weekdays": ["tue"], "until": "2027-02-30"},
         {"weekdays": ["tue"], "until": until, "time_zone": "Mars/Base"},
         {"weekdays": ["tue"], "until": (start + timedelta(weeks=30)).date().isoformat()},
@@ -181,6 +182,9 @@ def test_a_series_through_the_api_quoted_booked_refused_and_cancelled(client, ca
         refused = post({**body, "repeat": bad})
         assert refused.status_code == 400, (bad, refused.content)
         assert refused["Content-Type"] == "application/problem+json"
+    ancient = {"starts_at": "0001-01-01T00:00:00+05:00", "ends_at": "0001-01-01T08:00:00+05:00"}
+    for repeat in (body["repeat"], None):  # at datetime's lower end: refused, not a 500
+        assert post({**body, **ancient, "repeat": repeat}).status_code == 400
     assert not Booking.objects.exists()
     made = post(body)
     assert made.status_code == 201, made.content

@@ -253,9 +253,7 @@ def _pool_state(pool: Any) -> PoolState:
         mode=_text(props.mode if props else None) or "User",
         provisioning_state=_text(props.provisioning_state if props else None) or "Unknown",
         power_state=_text(power.code if power else None) or "Unknown",
-        capacity_reservation_group_id=_text(
-            props.capacity_reservation_group_id if props else None
-        ),
+        capacity_reservation_group_id=_text(props.capacity_reservation_group_id if props else None),
     )
 
 

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from datetime import datetime
 from typing import Any, cast
+from zoneinfo import ZoneInfo
 
 from django import forms
 from django.db.models import QuerySet
 
+from bookings.series import Repeat
 from bookings.services import MAX_INSTANCES
 from common.validation import TextField
 from workspaces.models import SizeOffering
 
+DAY_NAMES = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 LOCAL = forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M")
 
 
@@ -27,6 +30,21 @@ class BookingForm(forms.Form):
     )
     starts_at = forms.DateTimeField(label="From", widget=LOCAL, input_formats=["%Y-%m-%dT%H:%M"])
     ends_at = forms.DateTimeField(label="Until", widget=LOCAL, input_formats=["%Y-%m-%dT%H:%M"])
+    repeat_on = forms.TypedMultipleChoiceField(
+        label="Repeat every week on",
+        choices=list(enumerate(DAY_NAMES)),
+        coerce=int,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Leave empty to book this window once.",
+    )
+    repeat_until = forms.DateField(
+        label="Repeat until",
+        required=False,
+        widget=forms.DateInput(attrs={"type": "date"}, format="%Y-%m-%d"),
+        input_formats=["%Y-%m-%d"],
+        help_text="The last day a window may start, at most 26 weeks after the first.",
+    )
 
     def __init__(self, *args: Any, offerings: QuerySet[SizeOffering], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -40,7 +58,16 @@ class BookingForm(forms.Form):
         ends_at: datetime | None = data.get("ends_at")
         if starts_at and ends_at and ends_at <= starts_at:
             self.add_error("ends_at", "The window must end after it starts.")
+        if bool(data.get("repeat_on")) != bool(data.get("repeat_until")) and not self.errors:
+            self.add_error("repeat_until", "To repeat, choose the weekdays and the last day.")
         return data
+
+    def repeat(self, tz: ZoneInfo) -> Repeat | None:
+        """The weekly repeat asked for, at wall times in ``tz`` (the user's zone), or None."""
+        days, until = self.cleaned_data.get("repeat_on"), self.cleaned_data.get("repeat_until")
+        if not days or until is None:
+            return None
+        return Repeat(frozenset(days), until, tz.key)
 
 
 class SeatForm(forms.Form):

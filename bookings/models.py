@@ -22,9 +22,38 @@ class BookingState(models.TextChoices):
 LIVE = frozenset({BookingState.SCHEDULED, BookingState.HOLDING, BookingState.HELD})
 
 
+class BookingSeries(models.Model):
+    """A weekly repeating booking: one Booking per occurrence (each holds and releases its own
+    capacity reservation), on ``weekdays`` from the first occurrence's day to ``until``, at the
+    same local wall times in ``time_zone`` across daylight-saving changes (bookings.series)."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    weekdays = models.CharField(max_length=13, help_text="Monday 0 .. Sunday 6, e.g. '1,3'")
+    until = models.DateField(help_text="The last day an occurrence may start (local)")
+    time_zone = models.CharField(max_length=64, help_text="IANA zone of the wall times")
+    created_at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"weekly on {self.weekdays} until {self.until}"
+
+    @property
+    def day_names(self) -> list[str]:
+        """The weekdays' short English names, Monday first."""
+        names = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+        return [names[int(d)] for d in self.weekdays.split(",")]
+
+
 class Booking(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     team = models.ForeignKey("teams.Team", on_delete=models.CASCADE, related_name="bookings")
+    # The weekly series it is one occurrence of (None: booked alone).
+    series = models.ForeignKey(
+        BookingSeries, null=True, blank=True, on_delete=models.CASCADE, related_name="bookings"
+    )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )

@@ -29,13 +29,13 @@ class Day:
 
 def booking_calendar(*, now: datetime, team: Team | None = None) -> list[Day]:
     """The bookings not ended more than PAST_DAYS ago, of ``team`` (None: every team), by the
-    local day they start (the active time zone), soonest first, with their workspaces.
-    Three queries."""
+    local day they start (the active time zone), soonest first, with their workspaces and
+    weekly series. Three queries."""
     found = Booking.objects.filter(ends_at__gt=now - timedelta(days=PAST_DAYS))
     if team is not None:
         found = found.filter(team=team)
     rows = (
-        found.select_related("team", "created_by")
+        found.select_related("team", "created_by", "series")
         .prefetch_related("seats__workspace", "seats__owner")
         .order_by("starts_at", "id")[:LIMIT]
     )

@@ -15,7 +15,7 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.db import transaction
 
-from bookings.models import LIVE, Booking, BookingState
+from bookings.models import LIVE, Booking, BookingSeries, BookingState
 from teams.audit import audit_record
 from teams.guards import team_lock
 from teams.models import GpuQuota, Team
@@ -61,12 +61,16 @@ def booking_quote(
     ends_at: datetime,
     now: datetime,
     exclude: Booking | None = None,
+    budget: bool = True,
 ) -> Quote:
     """The cost of ``instances`` of ``offering`` from ``starts_at`` to ``ends_at`` for
     ``team``, and every reason it may not be made: the window, the team's GPU quota against
-    its other bookings then, its monthly budget, and Azure's regional quota against every
-    team's bookings then. Reads Azure's usages (cached); never raises."""
-    hold_from = max(now, starts_at - timedelta(minutes=settings.BOOKING_HOLD_MINUTES))
+    its other bookings then, its monthly budget (unless ``budget`` is False: a series weighs
+    its occurrences' costs by month, bookings.series), and Azure's regional quota against
+    every team's bookings then. Reads Azure's usages (cached); never raises."""
+    ahead = timedelta(minutes=settings.BOOKING_HOLD_MINUTES)
+    # Compared, not subtracted, first: a start at datetime's lower end must not overflow.
+    hold_from = now if starts_at <= now + ahead else starts_at - ahead
     held_hours, cost = hold_cost(
         price_per_hour=offering.price_per_hour,
         instances=instances,
@@ -78,7 +82,7 @@ def booking_quote(
     if not over:
         overlapping = _overlapping(starts_at, ends_at, exclude)
         over += _quota_problem(team, offering, gpus, overlapping)
-        over += _budget_problem(team, cost, starts_at, now)
+        over += budget_problem(team, cost, starts_at, now) if budget else ()
         over += _azure_problem(offering, instances, overlapping)
     return Quote(hold_from, held_hours, cost, gpus, over)
 
@@ -144,11 +148,12 @@ def _quota_problem(
     )
 
 
-def _budget_problem(
+def budget_problem(
     team: Team, cost: Decimal, starts_at: datetime, now: datetime
 ) -> tuple[str, ...]:
-    """The month's budget left (workspaces.budgets, the one budget figure) when the window
-    starts this month; the whole budget for a later month, whose spend has not begun."""
+    """Why ``cost`` (USD) of bookings starting in ``starts_at``'s month is over budget, or ():
+    the month's budget left (workspaces.budgets, the one budget figure) when that is this
+    month; the whole budget for a later month, whose spend has not begun."""
     if team.monthly_budget is None:
         return ()
     left = team.monthly_budget
@@ -204,23 +209,10 @@ def booking_create(
         )
         if quote.over:
             raise BookingRefused(quote.over)
-        booking = Booking.objects.create(
-            team=team,
-            created_by=actor,
-            title=title,
-            region=offering.region,
-            vm_size=offering.vm_size,
-            gpu_model=offering.gpu_model,
-            instances=instances,
-            gpus=quote.gpus,
-            vcpus=offering.vcpus * instances,
-            price_per_hour=offering.price_per_hour,
-            starts_at=starts_at,
-            ends_at=ends_at,
-            hold_from=quote.hold_from,
-            created_at=now,
-            updated_at=now,
-        )
+        booking = booking_row(
+            actor=actor, team=team, title=title, offering=offering, instances=instances,
+            starts_at=starts_at, ends_at=ends_at, quote=quote, now=now,
+        )  # fmt: skip
         after: dict[str, Any] = {
             "title": title,
             "vm_size": offering.vm_size,
@@ -240,6 +232,41 @@ def booking_create(
             now=now,
         )
         return booking
+
+
+def booking_row(
+    *,
+    actor: User,
+    team: Team,
+    title: str,
+    offering: SizeOffering,
+    instances: int,
+    starts_at: datetime,
+    ends_at: datetime,
+    quote: Quote,
+    now: datetime,
+    series: BookingSeries | None = None,
+) -> Booking:
+    """Write one booking as ``quote`` priced it (the caller decided it may be made, inside
+    its transaction holding the team's row)."""
+    return Booking.objects.create(
+        team=team,
+        series=series,
+        created_by=actor,
+        title=title,
+        region=offering.region,
+        vm_size=offering.vm_size,
+        gpu_model=offering.gpu_model,
+        instances=instances,
+        gpus=quote.gpus,
+        vcpus=offering.vcpus * instances,
+        price_per_hour=offering.price_per_hour,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        hold_from=quote.hold_from,
+        created_at=now,
+        updated_at=now,
+    )
 
 
 def booking_cancel(*, actor: User, booking: Booking, now: datetime) -> bool:

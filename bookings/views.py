@@ -5,6 +5,7 @@ as on every team page (docs/bookings.md)."""
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -17,6 +18,7 @@ from bookings.forms import BookingForm, SeatForm
 from bookings.models import Booking
 from bookings.seats import SeatRefused, booking_seat_add
 from bookings.selectors import bookable_offerings, booking_calendar, booking_visible_to
+from bookings.series import booking_series_cancel, booking_series_create, series_quote
 from bookings.services import (
     BookingRefused,
     booking_cancel,
@@ -47,13 +49,14 @@ def team_bookings(request: HttpRequest, slug: str) -> HttpResponse:
     form = BookingForm(request.POST or None, offerings=bookable_offerings())
     if request.method == "POST" and form.is_valid():
         try:
-            booking = _create(request, team, form)
+            made = _create(request, team, form)
         except BookingRefused as refused:
             for reason in refused.reasons:
                 form.add_error(None, reason)
         else:
-            cost = booking_cost(booking=booking)
-            messages.success(request, f"Booked {booking}: ${cost:,.2f} while it is held.")
+            cost = sum(booking_cost(booking=b) for b in made)
+            what = f"{made[0]}" if len(made) == 1 else f"{made[0]} on {len(made)} days"
+            messages.success(request, f"Booked {what}: ${cost:,.2f} while it is held.")
             return redirect("team-bookings", slug=team.slug)
     context = {
         "team": team,
@@ -65,18 +68,30 @@ def team_bookings(request: HttpRequest, slug: str) -> HttpResponse:
     return render(request, "bookings/team_bookings.html", context, status=status)
 
 
-def _create(request: HttpRequest, team: Team, form: BookingForm) -> Booking:
+def _create(request: HttpRequest, team: Team, form: BookingForm) -> list[Booking]:
+    """The booking, or every occurrence of the weekly series the form asks for (wall times in
+    the user's zone, the one the form's times were read in)."""
     data = form.cleaned_data
-    return booking_create(
-        actor=request.user,  # type: ignore[arg-type]  # login_required
-        team=team,
-        title=data["title"],
-        offering=data["offering"],
-        instances=data["instances"],
-        starts_at=data["starts_at"],
-        ends_at=data["ends_at"],
-        now=timezone.now(),
-    )
+    actor: Any = request.user  # login_required: a User
+    what = {
+        "actor": actor,
+        "team": team,
+        "title": data["title"],
+        "offering": data["offering"],
+        "instances": data["instances"],
+        "starts_at": data["starts_at"],
+        "ends_at": data["ends_at"],
+        "now": timezone.now(),
+    }
+    repeat = form.repeat(_zone())
+    if repeat is not None:
+        return booking_series_create(**what, repeat=repeat)
+    return [booking_create(**what)]
+
+
+def _zone() -> ZoneInfo:
+    current = timezone.get_current_timezone()
+    return current if isinstance(current, ZoneInfo) else ZoneInfo("UTC")
 
 
 @login_required
@@ -88,27 +103,34 @@ def team_booking_quote(request: HttpRequest, slug: str) -> HttpResponse:
     context: dict[str, Any] = {"form": form}
     if form.is_valid():
         data = form.cleaned_data
-        context["quote"] = booking_quote(
-            team=team,
-            offering=data["offering"],
-            instances=data["instances"],
-            starts_at=data["starts_at"],
-            ends_at=data["ends_at"],
-            now=timezone.now(),
-        )
+        what: dict[str, Any] = {
+            "team": team,
+            "offering": data["offering"],
+            "instances": data["instances"],
+            "starts_at": data["starts_at"],
+            "ends_at": data["ends_at"],
+            "now": timezone.now(),
+        }
+        repeat = form.repeat(_zone())
+        quote = series_quote(**what, repeat=repeat) if repeat else booking_quote(**what)
+        context["quote"] = quote
     return render(request, "bookings/_quote.html", context)
 
 
 @login_required
 @require_POST
 def booking_cancel_view(request: HttpRequest, pk: str) -> HttpResponse:
-    """Cancel (its maker, the team's admins, platform admins); 404 for other teams'."""
+    """Cancel (its maker, the team's admins, platform admins); 404 for other teams'. With
+    ``series`` set, every occurrence of its weekly series that has not ended."""
     booking = booking_visible_to(user=request.user, pk=pk)
     if booking is None:
         raise Http404("No such booking.")
     access_require(user=request.user, perm="bookings.cancel_booking", obj=booking)
     actor: Any = request.user  # login_required: a User
-    if booking_cancel(actor=actor, booking=booking, now=timezone.now()):
+    if request.POST.get("series") and booking.series_id is not None:
+        count = booking_series_cancel(actor=actor, booking=booking, now=timezone.now())
+        messages.success(request, f"{count} of {booking.title}'s days are cancelled.")
+    elif booking_cancel(actor=actor, booking=booking, now=timezone.now()):
         messages.success(request, f"{booking.title} is cancelled; Azure releases what it held.")
     else:
         messages.info(request, f"{booking.title} had already ended.")

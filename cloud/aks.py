@@ -87,6 +87,10 @@ class PoolSpec:
     max_count: int | None = None
     taints: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
+    # The fully qualified id of a capacity reservation group whose reservations give the
+    # nodes (AgentPool properties.capacityReservationGroupID; "" none). AKS fixes it at
+    # creation.
+    capacity_reservation_group_id: str = ""
 
     def __post_init__(self) -> None:
         check_pool_name(self.name)
@@ -138,6 +142,7 @@ class PoolState:
     mode: str
     provisioning_state: str
     power_state: str
+    capacity_reservation_group_id: str = ""  # "" when its nodes come from no group
 
 
 @dataclass(frozen=True)
@@ -248,6 +253,7 @@ def _pool_state(pool: Any) -> PoolState:
         mode=_text(props.mode if props else None) or "User",
         provisioning_state=_text(props.provisioning_state if props else None) or "Unknown",
         power_state=_text(power.code if power else None) or "Unknown",
+        capacity_reservation_group_id=_text(props.capacity_reservation_group_id if props else None),
     )
 
 
@@ -271,6 +277,8 @@ def _pool_body(spec: PoolSpec) -> dict[str, Any]:
         props.update(minCount=spec.min_count, maxCount=spec.max_count)
     if spec.gpu_instance_profile:
         props["gpuInstanceProfile"] = spec.gpu_instance_profile
+    if spec.capacity_reservation_group_id:
+        props["capacityReservationGroupID"] = spec.capacity_reservation_group_id
     return {"properties": props}
 
 

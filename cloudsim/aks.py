@@ -58,6 +58,7 @@ class PoolSpec:
     labels: dict = field(default_factory=dict)
     gpu_instance_profile: str | None = None
     orchestrator_version: str = ""
+    capacity_reservation_group_id: str | None = None
 
 
 # --- ids and lookups ----------------------------------------------------------------------------
@@ -194,8 +195,41 @@ def parse_pool(props, cluster: ManagedCluster) -> PoolSpec:
     taints, labels = _taints_and_labels(props)
     version = props.get("orchestratorVersion") or cluster.kubernetes_version
     return PoolSpec(
-        vm_size, count, mode, auto, low, high, taints, labels, _mig_profile(props), str(version)
+        vm_size,
+        count,
+        mode,
+        auto,
+        low,
+        high,
+        taints,
+        labels,
+        _mig_profile(props),
+        str(version),
+        _reservation_group(props),
     )
+
+
+CRG_ID = re.compile(
+    r"/subscriptions/[^/]+/resourcegroups/[^/]+/providers/microsoft\.compute/"
+    r"capacityreservationgroups/[^/]+",
+    re.IGNORECASE,
+)
+
+
+def _reservation_group(props: dict) -> str | None:
+    """properties.capacityReservationGroupID (AgentPoolsAssociate_CRG.json): the fully
+    qualified id of a capacity reservation group, kept as given; AKS checks its shape."""
+    given = props.get("capacityReservationGroupID")
+    if given is None:
+        return None
+    if not isinstance(given, str) or not CRG_ID.fullmatch(given):
+        message = (
+            "capacityReservationGroupID must be the resource ID of a capacity reservation "
+            "group: /subscriptions/{sub}/resourcegroups/{rg}/providers/Microsoft.Compute/"
+            "capacityReservationGroups/{name}."
+        )
+        raise errors.invalid_parameter(message, "properties.capacityReservationGroupID")
+    return given
 
 
 def _offered_size(cloud: Cloud, cluster: ManagedCluster, name: str, spec: PoolSpec) -> SizeInfo:
@@ -278,6 +312,8 @@ def pool_profile(pool: AgentPool) -> dict:
         props["nodeLabels"] = dict(pool.node_labels)
     if pool.gpu_instance_profile:
         props["gpuInstanceProfile"] = pool.gpu_instance_profile
+    if pool.capacity_reservation_group_id:
+        props["capacityReservationGroupID"] = pool.capacity_reservation_group_id
     return props
 
 
@@ -390,6 +426,7 @@ def _apply_spec(pool: AgentPool, spec: PoolSpec) -> None:
     )
     pool.node_taints, pool.node_labels = list(spec.taints), dict(spec.labels)
     pool.gpu_instance_profile = spec.gpu_instance_profile
+    pool.capacity_reservation_group_id = spec.capacity_reservation_group_id
     pool.orchestrator_version = spec.orchestrator_version
     pool.etag = str(uuid.uuid4())
 
@@ -422,6 +459,10 @@ def _update_pool(cloud, req: Request, cluster: ManagedCluster, pool: AgentPool, 
         raise errors.aks_property_change("properties.vmSize")
     if (spec.gpu_instance_profile or "") != (pool.gpu_instance_profile or ""):
         raise errors.aks_property_change("properties.gpuInstanceProfile")
+    if (spec.capacity_reservation_group_id or "").lower() != (
+        pool.capacity_reservation_group_id or ""
+    ).lower():
+        raise errors.aks_property_change("properties.capacityReservationGroupID")
     size = _offered_size(cloud, cluster, pool.name, spec)
     held = pool.count if pool.allocated else 0
     error = None

@@ -198,6 +198,8 @@ class AgentPool:
     node_taints: list = field(default_factory=list)
     node_labels: dict = field(default_factory=dict)
     gpu_instance_profile: str | None = None
+    # properties.capacityReservationGroupID: the nodes come from this group's reservations.
+    capacity_reservation_group_id: str | None = None
     orchestrator_version: str = ""
     provisioning: str = "Creating"
     power: str = "Running"

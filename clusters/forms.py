@@ -81,6 +81,15 @@ class NodePoolForm(forms.Form):
     labels = TextField(
         required=False, max_length=1000, help_text="Comma-separated key=value pairs."
     )
+    capacity_reservation_group = forms.RegexField(
+        required=False,
+        regex=r"^[A-Za-z0-9][-\w.]{0,79}$",
+        max_length=80,
+        label="Capacity reservation group",
+        help_text="A booking's group (booking-…, on the bookings page of every team): the "
+        "pool's nodes are its reserved VMs, of the same size and region. Fixed at creation.",
+        error_messages={"invalid": "A group name is 1-80 letters, digits, - _ and ."},
+    )
 
     def __init__(self, *args: Any, sizes: list[tuple[str, str]], **kwargs: Any) -> None:
         """``sizes``: (vm_size, label) of the GPU sizes priced in the cluster's region."""
@@ -108,6 +117,7 @@ class NodePoolForm(forms.Form):
             max_count=data["max_count"] if autoscale else None,
             taints=tuple(_items(data["taints"])),
             labels=data["labels"],
+            capacity_reservation_group=data["capacity_reservation_group"],
         )
 
 

@@ -92,6 +92,9 @@ class NodePool(models.Model):
     gpus_per_node = models.PositiveSmallIntegerField()
     gpu_memory_gib = models.PositiveIntegerField()
     gpu_instance_profile = models.CharField(max_length=8, blank=True)
+    # The capacity reservation group (fully qualified id) whose reserved VMs are the pool's
+    # nodes, e.g. a booking's; "" none. AKS fixes it at creation.
+    capacity_reservation_group_id = models.CharField(max_length=300, blank=True)
     node_count = models.PositiveSmallIntegerField(help_text="Nodes now (autoscaled pools vary)")
     min_count = models.PositiveSmallIntegerField(null=True, blank=True)
     max_count = models.PositiveSmallIntegerField(null=True, blank=True)

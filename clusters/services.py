@@ -17,7 +17,7 @@ from typing import TypeVar
 from django.contrib.auth.models import User
 from django.db import IntegrityError, transaction
 
-from cloud import aks
+from cloud import aks, azure_reservations
 from cloud.errors import CloudError
 from cloud.kube import dns_label
 from clusters import mig
@@ -130,6 +130,12 @@ class PoolRequest:
     max_count: int | None = None
     taints: tuple[str, ...] = ()
     labels: tuple[tuple[str, str], ...] = ()
+    # A capacity reservation group of the portal's resource group (a booking's, booking-<id>
+    # on the platform's bookings page) whose reserved VMs become the nodes; "" none.
+    capacity_reservation_group: str = ""
+
+
+RESERVATION_GROUP = re.compile(r"^[A-Za-z0-9][-\w.]{0,79}$")
 
 
 def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
@@ -164,6 +170,9 @@ def pool_problem(*, cluster: AksCluster, ask: PoolRequest) -> str:
     bad = [k for k, v in ask.labels if not (LABEL_KEY.match(k) and LABEL_VALUE.match(v))]
     if bad:
         return f"{bad[0]!r} is not a valid Kubernetes label."
+    group = ask.capacity_reservation_group
+    if group and not RESERVATION_GROUP.match(group):
+        return "A capacity reservation group name is 1-80 letters, digits, - _ and ."
     return ""
 
 
@@ -192,6 +201,7 @@ def pool_create(*, actor: User, cluster: AksCluster, ask: PoolRequest, now: date
             "vm_size": pool.vm_size,
             "gpu_instance_profile": pool.gpu_instance_profile,
             "nodes": pool.node_count,
+            "capacity_reservation_group_id": pool.capacity_reservation_group_id,
         },
         now=now,
     )
@@ -214,12 +224,18 @@ def _insert_pool(
         max_count=ask.max_count,
         taints=list(ask.taints),
         labels=dict(ask.labels),
+        capacity_reservation_group_id=_group_id(ask.capacity_reservation_group),
         price_per_hour=offering.price_per_hour,
         status=status,
         adopted=status == PoolStatus.READY,
         created_at=now,
         updated_at=now,
     )
+
+
+def _group_id(name: str) -> str:
+    """The fully qualified id of the portal's capacity reservation group ``name`` ("" none)."""
+    return azure_reservations.group_id(azure_settings(), name=name) if name else ""
 
 
 def _queue_pool(pool_id: int, claim: str = "") -> None:
@@ -376,6 +392,7 @@ def _pool_spec(pool: NodePool) -> aks.PoolSpec:
         max_count=pool.max_count,
         taints=tuple(pool.taints),
         labels=tuple(sorted(pool.labels.items())),
+        capacity_reservation_group_id=pool.capacity_reservation_group_id,
     )
 
 

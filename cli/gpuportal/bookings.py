@@ -1,4 +1,5 @@
-"""`gpuportal bookings` (a team's calendar), `book` (the cost first, then confirm),
+"""`gpuportal bookings` (a team's calendar), `book` (the cost first, then confirm; with
+`--every tue,thu --until DATE` every week),
 `book-workspace` (a workspace started into it at its start) and `unbook` (cancel): GPUs held
 for a window on an Azure capacity reservation."""
 
@@ -9,6 +10,7 @@ import typer
 from gpuportal.admin import slug_path
 from gpuportal.common import JsonOpt, echo_or_json, handled, signed_in
 from gpuportal.render import table
+from gpuportal.schedule_cmds import weekdays
 
 When = Annotated[str, typer.Option(help="ISO 8601 with its offset, e.g. 2027-01-12T09:00+01:00")]
 
@@ -23,7 +25,18 @@ def bookings(
         data,
         as_json,
         lambda d: table(
-            ["BOOKING", "TITLE", "FROM", "UNTIL", "VMS", "SIZE", "REGION", "STATE", "USD"],
+            [
+                "BOOKING",
+                "TITLE",
+                "FROM",
+                "UNTIL",
+                "VMS",
+                "SIZE",
+                "REGION",
+                "STATE",
+                "USD",
+                "SERIES",
+            ],
             [_row(b) for b in d["items"]],
         ),
     )
@@ -40,6 +53,7 @@ def _row(b: dict[str, Any]) -> list[Any]:
         b["region"],
         b["state"],
         b["cost_usd"],
+        (b.get("series_id") or "")[:8],
     ]
 
 
@@ -49,7 +63,26 @@ def book(
     size: Annotated[str, typer.Option(help="The VM size, e.g. Standard_NC24ads_A100_v4.")],
     region: Annotated[str, typer.Option(help="The Azure region, e.g. eastus.")],
     start: Annotated[str, typer.Option("--from", help="ISO 8601 with its offset.")],
-    end: Annotated[str, typer.Option("--until", help="ISO 8601 with its offset.")],
+    end: Annotated[
+        str,
+        typer.Option(
+            "--until",
+            help="The window's end (ISO 8601 with its offset); with --every, the series' "
+            "last day (YYYY-MM-DD).",
+        ),
+    ],
+    to: Annotated[
+        str, typer.Option("--to", help="With --every: the first window's end, ISO 8601.")
+    ] = "",
+    every: Annotated[
+        str, typer.Option(help="Repeat every week on these weekdays, e.g. tue,thu or mon-fri.")
+    ] = "",
+    tz: Annotated[
+        str,
+        typer.Option(
+            "--tz", help="With --every: IANA zone of the wall times (default the team's)."
+        ),
+    ] = "",
     vms: Annotated[int, typer.Option(help="How many VMs.")] = 1,
     title: Annotated[str, typer.Option(help="What it is for.")] = "Booking",
     yes: Annotated[bool, typer.Option("--yes", help="Book without asking.")] = False,
@@ -59,26 +92,46 @@ def book(
     ] = None,
     as_json: JsonOpt = False,
 ) -> None:
-    """Book VMs of a size for a window: shows the cost and asks before booking."""
+    """Book VMs of a size for a window, or every week on some weekdays (--every, --to, and
+    --until the last day): shows the cost and asks before booking."""
+    body: dict[str, Any] = {"title": title, "vm_size": size, "region": region, "instances": vms}
+    body |= {"starts_at": start, "ends_at": to or end}
+    if every:
+        if not to:
+            raise typer.BadParameter(
+                "with --every give --to, the first window's end", param_hint="--to"
+            )
+        body["repeat"] = {"weekdays": weekdays(every), "until": end, "time_zone": tz}
     client = signed_in()
     path = f"/teams/{slug_path('team', team)}/bookings"
-    body = {"title": title, "vm_size": size, "region": region, "instances": vms}
-    body |= {"starts_at": start, "ends_at": end}
     quote = client.post(path, {**body, "dry_run": True})
     for reason in quote["refused"]:
         typer.echo(f"Refused: {reason}", err=True)
     if quote["refused"]:
         raise typer.Exit(1)
+    days = len(quote["occurrences"])
+    each = f" on each of {days} days" if days else ""
     typer.echo(
-        f"{quote['cost_usd']} USD for {quote['gpus']} GPUs held {quote['held_hours']} hours "
-        f"from {quote['hold_from']} (Azure bills them whether used or not)."
+        f"{quote['cost_usd']} USD for {quote['gpus']} GPUs{each} held {quote['held_hours']} "
+        f"hours from {quote['hold_from']} (Azure bills them whether used or not)."
     )
     if not yes and not typer.confirm("Book it?"):
         raise typer.Exit(1)
     booked = client.post(path, body)
+    if every:
+        echo_or_json(booked, as_json, _series_line)
+        return
     for name in workspace or []:
         booked = client.post(f"/bookings/{booked['id']}/workspaces", {"workspace": name})
     echo_or_json(booked, as_json, lambda b: typer.echo(f"Booked {b['id']}." + _seats(b)))
+
+
+def _series_line(series: dict[str, Any]) -> None:
+    ids = ", ".join(b["id"][:8] for b in series["items"])
+    typer.echo(
+        f"Booked series {series['series_id']}: {len(series['items'])} days ({ids}), "
+        f"{series['cost_usd']} USD."
+    )
 
 
 def _seats(b: dict[str, Any]) -> str:
@@ -108,8 +161,14 @@ def book_workspace(
 
 @handled
 def unbook(
-    booking_id: Annotated[str, typer.Argument(help="The booking's id.")], as_json: JsonOpt = False
+    booking_id: Annotated[str, typer.Argument(help="The booking's id.")],
+    series: Annotated[
+        bool, typer.Option("--series", help="Every day of its weekly series not yet ended.")
+    ] = False,
+    as_json: JsonOpt = False,
 ) -> None:
-    """Cancel a booking; what Azure holds for it is released."""
-    data = signed_in().post(f"/bookings/{slug_path('booking', booking_id)}/cancel")
+    """Cancel a booking (or, with --series, the rest of its series); what Azure holds for it
+    is released."""
+    query = "?series=true" if series else ""
+    data = signed_in().post(f"/bookings/{slug_path('booking', booking_id)}/cancel{query}")
     echo_or_json(data, as_json, lambda b: typer.echo(f"{b['title']}: {b['state']}."))

@@ -98,3 +98,22 @@ def test_the_cli_shows_the_cost_and_books_once_confirmed(live_server, cast, sim)
     assert "Lab" in listed.output and "scheduled" in listed.output
     too_many = run(app, [*args[:-4], "--vms", "9", *args[-4:], "--yes"])
     assert too_many.exit_code == 1 and "Refused:" in too_many.output
+    # Every week on the first day's weekday, two weeks: two bookings of one series.
+    first = timezone.now().replace(microsecond=0) + timedelta(days=20)
+    weekly = [
+        *args[:9],
+        "--from",
+        first.isoformat(),
+        "--to",
+        (first + timedelta(hours=8)).isoformat(),
+    ]
+    weekly += ["--every", first.strftime("%a").lower(), "--tz", "UTC", "--yes"]
+    last_day = (first + timedelta(days=7)).date().isoformat()
+    assert run(app, [*weekly[:-5], "--every", "someday", "--until", last_day]).exit_code == 2
+    series = run(app, [*weekly, "--until", last_day])
+    assert series.exit_code == 0 and "on each of 2 days" in series.output, series.output
+    assert "Booked series" in series.output and "124.88 USD" in series.output
+    one = Booking.objects.filter(series__isnull=False).first()
+    assert run(app, ["unbook", str(one.pk), "--series"]).exit_code == 0
+    cancelled = Booking.objects.filter(series=one.series, state=BookingState.CANCELLED)
+    assert cancelled.count() == 2

@@ -116,3 +116,33 @@ def test_a_member_adds_a_workspace_to_a_booking_on_its_page(client, cast, offeri
     refused = client.post(add, {"name": "another"}, follow=True).content.decode()
     assert "holds 1 VM(s), and each has its workspace" in refused
     assert list(booking.seats.values_list("workspace", flat=True)) == [mine.pk]
+
+
+def test_a_member_books_a_weekly_series_sees_it_and_cancels_it_at_once(client, cast, offering):
+    client.force_login(cast.researcher)
+    client.cookies["tz"] = "Europe/Berlin"
+    start = _local_start(days=7)
+    until = (start + timedelta(days=13)).date()  # two weeks: four days on two weekdays
+    days = sorted({start.weekday(), (start.weekday() + 2) % 7})
+    form = {**_form(offering, start), "repeat_on": days, "repeat_until": until.isoformat()}
+    quote = client.post("/teams/vision/bookings/quote/", form).content.decode()
+    assert "$249.76" in quote and "on each of 4 days" in quote  # 4 x $62.44
+    hostile = [{"repeat_on": ["9"]}, {"repeat_until": "2027-02-30"}, {"repeat_on": []}]
+    for bad in hostile:
+        assert client.post("/teams/vision/bookings/", {**form, **bad}).status_code == 400
+    too_long = {**form, "repeat_until": (start + timedelta(weeks=27)).date().isoformat()}
+    refused = client.post("/teams/vision/bookings/", too_long)
+    assert refused.status_code == 400 and "at most 26 weeks" in refused.content.decode()
+    assert not Booking.objects.exists()
+    assert client.post("/teams/vision/bookings/", form).status_code == 302
+    made = list(Booking.objects.order_by("starts_at"))
+    berlin = ZoneInfo("Europe/Berlin")
+    assert {b.starts_at.astimezone(berlin).hour for b in made} == {9} and len(made) == 4
+    page = client.get("/teams/vision/bookings/").content.decode()
+    assert page.count('data-testid="booking-series"') == 4 and "Cancel the series" in page
+    client.post(f"/bookings/{made[1].pk}/cancel/")  # one day alone
+    client.post(f"/bookings/{made[2].pk}/cancel/", {"series": "1"})  # then the rest
+    assert (
+        list(Booking.objects.order_by("starts_at").values_list("state", flat=True))
+        == [BookingState.CANCELLED] * 4
+    )

@@ -87,6 +87,28 @@ def test_autoscaling_pool(azure, cluster):
     assert (pool.count, pool.min_count, pool.max_count, pool.gpu_instance_profile) == (1, 1, 3, "")
 
 
+def test_a_pool_in_a_capacity_reservation_group_says_so_and_keeps_it(azure, cluster):
+    group = (
+        f"/subscriptions/{azure.subscription_id}/resourceGroups/{azure.resource_group}"
+        "/providers/Microsoft.Compute/capacityReservationGroups/booking-0123456789ab"
+    )
+    spec = PoolSpec(name="booked", vm_size=A100, count=2, capacity_reservation_group_id=group)
+
+    pool = create(azure, spec)
+
+    assert pool.capacity_reservation_group_id == group
+    assert aks.pool_get(azure, cluster, "booked").capacity_reservation_group_id == group
+    assert create(azure, MIG).capacity_reservation_group_id == ""  # none asked: none
+    other = PoolSpec(name="booked", vm_size=A100, count=2, capacity_reservation_group_id="x/y")
+    with pytest.raises(CloudError) as refused:  # AKS fixes the group at creation
+        aks.pool_begin(azure, cluster, "create", name="booked", spec=other)
+    assert refused.value.code == "InvalidParameter"
+    moved = PoolSpec(name="booked", vm_size=A100, count=2, capacity_reservation_group_id="")
+    with pytest.raises(CloudError) as refused:
+        aks.pool_begin(azure, cluster, "create", name="booked", spec=moved)
+    assert refused.value.code == "PropertyChangeNotAllowed"
+
+
 def test_creating_the_same_pool_again_is_an_idempotent_update(azure, control, cluster):
     first = create(azure, MIG)
 

@@ -77,23 +77,28 @@ cloud-init:
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq cloud-init; fi; }
 
 # VS Code in the browser for the emulator's VMs (cloudsim/jupyter.py): code-server from npm, the
-# version the VMs' .deb is (agent/environment_init.CODE_SERVER_VERSION), under .code-server/.
-# Opt-in, not run by `make test` or `make run`: about 2.5 minutes and 300 MB, and its native
-# modules need Debian's libkrb5-dev (VS Code's kerberos) and node-gyp (npx, from npm). Its test
-# (tests/apps_proxy/test_vscode.py) skips without it. Versions after 4.100 need Node.js 22 or
-# 24; this machine has 20. @vscode/ripgrep downloads rg from GitHub, which this machine cannot
-# reach: its download cache is filled with Debian's ripgrep 13.0.0, the version it pins.
+# version the VMs' .deb is (agent/environment_init.CODE_SERVER_VERSION). Installed once per
+# machine outside the checkout, as pip's and npm's caches are, so a clean checkout's `make test`
+# finds it (about 2.5 minutes and 300 MB the first time); `make run` uses it where it is there.
+# Its native modules need Debian's libkrb5-dev (VS Code's kerberos) and node-gyp (npx, from
+# npm). Versions after 4.100 need Node.js 22 or 24; this machine has 20. @vscode/ripgrep
+# downloads rg from GitHub, which this machine cannot reach: its download cache is filled with
+# Debian's ripgrep 13.0.0, the version it pins.
 CODE_SERVER_VERSION := 4.100.3
+CODE_SERVER_HOME ?= $(HOME)/.cache/gpu-portal/code-server-$(CODE_SERVER_VERSION)
+export CLOUDSIM_CODE_SERVER ?= $(CODE_SERVER_HOME)/node_modules/.bin/code-server
 CODE_SERVER_RG_CACHE := $${TMPDIR:-/tmp}/vscode-ripgrep-cache-1.15.11
-code-server: .code-server/node_modules/.bin/code-server
-.code-server/node_modules/.bin/code-server:
+code-server: $(CODE_SERVER_HOME)/node_modules/.bin/code-server
+$(CODE_SERVER_HOME)/node_modules/.bin/code-server:
 	@{ dpkg -s libkrb5-dev >/dev/null 2>&1 && command -v rg >/dev/null 2>&1; } || { \
 	  if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq libkrb5-dev ripgrep; \
 	  else sudo apt-get update -qq && sudo apt-get install -y -qq libkrb5-dev ripgrep; fi; }
-	@mkdir -p $(CODE_SERVER_RG_CACHE) .code-server/rg && cp "$$(command -v rg)" .code-server/rg/rg && \
-	  tar czf $(CODE_SERVER_RG_CACHE)/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz -C .code-server/rg rg
-	@echo '{"name": "gpu-portal-code-server", "private": true}' > .code-server/package.json
-	@start=$$(date +%s); cd .code-server && npm_config_yes=true npm_config_unsafe_perm=true \
+	@mkdir -p $(CODE_SERVER_RG_CACHE) $(CODE_SERVER_HOME)/rg && \
+	  cp "$$(command -v rg)" $(CODE_SERVER_HOME)/rg/rg && \
+	  tar czf $(CODE_SERVER_RG_CACHE)/ripgrep-v13.0.0-10-x86_64-unknown-linux-musl.tar.gz \
+	    -C $(CODE_SERVER_HOME)/rg rg
+	@echo '{"name": "gpu-portal-code-server", "private": true}' > $(CODE_SERVER_HOME)/package.json
+	@start=$$(date +%s); cd $(CODE_SERVER_HOME) && npm_config_yes=true npm_config_unsafe_perm=true \
 	  npm install --no-audit --no-fund code-server@$(CODE_SERVER_VERSION) && \
 	  echo "make code-server: $$(( $$(date +%s) - start )) s"
 
@@ -149,7 +154,7 @@ test-sqlite: venv
 	  $(PYTEST_XDIST) -m every_database $(PYTEST_ARGS)
 
 # Prints its own duration, pass or fail.
-test: venv chromium cloud-init
+test: venv chromium cloud-init code-server
 	@start=$$(date +%s); status=0; \
 	$(MAKE) --no-print-directory lint test-postgres test-sqlite || status=$$?; \
 	echo "make test: $$(( $$(date +%s) - start )) s"; exit $$status

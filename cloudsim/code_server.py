@@ -1,8 +1,9 @@
 """code-server, VS Code in the browser, as the emulator runs it behind a VM's private address,
 port 8080 (cloudsim/jupyter.py): the npm package of the version the VM's .deb is
-(agent/environment_init.CODE_SERVER_VERSION), which ``make code-server`` installs under
-.code-server/ (CLOUDSIM_CODE_SERVER names another), started as the VM's gpu-portal-vscode
-unit starts it: password auth with the HASHED_PASSWORD its customData writes.
+(agent/environment_init.CODE_SERVER_VERSION), which ``make code-server`` installs once per
+machine under ~/.cache/gpu-portal/ (CLOUDSIM_CODE_SERVER names it; `make` exports it),
+started as the VM's gpu-portal-vscode unit starts it: password auth with the HASHED_PASSWORD
+its customData writes.
 """
 
 import logging
@@ -13,7 +14,11 @@ log = logging.getLogger("cloudsim.jupyter")
 
 VSCODE_PORT = 8080  # code-server's on a VM (agent/environment_init.VSCODE_PORT)
 VSCODE_ENV = "/etc/gpu-portal-env/code-server.env"  # HASHED_PASSWORD=..., written by cloud-init
-CODE_SERVER = Path(__file__).resolve().parent.parent / ".code-server/node_modules/.bin/code-server"
+CODE_SERVER_VERSION = "4.100.3"  # agent/environment_init's; the emulator imports no agent code
+CODE_SERVER = (
+    Path.home()
+    / f".cache/gpu-portal/code-server-{CODE_SERVER_VERSION}/node_modules/.bin/code-server"
+)
 
 
 def code_server_path() -> str | None:

@@ -21,7 +21,7 @@ per running workspace, with the configuration the workspace itself would have:
 
 A VM whose layer asks for VS Code (its customData writes code-server's HASHED_PASSWORD,
 agent/environment_init.py) also answers on port 8080 with a real code-server, the npm package of
-the version the VM's .deb is (``make code-server`` installs it under .code-server/;
+the version the VM's .deb is (``make code-server`` installs it under ~/.cache/gpu-portal/;
 CLOUDSIM_CODE_SERVER names another). Without it that address answers nothing, as a VM whose
 code-server failed to start.
 

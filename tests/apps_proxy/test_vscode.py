@@ -4,7 +4,8 @@ asks for VS Code runs code-server beside JupyterLab (the emulator runs the real 
 loads, and VS Code's management WebSocket opens and completes its handshake through the
 proxy. code-server's session cookie is the proxy's to add and never reaches the browser.
 
-Skipped where code-server is not installed: it is opt-in (Makefile, `code-server`)."""
+`make test` installs code-server first (Makefile, `code-server`: once per machine, outside the
+checkout); run alone, the test is skipped where it is not installed."""
 
 import json
 import struct
@@ -22,7 +23,7 @@ pytestmark = [
     pytest.mark.django_db(transaction=True),
     pytest.mark.skipif(
         code_server_path() is None,
-        reason="code-server is not installed: `make code-server` (opt-in, about 2.5 min)",
+        reason="code-server is not installed: `make code-server` (once, about 2.5 min)",
     ),
 ]
 CONTROL = 2  # VS Code's PersistentProtocol message types (base/parts/ipc/common/ipc.net.ts)

@@ -88,6 +88,9 @@ class Waiting:
     vm_size: str = ""
     spot: bool = False
     restart: bool = False  # a stopped VM waiting to start: Azure already counts its vCPUs
+    # The node pool it needs a free unit of (a MIG slice's), None when it waits for no pool
+    # (its kind's PoolUse.queue_for_room is off).
+    pool_id: int | None = None
 
 
 def team_score(usage: float, priority: int) -> float:

@@ -33,7 +33,7 @@ from scheduling.room import Room
 from teams.models import Team
 from workspaces import selectors, states, telemetry
 from workspaces.actions import NOT_YOURS
-from workspaces.backends import backend_for
+from workspaces.backends import backend_for, backends
 from workspaces.gpus import gpu_share
 from workspaces.models import Workspace, WorkspaceEvent
 from workspaces.requests import WorkspaceActionError
@@ -43,8 +43,9 @@ from workspaces.withdrawals import queued_from_stopped
 
 
 def queued_waiting(*, now: datetime) -> list[Waiting]:
-    """Every queued workspace with its team, GPUs, a platform admin's move and whether it
-    waits to start again (it joined from stopped). One query."""
+    """Every queued workspace with its team, GPUs, a platform admin's move, whether it
+    waits to start again (it joined from stopped) and the node pool it waits for a free unit
+    of (its kind's PoolUse.queue_for_room). One query."""
     joined_from = (
         WorkspaceEvent.objects.filter(workspace=OuterRef("pk"), to_status=Status.QUEUED)
         .order_by("-at", "-id")
@@ -67,10 +68,13 @@ def queued_waiting(*, now: datetime) -> list[Waiting]:
             "vm_size",
             "spot",
             "joined_from",
+            "kind",
+            "node_pool_id",
         )
     )
     # A few sizes among thousands of rows: each share is worked out once.
     share = functools.cache(lambda g, s, p: gpu_share(gpus=g, slices=s, partition=p))
+    pooled = {b.kind for b in backends() if b.pool_use is not None and b.pool_use.queue_for_room}
     return [
         Waiting(
             row[0],
@@ -84,6 +88,7 @@ def queued_waiting(*, now: datetime) -> list[Waiting]:
             row[10],
             row[11],
             row[12] == Status.STOPPED,
+            row[14] if row[13] in pooled else None,
         )
         for row in rows
     ]
@@ -107,10 +112,11 @@ class PassResult:
 
 def queue_pass(*, now: datetime) -> PassResult:
     """Start what has room, in the fair order: each entry whose team has the GPUs left
-    (quota less what it holds) and, for a VM size, Azure's quota left in its region (Room)
-    is moved out of the queue under the team row's lock. An entry that does not fit blocks
-    the ones behind it that need the same (the team's GPU model, or the region's quota
-    family), so a large request is not overtaken for ever by small ones."""
+    (quota less what it holds) and, for a VM size, Azure's quota left in its region, or, for
+    a MIG slice, a free slice on its node pool (Room) is moved out of the queue under the
+    team row's lock. An entry that does not fit blocks the ones behind it that need the same
+    (the team's GPU model, the region's quota family, or the pool), so a large request is not
+    overtaken for ever by small ones."""
     result = PassResult()
     order = queue_in_order(now=now)
     result.looked_at = len(order)

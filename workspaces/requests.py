@@ -61,6 +61,9 @@ class Ask:
     # Above the team's GPU quota alone (not the per-member cap or the budget): wait in the
     # fair queue (status queued, scheduling.queue) instead of asking a platform admin.
     queue_when_full: bool = False
+    # Why its node pool has no room for it now ("" when it has, or uses no pool): with
+    # ``queue_when_full`` it then waits in the fair queue instead of waiting on the pool.
+    no_room: str = ""
     # What to mount (docs/storage.md): checked against the team's shares the user may mount.
     mounts: MountChoice = ALL_MOUNTS
 
@@ -93,7 +96,8 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
     """Insert the workspace asked for and, inside the team's GPU quota, the per-member cap and
     the monthly budget, queue its provisioning; above any of them it waits as
     ``pending_approval`` with a QuotaRequest, or, above the GPU quota alone and with
-    ``ask.queue_when_full``, as ``queued`` in the fair queue (scheduling.queue). The quota is
+    ``ask.queue_when_full``, as ``queued`` in the fair queue (scheduling.queue), as it does
+    with ``ask.no_room`` (its node pool is full) inside them. The quota is
     checked while holding the team row (``select_for_update``) in the transaction that
     inserts, so concurrent requests cannot overshoot it; the name is checked there too
     (unique per team among workspaces not deleted). Idempotent on ``request_key``. Raises
@@ -115,11 +119,13 @@ def workspace_insert(*, ask: Ask, justification: str, now: datetime) -> Workspac
                 price_per_hour=ask.fields["price_per_hour"],
                 now=now,
             )
-            if check.fits:
+            pool_full = ask.queue_when_full and bool(ask.no_room)
+            if check.fits and not pool_full:
                 workspace = _insert(ask, Status.REQUESTED, now)
                 advance_queue(workspace.pk)
-            elif ask.queue_when_full and check.over == [check.gpu_reason]:
-                workspace = _insert(ask, Status.QUEUED, now, waiting=check.gpu_reason)
+            elif ask.queue_when_full and (check.fits or check.over == [check.gpu_reason]):
+                waiting = ask.no_room if check.fits else check.gpu_reason
+                workspace = _insert(ask, Status.QUEUED, now, waiting=waiting)
             else:
                 workspace = _insert_pending(ask, check, justification, now)
     except IntegrityError:

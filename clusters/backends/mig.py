@@ -35,7 +35,8 @@ from clusters.backends.aks import (
 from clusters.backends.jupyter import DEFAULT_IMAGE, JUPYTER_PORT, image_fields, jupyter_token
 from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
-from clusters.models import ClusterTeam
+from clusters.models import ClusterTeam, NodePool
+from clusters.pool_room import pool_free_units
 from common.words import with_article
 from environments.models import Environment
 from teams.models import Profile, Team
@@ -78,7 +79,10 @@ class MigBackend(AksBackend):
     label = "MIG slice"
     spend_colour = "#38a169"
     # A slice holds one MIG instance of its pool from the moment its pod is bound.
-    pool_use: PoolUse | None = PoolUse(holding=SLICE_BOUND, waiting=SLICE_WAITING)
+    # Its queued requests and starts wait in the fair queue for a free slice (scheduling.room).
+    pool_use: PoolUse | None = PoolUse(
+        holding=SLICE_BOUND, waiting=SLICE_WAITING, queue_for_room=True
+    )
     delete_warning = "The pod, its Service and its /home volume"
     hand_over_note = "Port-forward to its pod is being moved to you."
     facts_template = "workspaces/kinds/mig_facts.html"
@@ -338,6 +342,7 @@ def workspace_request_mig(
     environment: Environment | None = None,
     justification: str = "",
     mounts: MountChoice = ALL_MOUNTS,
+    queue_when_full: bool = False,
 ) -> Workspace:
     """Ask for one MIG slice of ``profile`` ("1g.10gb") on a ``gpu_model`` GPU, placed on the
     team's ready pool serving it with the most free instances. It counts slices/7 of a GPU
@@ -347,7 +352,10 @@ def workspace_request_mig(
     workspace, environments.recipes), else DEFAULT_IMAGE.
     Raises WorkspaceActionError when no pool on the team's clusters serves the profile, and
     JustificationNeeded above quota without a reason; ``mounts`` as workspace_insert takes it
-    (MountRefused)."""
+    (MountRefused). With ``queue_when_full``, a request above the team's GPU quota alone, or
+    for a pool with no free slice of the profile now (clusters.pool_room: one Kubernetes
+    read), waits in the fair queue (status queued) instead of asking for approval or waiting
+    Pending on the pool; without it, a full pool's slice is made and waits there."""
     check_member(user=user, team=team)
     choice = next(
         (
@@ -373,8 +381,29 @@ def workspace_request_mig(
     slice_name = f"{with_article(gpu_model)} {profile} MIG slice"
     reason = f"Requested {slice_name} on node pool {choice.pool.name}"
     gpus = Fraction(choice.slices, SLICES_PER_GPU)
-    ask = Ask(user, team, request_key, fields, gpus, reason, mounts=mounts)
+    no_room = _no_free_slice(choice.pool, profile) if queue_when_full else ""
+    ask = Ask(
+        user,
+        team,
+        request_key,
+        fields,
+        gpus,
+        reason,
+        queue_when_full=queue_when_full,
+        no_room=no_room,
+        mounts=mounts,
+    )
     return workspace_insert(ask=ask, justification=justification, now=now)
+
+
+def _no_free_slice(pool: NodePool, profile: str) -> str:
+    """Why ``pool`` has no room for one more ``profile`` slice now, "" when it has."""
+    if pool_free_units(pool_ids=[pool.pk]).get(pool.pk, 0) > 0:
+        return ""
+    return (
+        f"Waiting in the queue for a free {profile} slice on pool {pool.name}; it starts by "
+        "itself in the fair order when one frees up."
+    )
 
 
 def slice_access_refresh_all() -> dict[str, str]:

@@ -179,11 +179,14 @@ class PoolUse:
     """How a kind's workspaces use their node pool's capacity (clusters.selectors): a
     workspace in a ``holding`` status holds capacity, one in a ``waiting`` status waits for
     it; each counts as one instance (a MIG slice), or, with ``units_field``, as that
-    Workspace field's value (``gpu_count``: a namespace's GPU quota)."""
+    Workspace field's value (``gpu_count``: a namespace's GPU quota). With ``queue_for_room``,
+    a request (or a queued start) that finds no free unit on its pool waits in the fair queue
+    (scheduling.room asks clusters.pool_room) rather than being made to wait on the pool."""
 
     holding: frozenset[str]
     waiting: frozenset[str] = frozenset()
     units_field: str = ""
+    queue_for_room: bool = False
 
 
 @dataclass(frozen=True)

@@ -162,6 +162,10 @@ def mig(
         str,
         typer.Option(help="A container environment of the catalog (`gpuportal environments`)."),
     ] = "",
+    queue: Annotated[
+        bool,
+        typer.Option(help="Wait in the fair queue when the team's GPUs or the pool are taken."),
+    ] = False,
     mount: Mounts = None,
     no_mounts: NoMounts = False,
     no_home: NoHome = False,
@@ -181,6 +185,8 @@ def mig(
     }
     if gpu_model:
         body["gpu_model"] = gpu_model
+    if queue:
+        body["queue_when_full"] = True
     _storage(body, mount, no_mounts, no_home)
     _send(body, as_json, wait)
 

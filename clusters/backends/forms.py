@@ -84,7 +84,23 @@ class MigRequestForm(_AksRequestForm):
         required=False,
         help_text="Or your own container image, pinned: registry/name:version or @sha256:…",
     )
-    field_order = ["team", "name", "profile", "environment", "image", "justification"]
+    queue_when_full = forms.BooleanField(
+        required=False,
+        label="Wait in the queue when there is no room",
+        help_text=(
+            "When your team's GPUs are in use or the pool has no free slice of the profile, "
+            "wait in the fair queue and start by itself when your turn comes."
+        ),
+    )
+    field_order = [
+        "team",
+        "name",
+        "profile",
+        "environment",
+        "image",
+        "queue_when_full",
+        "justification",
+    ]
 
     def __init__(
         self,
@@ -169,6 +185,7 @@ def _mig_request(*, data: Mapping[str, Any], **common: Any) -> Workspace:
         gpu_model=gpu_model,
         image=data["image"],
         environment=data.get("environment"),
+        queue_when_full=data.get("queue_when_full", False),
         **common,
     )
 
@@ -183,6 +200,7 @@ def _mig_api_data(values: Mapping[str, Any], form: Any, user: User) -> dict[str,
         "profile": f"{model}|{profile}",
         "image": values["image"],
         "environment": values["environment"],
+        "queue_when_full": "on" if values.get("queue_when_full") else "",
     }
 
 
@@ -215,6 +233,7 @@ MIG = KindForm(
         ApiField("gpu_model", str, max_length=16),
         ApiField("image", str, max_length=200),
         ApiField("environment", str, max_length=64),
+        ApiField("queue_when_full", bool),
     ),
     api_form_data=_mig_api_data,
     api_names={"profile": "mig_profile"},

@@ -14,7 +14,8 @@ function and the tests run it in-process.
 Each request on ``<label>.<APPS_DOMAIN>``:
 
 1. ``/_portal/auth?ticket=...&next=...`` redeems the portal's one-use ticket for this host's
-   session cookie (host-only, HttpOnly, SameSite=Lax) and redirects to ``next``;
+   session cookie (host-only, HttpOnly, SameSite=Lax) and redirects to ``next`` (for
+   ``/_portal/terminal``, after opening a terminal: apps_proxy.terminal);
 2. anything else needs that cookie, authorised again against the database
    (apps_proxy.services.app_session_route; apps_proxy.access keeps a yes a few seconds while
    the workspace's stamp, read at each request, is unchanged); without it a page load
@@ -51,7 +52,7 @@ from django.utils import timezone  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus  # noqa: E402
 
-from apps_proxy import hosts, routes, services  # noqa: E402
+from apps_proxy import hosts, routes, services, terminal  # noqa: E402
 from apps_proxy.access import close_database, database, route_of, watch  # noqa: E402
 
 log = logging.getLogger("apps_proxy")
@@ -200,6 +201,8 @@ async def _redeem(scope: Scope, send: Send, app: hosts.AppHost) -> None:
     if secret is None:
         await _refuse(scope, send, 404, "This link has expired or was used: open it again.")
         return
+    if target == terminal.TERMINAL_PATH:  # The Terminal link: made here, never by a page.
+        target = await terminal.terminal_location(secret, app, _client())
     attributes = f"Path=/; HttpOnly; SameSite=Lax; Max-Age={services.SESSION_SECONDS}"
     if settings.APPS_URL_SCHEME == "https":
         attributes += "; Secure"

@@ -14,8 +14,7 @@ function and the tests run it in-process.
 Each request on ``<label>.<APPS_DOMAIN>``:
 
 1. ``/_portal/auth?ticket=...&next=...`` redeems the portal's one-use ticket for this host's
-   session cookie (host-only, HttpOnly, SameSite=Lax) and redirects to ``next`` (for
-   ``/_portal/terminal``, after opening a terminal: apps_proxy.terminal);
+   session cookie (host-only, HttpOnly, SameSite=Lax) and redirects to ``next``;
 2. anything else needs that cookie, authorised again against the database
    (apps_proxy.services.app_session_route; apps_proxy.access keeps a yes a few seconds while
    the workspace's stamp, read at each request, is unchanged); without it a page load
@@ -201,7 +200,7 @@ async def _redeem(scope: Scope, send: Send, app: hosts.AppHost) -> None:
     if secret is None:
         await _refuse(scope, send, 404, "This link has expired or was used: open it again.")
         return
-    if target == terminal.TERMINAL_PATH:  # The Terminal link: made here, never by a page.
+    if target == terminal.TERMINAL_PATH:  # The Terminal link: a terminal laid out in JupyterLab.
         target = await terminal.terminal_location(secret, app, _client())
     attributes = f"Path=/; HttpOnly; SameSite=Lax; Max-Age={services.SESSION_SECONDS}"
     if settings.APPS_URL_SCHEME == "https":
@@ -225,9 +224,8 @@ async def _enter_through_portal(
     """A page load without a session goes to the portal, which signs in and checks; the rest
     is 404, as for an app that does not exist."""
     if scope["type"] == "http" and scope["method"] == "GET":
-        path = scope["path"] + (
-            "?" + scope["query_string"].decode() if scope["query_string"] else ""
-        )
+        asked = scope["query_string"].decode()
+        path = scope["path"] + ("?" + asked if asked else "")
         query = urllib.parse.urlencode({"host": app.label, "next": path})
         location = f"{settings.PORTAL_URL}/apps/enter/?{query}"
         await _plain(send, 302, b"", [(b"location", location.encode())])

@@ -51,7 +51,7 @@ from django.utils import timezone  # noqa: E402
 from websockets.asyncio.client import connect  # noqa: E402
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus  # noqa: E402
 
-from apps_proxy import hosts, routes, services  # noqa: E402
+from apps_proxy import hosts, routes, services, terminal  # noqa: E402
 from apps_proxy.access import close_database, database, route_of, watch  # noqa: E402
 
 log = logging.getLogger("apps_proxy")
@@ -200,6 +200,8 @@ async def _redeem(scope: Scope, send: Send, app: hosts.AppHost) -> None:
     if secret is None:
         await _refuse(scope, send, 404, "This link has expired or was used: open it again.")
         return
+    if target == terminal.TERMINAL_PATH:  # The Terminal link: a terminal laid out in JupyterLab.
+        target = await terminal.terminal_location(secret, app, _client())
     attributes = f"Path=/; HttpOnly; SameSite=Lax; Max-Age={services.SESSION_SECONDS}"
     if settings.APPS_URL_SCHEME == "https":
         attributes += "; Secure"
@@ -222,9 +224,8 @@ async def _enter_through_portal(
     """A page load without a session goes to the portal, which signs in and checks; the rest
     is 404, as for an app that does not exist."""
     if scope["type"] == "http" and scope["method"] == "GET":
-        path = scope["path"] + (
-            "?" + scope["query_string"].decode() if scope["query_string"] else ""
-        )
+        asked = scope["query_string"].decode()
+        path = scope["path"] + ("?" + asked if asked else "")
         query = urllib.parse.urlencode({"host": app.label, "next": path})
         location = f"{settings.PORTAL_URL}/apps/enter/?{query}"
         await _plain(send, 302, b"", [(b"location", location.encode())])

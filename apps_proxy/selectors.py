@@ -13,6 +13,8 @@ from common.permissions import Actor
 from workspaces.models import Workspace
 
 LAB_PATH = "/lab"  # JupyterLab's own start page.
+# The Terminal link's ``next``: the proxy opens a terminal in JupyterLab (apps_proxy.terminal).
+TERMINAL_PATH = "/_portal/terminal"
 
 
 def app_enter_url(app: AppHost, path: str = "/") -> str:
@@ -31,14 +33,16 @@ class SharedPort:
 
 @dataclass(frozen=True)
 class WorkspaceApps:
-    """What ``user`` may open of a workspace: JupyterLab and VS Code (None when they may not
-    or it runs none), its shared ports they may open, and for its owner the controls."""
+    """What ``user`` may open of a workspace: JupyterLab, JupyterLab with a new terminal
+    (``terminal``) and VS Code (None when they may not or it runs none), its shared ports they
+    may open, and for its owner the controls."""
 
     jupyterlab: str | None
     ports: list[SharedPort]
     manage: bool
     admin_access: bool
     vscode: str | None = None
+    terminal: str | None = None
 
 
 def workspace_apps(*, user: Actor, workspace: Workspace) -> WorkspaceApps:
@@ -60,6 +64,7 @@ def workspace_apps(*, user: Actor, workspace: Workspace) -> WorkspaceApps:
     return WorkspaceApps(
         jupyterlab=app_enter_url(ide, LAB_PATH) if running else None,
         vscode=vscode,
+        terminal=app_enter_url(ide, TERMINAL_PATH) if running else None,
         ports=ports,
         manage=manage,
         admin_access=manage

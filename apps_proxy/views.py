@@ -15,10 +15,16 @@ from django.views.decorators.http import require_GET, require_POST
 from apps_proxy import services
 from apps_proxy.hosts import app_origin, label_parse
 from apps_proxy.models import ShareLevel
+from apps_proxy.selectors import LAB_PATH, TERMINAL_PATH
 from common.permissions import access_require
 from workspaces.models import Workspace
 from workspaces.requests import WorkspaceActionError
 from workspaces.selectors import workspace_visible_to
+
+# Fetch Metadata (Sec-Fetch-Site) of a navigation another site's page (or an apps host's, same
+# site as the portal) started; "same-origin" is the portal's own button, "none" the user's
+# (address bar, bookmark, the CLI's browser). Without the header (an old browser) it is let be.
+_OTHER_SITES = frozenset({"cross-site", "same-site"})
 
 
 @login_required
@@ -31,6 +37,10 @@ def app_enter(request: HttpRequest) -> HttpResponse:
     path = request.GET.get("next", "/")
     if app is None or not path.startswith("/") or path.startswith("//"):
         raise Http404
+    if path == TERMINAL_PATH and request.headers.get("Sec-Fetch-Site") in _OTHER_SITES:
+        # A link on another site (or a workspace's page) opens JupyterLab, never a terminal in
+        # it: only the user's own navigation (the portal's button, the CLI, a bookmark) does.
+        path = LAB_PATH
     # A port shared with every signed-in user opens for people outside its team, who cannot
     # see the workspace: the rules of app_ticket_issue decide, not the visible list.
     workspace = Workspace.objects.select_related("team").filter(pk=app.workspace_id).first()

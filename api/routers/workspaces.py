@@ -250,6 +250,9 @@ class ConnectOut(Schema):
     jupyterlab_url: str | None
     # VS Code in the browser (code-server), where its environment runs one; else null.
     vscode_url: str | None = None
+    # JupyterLab opened with a new terminal in it (its shell in the browser); null as
+    # jupyterlab_url.
+    terminal_url: str | None = None
     shared_ports: list[SharedPortOut]
 
 
@@ -265,6 +268,7 @@ def workspace_connect(request: HttpRequest, workspace_id: UUID) -> Any:
     return {
         "jupyterlab_url": apps.jupyterlab,
         "vscode_url": apps.vscode,
+        "terminal_url": apps.terminal,
         "shared_ports": [{"port": p.port, "level": p.level, "url": p.url} for p in apps.ports],
         "ssh_user": (workspace.ssh_user or None) if workspace.ssh_command else None,
         "host": workspace.private_ip or None,

@@ -303,13 +303,19 @@ def open_(
     vscode: Annotated[
         bool, typer.Option("--vscode", help="VS Code (code-server) instead of JupyterLab.")
     ] = False,
+    terminal: Annotated[
+        bool, typer.Option("--terminal", help="JupyterLab with a new terminal open in it.")
+    ] = False,
 ) -> None:
-    """Open a running workspace's JupyterLab (or VS Code) in the browser, through the portal
-    (no ssh)."""
+    """Open a running workspace's JupyterLab (or VS Code, or a terminal in JupyterLab) in the
+    browser, through the portal (no ssh)."""
+    if vscode and terminal:
+        raise CliFailure("Give --vscode or --terminal, not both.")
     client = signed_in()
     info = client.get(workspace_path(client, workspace_id, "connect"))
     ide = "VS Code" if vscode else "JupyterLab"
-    url = info.get("vscode_url" if vscode else "jupyterlab_url")
+    key = "vscode_url" if vscode else ("terminal_url" if terminal else "jupyterlab_url")
+    url = info.get(key)
     if not url:
         raise ApiRefused(
             409,

@@ -171,6 +171,7 @@ def test_connect_of_a_running_vm_gives_the_ssh_command(alice, cast):
         # Made from no environment, it runs no JupyterLab (tests/cli/test_cli.py: one that does).
         "jupyterlab_url": None,
         "vscode_url": None,
+        "terminal_url": None,
         "shared_ports": [],
     }
 

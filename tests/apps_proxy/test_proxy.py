@@ -3,7 +3,9 @@ one-use ticket, the apps host trades it for its own cookie, and requests and a k
 WebSocket go through to the workspace's real JupyterLab (the emulator's), its token added by
 the proxy and never shown. Others are refused; other origins cannot use the viewer's session."""
 
+import html
 import json
+import re
 import urllib.parse
 import uuid
 
@@ -93,10 +95,50 @@ def test_the_owner_runs_code_in_the_kernel_until_the_workspace_stops(client, cas
         sock.send(json.dumps(_execute(msg_id, "print(6 * 7)")))
         assert _stream_output(sock, msg_id) == "42\n"
 
+    _check_the_terminal_link(client, cast, apps_proxy, ws)
+
     # A stopped workspace opens nothing, from the very next request (the proxy kept a yes).
     workspace_stop(user=cast.researcher, workspace=ws, now=timezone.now())
     assert browser.get("/api/status").status_code == 302
     assert _enter(client, cast.researcher, ws).status_code == 404
+
+
+def _check_the_terminal_link(client, cast, apps_proxy, ws):
+    """The page's Terminal button opens JupyterLab with a new terminal (apps_proxy.terminal);
+    the same link followed from another site makes none; a teammate gets nothing."""
+    client.force_login(cast.researcher)
+    page = client.get(f"/workspaces/{ws.pk}/").content.decode()
+    link = re.search(r'href="([^"]+)"[^>]*data-testid="open-terminal"', page)
+    assert link, "no Terminal button"
+    entered = client.get(html.unescape(link.group(1)), headers={"Sec-Fetch-Site": "same-origin"})
+    assert entered.status_code == 302
+    browser = Browser(apps_proxy, ws)
+    auth = browser.follow_ticket(entered["Location"])
+    assert auth.status_code == 302, auth.text
+    assert auth.headers["location"] == "/lab/workspaces/portal-terminal"
+    # JupyterLab's workspace shows that terminal in its main area; its shell answers.
+    layout = browser.get("/lab/api/workspaces/portal-terminal").json()["data"]
+    current = layout["layout-restorer:data"]["main"]["current"]
+    assert current.startswith("terminal:")
+    assert layout["layout-restorer:data"]["main"]["dock"]["widgets"] == [current]
+    name = layout[current]["data"]["name"]
+    url = f"ws://127.0.0.1:{apps_proxy.port}/terminals/websocket/{name}"
+    headers = {"Host": apps_proxy.host(browser.label), "Cookie": browser.cookie}
+    with connect(url, additional_headers=headers, origin=browser.origin, open_timeout=60) as sock:
+        sock.send(json.dumps(["stdin", "echo $((6*7))x\r"]))
+        assert "42x" in _terminal_output(sock, "42x")
+    made = {t["name"] for t in browser.get("/api/terminals").json()}  # last_activity moves
+
+    # A link on another site opens JupyterLab, but makes no terminal; a teammate gets nothing.
+    for site in ("cross-site", "same-site"):
+        elsewhere = client.get(html.unescape(link.group(1)), headers={"Sec-Fetch-Site": site})
+        query = urllib.parse.parse_qs(urllib.parse.urlsplit(elsewhere["Location"]).query)
+        assert query["next"] == ["/lab"]
+        swapped = Browser(apps_proxy, ws).follow_ticket(elsewhere["Location"])
+        assert swapped.headers["location"] == "/lab"
+    assert {t["name"] for t in browser.get("/api/terminals").json()} == made
+    client.force_login(cast.teammate)
+    assert client.get(html.unescape(link.group(1))).status_code == 404
 
 
 def _execute(msg_id, code):

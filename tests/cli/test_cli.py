@@ -542,6 +542,9 @@ def test_open_prints_the_jupyterlab_url_of_a_running_vm_and_refuses_others(
     vscode = _cli("open", "cli-lab", "--print", "--vscode")
     assert vscode.exit_code == 0, vscode.output
     assert f"host={ws.pk.hex}-vscode" in vscode.output
+    terminal = _cli("open", "cli-lab", "--print", "--terminal")
+    assert terminal.exit_code == 0, terminal.output
+    assert f"host={ws.pk.hex}&next=%2F_portal%2Fterminal" in terminal.output
 
     teammates = WorkspaceFactory(team=cast.team, owner=cast.teammate, name="not-mine")
     refused = _cli("open", teammates.pk, "--print")

@@ -126,7 +126,7 @@ def test_a_running_slice_page_shows_how_to_open_it(client, cast, cluster):  # no
     ws = request_mig(cast)
     client.force_login(cast.researcher)
     page = client.get(reverse("workspaces:detail", kwargs={"pk": ws.pk})).content.decode()
-    assert 'data-testid="open-jupyterlab"' in page
+    assert 'data-testid="open-jupyterlab"' in page and 'data-testid="open-terminal"' in page
     assert f"port-forward pod/ws-{ws.short_id}-0 6006:6006" in page
     assert "× 1 slice ÷ (7 × 1 GPU per node)" in page
     # alice gave no Entra ID identity: she is told Kubernetes will refuse her port-forward.
@@ -160,6 +160,7 @@ def test_jupyterlabs_token_reaches_no_page_and_no_api_answer(client, cast, clust
     client.force_login(cast.researcher)
     connect = client.get(f"/api/v1/workspaces/{ws.pk}/connect").json()
     assert connect["jupyterlab_url"].endswith(f"host={ws.pk.hex}&next=%2Flab")
+    assert connect["terminal_url"].endswith(f"host={ws.pk.hex}&next=%2F_portal%2Fterminal")
 
 
 def test_the_account_page_records_the_entra_identity_the_slices_grant(client, cast, cluster, sim):  # noqa: F811

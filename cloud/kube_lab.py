@@ -17,6 +17,7 @@ from typing import Any
 from .kube_core import INSTANCE_LABEL, JUPYTER_PORT, _meta
 from .kube_ensure import Namespaced
 from .kube_nfs import NfsVolume, pod_parts
+from .kube_vscode import VSCODE_PORT, VSCODE_SECRET_KEY, vscode_container, vscode_service_port
 
 LAB_NAME = "portal-jupyterlab"  # Not "jupyterlab": the team may deploy one of its own.
 LAB_TOKEN_KEY = "jupyter-token"
@@ -43,6 +44,9 @@ class LabSpec:
     token: str
     cpu: str = "1"
     memory: str = "4Gi"
+    # code-server's HASHED_PASSWORD (the token's Secret, key "vscode-password-hash"): a sidecar
+    # runs VS Code on the Service's port 8080 (cloud.kube_vscode); "" runs none.
+    vscode_password_hash: str = ""
 
 
 def page_config_objects(name: str, labels: dict[str, Any], namespace: str) -> list[Namespaced]:
@@ -83,9 +87,12 @@ def _deployment(
         "volumeMounts": [page_mount, *nfs_mounts],
     }
     selector = {INSTANCE_LABEL: LAB_NAME}
+    containers = [container]
+    if spec.vscode_password_hash:  # The same shares as JupyterLab's, not its page config.
+        containers.append(vscode_container(f"{LAB_NAME}-token", nfs_mounts))
     pod_spec = {
         "securityContext": {"fsGroup": 100},  # The Jupyter images' "users" group.
-        "containers": [container],
+        "containers": containers,
         "volumes": [page_volume, *nfs_volumes],
     }
     return {
@@ -104,21 +111,27 @@ def lab_objects(
 ) -> list[Namespaced]:
     """A namespace's JupyterLab objects, in creation order; ``nfs`` the namespace's share
     claims (cloud.kube_nfs), mounted where a VM mounts them."""
+    string_data = {LAB_TOKEN_KEY: spec.token}
     secret = {
         "metadata": _meta(f"{LAB_NAME}-token", labels, ns),
         "type": "Opaque",
-        "stringData": {LAB_TOKEN_KEY: spec.token},
+        "stringData": string_data,
     }
-    port = {"name": "http", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}
+    ports = [{"name": "http", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}]
+    allowed = [{"protocol": "TCP", "port": JUPYTER_PORT}]
+    if spec.vscode_password_hash:
+        string_data[VSCODE_SECRET_KEY] = spec.vscode_password_hash
+        ports.append(vscode_service_port())
+        allowed.append({"protocol": "TCP", "port": VSCODE_PORT})
     service = {
         "metadata": _meta(LAB_NAME, labels, ns),
-        "spec": {"type": "ClusterIP", "selector": {INSTANCE_LABEL: LAB_NAME}, "ports": [port]},
+        "spec": {"type": "ClusterIP", "selector": {INSTANCE_LABEL: LAB_NAME}, "ports": ports},
     }
     proxy = {"namespaceSelector": {"matchLabels": {APP_PROXY_LABEL: "true"}}}
     policy_spec = {
         "podSelector": {"matchLabels": {INSTANCE_LABEL: LAB_NAME}},
         "policyTypes": ["Ingress"],
-        "ingress": [{"from": [proxy], "ports": [{"protocol": "TCP", "port": JUPYTER_PORT}]}],
+        "ingress": [{"from": [proxy], "ports": allowed}],
     }
     policy = {"metadata": _meta(APP_PROXY_POLICY, labels, ns), "spec": policy_spec}
     return [

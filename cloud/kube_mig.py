@@ -40,6 +40,7 @@ from .kube_core import (
 from .kube_ensure import Namespaced, namespace_create, objects_create, owned_by
 from .kube_lab import page_config_mount, page_config_objects
 from .kube_nfs import NfsVolume, nfs_ensure, pod_parts
+from .kube_vscode import VSCODE_SECRET_KEY, vscode_container, vscode_service_port
 
 
 @dataclass(frozen=True)
@@ -77,6 +78,9 @@ class MigSpec:
     replicas: int = 1
     # The team's shares and the owner's home (cloud.kube_nfs), mounted where a VM mounts them.
     nfs: tuple[NfsVolume, ...] = ()
+    # code-server's HASHED_PASSWORD (Secret "<name>-agent", key "vscode-password-hash"): a
+    # sidecar runs VS Code on port 8080 of the Service (cloud.kube_vscode); "" runs none.
+    vscode_password_hash: str = ""
 
 
 @dataclass(frozen=True)
@@ -181,6 +185,10 @@ def _statefulset(spec: MigSpec, labels: dict[str, Any]) -> dict[str, Any]:
             *nfs_volumes,
         ],
     }
+    if spec.vscode_password_hash:  # Same files as JupyterLab's: /home and the shares.
+        data_mounts = [{"name": "home", "mountPath": "/home"}, *pod_parts(spec.nfs)[0]]
+        sidecar = vscode_container(f"{spec.name}-agent", data_mounts)
+        pod_spec["containers"] = [container, sidecar]
     if spec.agent_script:
         _with_agent(spec, container, pod_spec)
     selector = {INSTANCE_LABEL: spec.name}
@@ -201,16 +209,18 @@ def _mig_objects(spec: MigSpec, labels: dict[str, Any]) -> list[Namespaced]:
     string_data = {"token": spec.agent_token}
     if spec.jupyter_token:
         string_data["jupyter-token"] = spec.jupyter_token
+    if spec.vscode_password_hash:
+        string_data[VSCODE_SECRET_KEY] = spec.vscode_password_hash
     secret = {"metadata": _meta(f"{name}-agent", labels, ns), "type": "Opaque"}
     secret["stringData"] = string_data
     pvc_spec = {
         "accessModes": ["ReadWriteOnce"],
         "resources": {"requests": {"storage": f"{spec.home_gib}Gi"}},
     }
-    service_spec = {
-        "selector": {INSTANCE_LABEL: name},
-        "ports": [{"name": "http", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}],
-    }
+    ports = [{"name": "http", "port": JUPYTER_PORT, "targetPort": JUPYTER_PORT}]
+    if spec.vscode_password_hash:
+        ports.append(vscode_service_port())
+    service_spec = {"selector": {INSTANCE_LABEL: name}, "ports": ports}
     code = {"metadata": _meta(f"{name}-agent-code", labels, ns)}
     code["data"] = {AGENT_FILE: spec.agent_script}
     agent_code = [("ConfigMap", "CoreV1Api", "config_map", code)]

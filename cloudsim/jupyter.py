@@ -20,10 +20,11 @@ per running workspace, with the configuration the workspace itself would have:
   page config that blanks the token in JupyterLab's pages), as the kubelet would mount them.
 
 A VM whose layer asks for VS Code (its customData writes code-server's HASHED_PASSWORD,
-agent/environment_init.py) also answers on port 8080 with a real code-server, the npm package of
-the version the VM's .deb is (``make code-server`` installs it under ~/.cache/gpu-portal/;
-CLOUDSIM_CODE_SERVER names another). Without it that address answers nothing, as a VM whose
-code-server failed to start.
+agent/environment_init.py), and a Service whose pod runs the code-server sidecar (a container
+with HASHED_PASSWORD, cloud.kube_vscode), also answer on port 8080 with a real code-server,
+the npm package of the version the VM's .deb is (``make code-server`` installs it under
+~/.cache/gpu-portal/; CLOUDSIM_CODE_SERVER names another). Without it that address answers
+nothing, as a workspace whose code-server failed to start.
 
 A reaper thread stops a process once its VM is no longer running or its pod is gone; a stopped
 VM keeps its home folder (its OS disk), as Azure's deallocate does.
@@ -153,12 +154,27 @@ def service_target(cloud: "Cloud", host: str, port: int) -> Target | None:
         if not any(p.get("port") == port for p in spec.get("ports") or []):
             return None
         pod = _selected_pod(cluster, namespace, spec.get("selector") or {})
+        if port == VSCODE_PORT:
+            return _pod_vscode_target(cluster, f"{key}|{namespace}|{name}", pod)
         container = _jupyter_container(pod) if pod else None
         token = _container_token(cluster, namespace, container) if container else None
         if not token or pod is None or container is None:
             return None
         files = _config_files(cluster, namespace, pod, container)
         return Target(f"{key}|{namespace}|{name}", token, files)
+    return None
+
+
+def _pod_vscode_target(cluster: "Cluster", key: str, pod: dict[str, Any] | None) -> Target | None:
+    """The pod's code-server sidecar (cloud.kube_vscode): its container's HASHED_PASSWORD,
+    resolved as the kubelet would, when code-server is installed here."""
+    namespace = key.split("|")[1]
+    for container in ((pod or {}).get("spec") or {}).get("containers") or []:
+        hashed = _container_token(cluster, namespace, container, "HASHED_PASSWORD")
+        if hashed and code_server.code_server_path() is not None:
+            return Target(key + VSCODE, hashed)
+        if hashed:
+            log.warning("code-server is not installed (make code-server): 8080 answers nothing")
     return None
 
 
@@ -183,10 +199,13 @@ def _jupyter_container(pod: dict[str, Any]) -> dict[str, Any] | None:
     return None
 
 
-def _container_token(cluster: "Cluster", namespace: str, container: dict[str, Any]) -> str | None:
-    """The container's JUPYTER_TOKEN, resolved as the kubelet would (a literal or a Secret key)."""
+def _container_token(
+    cluster: "Cluster", namespace: str, container: dict[str, Any], name: str = "JUPYTER_TOKEN"
+) -> str | None:
+    """The container's ``name`` variable (JUPYTER_TOKEN), resolved as the kubelet would (a
+    literal or a Secret key)."""
     for entry in container.get("env") or []:
-        if not isinstance(entry, dict) or entry.get("name") != "JUPYTER_TOKEN":
+        if not isinstance(entry, dict) or entry.get("name") != name:
             continue
         ref = (entry.get("valueFrom") or {}).get("secretKeyRef")
         if not isinstance(ref, dict):
@@ -379,7 +398,7 @@ class JupyterPool:
         for vm in self.cloud.vms.values():
             if vm.id.lower() == vm_key:
                 return vm.power == "running"
-        key, namespace, name = (lab.target.key.split("|") + ["", ""])[:3]
+        key, namespace, name = (vm_key.split("|") + ["", ""])[:3]
         cluster = kube.get(key)
         service = cluster.get("services", namespace, name) if cluster else None
         if cluster is None or service is None:

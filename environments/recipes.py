@@ -66,8 +66,9 @@ def jupyter_token(workspace_id: UUID | str) -> str:
 
 
 def vscode_password_hash(workspace_id: UUID | str) -> str:
-    """code-server's ``HASHED_PASSWORD`` on a VM workspace: the SHA-256 (hex) of a password
-    derived from SECRET_KEY (never stored, never shown). code-server takes this legacy SHA-256
+    """code-server's ``HASHED_PASSWORD`` of a workspace (a VM's, a pod's sidecar's): the
+    SHA-256 (hex) of a password derived from SECRET_KEY (never stored, never shown); the message
+    says "vm" for every kind, so VMs' hashes stay as they were. code-server takes this SHA-256
     form as the value of its session cookie (``code-server-session``; its src/node/util.ts
     isCookieValid), so the app proxy adds that cookie to each request, as it adds JupyterLab's
     token, and no browser sees it."""

@@ -13,9 +13,10 @@ from typing import Any
 from django.conf import settings
 
 from environments.models import Environment
-from environments.recipes import recipe_for
+from environments.recipes import recipe_for, vscode_password_hash
 from environments.selectors import environment_default
 from teams.models import Team
+from workspaces.backends import IdeTarget
 from workspaces.models import Workspace
 
 # Without a container environment in the catalog (docs/environments.md): Jupyter's PyTorch
@@ -23,6 +24,7 @@ from workspaces.models import Workspace
 # "<variant>-<YYYY-MM-DD>"; "cuda12-latest" moves).
 DEFAULT_IMAGE = "quay.io/jupyter/pytorch-notebook:cuda12-2024-09-30"
 JUPYTER_PORT = 8888
+VSCODE_PORT = 8080  # The code-server sidecar's (cloud.kube_vscode), on the same Service.
 
 
 def jupyter_token(workspace: Workspace) -> str:
@@ -31,6 +33,14 @@ def jupyter_token(workspace: Workspace) -> str:
     no page, API answer or CLI output carries it."""
     mac = hmac.new(settings.SECRET_KEY.encode(), f"jupyter:{workspace.pk}".encode(), "sha256")
     return mac.hexdigest()[:48]
+
+
+def vscode_target(workspace: Workspace, host: str) -> IdeTarget:
+    """VS Code (the code-server sidecar, cloud.kube_vscode) on ``host``'s port 8080, with the
+    session cookie the app proxy adds: code-server takes its HASHED_PASSWORD as the cookie's
+    value (docs/apps.md, "VS Code"); no browser sees it."""
+    session = f"code-server-session={vscode_password_hash(workspace.pk)}"
+    return IdeTarget(host, VSCODE_PORT, "", session)
 
 
 def image_fields(

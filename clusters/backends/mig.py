@@ -32,13 +32,20 @@ from clusters.backends.aks import (
     object_labels,
     pool_of,
 )
-from clusters.backends.jupyter import DEFAULT_IMAGE, JUPYTER_PORT, image_fields, jupyter_token
+from clusters.backends.jupyter import (
+    DEFAULT_IMAGE,
+    JUPYTER_PORT,
+    image_fields,
+    jupyter_token,
+    vscode_target,
+)
 from clusters.backends.mig_rightsizing import mig_rightsizing_options
 from clusters.dcgm import dcgm_pod_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool
 from clusters.pool_room import pool_free_units
 from common.words import with_article
 from environments.models import Environment
+from environments.recipes import vscode_password_hash
 from teams.models import Profile, Team
 from workspaces import telemetry
 from workspaces.backends import (
@@ -176,7 +183,8 @@ class MigBackend(AksBackend):
         if workspace.status != Status.RUNNING or not workspace.namespace:
             return None
         host = f"{kube_name(workspace)}.{workspace.namespace}.svc.cluster.local"
-        return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace))
+        vscode = vscode_target(workspace, host)
+        return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace), vscode=vscode)
 
     def detail_context(self, workspace: Workspace, user: User | AnonymousUser) -> dict[str, object]:
         """For its owner, whether they gave no Entra ID identity (then nobody may port-forward
@@ -305,6 +313,7 @@ def _mig_spec(workspace: Workspace, now: datetime) -> kube.MigSpec:
         owner_users=owner_users(workspace.owner),
         jupyter_token=jupyter_token(workspace),
         nfs=nfs_volumes(workspace),
+        vscode_password_hash=vscode_password_hash(workspace.pk),
     )
 
 

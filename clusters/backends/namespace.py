@@ -27,10 +27,17 @@ from clusters.backends.aks import (
     object_labels,
     pool_of,
 )
-from clusters.backends.jupyter import DEFAULT_IMAGE, JUPYTER_PORT, image_fields, jupyter_token
+from clusters.backends.jupyter import (
+    DEFAULT_IMAGE,
+    JUPYTER_PORT,
+    image_fields,
+    jupyter_token,
+    vscode_target,
+)
 from clusters.dcgm import dcgm_use_of, dcgm_use_read
 from clusters.models import ClusterTeam, NodePool, PoolStatus
 from common.words import counted, times
+from environments.recipes import vscode_password_hash
 from teams.models import Team
 from workspaces import telemetry
 from workspaces.backends import IdeTarget, KindForm, PoolUse, Step, Words, WorkspaceBackend
@@ -123,7 +130,8 @@ class NamespaceBackend(AksBackend):
         if workspace.status != Status.RUNNING or not workspace.namespace:
             return None
         host = kube.lab_host(workspace.namespace)
-        return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace))
+        vscode = vscode_target(workspace, host)
+        return IdeTarget(host, JUPYTER_PORT, jupyter_token(workspace), vscode=vscode)
 
     def size_label(self, workspace: Workspace) -> str:
         """Its GPU quota: "1 × A100 GPU", "2 × A100 GPUs"."""
@@ -198,7 +206,11 @@ def namespace_spec(workspace: Workspace) -> kube.NamespaceSpec:
         gpus=workspace.gpu_count,
         labels=object_labels(workspace),
         nfs=nfs_volumes(workspace),
-        lab=kube.LabSpec(image=workspace.image or DEFAULT_IMAGE, token=jupyter_token(workspace)),
+        lab=kube.LabSpec(
+            image=workspace.image or DEFAULT_IMAGE,
+            token=jupyter_token(workspace),
+            vscode_password_hash=vscode_password_hash(workspace.pk),
+        ),
     )
 
 

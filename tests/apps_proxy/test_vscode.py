@@ -2,7 +2,9 @@
 asks for VS Code runs code-server beside JupyterLab (the emulator runs the real npm package,
 `make code-server`), and its owner opens it on its own apps host, `<id>-vscode`: the page
 loads, and VS Code's management WebSocket opens and completes its handshake through the
-proxy. code-server's session cookie is the proxy's to add and never reaches the browser.
+proxy. code-server's session cookie is the proxy's to add and never reaches the browser. A MIG
+slice's pod and a team namespace's JupyterLab pod run code-server as a sidecar
+(cloud.kube_vscode), reached the same way through their Service.
 
 `make test` installs code-server first (Makefile, `code-server`: once per machine, outside the
 checkout); run alone, the test is skipped where it is not installed."""
@@ -17,6 +19,14 @@ from cloudsim.code_server import code_server_path
 from environments.recipes import vscode_password_hash
 from tests.apps_proxy.helpers import running_lab_vm
 from tests.apps_proxy.test_proxy import ENTER, Browser
+from tests.clusters.test_aks_workspaces import (  # noqa: F401
+    cluster,
+    four_gpu_offering,
+    make_pool,
+    request_mig,
+    request_namespace,
+)
+from workspaces.states import Status
 
 pytestmark = [
     pytest.mark.process,
@@ -52,9 +62,33 @@ def _control_reply(sock):
 def test_the_owner_opens_vs_code_and_its_management_websocket_through_the_proxy(
     client, cast, sim, apps_proxy
 ):
+    _open_vs_code(client, cast, apps_proxy, running_lab_vm(cast))
+
+
+@pytest.mark.parametrize("kind", ["mig", "namespace"])
+def test_a_pods_vs_code_sidecar_opens_through_its_service(
+    client,
+    cast,
+    cluster,  # noqa: F811
+    apps_proxy,
+    kind,
+):
+    """A slice's pod and a namespace's JupyterLab pod run code-server beside JupyterLab
+    (cloud.kube_vscode); the emulator finds it behind the Service's port 8080 with the
+    HASHED_PASSWORD from the workspace's Secret."""
+    if kind == "mig":
+        make_pool(cast, cluster)
+        ws = request_mig(cast)
+    else:
+        pool = make_pool(cast, cluster, name="a100", profile="", **four_gpu_offering())
+        ws = request_namespace(cast, pool)
+    assert ws.status == Status.RUNNING, ws.waiting_reason or ws.error_message
+    _open_vs_code(client, cast, apps_proxy, ws)
+
+
+def _open_vs_code(client, cast, apps_proxy, ws):
     from websockets.sync.client import connect  # noqa: PLC0415
 
-    ws = running_lab_vm(cast)
     client.force_login(cast.researcher)
     page = client.get(f"/workspaces/{ws.pk}/").content.decode()
     assert 'data-testid="open-vscode"' in page

@@ -286,10 +286,11 @@ def test_namespace_gets_quota_rolebinding_and_network_policy(cast, cluster, sim)
     service = next(o for o in state["services"] if o["namespace"] == "vision-training")
     assert service["name"] == "portal-jupyterlab" and service["ports"][0]["port"] == 8888
     secrets = {o["name"]: o["keys"] for o in state["secrets"] if o["namespace"] == ws.namespace}
-    assert secrets["portal-jupyterlab-token"] == ["jupyter-token"]
+    assert secrets["portal-jupyterlab-token"] == ["jupyter-token", "vscode-password-hash"]
+    # JupyterLab's 1 CPU / 4 GiB and its VS Code sidecar's 0.5 / 1 GiB (cloud.kube_vscode).
     pods = [p for p in state["pods"] if p["namespace"] == "vision-training"]
-    assert [p["requests"] for p in pods] == [{"pods": "1", "cpu": "1", "memory": "4Gi"}]
-    assert quota["used"]["requests.cpu"] == "1" and quota["used"]["requests.memory"] == "4Gi"
+    assert [p["requests"] for p in pods] == [{"pods": "1", "cpu": "1500m", "memory": "5Gi"}]
+    assert quota["used"]["requests.cpu"] == "1500m" and quota["used"]["requests.memory"] == "5Gi"
     assert quota["used"]["requests.nvidia.com/gpu"] == "0"
     assert ws.image == "quay.io/jupyter/pytorch-notebook:cuda12-2024-09-30"
 

@@ -108,12 +108,16 @@ def _workspace(cloud: Cloud, name: str) -> tuple[list[Mount], Path | None]:
 
 
 def pod_mounts(cluster: Any, pod: dict) -> list[Mount]:
-    """The Azure Files NFS mounts of a pod's containers, through claim and volume."""
+    """The Azure Files NFS mounts of a pod's containers, through claim and volume; a path
+    two containers mount (JupyterLab's and the VS Code sidecar's) once, as the first mounts
+    it: the emulator keeps one file system per pod."""
     namespace, spec = pod["metadata"]["namespace"], pod.get("spec") or {}
     sources = {v.get("name"): v.get("persistentVolumeClaim") for v in spec.get("volumes") or []}
-    found = []
+    found: list[Mount] = []
     for container in spec.get("containers") or []:
         for mount in container.get("volumeMounts") or []:
+            if any(m.path == posixpath.normpath(str(mount.get("mountPath", "/"))) for m in found):
+                continue
             source = sources.get(mount.get("name")) or {}
             claim = cluster.get("persistentvolumeclaims", namespace, source.get("claimName", ""))
             if claim is None or (claim.get("status") or {}).get("phase") != "Bound":
